@@ -1,0 +1,1 @@
+"""The console adapter: a terminal chat for trying Strata locally (`strata chat`)."""

@@ -1,0 +1,170 @@
+"""The `strata` command line. With `bot.app`, the only module that may import `adapters` and
+`cognition`. Every StrataError becomes a one-line `error: …` and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from bot.app import App, open_db
+from bot.clock import ManualClock, SystemClock, from_iso
+from bot.config import Settings, load_settings
+from bot.errors import StrataError
+from bot.ports import Clock
+from memory.export import export_person
+from memory.persons import ChannelRepo, PersonRepo
+from memory.transcript import TranscriptRepo
+
+log = logging.getLogger(__name__)
+
+Runner = Callable[[argparse.Namespace, Settings], Awaitable[int]]
+
+
+def _clock(args: argparse.Namespace) -> Clock:
+    now = getattr(args, "now", None)
+    return ManualClock(from_iso(now)) if now else SystemClock()
+
+
+async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
+    from adapters.console.adapter import ConsoleAdapter
+
+    app = await App.create(settings)
+    try:
+        adapter = ConsoleAdapter(user=args.user, channel=args.channel, clock=app.clock)
+        await adapter.start(app.processor)
+    finally:
+        await app.close()
+    return 0
+
+
+async def cmd_db_migrate(args: argparse.Namespace, settings: Settings) -> int:
+    db = await open_db(settings)
+    try:
+        rows = await db.fetchall("SELECT id, name FROM migrations ORDER BY id")
+        print(f"{db.path}: {len(rows)} migrations applied "
+              f"(latest {rows[-1][0]:04d}_{rows[-1][1]}), embedding dimension {db.dim}")
+    finally:
+        await db.close()
+    return 0
+
+
+async def _person_or_fail(persons: PersonRepo, name: str) -> Any:
+    person = await persons.find(name)
+    if person is None:
+        raise StrataError(f"no person called {name!r} (try the name used with --user)")
+    return person
+
+
+async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
+    db = await open_db(settings)
+    try:
+        persons, channels, transcript = PersonRepo(db), ChannelRepo(db), TranscriptRepo(db)
+        person = await _person_or_fail(persons, args.user)
+        chans = await channels.for_owner(person.id)
+        counts = {c.id: int(await db.fetchval(
+            "SELECT count(*) FROM transcript WHERE channel_id = ?", (c.id,))) for c in chans}
+        info: dict[str, Any] = {
+            "person": {"id": person.id, "name": person.name, "timezone": person.timezone,
+                       "paused": person.paused,
+                       "last_active_at": person.last_active_at.isoformat()
+                       if person.last_active_at else None},
+            "identities": await persons.identities(person.id),
+            "channels": [{"id": c.id, "platform": c.platform, "room": c.room_ref,
+                          "kind": c.kind.value, "source": c.source, "rows": counts[c.id]}
+                         for c in chans],
+            "transcript_rows": await transcript.count(person.id),
+        }
+        if args.json:
+            print(json.dumps(info, indent=2, ensure_ascii=False))
+            return 0
+        p = info["person"]
+        print(f"{p['name']} (person {p['id']}), identities: {', '.join(info['identities'])}")
+        print(f"  last active: {p['last_active_at'] or 'never'}; paused: {p['paused']}")
+        print(f"  transcript rows: {info['transcript_rows']}")
+        for c in info["channels"]:
+            print(f"  channel {c['id']}: {c['platform']} {c['room']} ({c['kind']}, "
+                  f"source {c['source']}): {c['rows']} rows")
+    finally:
+        await db.close()
+    return 0
+
+
+async def cmd_memory_export(args: argparse.Namespace, settings: Settings) -> int:
+    db = await open_db(settings)
+    try:
+        person = await _person_or_fail(PersonRepo(db), args.user)
+        data = await export_person(db, person.id)
+    finally:
+        await db.close()
+    json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+    return 0
+
+
+async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.doctor import run_doctor
+
+    checks = await run_doctor(settings)
+    for check in checks:
+        print(check.line())
+    return 0 if all(c.ok for c in checks) else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="strata", description="Strata: a chat bot with a layered, decaying memory.")
+    parser.add_argument("--config", help="TOML config file (default ./strata.toml if present)")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="more logging on stderr (-v info, -vv debug)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    chat = sub.add_parser("chat", help="chat in the terminal (also reads piped stdin)")
+    chat.add_argument("--user", default="me", help="who you are (console:NAME)")
+    chat.add_argument("--channel", default="default", help="which of your channels")
+    chat.set_defaults(run=cmd_chat)
+
+    db = sub.add_parser("db", help="database maintenance").add_subparsers(
+        dest="db_command", required=True, metavar="ACTION")
+    db.add_parser("migrate", help="create or migrate the database").set_defaults(
+        run=cmd_db_migrate)
+
+    memory = sub.add_parser("memory", help="see what is remembered").add_subparsers(
+        dest="memory_command", required=True, metavar="ACTION")
+    show = memory.add_parser("show", help="what is stored about a person")
+    show.add_argument("--user", required=True)
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(run=cmd_memory_show)
+    export = memory.add_parser("export", help="all of a person's data as JSON on stdout")
+    export.add_argument("--user", required=True)
+    export.set_defaults(run=cmd_memory_export)
+
+    sub.add_parser("doctor", help="check configuration, database and endpoints").set_defaults(
+        run=cmd_doctor)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
+    logging.basicConfig(level=level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = load_settings(args.config)
+        code = asyncio.run(args.run(args, settings))
+    except StrataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return int(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Chat commands (`/help`, `/memory`, `/forget`, …), handled by the turn processor.
+
+Every platform gets the same commands because they are handled here, before the model sees
+anything. A command is never stored in the transcript (so `/forget x` does not remember x).
+Each capability registers its own commands on the `CommandRouter`. Imports `bot` leaf types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from bot.types import Channel, InboundMessage, Person
+
+
+@dataclass(frozen=True, slots=True)
+class CommandContext:
+    msg: InboundMessage
+    person: Person
+    channel: Channel
+    args: str
+
+
+@dataclass(frozen=True, slots=True)
+class CommandReply:
+    text: str
+    attachment: tuple[str, bytes] | None = None  # (file name, bytes), e.g. an export
+
+
+Handler = Callable[[CommandContext], Awaitable[CommandReply]]
+
+
+@dataclass
+class Command:
+    name: str
+    summary: str
+    handler: Handler
+    private_only: bool = False
+
+
+@dataclass
+class CommandRouter:
+    commands: dict[str, Command] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.add("help", "list the commands", self._help)
+
+    def add(self, name: str, summary: str, handler: Handler, *, private_only: bool = False) -> None:
+        self.commands[name] = Command(name, summary, handler, private_only)
+
+    @staticmethod
+    def parse(text: str) -> tuple[str, str] | None:
+        """(`name`, `args`) if `text` is a command like `/forget cats` (or `/forget@bot cats`)."""
+        stripped = text.strip()
+        if not stripped.startswith("/") or len(stripped) < 2 or not stripped[1].isalpha():
+            return None
+        head, _, args = stripped[1:].partition(" ")
+        name = head.split("@", 1)[0].lower()
+        return name, args.strip()
+
+    def find(self, text: str) -> tuple[Command, str] | None:
+        parsed = self.parse(text)
+        if parsed is None or parsed[0] not in self.commands:
+            return None
+        return self.commands[parsed[0]], parsed[1]
+
+    async def _help(self, ctx: CommandContext) -> CommandReply:
+        lines = ["Commands:"]
+        for cmd in sorted(self.commands.values(), key=lambda c: c.name):
+            lines.append(f"/{cmd.name} — {cmd.summary}")
+        return CommandReply("\n".join(lines))

@@ -1,0 +1,197 @@
+"""Configuration: a TOML file plus `STRATA_<SECTION>_<KEY>` environment overrides.
+
+Parsed once into a frozen `Settings` object that is passed down; nothing else reads the
+environment. A bad value is a `ConfigError` whose one-line message names the key. Pydantic is
+used here because configuration is untrusted input. Imports only `bot.errors`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bot.errors import ConfigError
+
+OLLAMA_URL = "http://127.0.0.1:11434/v1"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DbSettings(_Section):
+    path: str = "strata.db"
+
+
+class LlmSettings(_Section):
+    base_url: str = OLLAMA_URL
+    model: str = "llama3.1:8b"
+    api_key: str = Field(default="ollama", repr=False)
+    timeout: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    retry_backoff: float = Field(default=0.5, ge=0)
+    max_tokens: int = Field(default=1024, gt=0)
+
+
+class EmbedSettings(_Section):
+    base_url: str = OLLAMA_URL
+    model: str = "nomic-embed-text"
+    api_key: str = Field(default="ollama", repr=False)
+    dim: int = Field(default=768, gt=0, le=8192)
+    timeout: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    batch_size: int = Field(default=64, gt=0)
+
+
+class BotSettings(_Section):
+    name: str = "Strata"
+    persona: str = (
+        "You are Strata, a warm, attentive companion who remembers what people tell you. "
+        "Answer briefly and naturally. Never invent memories."
+    )
+    history_tokens: int = Field(default=3000, gt=0)
+    max_tool_rounds: int = Field(default=4, ge=0, le=16)
+    stream: bool = True
+
+
+class RecallSettings(_Section):
+    enabled: bool = True
+    budget_tokens: int = Field(default=1000, ge=0)
+    candidates: int = Field(default=40, gt=0)
+    relative_floor: float = Field(default=0.55, ge=0, le=1)
+    min_relevance: float = Field(default=0.25, ge=0, le=1)
+    w_relevance: float = Field(default=0.7, ge=0)
+    w_recency: float = Field(default=0.2, ge=0)
+    w_salience: float = Field(default=0.1, ge=0)
+
+
+class EpisodeSettings(_Section):
+    window_turns: int = Field(default=12, gt=0)
+    pause_minutes: float = Field(default=30.0, gt=0)
+    use_model: bool = True
+
+
+class AccessSettings(_Section):
+    allow_users: tuple[str, ...] = ()
+    allow_rooms: tuple[str, ...] = ()
+    admins: tuple[str, ...] = ()
+    tell_unlisted: bool = True
+    model_calls_per_minute: int = Field(default=20, gt=0)
+
+
+class DiscordSettings(_Section):
+    token: str = Field(default="", repr=False)
+
+
+class TelegramSettings(_Section):
+    token: str = Field(default="", repr=False)
+    base_url: str = ""
+
+
+class MatrixSettings(_Section):
+    homeserver: str = ""
+    user: str = ""
+    password: str = Field(default="", repr=False)
+    access_token: str = Field(default="", repr=False)
+    device_id: str = "STRATA"
+    store_path: str = "matrix-store"
+
+
+class CognitionSettings(_Section):
+    enabled: bool = True
+    tick_seconds: float = Field(default=60.0, gt=0)
+    job_interval_minutes: float = Field(default=5.0, gt=0)
+    idle_minutes: float = Field(default=30.0, ge=0)
+    research_hours: float = Field(default=6.0, gt=0)
+    job_token_budget: int = Field(default=4000, gt=0)
+
+
+class Settings(_Section):
+    db: DbSettings = DbSettings()
+    llm: LlmSettings = LlmSettings()
+    embed: EmbedSettings = EmbedSettings()
+    bot: BotSettings = BotSettings()
+    recall: RecallSettings = RecallSettings()
+    episodes: EpisodeSettings = EpisodeSettings()
+    access: AccessSettings = AccessSettings()
+    discord: DiscordSettings = DiscordSettings()
+    telegram: TelegramSettings = TelegramSettings()
+    matrix: MatrixSettings = MatrixSettings()
+    cognition: CognitionSettings = CognitionSettings()
+
+
+# Short names kept for convenience and for the README's quick start.
+_ALIASES = {"STRATA_DB": ("db", "path")}
+
+
+def _env_value(raw: str, annotation: Any) -> Any:
+    """Turn an environment string into what the field wants (lists: JSON or comma-separated)."""
+    if "tuple" in str(annotation):
+        text = raw.strip()
+        if text.startswith("["):
+            return json.loads(text)
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return raw
+
+
+def _overrides(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for section_name, section_field in Settings.model_fields.items():
+        section_model = section_field.annotation
+        assert section_model is not None and issubclass(section_model, BaseModel)
+        for key, key_field in section_model.model_fields.items():
+            name = f"STRATA_{section_name}_{key}".upper()
+            if name in env:
+                try:
+                    value = _env_value(env[name], key_field.annotation)
+                except json.JSONDecodeError as exc:
+                    raise ConfigError(f"{name}: not valid JSON: {exc.msg}") from None
+                out.setdefault(section_name, {})[key] = value
+    for alias, (section_name, key) in _ALIASES.items():
+        if alias in env:
+            out.setdefault(section_name, {})[key] = env[alias]
+    return out
+
+
+def _merge(base: dict[str, Any], extra: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    merged = {k: dict(v) if isinstance(v, Mapping) else v for k, v in base.items()}
+    for section, values in extra.items():
+        current = merged.get(section)
+        merged[section] = {**(current if isinstance(current, dict) else {}), **values}
+    return merged
+
+
+def _describe(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    key = ".".join(str(p) for p in err["loc"])
+    env_name = "STRATA_" + "_".join(str(p) for p in err["loc"]).upper()
+    extra = f" (or {env_name})" if len(err["loc"]) == 2 else ""
+    return f"config key {key}{extra}: {err['msg']}"
+
+
+def load_settings(
+    path: str | Path | None = None, env: Mapping[str, str] | None = None
+) -> Settings:
+    """Read `path` (or ./strata.toml if present), apply environment overrides, validate."""
+    env = os.environ if env is None else env
+    data: dict[str, Any] = {}
+    if path is None and Path("strata.toml").is_file():
+        path = "strata.toml"
+    if path is not None:
+        file = Path(path)
+        if not file.is_file():
+            raise ConfigError(f"config file {file} does not exist")
+        try:
+            data = tomllib.loads(file.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {file}: {exc}") from None
+    try:
+        return Settings.model_validate(_merge(data, _overrides(env)))
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None

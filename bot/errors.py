@@ -1,0 +1,55 @@
+"""The project's own error types. A leaf module: imports nothing from the project.
+
+Every failure that reaches a person or an operator is one of these, so callers can turn it into
+an honest one-line message instead of a traceback.
+"""
+
+from __future__ import annotations
+
+
+class StrataError(Exception):
+    """Base class of every error Strata raises on purpose."""
+
+
+class ConfigError(StrataError):
+    """A configuration value is missing or invalid; the message names the key."""
+
+
+class StorageError(StrataError):
+    """The database cannot be opened or used as asked."""
+
+
+class ExtensionUnavailableError(StorageError):
+    """No SQLite driver that can load sqlite-vec (or has FTS5) is available."""
+
+
+class DimensionMismatchError(StorageError):
+    """The database was created with another embedding dimension."""
+
+
+class UnknownKindError(StrataError, ValueError):
+    """A write named a kind outside a closed set (fact kinds, sources, roles)."""
+
+
+class ModelError(StrataError):
+    """The model endpoint failed; `retryable` says whether trying later may help."""
+
+    retryable: bool = True
+
+
+class ModelUnavailableError(ModelError):
+    """The endpoint cannot be reached, timed out, or answered 5xx after the retries."""
+
+
+class ModelRateLimitedError(ModelError):
+    """The endpoint kept answering 429 after the retries."""
+
+
+class ModelBadResponseError(ModelError):
+    """The endpoint answered, but with something unusable (malformed, empty, wrong shape)."""
+
+
+class ModelRequestError(ModelError):
+    """The endpoint refused the request itself (4xx other than 429): retrying will not help."""
+
+    retryable = False

@@ -1,0 +1,307 @@
+"""The one OpenAI-compatible client: chat (streaming and not) and embeddings.
+
+Wraps `openai.AsyncOpenAI` pointed at any `base_url` (Ollama, llama.cpp server, vLLM, OpenAI).
+The SDK's own retries are off; this module retries 429, 5xx, timeouts and connection errors a
+bounded number of times with exponential backoff (honouring Retry-After), and translates every
+failure into `bot.errors.ModelError` subclasses. No other module imports `openai`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+import openai
+
+from bot.errors import (
+    ModelBadResponseError,
+    ModelError,
+    ModelRateLimitedError,
+    ModelRequestError,
+    ModelUnavailableError,
+)
+from bot.types import ChatMessage, Completion, ToolCall, ToolSpec, Usage
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Sleep = Callable[[float], Awaitable[None]]
+
+MAX_RETRY_AFTER = 30.0
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    try:
+        value = exc.response.headers.get("retry-after")
+        return min(float(value), MAX_RETRY_AFTER) if value is not None else None
+    except (AttributeError, ValueError):
+        return None
+
+
+def translate(exc: Exception, what: str) -> ModelError:
+    """Map an SDK exception onto the project's error types, with a short honest message."""
+    if isinstance(exc, ModelError):
+        return exc
+    if isinstance(exc, openai.RateLimitError):
+        return ModelRateLimitedError(f"{what}: rate limited (429)")
+    if isinstance(exc, openai.APITimeoutError):
+        return ModelUnavailableError(f"{what}: timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        return ModelUnavailableError(f"{what}: cannot connect")
+    if isinstance(exc, openai.InternalServerError):
+        return ModelUnavailableError(f"{what}: server error {exc.status_code}")
+    if isinstance(exc, openai.NotFoundError):
+        return ModelRequestError(f"{what}: not found (404) - is the model name right?")
+    if isinstance(exc, openai.APIStatusError):
+        return ModelRequestError(f"{what}: refused ({exc.status_code})")
+    if isinstance(exc, openai.APIResponseValidationError | ValueError | KeyError | TypeError):
+        return ModelBadResponseError(f"{what}: malformed answer ({type(exc).__name__})")
+    return ModelBadResponseError(f"{what}: {type(exc).__name__}")
+
+
+def _retryable(exc: Exception) -> bool:
+    if isinstance(exc, ModelError):
+        return isinstance(exc, ModelBadResponseError)
+    return isinstance(
+        exc,
+        openai.RateLimitError
+        | openai.APITimeoutError
+        | openai.APIConnectionError
+        | openai.InternalServerError
+        | openai.APIResponseValidationError,
+    )
+
+
+class _Retrying:
+    """Bounded retries with jittered exponential backoff."""
+
+    def __init__(self, max_retries: int, backoff: float, sleep: Sleep) -> None:
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.sleep = sleep
+
+    async def delay(self, attempt: int, exc: Exception) -> None:
+        wait = self.backoff * (2**attempt) * (0.5 + random.random() / 2)
+        if isinstance(exc, openai.APIStatusError):
+            wait = max(wait, _retry_after(exc) or 0.0)
+        log.warning("model call failed (%s), retry %d in %.2fs", type(exc).__name__,
+                    attempt + 1, wait)
+        await self.sleep(wait)
+
+    async def run(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        attempt = 0
+        while True:
+            try:
+                return await call()
+            except Exception as exc:  # noqa: BLE001 - translated below, never swallowed
+                if attempt >= self.max_retries or not _retryable(exc):
+                    raise translate(exc, what) from exc
+                await self.delay(attempt, exc)
+                attempt += 1
+
+
+def _client(base_url: str, api_key: str, timeout: float) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(
+        base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=0
+    )
+
+
+def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
+    if not raw:
+        return ()
+    return tuple(
+        ToolCall(id=c.id or f"call_{i}", name=c.function.name, arguments=c.function.arguments or "{}")
+        for i, c in enumerate(raw)
+    )
+
+
+class OpenAIChatModel:
+    """`bot.ports.ChatModel` over an OpenAI-compatible `/chat/completions`."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str = "",
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        backoff: float = 0.5,
+        max_tokens: int = 1024,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.model = model
+        self.max_tokens = max_tokens
+        self._client = _client(base_url, api_key, timeout)
+        self._retry = _Retrying(max_retries, backoff, sleep)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    def _request(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec],
+        model: str | None,
+        max_tokens: int | None,
+    ) -> dict[str, Any]:
+        req: dict[str, Any] = {
+            "model": model or self.model,
+            "messages": [m.to_api() for m in messages],
+            "max_tokens": max_tokens or self.max_tokens,
+        }
+        if tools:
+            req["tools"] = [t.to_api() for t in tools]
+        return req
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        model: str | None = None,
+        max_tokens: int | None = None,
+        json_mode: bool = False,
+    ) -> Completion:
+        req = self._request(messages, tools, model, max_tokens)
+        if json_mode:
+            req["response_format"] = {"type": "json_object"}
+
+        async def call() -> Completion:
+            resp = await self._client.chat.completions.create(**req)
+            if not getattr(resp, "choices", None):
+                raise ModelBadResponseError("chat model: answer has no choices")
+            choice = resp.choices[0]
+            text = choice.message.content or ""
+            calls = _tool_calls(choice.message.tool_calls)
+            if not text.strip() and not calls:
+                raise ModelBadResponseError("chat model: empty answer")
+            usage = Usage()
+            if resp.usage is not None:
+                usage = Usage(resp.usage.prompt_tokens or 0, resp.usage.completion_tokens or 0)
+            return Completion(text, calls, usage, choice.finish_reason)
+
+        return await self._retry.run("chat model", call)
+
+    async def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        model: str | None = None,
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[str | Completion]:
+        """Yield text deltas and finally the whole `Completion`.
+
+        Retries happen only before the first delta; a stream that breaks later raises, and the
+        caller keeps what it already showed.
+        """
+        req = self._request(messages, tools, model, max_tokens)
+        req["stream"] = True
+        req["stream_options"] = {"include_usage": True}
+        stream = await self._retry.run(
+            "chat model", lambda: self._client.chat.completions.create(**req)
+        )
+        parts: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        usage = Usage()
+        finish: str | None = None
+        try:
+            async for chunk in stream:
+                if getattr(chunk, "usage", None) is not None:
+                    usage = Usage(chunk.usage.prompt_tokens or 0,
+                                  chunk.usage.completion_tokens or 0)
+                if not chunk.choices:
+                    continue
+                choice = chunk.choices[0]
+                finish = choice.finish_reason or finish
+                delta = choice.delta
+                if delta.content:
+                    parts.append(delta.content)
+                    yield delta.content
+                for tc in delta.tool_calls or ():
+                    slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+                    if tc.id:
+                        slot["id"] = tc.id
+                    if tc.function is not None:
+                        slot["name"] += tc.function.name or ""
+                        slot["arguments"] += tc.function.arguments or ""
+        except Exception as exc:  # noqa: BLE001 - translated, never swallowed
+            raise translate(exc, "chat model (stream)") from exc
+        tool_calls = tuple(
+            ToolCall(id=s["id"] or f"call_{i}", name=s["name"], arguments=s["arguments"] or "{}")
+            for i, s in sorted(calls.items())
+        )
+        text = "".join(parts)
+        if not text.strip() and not tool_calls:
+            raise ModelBadResponseError("chat model: empty answer")
+        yield Completion(text, tool_calls, usage, finish)
+
+    async def list_models(self) -> list[str]:
+        async def call() -> list[str]:
+            page = await self._client.models.list()
+            return [m.id for m in page.data]
+
+        return await self._retry.run("chat endpoint", call)
+
+
+class OpenAIEmbedder:
+    """`bot.ports.Embedder` over an OpenAI-compatible `/embeddings`."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        dim: int,
+        api_key: str = "",
+        timeout: float = 30.0,
+        max_retries: int = 2,
+        backoff: float = 0.5,
+        batch_size: int = 64,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.model = model
+        self._dim = dim
+        self.batch_size = batch_size
+        self._client = _client(base_url, api_key, timeout)
+        self._retry = _Retrying(max_retries, backoff, sleep)
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            batch = [t if t.strip() else " " for t in texts[start:start + self.batch_size]]
+            out[start:start + len(batch)] = await self._retry.run(
+                "embedding model", lambda b=batch: self._embed_batch(b)  # type: ignore[misc]
+            )
+        return out
+
+    async def _embed_batch(self, batch: list[str]) -> npt.NDArray[np.float32]:
+        resp = await self._client.embeddings.create(model=self.model, input=batch)
+        data = sorted(resp.data, key=lambda d: d.index)
+        if len(data) != len(batch):
+            raise ModelBadResponseError(
+                f"embedding model: {len(data)} vectors for {len(batch)} texts"
+            )
+        vecs = np.asarray([d.embedding for d in data], dtype=np.float32)
+        if vecs.ndim != 2 or vecs.shape[1] != self._dim:
+            got = vecs.shape[1] if vecs.ndim == 2 else "?"
+            raise ModelRequestError(
+                f"embedding model {self.model} returns {got} dimensions but {self._dim} are "
+                "configured (embed.dim / STRATA_EMBED_DIM)"
+            )
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return (vecs / norms).astype(np.float32)

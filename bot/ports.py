@@ -1,0 +1,109 @@
+"""Protocols at the seams: chat model, embedder, clock, reply sink, adapter. A leaf module.
+
+Anything behind a port can be swapped (a fake server's client in tests, another provider in
+production) without touching the code that uses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from bot.types import (
+    Channel,
+    ChatMessage,
+    Completion,
+    InboundMessage,
+    Person,
+    ToolSpec,
+    TurnResult,
+)
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...
+
+
+class ChatModel(Protocol):
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        model: str | None = None,
+        max_tokens: int | None = None,
+        json_mode: bool = False,
+    ) -> Completion: ...
+
+    def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        model: str | None = None,
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[str | Completion]:
+        """Yield text deltas, then the final `Completion` (with any tool calls) last."""
+        ...
+
+
+class Embedder(Protocol):
+    @property
+    def dim(self) -> int: ...
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Return one L2-normalised float32 row per text, shape (len(texts), dim)."""
+        ...
+
+
+# Receives the cumulative reply text while the model streams; the adapter decides how often
+# to show it (message edits are throttled per platform).
+PartialCallback = Callable[[str], Awaitable[None]]
+
+
+@runtime_checkable
+class TurnHandler(Protocol):
+    """What an adapter hands each inbound message to (the turn processor, via the app)."""
+
+    async def handle(
+        self, msg: InboundMessage, on_partial: PartialCallback | None = None
+    ) -> TurnResult | None: ...
+
+
+class Adapter(Protocol):
+    """A platform adapter: lives inside the app's event loop."""
+
+    platform: str
+    message_limit: int
+
+    async def start(self, handler: TurnHandler) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def send(self, room_id: str, text: str) -> list[str]:
+        """Send `text` (split at the platform limit); return the platform message ids."""
+        ...
+
+
+class Recaller(Protocol):
+    """Turn-zero recall: a quoted memory block for `query`, or None when nothing is relevant."""
+
+    async def recall(self, *, channel: Channel, person: Person, query: str) -> str | None: ...
+
+
+class ContextSource(Protocol):
+    """Adds a per-turn section to the prompt (ambient snapshot, portrait, …)."""
+
+    async def portrait(self, owner_id: int) -> str | None: ...
+
+    async def ambient(self, person: Person, channel: Channel) -> str | None: ...
+
+
+class AfterTurn(Protocol):
+    """Work done after the reply is sent, off the hot path (episode cut, compaction check)."""
+
+    async def __call__(self, channel: Channel, person: Person, turn_id: str) -> None: ...

@@ -1,0 +1,297 @@
+"""The one turn processor: every turn (a person's, a reminder's, the DMN's) goes through here.
+
+Order (DESIGN.md §4): resolve person and channel; access control and chat commands; mark
+activity and append the user row durably; turn-zero recall; assemble the prompt; call the model
+(streaming when the adapter can show it) with bounded tool calls; append the reply and tool
+rows; return the reply to the adapter; after-turn work (episode cut, compaction) runs off the
+hot path. A failing model gives the person a short honest message; the user row stays.
+May import `memory`; never `adapters` or `cognition`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.commands import CommandContext, CommandRouter
+from bot.config import Settings
+from bot.errors import ModelError, ModelRateLimitedError, ModelRequestError
+from bot.ports import AfterTurn, ChatModel, Clock, ContextSource, PartialCallback, Recaller
+from bot.prompt import PromptParts, build_messages
+from bot.types import (
+    Channel,
+    ChannelKind,
+    ChatMessage,
+    Completion,
+    InboundMessage,
+    NewRow,
+    Person,
+    Role,
+    RowKind,
+    ToolCall,
+    ToolSpec,
+    TurnResult,
+)
+from memory.persons import ChannelRepo, PersonRepo
+from memory.transcript import TranscriptRepo, history_since_watermark
+
+log = logging.getLogger(__name__)
+
+ToolHandler = Callable[["ToolContext", dict[str, Any]], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    person: Person
+    channel: Channel
+    turn_id: str
+
+
+@dataclass
+class ToolRegistry:
+    """Functions the model may call in a turn, by name."""
+
+    specs: dict[str, ToolSpec] = field(default_factory=dict)
+    handlers: dict[str, ToolHandler] = field(default_factory=dict)
+
+    def add(self, spec: ToolSpec, handler: ToolHandler) -> None:
+        self.specs[spec.name] = spec
+        self.handlers[spec.name] = handler
+
+    async def run(self, ctx: ToolContext, call: ToolCall) -> str:
+        handler = self.handlers.get(call.name)
+        if handler is None:
+            return f"error: there is no tool named {call.name!r}"
+        try:
+            args = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError:
+            return "error: the arguments were not valid JSON"
+        if not isinstance(args, dict):
+            return "error: the arguments must be a JSON object"
+        return await handler(ctx, args)
+
+
+def model_error_message(exc: ModelError) -> str:
+    """The short, honest chat message for a failed model call."""
+    if isinstance(exc, ModelRateLimitedError):
+        why = "my language model is busy (rate limited)"
+    elif isinstance(exc, ModelRequestError):
+        why = "my language model refused the request (a configuration problem on my side)"
+    elif exc.__class__.__name__ == "ModelBadResponseError":
+        why = "my language model gave an answer I could not use"
+    else:
+        why = "I can't reach my language model right now"
+    return f"Sorry — {why}. Your message is saved; please try again in a moment."
+
+
+@dataclass
+class TurnProcessor:
+    settings: Settings
+    persons: PersonRepo
+    channels: ChannelRepo
+    transcript: TranscriptRepo
+    chat: ChatModel
+    clock: Clock
+    commands: CommandRouter = field(default_factory=CommandRouter)
+    tools: ToolRegistry = field(default_factory=ToolRegistry)
+    recaller: Recaller | None = None
+    context: ContextSource | None = None
+    after_turn: list[AfterTurn] = field(default_factory=list)
+    _locks: dict[int, asyncio.Lock] = field(default_factory=dict, init=False)
+    _background: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+
+    # -- resolution ----------------------------------------------------------------------------
+
+    async def resolve(self, msg: InboundMessage) -> tuple[Person, Channel]:
+        """The sender (created on first sight) and the channel (created on first message)."""
+        now = self.clock.now()
+        person = await self.persons.get_or_create(msg.identity, msg.sender_name, now)
+        if msg.is_private:
+            owner_id, kind = person.id, ChannelKind.PRIVATE
+        else:
+            scope = await self.persons.room_scope(msg.platform, msg.room_id, msg.room_name, now)
+            owner_id, kind = scope.id, ChannelKind.SHARED
+        channel = await self.channels.get_or_create(
+            platform=msg.platform, room_ref=msg.room_id, owner_id=owner_id, kind=kind,
+            source="user", now=now, name=msg.room_name)
+        return person, channel
+
+    def allowed(self, msg: InboundMessage) -> bool:
+        access = self.settings.access
+        if msg.platform == "console":
+            return True
+        if msg.identity in access.admins:
+            return True
+        if access.allow_users and msg.identity not in access.allow_users:
+            return False
+        room = f"{msg.platform}:{msg.room_id}"
+        return msg.is_private or not access.allow_rooms or room in access.allow_rooms
+
+    # -- the turn --------------------------------------------------------------------------------
+
+    async def handle(
+        self, msg: InboundMessage, on_partial: PartialCallback | None = None
+    ) -> TurnResult | None:
+        """Process one inbound message; None when the bot should stay silent."""
+        if not self.allowed(msg):
+            log.info("ignoring %s message from a user not on the allowlist", msg.platform)
+            return None
+        person, channel = await self.resolve(msg)
+        lock = self._locks.setdefault(channel.id, asyncio.Lock())
+        async with lock:
+            return await self._handle_locked(msg, person, channel, on_partial)
+
+    async def _handle_locked(
+        self, msg: InboundMessage, person: Person, channel: Channel,
+        on_partial: PartialCallback | None,
+    ) -> TurnResult | None:
+        turn_id = uuid.uuid4().hex
+        found = self.commands.find(msg.text) if msg.addressed_to_bot else None
+        if found is not None:
+            command, args = found
+            if command.private_only and channel.kind is not ChannelKind.PRIVATE:
+                return TurnResult("That command only works in a private chat with me.",
+                                  turn_id, channel.id, person.id, command=command.name)
+            reply = await command.handler(CommandContext(msg, person, channel, args))
+            return TurnResult(reply.text, turn_id, channel.id, person.id,
+                              command=command.name, attachment=reply.attachment)
+
+        now = self.clock.now()
+        if channel.source == "user":
+            await self.persons.mark_active(person.id, now)
+        loc = msg.location
+        await self.transcript.append([NewRow(
+            channel_id=channel.id, person_id=person.id, ts=msg.ts, source=channel.source,
+            role=Role.USER, content=msg.text, turn_id=turn_id,
+            lat=loc.lat if loc else None, lon=loc.lon if loc else None,
+            platform_msg_id=msg.message_id)])
+        if not msg.addressed_to_bot:
+            self._after(channel, person, turn_id)
+            return None
+        if not msg.text.strip() and msg.location is None:
+            return TurnResult("(That message was empty, so there is nothing to answer.)",
+                              turn_id, channel.id, person.id)
+        try:
+            reply = await self._answer(msg, person, channel, turn_id, on_partial)
+        except ModelError as exc:
+            log.warning("turn %s: model failed: %s", turn_id, exc)
+            return TurnResult(model_error_message(exc), turn_id, channel.id, person.id,
+                              failed=True)
+        self._after(channel, person, turn_id)
+        return TurnResult(reply, turn_id, channel.id, person.id)
+
+    async def _prompt(
+        self, msg: InboundMessage, person: Person, channel: Channel, turn_id: str
+    ) -> list[ChatMessage]:
+        mark, rows = await history_since_watermark(self.transcript, channel.id)
+        rows = [r for r in rows if r.turn_id != turn_id]  # the message itself goes last
+        recalled = None
+        if self.recaller is not None and channel.memory_seed and self.settings.recall.enabled:
+            recalled = await self.recaller.recall(channel=channel, person=person, query=msg.text)
+        portrait = ambient = None
+        if self.context is not None:
+            portrait = await self.context.portrait(channel.owner_id)
+            ambient = await self.context.ambient(person, channel)
+        names = None
+        if channel.kind is ChannelKind.SHARED:
+            names = {p: n for p, n in await self._names(rows)}
+        text = msg.text
+        if not msg.is_private and msg.sender_name:
+            text = f"{msg.sender_name}: {text}"
+        if msg.location is not None:
+            text += f"\n[shared location: {msg.location.lat:.5f}, {msg.location.lon:.5f}]"
+        parts = PromptParts(
+            persona=self.settings.bot.persona, message=text, history=rows,
+            channel_prompt=channel.system_prompt, portrait=portrait,
+            continuity=mark.content if mark else None, ambient=ambient, recalled=recalled,
+            shared_room=channel.kind is ChannelKind.SHARED, names=names)
+        return build_messages(parts, history_tokens=self.settings.bot.history_tokens)
+
+    async def _names(self, rows: Sequence[Any]) -> list[tuple[int, str]]:
+        out = []
+        for pid in {r.person_id for r in rows if r.person_id is not None}:
+            p = await self.persons.get(pid)
+            if p is not None:
+                out.append((pid, p.name))
+        return out
+
+    async def _answer(
+        self, msg: InboundMessage, person: Person, channel: Channel, turn_id: str,
+        on_partial: PartialCallback | None,
+    ) -> str:
+        messages = await self._prompt(msg, person, channel, turn_id)
+        tools = list(self.tools.specs.values())
+        ctx = ToolContext(person, channel, turn_id)
+        rounds = self.settings.bot.max_tool_rounds
+        completion = Completion("")
+        for round_no in range(rounds + 1):
+            offer = tools if round_no < rounds else []
+            completion = await self._call(messages, offer, channel, on_partial)
+            if not completion.tool_calls:
+                break
+            messages.append(ChatMessage("assistant", completion.text or None,
+                                        tool_calls=completion.tool_calls))
+            rows = [NewRow(channel_id=channel.id, person_id=None, ts=self.clock.now(),
+                           source=channel.source, role=Role.ASSISTANT, kind=RowKind.TOOL_CALL,
+                           content=json.dumps([{"id": c.id, "name": c.name,
+                                                "arguments": c.arguments}
+                                               for c in completion.tool_calls]),
+                           turn_id=turn_id)]
+            for call in completion.tool_calls:
+                result = await self.tools.run(ctx, call)
+                messages.append(ChatMessage("tool", result, tool_call_id=call.id))
+                rows.append(NewRow(channel_id=channel.id, person_id=None, ts=self.clock.now(),
+                                   source=channel.source, role=Role.TOOL,
+                                   kind=RowKind.TOOL_RESULT,
+                                   content=json.dumps({"id": call.id, "name": call.name,
+                                                       "result": result}),
+                                   turn_id=turn_id))
+            await self.transcript.append(rows)
+        reply = completion.text.strip() or "(I have nothing to add.)"
+        # Durable before the adapter shows it: a crash after this loses nothing shown.
+        await self.transcript.append([NewRow(
+            channel_id=channel.id, person_id=None, ts=self.clock.now(), source=channel.source,
+            role=Role.ASSISTANT, content=reply, turn_id=turn_id)])
+        return reply
+
+    async def _call(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], channel: Channel,
+        on_partial: PartialCallback | None,
+    ) -> Completion:
+        if on_partial is None or not self.settings.bot.stream:
+            return await self.chat.complete(messages, tools=tools, model=channel.model)
+        shown = ""
+        final: Completion | None = None
+        async for item in self.chat.stream(messages, tools=tools, model=channel.model):
+            if isinstance(item, Completion):
+                final = item
+            else:
+                shown += item
+                await on_partial(shown)
+        assert final is not None
+        return final
+
+    # -- after the turn --------------------------------------------------------------------------
+
+    def _after(self, channel: Channel, person: Person, turn_id: str) -> None:
+        for hook in self.after_turn:
+            task = asyncio.create_task(self._run_hook(hook, channel, person, turn_id))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _run_hook(self, hook: AfterTurn, channel: Channel, person: Person,
+                        turn_id: str) -> None:
+        try:
+            await hook(channel, person, turn_id)
+        except Exception:  # task boundary: a failed after-turn step must not kill the bot
+            log.exception("after-turn step %r failed for turn %s", hook, turn_id)
+
+    async def drain(self) -> None:
+        """Wait for the after-turn work started so far (used at shutdown and in tests)."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)

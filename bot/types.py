@@ -1,0 +1,223 @@
+"""Core value types shared by every layer. A leaf module: imports nothing from the project.
+
+Frozen dataclasses only; anything that crosses a seam (adapter → turn processor, turn processor
+→ memory) is one of these.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+class Role(enum.StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+    SYSTEM = "system"
+
+
+class RowKind(enum.StrEnum):
+    """What a transcript row is: a message, a tool call/result of a turn, or a compaction."""
+
+    MESSAGE = "message"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    COMPACTION = "compaction"
+
+
+class ChannelKind(enum.StrEnum):
+    PRIVATE = "private"
+    SHARED = "shared"
+    BACKGROUND = "background"
+
+
+class OwnerKind(enum.StrEnum):
+    """Memory is owned by a person, or (for a shared room) by the room's own scope."""
+
+    PERSON = "person"
+    ROOM = "room"
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    lat: float
+    lon: float
+    live: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMessage:
+    """One message from a platform, already mapped by the adapter's pure `mapping.py`.
+
+    `room_id` identifies the conversation on the platform; `is_private` says whether it is a
+    one-to-one conversation with the bot. `addressed_to_bot` is true for DMs, mentions and
+    replies to the bot.
+    """
+
+    platform: str
+    room_id: str
+    sender_id: str
+    text: str
+    ts: datetime
+    sender_name: str = ""
+    is_private: bool = True
+    addressed_to_bot: bool = True
+    message_id: str | None = None
+    reply_to: str | None = None
+    edited_of: str | None = None
+    location: Location | None = None
+    room_name: str = ""
+
+    @property
+    def identity(self) -> str:
+        """The platform identity of the sender, e.g. `telegram:42`."""
+        return f"{self.platform}:{self.sender_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Person:
+    id: int
+    kind: OwnerKind
+    name: str
+    created_at: datetime
+    timezone: str = "UTC"
+    paused: bool = False
+    last_active_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Channel:
+    """Where turns happen. `owner_id` is the memory scope: the person, or the room's scope."""
+
+    id: int
+    owner_id: int
+    platform: str
+    room_ref: str
+    kind: ChannelKind
+    source: str
+    memory_seed: bool
+    system_prompt: str | None = None
+    model: str | None = None
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptRow:
+    id: int
+    channel_id: int
+    owner_id: int
+    person_id: int | None
+    ts: datetime
+    source: str
+    role: Role
+    kind: RowKind
+    content: str
+    turn_id: str
+    lat: float | None = None
+    lon: float | None = None
+    platform_msg_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewRow:
+    """A transcript row about to be appended (the store assigns id and owner)."""
+
+    channel_id: int
+    person_id: int | None
+    ts: datetime
+    source: str
+    role: Role
+    content: str
+    turn_id: str
+    kind: RowKind = RowKind.MESSAGE
+    lat: float | None = None
+    lon: float | None = None
+    platform_msg_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One message of a model request (OpenAI chat format, without the SDK types)."""
+
+    role: str
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    def to_api(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "type": "function",
+                 "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            out["name"] = self.name
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A function the model may call: name, description and JSON-schema parameters."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters) or {"type": "object", "properties": {}},
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A finished model answer: text and/or tool calls."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """What a turn produced, for the adapter: the reply (already stored) and whether it failed."""
+
+    reply: str
+    turn_id: str
+    channel_id: int
+    person_id: int
+    failed: bool = False
+    command: str | None = None
+    attachment: tuple[str, bytes] | None = None

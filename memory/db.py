@@ -1,0 +1,178 @@
+"""The connection factory: one SQLite file in WAL mode, one serialised writer, one reader.
+
+`Database.open()` picks a driver that can load sqlite-vec (see `driver`), applies the pragmas,
+runs the numbered migrations and checks the embedding dimension recorded at creation. Writes go
+through `db.write()` (BEGIN IMMEDIATE … COMMIT under one lock); reads through `db.fetchall()` /
+`db.fetchone()` on a separate connection so they never wait on a writer. Imports `bot` leaf
+modules and `memory.driver` / `memory.migrations` only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import sqlite_vec
+
+from bot.errors import DimensionMismatchError, StorageError
+from memory.driver import sqlite_driver
+from memory.migrations import apply_migrations, read_meta
+
+log = logging.getLogger(__name__)
+
+Row = Any  # the driver's Row: index by position or by column name
+Params = Sequence[Any] | dict[str, Any]
+
+
+def _connector(path: str) -> Any:
+    driver = sqlite_driver()
+
+    def connect() -> Any:
+        conn = driver.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        conn.row_factory = driver.Row
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA busy_timeout = 30000")
+        # Deleted memory must not linger in free pages (see /forget and /wipe).
+        conn.execute("PRAGMA secure_delete = ON")
+        return conn
+
+    return connect
+
+
+def _prepare(path: str, dim: int, migrate: bool) -> tuple[list[str], dict[str, str]]:
+    """Synchronously migrate (if asked) and read the meta table, on a short-lived connection."""
+    try:
+        conn = _connector(path)()
+    except Exception as exc:  # noqa: BLE001 - re-raised as StorageError with the path
+        raise StorageError(f"cannot open database {path}: {exc}") from exc
+    try:
+        applied: list[str] = []
+        if migrate:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                applied = apply_migrations(conn, dim)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        return applied, read_meta(conn)
+    finally:
+        conn.close()
+
+
+async def _open_connection(path: str) -> aiosqlite.Connection:
+    conn = aiosqlite.Connection(_connector(path), iter_chunk_size=64)
+    try:
+        await conn
+    except Exception as exc:  # noqa: BLE001 - re-raised as StorageError with the path
+        raise StorageError(f"cannot open database {path}: {exc}") from exc
+    return conn
+
+
+class Database:
+    """One SQLite file. Use `await Database.open(path, dim)` and `await db.close()`."""
+
+    def __init__(
+        self, path: str, dim: int, writer: aiosqlite.Connection, reader: aiosqlite.Connection
+    ) -> None:
+        self.path = path
+        self.dim = dim
+        self._writer = writer
+        self._reader = reader
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: str | Path, dim: int, *, migrate: bool = True) -> Database:
+        """Open (creating if needed) and migrate the database at `path`.
+
+        Raises `DimensionMismatchError` when the file was created with another embedding
+        dimension, `ExtensionUnavailableError` when sqlite-vec cannot be loaded.
+        """
+        path = str(path)
+        if path != ":memory:":
+            parent = Path(path).expanduser().resolve().parent
+            if not parent.is_dir():
+                raise StorageError(f"cannot open database {path}: folder {parent} does not exist")
+        applied, meta = await asyncio.to_thread(_prepare, path, dim, migrate)
+        if applied:
+            log.info("applied migrations: %s", ", ".join(applied))
+        stored = meta.get("embed_dim")
+        if stored is None:
+            raise StorageError(f"database {path} is not migrated: run `strata db migrate`")
+        if int(stored) != dim:
+            raise DimensionMismatchError(
+                f"database {path} was created with embedding dimension {stored}, but "
+                f"{dim} is configured: set STRATA_EMBED_DIM={stored} (or embed.dim) or use "
+                "a new database file"
+            )
+        writer = await _open_connection(path)
+        try:
+            reader = await _open_connection(path)
+        except BaseException:
+            await writer.close()
+            raise
+        return cls(path, dim, writer, reader)
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self._reader.close()
+            await self._writer.close()
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A write transaction (BEGIN IMMEDIATE … COMMIT, rolled back on error), serialised."""
+        async with self._lock:
+            await self._writer.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._writer
+            except BaseException:
+                await self._writer.execute("ROLLBACK")
+                raise
+            await self._writer.execute("COMMIT")
+
+    async def execute_write(self, sql: str, params: Params = ()) -> int | None:
+        """Run one write statement in its own transaction; return lastrowid."""
+        async with self.write() as conn:
+            cur = await conn.execute(sql, params)
+            return cur.lastrowid
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        cur = await self._reader.execute(sql, params)
+        rows = await cur.fetchall()
+        await cur.close()
+        return list(rows)
+
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        cur = await self._reader.execute(sql, params)
+        row = await cur.fetchone()
+        await cur.close()
+        return row
+
+    async def fetchval(self, sql: str, params: Params = ()) -> Any:
+        row = await self.fetchone(sql, params)
+        return None if row is None else row[0]
+
+    async def executemany_write(self, sql: str, rows: Iterable[Params]) -> None:
+        async with self.write() as conn:
+            await conn.executemany(sql, rows)
+
+    async def checkpoint(self) -> None:
+        """Fold the WAL back into the main file and truncate it."""
+        async with self._lock:
+            await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def is_integrity_error(exc: BaseException) -> bool:
+    """True for a constraint violation from whichever driver is in use."""
+    return type(exc).__name__ == "IntegrityError" or isinstance(exc, sqlite3.IntegrityError)

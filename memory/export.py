@@ -1,0 +1,41 @@
+"""Everything stored about one person, as plain JSON-able data (`/export`, `strata memory
+export`). Tables that hold personal memory register here with the column naming their owner,
+so a new store is exported (and later wiped) by adding one line. Imports `memory.db`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory.db import Database
+
+# (table, owner column). Vector tables are left out: their rows are derived from the text.
+OWNED_TABLES: list[tuple[str, str]] = [
+    ("identities", "person_id"),
+    ("channels", "owner_id"),
+    ("transcript", "owner_id"),
+]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return f"<{len(bytes(value))} bytes>"
+    return value
+
+
+async def export_person(db: Database, person_id: int) -> dict[str, Any]:
+    person = await db.fetchone("SELECT * FROM persons WHERE id = ?", (person_id,))
+    if person is None:
+        raise KeyError(person_id)
+    out: dict[str, Any] = {"person": {k: person[k] for k in person.keys()}}
+    for table, column in OWNED_TABLES:
+        rows = await db.fetchall(f"SELECT * FROM {table} WHERE {column} = ? ORDER BY rowid",
+                                 (person_id,))
+        out[table] = [{k: _plain(r[k]) for k in r.keys()} for r in rows]
+    # What the person said in shared rooms is owned by the room but is still theirs.
+    shared = await db.fetchall(
+        "SELECT * FROM transcript WHERE person_id = ? AND owner_id != ? ORDER BY id",
+        (person_id, person_id),
+    )
+    out["shared_room_messages"] = [{k: r[k] for k in r.keys()} for r in shared]
+    return out

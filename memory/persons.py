@@ -1,0 +1,195 @@
+"""Persons, identities and channels: who is talking, and where. Imports `bot` leaf types.
+
+A person is a human; a shared room gets a person row of kind `room`, which owns that room's
+memory, so every memory row has one `owner_id` and recall can partition on it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from bot.clock import from_iso, to_iso
+from bot.types import Channel, ChannelKind, OwnerKind, Person
+from memory.db import Database, Row
+
+
+def _person(row: Row) -> Person:
+    return Person(
+        id=row["id"],
+        kind=OwnerKind(row["kind"]),
+        name=row["name"],
+        created_at=from_iso(row["created_at"]),
+        timezone=row["timezone"],
+        paused=bool(row["paused"]),
+        last_active_at=from_iso(row["last_active_at"]) if row["last_active_at"] else None,
+    )
+
+
+def _channel(row: Row) -> Channel:
+    return Channel(
+        id=row["id"],
+        owner_id=row["owner_id"],
+        platform=row["platform"],
+        room_ref=row["room_ref"],
+        kind=ChannelKind(row["kind"]),
+        source=row["source"],
+        memory_seed=bool(row["memory_seed"]),
+        system_prompt=row["system_prompt"],
+        model=row["model"],
+        name=row["name"],
+    )
+
+
+class PersonRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def get(self, person_id: int) -> Person | None:
+        row = await self.db.fetchone("SELECT * FROM persons WHERE id = ?", (person_id,))
+        return _person(row) if row else None
+
+    async def by_identity(self, identity: str) -> Person | None:
+        row = await self.db.fetchone(
+            "SELECT p.* FROM persons p JOIN identities i ON i.person_id = p.id"
+            " WHERE i.identity = ?",
+            (identity,),
+        )
+        return _person(row) if row else None
+
+    async def get_or_create(self, identity: str, name: str, now: datetime) -> Person:
+        """The person behind `identity`, created (with that identity) on first sight."""
+        found = await self.by_identity(identity)
+        if found is not None:
+            return found
+        async with self.db.write() as conn:
+            cur = await conn.execute(
+                "SELECT person_id FROM identities WHERE identity = ?", (identity,)
+            )
+            existing = await cur.fetchone()
+            if existing is None:
+                cur = await conn.execute(
+                    "INSERT INTO persons (kind, name, created_at) VALUES ('person', ?, ?)",
+                    (name or identity, to_iso(now)),
+                )
+                await conn.execute(
+                    "INSERT INTO identities (identity, person_id, display_name, created_at)"
+                    " VALUES (?, ?, ?, ?)",
+                    (identity, cur.lastrowid, name, to_iso(now)),
+                )
+        person = await self.by_identity(identity)
+        assert person is not None
+        return person
+
+    async def room_scope(self, platform: str, room_id: str, name: str, now: datetime) -> Person:
+        """The memory owner of a shared room (a `room` person with identity `room:…`)."""
+        identity = f"room:{platform}:{room_id}"
+        found = await self.by_identity(identity)
+        if found is not None:
+            return found
+        async with self.db.write() as conn:
+            cur = await conn.execute(
+                "SELECT person_id FROM identities WHERE identity = ?", (identity,)
+            )
+            if await cur.fetchone() is None:
+                cur = await conn.execute(
+                    "INSERT INTO persons (kind, name, created_at) VALUES ('room', ?, ?)",
+                    (name or identity, to_iso(now)),
+                )
+                await conn.execute(
+                    "INSERT INTO identities (identity, person_id, display_name, created_at)"
+                    " VALUES (?, ?, ?, ?)",
+                    (identity, cur.lastrowid, name, to_iso(now)),
+                )
+        person = await self.by_identity(identity)
+        assert person is not None
+        return person
+
+    async def find(self, name: str) -> Person | None:
+        """Resolve an operator's `--user NAME`: `console:NAME`, an identity, or a unique name."""
+        for identity in (f"console:{name}", name):
+            person = await self.by_identity(identity)
+            if person is not None:
+                return person
+        rows = await self.db.fetchall(
+            "SELECT * FROM persons WHERE kind = 'person' AND name = ?", (name,)
+        )
+        return _person(rows[0]) if len(rows) == 1 else None
+
+    async def identities(self, person_id: int) -> list[str]:
+        rows = await self.db.fetchall(
+            "SELECT identity FROM identities WHERE person_id = ? ORDER BY identity", (person_id,)
+        )
+        return [r[0] for r in rows]
+
+    async def all(self, kind: OwnerKind | None = OwnerKind.PERSON) -> list[Person]:
+        if kind is None:
+            rows = await self.db.fetchall("SELECT * FROM persons ORDER BY id")
+        else:
+            rows = await self.db.fetchall(
+                "SELECT * FROM persons WHERE kind = ? ORDER BY id", (kind.value,)
+            )
+        return [_person(r) for r in rows]
+
+    async def mark_active(self, person_id: int, now: datetime) -> None:
+        await self.db.execute_write(
+            "UPDATE persons SET last_active_at = ? WHERE id = ?", (to_iso(now), person_id)
+        )
+
+    async def set_paused(self, person_id: int, paused: bool) -> None:
+        await self.db.execute_write(
+            "UPDATE persons SET paused = ? WHERE id = ?", (int(paused), person_id)
+        )
+
+    async def set_timezone(self, person_id: int, tz: str) -> None:
+        await self.db.execute_write(
+            "UPDATE persons SET timezone = ? WHERE id = ?", (tz, person_id)
+        )
+
+
+class ChannelRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def get(self, channel_id: int) -> Channel | None:
+        row = await self.db.fetchone("SELECT * FROM channels WHERE id = ?", (channel_id,))
+        return _channel(row) if row else None
+
+    async def by_ref(self, platform: str, room_ref: str) -> Channel | None:
+        row = await self.db.fetchone(
+            "SELECT * FROM channels WHERE platform = ? AND room_ref = ?", (platform, room_ref)
+        )
+        return _channel(row) if row else None
+
+    async def get_or_create(
+        self,
+        *,
+        platform: str,
+        room_ref: str,
+        owner_id: int,
+        kind: ChannelKind,
+        source: str,
+        now: datetime,
+        memory_seed: bool = True,
+        name: str = "",
+        system_prompt: str | None = None,
+    ) -> Channel:
+        found = await self.by_ref(platform, room_ref)
+        if found is not None:
+            return found
+        async with self.db.write() as conn:
+            await conn.execute(
+                "INSERT OR IGNORE INTO channels (owner_id, platform, room_ref, kind, source,"
+                " memory_seed, system_prompt, name, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (owner_id, platform, room_ref, kind.value, source, int(memory_seed),
+                 system_prompt, name, to_iso(now)),
+            )
+        channel = await self.by_ref(platform, room_ref)
+        assert channel is not None
+        return channel
+
+    async def for_owner(self, owner_id: int) -> list[Channel]:
+        rows = await self.db.fetchall(
+            "SELECT * FROM channels WHERE owner_id = ? ORDER BY id", (owner_id,)
+        )
+        return [_channel(r) for r in rows]

@@ -1,0 +1,47 @@
+"""Source profiles: the one allowlist that says what each transcript source may feed.
+
+DESIGN.md §2. A source not listed (and every `delegate:*` or `scheduled` row) is muted: it is
+kept in the transcript but produces no episodes, facts or patterns. Imports nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class SourceProfile:
+    episodes: bool = False
+    facts: bool = False
+    geo: bool = False
+    patterns: bool = False
+    location: bool = False
+
+
+MUTED = SourceProfile()
+
+PROFILES: dict[str, SourceProfile] = {
+    "user": SourceProfile(episodes=True, facts=True, geo=True, patterns=True, location=True),
+    "dmn": SourceProfile(episodes=True, facts=True),
+    "external-agent:*": SourceProfile(episodes=True, facts=True),
+}
+
+
+def profile_for(source: str) -> SourceProfile:
+    """The profile of `source`; `prefix:*` entries match any `prefix:…` source."""
+    if source in PROFILES:
+        return PROFILES[source]
+    prefix, sep, _ = source.partition(":")
+    if sep and f"{prefix}:*" in PROFILES:
+        return PROFILES[f"{prefix}:*"]
+    return MUTED
+
+
+def sources_with(switch: str) -> list[str]:
+    """Exact source names (no wildcards) whose profile has `switch` on, for SQL filters."""
+    return [s for s, p in PROFILES.items() if getattr(p, switch) and not s.endswith("*")]
+
+
+def wildcard_prefixes_with(switch: str) -> list[str]:
+    """Prefixes (`external-agent:`) of wildcard sources whose profile has `switch` on."""
+    return [s[:-1] for s, p in PROFILES.items() if getattr(p, switch) and s.endswith("*")]

@@ -1,0 +1,139 @@
+"""The append-only transcript: every message, tool call and compaction, in order.
+
+Rows are only appended here (pruning and redaction live with the life-cycle code). Each row's
+`owner_id` is its channel's owner, copied at insert so every query can filter by owner without
+a join. Imports `bot` leaf types and `memory.db` / `memory.fts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.clock import from_iso, to_iso
+from bot.types import NewRow, Role, RowKind, TranscriptRow
+from memory.db import Database, Row
+from memory.fts import match_query
+
+
+def row_from_db(row: Row) -> TranscriptRow:
+    return TranscriptRow(
+        id=row["id"],
+        channel_id=row["channel_id"],
+        owner_id=row["owner_id"],
+        person_id=row["person_id"],
+        ts=from_iso(row["ts"]),
+        source=row["source"],
+        role=Role(row["role"]),
+        kind=RowKind(row["kind"]),
+        content=row["content"],
+        turn_id=row["turn_id"],
+        lat=row["lat"],
+        lon=row["lon"],
+        platform_msg_id=row["platform_msg_id"],
+    )
+
+
+def clean_text(text: str) -> str:
+    """Text SQLite can store: lone UTF-16 surrogates (invalid in UTF-8) become U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
+
+
+class TranscriptRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def append(self, rows: Sequence[NewRow]) -> list[int]:
+        """Append rows in one transaction (durable when this returns); return their ids."""
+        ids: list[int] = []
+        async with self.db.write() as conn:
+            for r in rows:
+                cur = await conn.execute(
+                    "INSERT INTO transcript (channel_id, owner_id, person_id, ts, source, role,"
+                    " kind, content, turn_id, lat, lon, platform_msg_id)"
+                    " SELECT id, owner_id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM channels"
+                    " WHERE id = ?",
+                    (r.person_id, to_iso(r.ts), r.source, r.role.value, r.kind.value,
+                     clean_text(r.content), r.turn_id, r.lat, r.lon, r.platform_msg_id,
+                     r.channel_id),
+                )
+                if cur.rowcount != 1 or cur.lastrowid is None:
+                    raise ValueError(f"no channel {r.channel_id}")
+                ids.append(cur.lastrowid)
+        return ids
+
+    async def get(self, row_id: int) -> TranscriptRow | None:
+        row = await self.db.fetchone("SELECT * FROM transcript WHERE id = ?", (row_id,))
+        return row_from_db(row) if row else None
+
+    async def for_channel(
+        self, channel_id: int, *, after_id: int = 0, limit: int | None = None, newest: bool = False
+    ) -> list[TranscriptRow]:
+        """Rows of a channel after `after_id`, oldest first (`newest`: the last `limit` rows)."""
+        order = "DESC" if newest else "ASC"
+        sql = f"SELECT * FROM transcript WHERE channel_id = ? AND id > ? ORDER BY id {order}"
+        params: list[object] = [channel_id, after_id]
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        rows = [row_from_db(r) for r in await self.db.fetchall(sql, params)]
+        return rows[::-1] if newest else rows
+
+    async def for_owner(self, owner_id: int) -> list[TranscriptRow]:
+        rows = await self.db.fetchall(
+            "SELECT * FROM transcript WHERE owner_id = ? ORDER BY id", (owner_id,)
+        )
+        return [row_from_db(r) for r in rows]
+
+    async def by_turn(self, turn_id: str) -> list[TranscriptRow]:
+        rows = await self.db.fetchall(
+            "SELECT * FROM transcript WHERE turn_id = ? ORDER BY id", (turn_id,)
+        )
+        return [row_from_db(r) for r in rows]
+
+    async def search(self, owner_id: int, text: str, limit: int = 20) -> list[tuple[TranscriptRow, float]]:
+        """FTS5 keyword search over one owner's message rows: (row, bm25) best first.
+
+        bm25 is negative in SQLite (more negative = better); it is returned as is.
+        """
+        query = match_query(text)
+        if query is None:
+            return []
+        rows = await self.db.fetchall(
+            "SELECT t.*, bm25(transcript_fts) AS score FROM transcript_fts"
+            " JOIN transcript t ON t.id = transcript_fts.rowid"
+            " WHERE transcript_fts MATCH ? AND t.owner_id = ? AND t.kind = 'message'"
+            " ORDER BY score LIMIT ?",
+            (query, owner_id, limit),
+        )
+        return [(row_from_db(r), float(r["score"])) for r in rows]
+
+    async def count(self, owner_id: int | None = None) -> int:
+        if owner_id is None:
+            return int(await self.db.fetchval("SELECT count(*) FROM transcript"))
+        return int(
+            await self.db.fetchval("SELECT count(*) FROM transcript WHERE owner_id = ?", (owner_id,))
+        )
+
+
+async def history_since_watermark(
+    repo: TranscriptRepo, channel_id: int, *, max_rows: int = 400
+) -> tuple[TranscriptRow | None, list[TranscriptRow]]:
+    """The channel's newest compaction row (the watermark) and the rows after it.
+
+    The prompt carries the compaction's summary plus these rows; with no compaction yet, the
+    newest `max_rows` rows of the channel.
+    """
+    row = await repo.db.fetchone(
+        "SELECT * FROM transcript WHERE channel_id = ? AND kind = 'compaction'"
+        " ORDER BY id DESC LIMIT 1",
+        (channel_id,),
+    )
+    mark = row_from_db(row) if row else None
+    rows = await repo.for_channel(
+        channel_id, after_id=mark.id if mark else 0, limit=max_rows, newest=True
+    )
+    return mark, [r for r in rows if r.kind is not RowKind.COMPACTION]

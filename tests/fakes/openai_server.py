@@ -1,0 +1,312 @@
+"""A fake OpenAI-compatible server for tests: real HTTP on 127.0.0.1, random port.
+
+Serves `/v1/models`, `/v1/chat/completions` (plain and SSE streaming, tool calls) and
+`/v1/embeddings` (float or base64). Embeddings are deterministic hashed bags of words,
+L2-normalised, so texts that share words are near. Replies come from a queue of scripted
+answers, then from an optional `responder(request) -> Reply | None`, then a default echo.
+Faults (429, 500, slow, malformed JSON, empty answer, dropped connection) are injected per
+request with `fail_next`. Every request body is recorded in `requests`.
+
+Run standalone (for trying the CLI by hand): `python -m tests.fakes.openai_server --port 8000`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from aiohttp import web
+
+_WORD = re.compile(r"\w+")
+
+
+def hashed_embedding(text: str, dim: int) -> np.ndarray:
+    """Bag of words hashed into `dim` signed buckets, L2-normalised (float32)."""
+    vec = np.zeros(dim, dtype=np.float32)
+    for word in _WORD.findall(text.lower()):
+        digest = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+        vec[digest % dim] += 1.0 if (digest >> 63) & 1 else -1.0
+    norm = float(np.linalg.norm(vec))
+    if norm == 0.0:
+        vec[0] = 1.0
+        return vec
+    return vec / norm
+
+
+@dataclass
+class Reply:
+    """A scripted chat answer: text and/or tool calls (name, JSON arguments)."""
+
+    text: str = ""
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+@dataclass
+class Fault:
+    kind: str  # "status", "slow", "malformed", "empty", "disconnect"
+    status: int = 500
+    seconds: float = 0.0
+    retry_after: float | None = None
+    path: str = ""  # "" = any endpoint, else "chat" / "embeddings" / "models"
+
+
+Responder = Callable[[dict[str, Any]], Reply | str | None]
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    for msg in reversed(body.get("messages", [])):
+        if msg.get("role") == "user" and isinstance(msg.get("content"), str):
+            return str(msg["content"])
+    return ""
+
+
+class FakeOpenAI:
+    """The server. Use as a context manager or call `start()` / `stop()`."""
+
+    def __init__(self, *, dim: int = 768, model: str = "fake-chat",
+                 embed_model: str = "fake-embed", port: int = 0) -> None:
+        self.dim = dim
+        self.model = model
+        self.embed_model = embed_model
+        self.port = port
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.replies: deque[Reply | str] = deque()
+        self.faults: deque[Fault] = deque()
+        self.responder: Responder | None = None
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+
+    # -- scripting ---------------------------------------------------------------------------
+
+    def reply(self, *answers: Reply | str) -> None:
+        """Queue answers for the next chat requests, in order."""
+        with self._lock:
+            self.replies.extend(answers)
+
+    def fail_next(self, kind: str = "status", *, status: int = 500, seconds: float = 0.0,
+                  retry_after: float | None = None, times: int = 1, path: str = "") -> None:
+        """Make the next `times` requests (to `path`, or any) fail in the given way."""
+        with self._lock:
+            for _ in range(times):
+                self.faults.append(Fault(kind, status, seconds, retry_after, path))
+
+    def chat_requests(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [body for path, body in self.requests if path == "chat"]
+
+    def clear(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self.replies.clear()
+            self.faults.clear()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> FakeOpenAI:
+        self._thread = threading.Thread(target=self._serve, name="fake-openai", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("fake OpenAI server did not start")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is None:
+            return
+        loop = self._loop
+        asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(10)
+        self._loop = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _serve(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        self._runner = web.AppRunner(app, access_log=None)
+        loop.run_until_complete(self._runner.setup())
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
+        loop.run_until_complete(site.start())
+        server = site._server
+        assert server is not None and server.sockets
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        loop.run_forever()
+        loop.close()
+
+    async def _shutdown(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    # -- handlers ----------------------------------------------------------------------------
+
+    def _take_fault(self, path: str) -> Fault | None:
+        with self._lock:
+            for i, fault in enumerate(self.faults):
+                if fault.path in ("", path):
+                    del self.faults[i]
+                    return fault
+        return None
+
+    async def _apply_fault(self, path: str, request: web.Request) -> web.StreamResponse | None:
+        fault = self._take_fault(path)
+        if fault is None:
+            return None
+        if fault.kind == "slow":
+            await asyncio.sleep(fault.seconds)
+            return None
+        if fault.kind == "status":
+            headers = {}
+            if fault.retry_after is not None:
+                headers["retry-after"] = str(fault.retry_after)
+            return web.json_response(
+                {"error": {"message": f"injected {fault.status}", "type": "fake",
+                           "code": fault.status}},
+                status=fault.status, headers=headers)
+        if fault.kind == "malformed":
+            return web.Response(text='{"id": "x", "choices": [', content_type="application/json")
+        if fault.kind == "empty":
+            return web.json_response({"id": "x", "object": "chat.completion", "created": 0,
+                                      "model": self.model, "choices": []})
+        if fault.kind == "disconnect":
+            assert request.transport is not None
+            request.transport.close()
+            return web.Response(status=500)
+        raise ValueError(f"unknown fault {fault.kind}")
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        with self._lock:
+            self.requests.append(("models", {}))
+        fault = await self._apply_fault("models", request)
+        if fault is not None:
+            return fault
+        return web.json_response({"object": "list", "data": [
+            {"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+            for m in (self.model, self.embed_model)]})
+
+    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        with self._lock:
+            self.requests.append(("embeddings", body))
+        fault = await self._apply_fault("embeddings", request)
+        if fault is not None:
+            return fault
+        inputs = body["input"]
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        b64 = body.get("encoding_format") == "base64"
+        data = []
+        for i, text in enumerate(inputs):
+            vec = hashed_embedding(str(text), self.dim)
+            emb: Any = base64.b64encode(vec.astype("<f4").tobytes()).decode() if b64 else [
+                float(x) for x in vec]
+            data.append({"object": "embedding", "index": i, "embedding": emb})
+        tokens = sum(len(str(t).split()) for t in inputs)
+        return web.json_response({"object": "list", "data": data, "model": body.get("model"),
+                                  "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+
+    def _answer(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            queued = self.replies.popleft() if self.replies else None
+        if queued is None and self.responder is not None:
+            queued = self.responder(body)
+        if queued is None:
+            queued = f"You said: {last_user_text(body)[:200]}"
+        return Reply(text=queued) if isinstance(queued, str) else queued
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        with self._lock:
+            self.requests.append(("chat", body))
+        fault = await self._apply_fault("chat", request)
+        if fault is not None:
+            return fault
+        answer = self._answer(body)
+        calls = [{"id": f"call_{i}", "type": "function",
+                  "function": {"name": name, "arguments": json.dumps(args)}}
+                 for i, (name, args) in enumerate(answer.tool_calls)]
+        prompt_tokens = sum(len(str(m.get("content") or "")) // 4 for m in body["messages"])
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(answer.text) // 4 + 1,
+                 "total_tokens": prompt_tokens + len(answer.text) // 4 + 1}
+        finish = "tool_calls" if calls else "stop"
+        created = int(time.time())
+        if not body.get("stream"):
+            message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
+            if calls:
+                message["tool_calls"] = calls
+            return web.json_response({
+                "id": "chatcmpl-fake", "object": "chat.completion", "created": created,
+                "model": body.get("model", self.model),
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": usage})
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+
+        async def send(delta: dict[str, Any], finish_reason: str | None = None,
+                       extra: dict[str, Any] | None = None) -> None:
+            chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk",
+                     "created": created, "model": body.get("model", self.model),
+                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+            if extra:
+                chunk.update(extra)
+            await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
+
+        await send({"role": "assistant", "content": ""})
+        for piece in re.findall(r"\S+\s*|\s+", answer.text):
+            await send({"content": piece})
+        for i, call in enumerate(calls):
+            await send({"tool_calls": [{"index": i, **call}]})
+        await send({}, finish)
+        if (body.get("stream_options") or {}).get("include_usage"):
+            usage_chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk",
+                           "created": created, "model": body.get("model", self.model),
+                           "choices": [], "usage": usage}
+            await resp.write(f"data: {json.dumps(usage_chunk)}\n\n".encode())
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+        return resp
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--dim", type=int, default=768)
+    args = parser.parse_args()
+    server = FakeOpenAI(dim=args.dim, port=args.port).start()
+    print(f"fake OpenAI-compatible server on {server.base_url}", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
