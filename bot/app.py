@@ -24,16 +24,29 @@ log = logging.getLogger(__name__)
 
 def make_chat_model(settings: Settings) -> OpenAIChatModel:
     s = settings.llm
-    return OpenAIChatModel(base_url=s.base_url, model=s.model, api_key=s.api_key,
-                           timeout=s.timeout, max_retries=s.max_retries,
-                           backoff=s.retry_backoff, max_tokens=s.max_tokens)
+    return OpenAIChatModel(
+        base_url=s.base_url,
+        model=s.model,
+        api_key=s.api_key,
+        timeout=s.timeout,
+        max_retries=s.max_retries,
+        backoff=s.retry_backoff,
+        max_tokens=s.max_tokens,
+    )
 
 
 def make_embedder(settings: Settings) -> OpenAIEmbedder:
     s = settings.embed
-    return OpenAIEmbedder(base_url=s.base_url, model=s.model, dim=s.dim, api_key=s.api_key,
-                          timeout=s.timeout, max_retries=s.max_retries,
-                          backoff=settings.llm.retry_backoff, batch_size=s.batch_size)
+    return OpenAIEmbedder(
+        base_url=s.base_url,
+        model=s.model,
+        dim=s.dim,
+        api_key=s.api_key,
+        timeout=s.timeout,
+        max_retries=s.max_retries,
+        backoff=settings.llm.retry_backoff,
+        batch_size=s.batch_size,
+    )
 
 
 async def open_db(settings: Settings) -> Database:
@@ -62,10 +75,18 @@ class App:
         persons, channels, transcript = PersonRepo(db), ChannelRepo(db), TranscriptRepo(db)
         commands = CommandRouter()
         processor = TurnProcessor(
-            settings=settings, persons=persons, channels=channels, transcript=transcript,
-            chat=chat, clock=clock, commands=commands, tools=ToolRegistry())
-        return cls(settings, db, clock, chat, embedder, persons, channels, transcript,
-                   processor, commands)
+            settings=settings,
+            persons=persons,
+            channels=channels,
+            transcript=transcript,
+            chat=chat,
+            clock=clock,
+            commands=commands,
+            tools=ToolRegistry(),
+        )
+        return cls(
+            settings, db, clock, chat, embedder, persons, channels, transcript, processor, commands
+        )
 
     async def close(self) -> None:
         await self.processor.drain()

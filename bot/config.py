@@ -144,7 +144,7 @@ def _overrides(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for section_name, section_field in Settings.model_fields.items():
         section_model = section_field.annotation
-        assert section_model is not None and issubclass(section_model, BaseModel)
+        assert isinstance(section_model, type) and issubclass(section_model, BaseModel)
         for key, key_field in section_model.model_fields.items():
             name = f"STRATA_{section_name}_{key}".upper()
             if name in env:
@@ -175,9 +175,7 @@ def _describe(exc: ValidationError) -> str:
     return f"config key {key}{extra}: {err['msg']}"
 
 
-def load_settings(
-    path: str | Path | None = None, env: Mapping[str, str] | None = None
-) -> Settings:
+def load_settings(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
     """Read `path` (or ./strata.toml if present), apply environment overrides, validate."""
     env = os.environ if env is None else env
     data: dict[str, Any] = {}

@@ -31,12 +31,18 @@ async def _database(settings: Settings) -> list[Check]:
         driver = sqlite_driver()
     except StrataError as exc:
         return [Check(False, "sqlite-vec and FTS5", str(exc))]
-    checks = [Check(True, f"sqlite-vec and FTS5 load ({driver.__name__}, SQLite "
-                          f"{driver.sqlite_version})")]
+    checks = [
+        Check(True, f"sqlite-vec and FTS5 load ({driver.__name__}, SQLite {driver.sqlite_version})")
+    ]
     path = Path(settings.db.path).expanduser()
     if not path.exists():
-        checks.append(Check(True, f"database {path} does not exist yet; it is created on first "
-                                  "use (or run `strata db migrate`)"))
+        checks.append(
+            Check(
+                True,
+                f"database {path} does not exist yet; it is created on first "
+                "use (or run `strata db migrate`)",
+            )
+        )
         return checks
     try:
         db = await Database.open(path, settings.embed.dim, migrate=False)
@@ -45,8 +51,7 @@ async def _database(settings: Settings) -> list[Check]:
         return checks
     try:
         count = await db.fetchval("SELECT count(*) FROM transcript")
-        checks.append(Check(True, f"database {path} ({count} transcript rows, "
-                                  f"dimension {db.dim})"))
+        checks.append(Check(True, f"database {path} ({count} transcript rows, dimension {db.dim})"))
     finally:
         await db.close()
     return checks
@@ -54,36 +59,63 @@ async def _database(settings: Settings) -> list[Check]:
 
 async def _chat(settings: Settings) -> list[Check]:
     s = settings.llm
-    model = OpenAIChatModel(base_url=s.base_url, model=s.model, api_key=s.api_key,
-                            timeout=min(s.timeout, 10), max_retries=0)
+    model = OpenAIChatModel(
+        base_url=s.base_url,
+        model=s.model,
+        api_key=s.api_key,
+        timeout=min(s.timeout, 10),
+        max_retries=0,
+    )
     try:
         names = await model.list_models()
     except ModelError as exc:
-        return [Check(False, f"chat endpoint {s.base_url}: {exc}",
-                      "start the server or set STRATA_LLM_BASE_URL (llm.base_url)")]
+        return [
+            Check(
+                False,
+                f"chat endpoint {s.base_url}: {exc}",
+                "start the server or set STRATA_LLM_BASE_URL (llm.base_url)",
+            )
+        ]
     finally:
         await model.close()
     if s.model not in names and f"{s.model}:latest" not in names:
-        return [Check(False, f"chat model {s.model!r} not offered by {s.base_url}",
-                      f"pull it (e.g. `ollama pull {s.model}`) or set STRATA_LLM_MODEL to one "
-                      f"of: {', '.join(names[:8]) or 'none listed'}")]
+        return [
+            Check(
+                False,
+                f"chat model {s.model!r} not offered by {s.base_url}",
+                f"pull it (e.g. `ollama pull {s.model}`) or set STRATA_LLM_MODEL to one "
+                f"of: {', '.join(names[:8]) or 'none listed'}",
+            )
+        ]
     return [Check(True, f"chat endpoint {s.base_url} offers {s.model}")]
 
 
 async def _embed(settings: Settings) -> list[Check]:
     s = settings.embed
-    embedder = OpenAIEmbedder(base_url=s.base_url, model=s.model, dim=s.dim,
-                              api_key=s.api_key, timeout=min(s.timeout, 10), max_retries=0)
+    embedder = OpenAIEmbedder(
+        base_url=s.base_url,
+        model=s.model,
+        dim=s.dim,
+        api_key=s.api_key,
+        timeout=min(s.timeout, 10),
+        max_retries=0,
+    )
     try:
         await embedder.embed(["doctor"])
     except ModelError as exc:
-        return [Check(False, f"embedding endpoint {s.base_url} ({s.model}): {exc}",
-                      "start the server, pull the model, or fix STRATA_EMBED_BASE_URL / "
-                      "STRATA_EMBED_MODEL / STRATA_EMBED_DIM")]
+        return [
+            Check(
+                False,
+                f"embedding endpoint {s.base_url} ({s.model}): {exc}",
+                "start the server, pull the model, or fix STRATA_EMBED_BASE_URL / "
+                "STRATA_EMBED_MODEL / STRATA_EMBED_DIM",
+            )
+        ]
     finally:
         await embedder.close()
-    return [Check(True, f"embedding endpoint {s.base_url} returns {s.dim}-dim vectors "
-                        f"from {s.model}")]
+    return [
+        Check(True, f"embedding endpoint {s.base_url} returns {s.dim}-dim vectors from {s.model}")
+    ]
 
 
 async def run_doctor(settings: Settings) -> list[Check]:

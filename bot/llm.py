@@ -89,8 +89,9 @@ class _Retrying:
         wait = self.backoff * (2**attempt) * (0.5 + random.random() / 2)
         if isinstance(exc, openai.APIStatusError):
             wait = max(wait, _retry_after(exc) or 0.0)
-        log.warning("model call failed (%s), retry %d in %.2fs", type(exc).__name__,
-                    attempt + 1, wait)
+        log.warning(
+            "model call failed (%s), retry %d in %.2fs", type(exc).__name__, attempt + 1, wait
+        )
         await self.sleep(wait)
 
     async def run(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
@@ -98,7 +99,7 @@ class _Retrying:
         while True:
             try:
                 return await call()
-            except Exception as exc:  # noqa: BLE001 - translated below, never swallowed
+            except Exception as exc:
                 if attempt >= self.max_retries or not _retryable(exc):
                     raise translate(exc, what) from exc
                 await self.delay(attempt, exc)
@@ -115,7 +116,9 @@ def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
     if not raw:
         return ()
     return tuple(
-        ToolCall(id=c.id or f"call_{i}", name=c.function.name, arguments=c.function.arguments or "{}")
+        ToolCall(
+            id=c.id or f"call_{i}", name=c.function.name, arguments=c.function.arguments or "{}"
+        )
         for i, c in enumerate(raw)
     )
 
@@ -214,8 +217,9 @@ class OpenAIChatModel:
         try:
             async for chunk in stream:
                 if getattr(chunk, "usage", None) is not None:
-                    usage = Usage(chunk.usage.prompt_tokens or 0,
-                                  chunk.usage.completion_tokens or 0)
+                    usage = Usage(
+                        chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0
+                    )
                 if not chunk.choices:
                     continue
                 choice = chunk.choices[0]
@@ -231,7 +235,7 @@ class OpenAIChatModel:
                     if tc.function is not None:
                         slot["name"] += tc.function.name or ""
                         slot["arguments"] += tc.function.arguments or ""
-        except Exception as exc:  # noqa: BLE001 - translated, never swallowed
+        except Exception as exc:
             raise translate(exc, "chat model (stream)") from exc
         tool_calls = tuple(
             ToolCall(id=s["id"] or f"call_{i}", name=s["name"], arguments=s["arguments"] or "{}")
@@ -282,9 +286,10 @@ class OpenAIEmbedder:
     async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):
-            batch = [t if t.strip() else " " for t in texts[start:start + self.batch_size]]
-            out[start:start + len(batch)] = await self._retry.run(
-                "embedding model", lambda b=batch: self._embed_batch(b)  # type: ignore[misc]
+            batch = [t if t.strip() else " " for t in texts[start : start + self.batch_size]]
+            out[start : start + len(batch)] = await self._retry.run(
+                "embedding model",
+                lambda b=batch: self._embed_batch(b),  # type: ignore[misc]
             )
         return out
 

@@ -70,13 +70,18 @@ def build_messages(
         system += "\n\nWho this person is (your portrait of them):\n" + parts.portrait.strip()
     messages = [ChatMessage("system", system)]
     if parts.continuity:
-        messages.append(ChatMessage(
-            "system", "Summary of your earlier conversation in this channel:\n"
-            + parts.continuity.strip()))
+        messages.append(
+            ChatMessage(
+                "system",
+                "Summary of your earlier conversation in this channel:\n"
+                + parts.continuity.strip(),
+            )
+        )
     cap = max(history_tokens // 4, 1)
     for row in budget_history(parts.history, history_tokens, cap):
-        messages.append(ChatMessage(row.role.value,
-                                    truncate_to_tokens(_history_text(row, parts), cap)))
+        messages.append(
+            ChatMessage(row.role.value, truncate_to_tokens(_history_text(row, parts), cap))
+        )
     context = []
     if parts.ambient:
         context.append(parts.ambient.strip())

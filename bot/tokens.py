@@ -17,6 +17,8 @@ def truncate_to_tokens(text: str, budget: int) -> str:
     limit = max(0, budget) * 4
     if len(text) <= limit:
         return text
+    if budget <= 0:
+        return ""
     limit -= 1  # room for the ellipsis
     cut = text[:limit]
     space = cut.rfind(" ")

@@ -117,8 +117,14 @@ class TurnProcessor:
             scope = await self.persons.room_scope(msg.platform, msg.room_id, msg.room_name, now)
             owner_id, kind = scope.id, ChannelKind.SHARED
         channel = await self.channels.get_or_create(
-            platform=msg.platform, room_ref=msg.room_id, owner_id=owner_id, kind=kind,
-            source="user", now=now, name=msg.room_name)
+            platform=msg.platform,
+            room_ref=msg.room_id,
+            owner_id=owner_id,
+            kind=kind,
+            source="user",
+            now=now,
+            name=msg.room_name,
+        )
         return person, channel
 
     def allowed(self, msg: InboundMessage) -> bool:
@@ -147,7 +153,10 @@ class TurnProcessor:
             return await self._handle_locked(msg, person, channel, on_partial)
 
     async def _handle_locked(
-        self, msg: InboundMessage, person: Person, channel: Channel,
+        self,
+        msg: InboundMessage,
+        person: Person,
+        channel: Channel,
         on_partial: PartialCallback | None,
     ) -> TurnResult | None:
         turn_id = uuid.uuid4().hex
@@ -155,33 +164,58 @@ class TurnProcessor:
         if found is not None:
             command, args = found
             if command.private_only and channel.kind is not ChannelKind.PRIVATE:
-                return TurnResult("That command only works in a private chat with me.",
-                                  turn_id, channel.id, person.id, command=command.name)
-            reply = await command.handler(CommandContext(msg, person, channel, args))
-            return TurnResult(reply.text, turn_id, channel.id, person.id,
-                              command=command.name, attachment=reply.attachment)
+                return TurnResult(
+                    "That command only works in a private chat with me.",
+                    turn_id,
+                    channel.id,
+                    person.id,
+                    command=command.name,
+                )
+            answer = await command.handler(CommandContext(msg, person, channel, args))
+            return TurnResult(
+                answer.text,
+                turn_id,
+                channel.id,
+                person.id,
+                command=command.name,
+                attachment=answer.attachment,
+            )
 
         now = self.clock.now()
         if channel.source == "user":
             await self.persons.mark_active(person.id, now)
         loc = msg.location
-        await self.transcript.append([NewRow(
-            channel_id=channel.id, person_id=person.id, ts=msg.ts, source=channel.source,
-            role=Role.USER, content=msg.text, turn_id=turn_id,
-            lat=loc.lat if loc else None, lon=loc.lon if loc else None,
-            platform_msg_id=msg.message_id)])
+        await self.transcript.append(
+            [
+                NewRow(
+                    channel_id=channel.id,
+                    person_id=person.id,
+                    ts=msg.ts,
+                    source=channel.source,
+                    role=Role.USER,
+                    content=msg.text,
+                    turn_id=turn_id,
+                    lat=loc.lat if loc else None,
+                    lon=loc.lon if loc else None,
+                    platform_msg_id=msg.message_id,
+                )
+            ]
+        )
         if not msg.addressed_to_bot:
             self._after(channel, person, turn_id)
             return None
         if not msg.text.strip() and msg.location is None:
-            return TurnResult("(That message was empty, so there is nothing to answer.)",
-                              turn_id, channel.id, person.id)
+            return TurnResult(
+                "(That message was empty, so there is nothing to answer.)",
+                turn_id,
+                channel.id,
+                person.id,
+            )
         try:
             reply = await self._answer(msg, person, channel, turn_id, on_partial)
         except ModelError as exc:
             log.warning("turn %s: model failed: %s", turn_id, exc)
-            return TurnResult(model_error_message(exc), turn_id, channel.id, person.id,
-                              failed=True)
+            return TurnResult(model_error_message(exc), turn_id, channel.id, person.id, failed=True)
         self._after(channel, person, turn_id)
         return TurnResult(reply, turn_id, channel.id, person.id)
 
@@ -206,10 +240,17 @@ class TurnProcessor:
         if msg.location is not None:
             text += f"\n[shared location: {msg.location.lat:.5f}, {msg.location.lon:.5f}]"
         parts = PromptParts(
-            persona=self.settings.bot.persona, message=text, history=rows,
-            channel_prompt=channel.system_prompt, portrait=portrait,
-            continuity=mark.content if mark else None, ambient=ambient, recalled=recalled,
-            shared_room=channel.kind is ChannelKind.SHARED, names=names)
+            persona=self.settings.bot.persona,
+            message=text,
+            history=rows,
+            channel_prompt=channel.system_prompt,
+            portrait=portrait,
+            continuity=mark.content if mark else None,
+            ambient=ambient,
+            recalled=recalled,
+            shared_room=channel.kind is ChannelKind.SHARED,
+            names=names,
+        )
         return build_messages(parts, history_tokens=self.settings.bot.history_tokens)
 
     async def _names(self, rows: Sequence[Any]) -> list[tuple[int, str]]:
@@ -221,7 +262,11 @@ class TurnProcessor:
         return out
 
     async def _answer(
-        self, msg: InboundMessage, person: Person, channel: Channel, turn_id: str,
+        self,
+        msg: InboundMessage,
+        person: Person,
+        channel: Channel,
+        turn_id: str,
         on_partial: PartialCallback | None,
     ) -> str:
         messages = await self._prompt(msg, person, channel, turn_id)
@@ -234,33 +279,64 @@ class TurnProcessor:
             completion = await self._call(messages, offer, channel, on_partial)
             if not completion.tool_calls:
                 break
-            messages.append(ChatMessage("assistant", completion.text or None,
-                                        tool_calls=completion.tool_calls))
-            rows = [NewRow(channel_id=channel.id, person_id=None, ts=self.clock.now(),
-                           source=channel.source, role=Role.ASSISTANT, kind=RowKind.TOOL_CALL,
-                           content=json.dumps([{"id": c.id, "name": c.name,
-                                                "arguments": c.arguments}
-                                               for c in completion.tool_calls]),
-                           turn_id=turn_id)]
+            messages.append(
+                ChatMessage("assistant", completion.text or None, tool_calls=completion.tool_calls)
+            )
+            rows = [
+                NewRow(
+                    channel_id=channel.id,
+                    person_id=None,
+                    ts=self.clock.now(),
+                    source=channel.source,
+                    role=Role.ASSISTANT,
+                    kind=RowKind.TOOL_CALL,
+                    content=json.dumps(
+                        [
+                            {"id": c.id, "name": c.name, "arguments": c.arguments}
+                            for c in completion.tool_calls
+                        ]
+                    ),
+                    turn_id=turn_id,
+                )
+            ]
             for call in completion.tool_calls:
                 result = await self.tools.run(ctx, call)
                 messages.append(ChatMessage("tool", result, tool_call_id=call.id))
-                rows.append(NewRow(channel_id=channel.id, person_id=None, ts=self.clock.now(),
-                                   source=channel.source, role=Role.TOOL,
-                                   kind=RowKind.TOOL_RESULT,
-                                   content=json.dumps({"id": call.id, "name": call.name,
-                                                       "result": result}),
-                                   turn_id=turn_id))
+                rows.append(
+                    NewRow(
+                        channel_id=channel.id,
+                        person_id=None,
+                        ts=self.clock.now(),
+                        source=channel.source,
+                        role=Role.TOOL,
+                        kind=RowKind.TOOL_RESULT,
+                        content=json.dumps({"id": call.id, "name": call.name, "result": result}),
+                        turn_id=turn_id,
+                    )
+                )
             await self.transcript.append(rows)
         reply = completion.text.strip() or "(I have nothing to add.)"
         # Durable before the adapter shows it: a crash after this loses nothing shown.
-        await self.transcript.append([NewRow(
-            channel_id=channel.id, person_id=None, ts=self.clock.now(), source=channel.source,
-            role=Role.ASSISTANT, content=reply, turn_id=turn_id)])
+        await self.transcript.append(
+            [
+                NewRow(
+                    channel_id=channel.id,
+                    person_id=None,
+                    ts=self.clock.now(),
+                    source=channel.source,
+                    role=Role.ASSISTANT,
+                    content=reply,
+                    turn_id=turn_id,
+                )
+            ]
+        )
         return reply
 
     async def _call(
-        self, messages: list[ChatMessage], tools: list[ToolSpec], channel: Channel,
+        self,
+        messages: list[ChatMessage],
+        tools: list[ToolSpec],
+        channel: Channel,
         on_partial: PartialCallback | None,
     ) -> Completion:
         if on_partial is None or not self.settings.bot.stream:
@@ -284,8 +360,9 @@ class TurnProcessor:
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
-    async def _run_hook(self, hook: AfterTurn, channel: Channel, person: Person,
-                        turn_id: str) -> None:
+    async def _run_hook(
+        self, hook: AfterTurn, channel: Channel, person: Person, turn_id: str
+    ) -> None:
         try:
             await hook(channel, person, turn_id)
         except Exception:  # task boundary: a failed after-turn step must not kill the bot

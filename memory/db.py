@@ -54,7 +54,7 @@ def _prepare(path: str, dim: int, migrate: bool) -> tuple[list[str], dict[str, s
     """Synchronously migrate (if asked) and read the meta table, on a short-lived connection."""
     try:
         conn = _connector(path)()
-    except Exception as exc:  # noqa: BLE001 - re-raised as StorageError with the path
+    except Exception as exc:
         raise StorageError(f"cannot open database {path}: {exc}") from exc
     try:
         applied: list[str] = []
@@ -75,7 +75,7 @@ async def _open_connection(path: str) -> aiosqlite.Connection:
     conn = aiosqlite.Connection(_connector(path), iter_chunk_size=64)
     try:
         await conn
-    except Exception as exc:  # noqa: BLE001 - re-raised as StorageError with the path
+    except Exception as exc:
         raise StorageError(f"cannot open database {path}: {exc}") from exc
     return conn
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.db import Database
+from memory.db import Database, Row
 
 # (table, owner column). Vector tables are left out: their rows are derived from the text.
 OWNED_TABLES: list[tuple[str, str]] = [
@@ -23,19 +23,24 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _dict(row: Row) -> dict[str, Any]:
+    return {k: _plain(row[k]) for k in row.keys()}  # noqa: SIM118 - a sqlite Row, not a dict
+
+
 async def export_person(db: Database, person_id: int) -> dict[str, Any]:
     person = await db.fetchone("SELECT * FROM persons WHERE id = ?", (person_id,))
     if person is None:
         raise KeyError(person_id)
-    out: dict[str, Any] = {"person": {k: person[k] for k in person.keys()}}
+    out: dict[str, Any] = {"person": _dict(person)}
     for table, column in OWNED_TABLES:
-        rows = await db.fetchall(f"SELECT * FROM {table} WHERE {column} = ? ORDER BY rowid",
-                                 (person_id,))
-        out[table] = [{k: _plain(r[k]) for k in r.keys()} for r in rows]
+        rows = await db.fetchall(
+            f"SELECT * FROM {table} WHERE {column} = ? ORDER BY rowid", (person_id,)
+        )
+        out[table] = [_dict(r) for r in rows]
     # What the person said in shared rooms is owned by the room but is still theirs.
     shared = await db.fetchall(
         "SELECT * FROM transcript WHERE person_id = ? AND owner_id != ? ORDER BY id",
         (person_id, person_id),
     )
-    out["shared_room_messages"] = [{k: r[k] for k in r.keys()} for r in shared]
+    out["shared_room_messages"] = [_dict(r) for r in shared]
     return out

@@ -15,7 +15,7 @@ STOPWORDS = frozenset(
     """a an and are as at be but by did do does for from had has have he her hers him his how i
     if in into is it its me my no not of on or our she so than that the their them then there
     these they this to too us was we were what when where which who whom why will with would you
-    your yours s t d ll m re ve""".split()
+    your yours s t d ll m re ve""".split()  # noqa: SIM905 - easier to read as prose
 )
 
 

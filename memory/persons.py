@@ -141,9 +141,7 @@ class PersonRepo:
         )
 
     async def set_timezone(self, person_id: int, tz: str) -> None:
-        await self.db.execute_write(
-            "UPDATE persons SET timezone = ? WHERE id = ?", (tz, person_id)
-        )
+        await self.db.execute_write("UPDATE persons SET timezone = ? WHERE id = ?", (tz, person_id))
 
 
 class ChannelRepo:
@@ -181,8 +179,17 @@ class ChannelRepo:
                 "INSERT OR IGNORE INTO channels (owner_id, platform, room_ref, kind, source,"
                 " memory_seed, system_prompt, name, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (owner_id, platform, room_ref, kind.value, source, int(memory_seed),
-                 system_prompt, name, to_iso(now)),
+                (
+                    owner_id,
+                    platform,
+                    room_ref,
+                    kind.value,
+                    source,
+                    int(memory_seed),
+                    system_prompt,
+                    name,
+                    to_iso(now),
+                ),
             )
         channel = await self.by_ref(platform, room_ref)
         assert channel is not None

@@ -34,11 +34,15 @@ def row_from_db(row: Row) -> TranscriptRow:
 
 
 def clean_text(text: str) -> str:
-    """Text SQLite can store: lone UTF-16 surrogates (invalid in UTF-8) become U+FFFD."""
+    """Text SQLite can store: surrogate pairs are joined, lone surrogates become U+FFFD.
+
+    Lone UTF-16 surrogates (from a badly decoded platform payload) cannot be encoded as UTF-8,
+    so they cannot be stored exactly; the rest of the message is kept as sent.
+    """
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text
 
 
@@ -56,9 +60,19 @@ class TranscriptRepo:
                     " kind, content, turn_id, lat, lon, platform_msg_id)"
                     " SELECT id, owner_id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM channels"
                     " WHERE id = ?",
-                    (r.person_id, to_iso(r.ts), r.source, r.role.value, r.kind.value,
-                     clean_text(r.content), r.turn_id, r.lat, r.lon, r.platform_msg_id,
-                     r.channel_id),
+                    (
+                        r.person_id,
+                        to_iso(r.ts),
+                        r.source,
+                        r.role.value,
+                        r.kind.value,
+                        clean_text(r.content),
+                        r.turn_id,
+                        r.lat,
+                        r.lon,
+                        r.platform_msg_id,
+                        r.channel_id,
+                    ),
                 )
                 if cur.rowcount != 1 or cur.lastrowid is None:
                     raise ValueError(f"no channel {r.channel_id}")
@@ -94,7 +108,9 @@ class TranscriptRepo:
         )
         return [row_from_db(r) for r in rows]
 
-    async def search(self, owner_id: int, text: str, limit: int = 20) -> list[tuple[TranscriptRow, float]]:
+    async def search(
+        self, owner_id: int, text: str, limit: int = 20
+    ) -> list[tuple[TranscriptRow, float]]:
         """FTS5 keyword search over one owner's message rows: (row, bm25) best first.
 
         bm25 is negative in SQLite (more negative = better); it is returned as is.
@@ -115,7 +131,9 @@ class TranscriptRepo:
         if owner_id is None:
             return int(await self.db.fetchval("SELECT count(*) FROM transcript"))
         return int(
-            await self.db.fetchval("SELECT count(*) FROM transcript WHERE owner_id = ?", (owner_id,))
+            await self.db.fetchval(
+                "SELECT count(*) FROM transcript WHERE owner_id = ?", (owner_id,)
+            )
         )
 
 

@@ -224,7 +224,8 @@ class RecordedRequest:
     route: str | None
     query: dict[str, str]
     json: Any
-    status: int
+    status: int | None
+    """HTTP status answered; None while the fake is still handling the request."""
     headers: dict[str, str]
     at: float
 
@@ -450,6 +451,8 @@ class FakeDiscord:
         self._presences: list[JSON] = []
         self._gateway_received: list[JSON] = []
         self._heartbeats = 0
+        self._compressions: list[str | None] = []
+        self._handler_errors: list[Exception] = []
         self._resumes = 0
         self._connections: list[_Connection] = []
         self._sessions: dict[str, _Session] = {}
@@ -608,6 +611,18 @@ class FakeDiscord:
     def heartbeats(self) -> int:
         with self._lock:
             return self._heartbeats
+
+    @property
+    def gateway_compression(self) -> list[str | None]:
+        """The ``compress`` query parameter of every gateway connection, in order."""
+        with self._lock:
+            return list(self._compressions)
+
+    @property
+    def handler_errors(self) -> list[Exception]:
+        """Exceptions raised while handling malformed REST input (answered with 400)."""
+        with self._lock:
+            return list(self._handler_errors)
 
     @property
     def resumes(self) -> int:
@@ -949,8 +964,7 @@ class FakeDiscord:
         """Send op 9 INVALID_SESSION on every connection."""
         if not resumable:
             with self._lock:
-                for s in self._sessions.values():
-                    s.session_id = s.session_id + "-invalid"
+                self._sessions.clear()  # the client must IDENTIFY again
         self._run(
             self._broadcast_op({"op": OP_INVALID_SESSION, "d": resumable, "s": None, "t": None})
         )
@@ -1229,6 +1243,7 @@ class FakeDiscord:
         conn = _Connection(ws, _Compressor(compress) if compress else None)
         with self._lock:
             self._connections.append(conn)
+            self._compressions.append(compress)
         try:
             await conn.send(
                 {
@@ -1449,30 +1464,36 @@ class FakeDiscord:
                 matched = (template, m.groupdict(), handler)
                 break
 
-        response: web.StreamResponse
         try:
             body, files = await self._read_body(request)
         except ValueError:
-            response = _error(400, 50109, "The request body contains invalid JSON.")
-        else:
-            response = await self._route(request, path, matched, path_exists, body, files)
-        with self._lock:
-            self._requests.append(
-                RecordedRequest(
-                    method=method,
-                    path=path,
-                    route=matched[0] if matched else None,
-                    query=dict(request.query),
-                    json=body,
-                    status=response.status,
-                    headers={
-                        k: v
-                        for k, v in request.headers.items()
-                        if k.lower() in ("authorization", "user-agent", "x-audit-log-reason")
-                    },
-                    at=time.monotonic(),
-                )
+            body, files, matched = None, {}, None
+            bad_json: web.Response | None = _error(
+                400, 50109, "The request body contains invalid JSON."
             )
+        else:
+            bad_json = None
+        # Log before handling so the log is never behind the state a waiter may observe.
+        record = RecordedRequest(
+            method=method,
+            path=path,
+            route=matched[0] if matched else None,
+            query=dict(request.query),
+            json=body,
+            status=None,
+            headers={
+                k: v
+                for k, v in request.headers.items()
+                if k.lower() in ("authorization", "user-agent", "x-audit-log-reason")
+            },
+            at=time.monotonic(),
+        )
+        with self._lock:
+            index = len(self._requests)
+            self._requests.append(record)
+        response = bad_json or await self._route(request, path, matched, path_exists, body, files)
+        with self._lock:
+            self._requests[index] = dataclasses.replace(record, status=response.status)
         self._notify()
         return response
 
@@ -1527,7 +1548,14 @@ class FakeDiscord:
         bucket_headers, limited = self._bucket(method, template, params)
         if limited is not None:
             return limited
-        response = await handler(self, _Call(request, params, body, files))
+        try:
+            response = await handler(self, _Call(request, params, body, files))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            # Malformed input (non-snowflake ids, wrong JSON shapes).  Answer fast with a
+            # Discord-shaped 400 rather than a 500 that discord.py would retry for ~16 s.
+            with self._lock:
+                self._handler_errors.append(exc)
+            return _error(400, 50035, f"Invalid Form Body ({type(exc).__name__}: {exc})")
         for key, value in bucket_headers.items():
             response.headers[key] = value
         return response

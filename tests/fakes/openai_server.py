@@ -74,8 +74,14 @@ def last_user_text(body: dict[str, Any]) -> str:
 class FakeOpenAI:
     """The server. Use as a context manager or call `start()` / `stop()`."""
 
-    def __init__(self, *, dim: int = 768, model: str = "fake-chat",
-                 embed_model: str = "fake-embed", port: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        dim: int = 768,
+        model: str = "fake-chat",
+        embed_model: str = "fake-embed",
+        port: int = 0,
+    ) -> None:
         self.dim = dim
         self.model = model
         self.embed_model = embed_model
@@ -89,6 +95,7 @@ class FakeOpenAI:
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
+        self._closing: asyncio.Event | None = None
 
     # -- scripting ---------------------------------------------------------------------------
 
@@ -97,8 +104,16 @@ class FakeOpenAI:
         with self._lock:
             self.replies.extend(answers)
 
-    def fail_next(self, kind: str = "status", *, status: int = 500, seconds: float = 0.0,
-                  retry_after: float | None = None, times: int = 1, path: str = "") -> None:
+    def fail_next(
+        self,
+        kind: str = "status",
+        *,
+        status: int = 500,
+        seconds: float = 0.0,
+        retry_after: float | None = None,
+        times: int = 1,
+        path: str = "",
+    ) -> None:
         """Make the next `times` requests (to `path`, or any) fail in the given way."""
         with self._lock:
             for _ in range(times):
@@ -147,6 +162,7 @@ class FakeOpenAI:
         loop = asyncio.new_event_loop()
         self._loop = loop
         asyncio.set_event_loop(loop)
+        self._closing = asyncio.Event()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/chat/completions", self._chat)
@@ -163,6 +179,8 @@ class FakeOpenAI:
         loop.close()
 
     async def _shutdown(self) -> None:
+        if self._closing is not None:
+            self._closing.set()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -181,21 +199,39 @@ class FakeOpenAI:
         if fault is None:
             return None
         if fault.kind == "slow":
-            await asyncio.sleep(fault.seconds)
-            return None
+            assert self._closing is not None
+            try:  # wake early when the server stops, so shutdown never waits on a slow fault
+                await asyncio.wait_for(self._closing.wait(), fault.seconds)
+            except TimeoutError:
+                return None
+            return web.Response(status=503)
         if fault.kind == "status":
             headers = {}
             if fault.retry_after is not None:
                 headers["retry-after"] = str(fault.retry_after)
             return web.json_response(
-                {"error": {"message": f"injected {fault.status}", "type": "fake",
-                           "code": fault.status}},
-                status=fault.status, headers=headers)
+                {
+                    "error": {
+                        "message": f"injected {fault.status}",
+                        "type": "fake",
+                        "code": fault.status,
+                    }
+                },
+                status=fault.status,
+                headers=headers,
+            )
         if fault.kind == "malformed":
             return web.Response(text='{"id": "x", "choices": [', content_type="application/json")
         if fault.kind == "empty":
-            return web.json_response({"id": "x", "object": "chat.completion", "created": 0,
-                                      "model": self.model, "choices": []})
+            return web.json_response(
+                {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": self.model,
+                    "choices": [],
+                }
+            )
         if fault.kind == "disconnect":
             assert request.transport is not None
             request.transport.close()
@@ -208,9 +244,15 @@ class FakeOpenAI:
         fault = await self._apply_fault("models", request)
         if fault is not None:
             return fault
-        return web.json_response({"object": "list", "data": [
-            {"id": m, "object": "model", "created": 0, "owned_by": "fake"}
-            for m in (self.model, self.embed_model)]})
+        return web.json_response(
+            {
+                "object": "list",
+                "data": [
+                    {"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+                    for m in (self.model, self.embed_model)
+                ],
+            }
+        )
 
     async def _embeddings(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -226,12 +268,21 @@ class FakeOpenAI:
         data = []
         for i, text in enumerate(inputs):
             vec = hashed_embedding(str(text), self.dim)
-            emb: Any = base64.b64encode(vec.astype("<f4").tobytes()).decode() if b64 else [
-                float(x) for x in vec]
+            emb: Any = (
+                base64.b64encode(vec.astype("<f4").tobytes()).decode()
+                if b64
+                else [float(x) for x in vec]
+            )
             data.append({"object": "embedding", "index": i, "embedding": emb})
         tokens = sum(len(str(t).split()) for t in inputs)
-        return web.json_response({"object": "list", "data": data, "model": body.get("model"),
-                                  "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        return web.json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
 
     def _answer(self, body: dict[str, Any]) -> Reply:
         with self._lock:
@@ -250,31 +301,51 @@ class FakeOpenAI:
         if fault is not None:
             return fault
         answer = self._answer(body)
-        calls = [{"id": f"call_{i}", "type": "function",
-                  "function": {"name": name, "arguments": json.dumps(args)}}
-                 for i, (name, args) in enumerate(answer.tool_calls)]
+        calls = [
+            {
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+            for i, (name, args) in enumerate(answer.tool_calls)
+        ]
         prompt_tokens = sum(len(str(m.get("content") or "")) // 4 for m in body["messages"])
-        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(answer.text) // 4 + 1,
-                 "total_tokens": prompt_tokens + len(answer.text) // 4 + 1}
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": len(answer.text) // 4 + 1,
+            "total_tokens": prompt_tokens + len(answer.text) // 4 + 1,
+        }
         finish = "tool_calls" if calls else "stop"
         created = int(time.time())
         if not body.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
             if calls:
                 message["tool_calls"] = calls
-            return web.json_response({
-                "id": "chatcmpl-fake", "object": "chat.completion", "created": created,
-                "model": body.get("model", self.model),
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": usage})
+            return web.json_response(
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": body.get("model", self.model),
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": usage,
+                }
+            )
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
 
-        async def send(delta: dict[str, Any], finish_reason: str | None = None,
-                       extra: dict[str, Any] | None = None) -> None:
-            chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk",
-                     "created": created, "model": body.get("model", self.model),
-                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+        async def send(
+            delta: dict[str, Any],
+            finish_reason: str | None = None,
+            extra: dict[str, Any] | None = None,
+        ) -> None:
+            chunk = {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": body.get("model", self.model),
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+            }
             if extra:
                 chunk.update(extra)
             await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
@@ -286,9 +357,14 @@ class FakeOpenAI:
             await send({"tool_calls": [{"index": i, **call}]})
         await send({}, finish)
         if (body.get("stream_options") or {}).get("include_usage"):
-            usage_chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk",
-                           "created": created, "model": body.get("model", self.model),
-                           "choices": [], "usage": usage}
+            usage_chunk = {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": body.get("model", self.model),
+                "choices": [],
+                "usage": usage,
+            }
             await resp.write(f"data: {json.dumps(usage_chunk)}\n\n".encode())
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()

@@ -1,29 +1,20 @@
-"""The `strata` command line. With `bot.app`, the only module that may import `adapters` and
-`cognition`. Every StrataError becomes a one-line `error: …` and exit code 2.
-"""
+"""Core CLI commands: chat, db migrate, memory show/export, doctor."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import logging
 import sys
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.app import App, open_db
 from bot.clock import ManualClock, SystemClock, from_iso
-from bot.config import Settings, load_settings
+from bot.config import Settings
 from bot.errors import StrataError
 from bot.ports import Clock
 from memory.export import export_person
 from memory.persons import ChannelRepo, PersonRepo
 from memory.transcript import TranscriptRepo
-
-log = logging.getLogger(__name__)
-
-Runner = Callable[[argparse.Namespace, Settings], Awaitable[int]]
 
 
 def _clock(args: argparse.Namespace) -> Clock:
@@ -47,8 +38,10 @@ async def cmd_db_migrate(args: argparse.Namespace, settings: Settings) -> int:
     db = await open_db(settings)
     try:
         rows = await db.fetchall("SELECT id, name FROM migrations ORDER BY id")
-        print(f"{db.path}: {len(rows)} migrations applied "
-              f"(latest {rows[-1][0]:04d}_{rows[-1][1]}), embedding dimension {db.dim}")
+        print(
+            f"{db.path}: {len(rows)} migrations applied "
+            f"(latest {rows[-1][0]:04d}_{rows[-1][1]}), embedding dimension {db.dim}"
+        )
     finally:
         await db.close()
     return 0
@@ -67,17 +60,34 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
         persons, channels, transcript = PersonRepo(db), ChannelRepo(db), TranscriptRepo(db)
         person = await _person_or_fail(persons, args.user)
         chans = await channels.for_owner(person.id)
-        counts = {c.id: int(await db.fetchval(
-            "SELECT count(*) FROM transcript WHERE channel_id = ?", (c.id,))) for c in chans}
+        counts = {
+            c.id: int(
+                await db.fetchval("SELECT count(*) FROM transcript WHERE channel_id = ?", (c.id,))
+            )
+            for c in chans
+        }
         info: dict[str, Any] = {
-            "person": {"id": person.id, "name": person.name, "timezone": person.timezone,
-                       "paused": person.paused,
-                       "last_active_at": person.last_active_at.isoformat()
-                       if person.last_active_at else None},
+            "person": {
+                "id": person.id,
+                "name": person.name,
+                "timezone": person.timezone,
+                "paused": person.paused,
+                "last_active_at": person.last_active_at.isoformat()
+                if person.last_active_at
+                else None,
+            },
             "identities": await persons.identities(person.id),
-            "channels": [{"id": c.id, "platform": c.platform, "room": c.room_ref,
-                          "kind": c.kind.value, "source": c.source, "rows": counts[c.id]}
-                         for c in chans],
+            "channels": [
+                {
+                    "id": c.id,
+                    "platform": c.platform,
+                    "room": c.room_ref,
+                    "kind": c.kind.value,
+                    "source": c.source,
+                    "rows": counts[c.id],
+                }
+                for c in chans
+            ],
             "transcript_rows": await transcript.count(person.id),
         }
         if args.json:
@@ -88,8 +98,10 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
         print(f"  last active: {p['last_active_at'] or 'never'}; paused: {p['paused']}")
         print(f"  transcript rows: {info['transcript_rows']}")
         for c in info["channels"]:
-            print(f"  channel {c['id']}: {c['platform']} {c['room']} ({c['kind']}, "
-                  f"source {c['source']}): {c['rows']} rows")
+            print(
+                f"  channel {c['id']}: {c['platform']} {c['room']} ({c['kind']}, "
+                f"source {c['source']}): {c['rows']} rows"
+            )
     finally:
         await db.close()
     return 0
@@ -116,26 +128,21 @@ async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if all(c.ok for c in checks) else 1
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="strata", description="Strata: a chat bot with a layered, decaying memory.")
-    parser.add_argument("--config", help="TOML config file (default ./strata.toml if present)")
-    parser.add_argument("-v", "--verbose", action="count", default=0,
-                        help="more logging on stderr (-v info, -vv debug)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
+def register(sub: Any) -> None:
+    """Add the core subcommands to the `strata` parser."""
     chat = sub.add_parser("chat", help="chat in the terminal (also reads piped stdin)")
     chat.add_argument("--user", default="me", help="who you are (console:NAME)")
     chat.add_argument("--channel", default="default", help="which of your channels")
     chat.set_defaults(run=cmd_chat)
 
     db = sub.add_parser("db", help="database maintenance").add_subparsers(
-        dest="db_command", required=True, metavar="ACTION")
-    db.add_parser("migrate", help="create or migrate the database").set_defaults(
-        run=cmd_db_migrate)
+        dest="db_command", required=True, metavar="ACTION"
+    )
+    db.add_parser("migrate", help="create or migrate the database").set_defaults(run=cmd_db_migrate)
 
     memory = sub.add_parser("memory", help="see what is remembered").add_subparsers(
-        dest="memory_command", required=True, metavar="ACTION")
+        dest="memory_command", required=True, metavar="ACTION"
+    )
     show = memory.add_parser("show", help="what is stored about a person")
     show.add_argument("--user", required=True)
     show.add_argument("--json", action="store_true")
@@ -145,26 +152,5 @@ def build_parser() -> argparse.ArgumentParser:
     export.set_defaults(run=cmd_memory_export)
 
     sub.add_parser("doctor", help="check configuration, database and endpoints").set_defaults(
-        run=cmd_doctor)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
-    logging.basicConfig(level=level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        settings = load_settings(args.config)
-        code = asyncio.run(args.run(args, settings))
-    except StrataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    return int(code)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        run=cmd_doctor
+    )

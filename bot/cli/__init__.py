@@ -1,0 +1,60 @@
+"""The `strata` command line: the parser and `main`. Each area adds its subcommands in its own
+module here (`core`, …) through a `register(subparsers)` function listed in `MODULES`.
+
+With `bot.app`, the `bot.cli` modules are the only ones that may import `adapters` and
+`cognition`. Every StrataError becomes a one-line `error: …` and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import sys
+
+from bot.config import load_settings
+from bot.errors import StrataError
+
+# Subcommand modules, each with `register(subparsers)`; commands set `run=coroutine(args, s)`.
+MODULES = ["bot.cli.core"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="strata", description="Strata: a chat bot with a layered, decaying memory."
+    )
+    parser.add_argument("--config", help="TOML config file (default ./strata.toml if present)")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="more logging on stderr (-v info, -vv debug)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        settings = load_settings(args.config)
+        code = asyncio.run(args.run(args, settings))
+    except StrataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return int(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,3 @@
+"""Strata's background cognition: the idle-gated runner, its jobs, reminders and scheduled
+prompts. May import `bot` (the turn processor, ports) and `memory`; never `adapters`.
+"""

@@ -1,0 +1,110 @@
+"""`strata` as a user runs it: a real subprocess, real HTTP, a real SQLite file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.fakes.openai_server import FakeOpenAI
+
+ROOT = Path(__file__).parents[2]
+
+
+def strata(args: list[str], env: dict[str, str], stdin: str = "",
+           timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "bot.cli", *args], input=stdin, env=env,
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+def test_piped_chat_history_and_export(fake_openai: FakeOpenAI,
+                                       subprocess_env: dict[str, str]) -> None:
+    first = strata(["chat", "--user", "alice"], subprocess_env, "one\ntwo\nthree\n")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == ["You said: one", "You said: two", "You said: three"]
+
+    second = strata(["chat", "--user", "alice"], subprocess_env, "four\n")
+    assert second.returncode == 0, second.stderr
+    sent = [m["content"] for m in fake_openai.chat_requests()[-1]["messages"]]
+    for earlier in ("one", "two", "three", "You said: one", "You said: three"):
+        assert earlier in sent
+    assert sent[-1] == "four"
+
+    export = strata(["memory", "export", "--user", "alice"], subprocess_env)
+    assert export.returncode == 0, export.stderr
+    data = json.loads(export.stdout)
+    assert [r["content"] for r in data["transcript"] if r["role"] == "user"] == [
+        "one", "two", "three", "four"]
+
+    strata(["chat", "--user", "bob"], subprocess_env, "hi\n")
+    bob = json.loads(strata(["memory", "export", "--user", "bob"], subprocess_env).stdout)
+    assert "one" not in [r["content"] for r in bob["transcript"]]
+
+    show = strata(["memory", "show", "--user", "alice"], subprocess_env)
+    assert show.returncode == 0 and "transcript rows: 8" in show.stdout
+
+
+def test_endpoint_stopped_gives_honest_reply(subprocess_env: dict[str, str]) -> None:
+    env = dict(subprocess_env, STRATA_LLM_BASE_URL="http://127.0.0.1:9/v1")
+    out = strata(["chat", "--user", "carol"], env, "are you up?\n")
+    assert out.returncode == 0, out.stderr
+    assert "can't reach my language model" in out.stdout
+    assert "Traceback" not in out.stdout + out.stderr
+    env_ok = dict(subprocess_env)
+    data = json.loads(strata(["memory", "export", "--user", "carol"], env_ok).stdout)
+    assert [r["content"] for r in data["transcript"]] == ["are you up?"]
+
+
+def test_unknown_user_and_bad_config_are_one_line_errors(subprocess_env: dict[str, str]) -> None:
+    out = strata(["memory", "export", "--user", "nobody"], subprocess_env)
+    assert out.returncode == 2 and out.stderr.strip().startswith("error: no person")
+    bad = strata(["memory", "show", "--user", "x"], dict(subprocess_env, STRATA_EMBED_DIM="-1"))
+    assert bad.returncode == 2
+    assert len(bad.stderr.strip().splitlines()) == 1 and "embed.dim" in bad.stderr
+
+
+def test_doctor(fake_openai: FakeOpenAI, subprocess_env: dict[str, str]) -> None:
+    out = strata(["doctor"], subprocess_env)
+    assert out.returncode == 0, out.stdout
+    assert "sqlite-vec" in out.stdout and out.stdout.count("ok ") >= 4
+    broken = strata(["doctor"], dict(subprocess_env, STRATA_LLM_BASE_URL="http://127.0.0.1:9/v1",
+                                     STRATA_LLM_MODEL="nope"))
+    assert broken.returncode == 1
+    fail_lines = [line for line in broken.stdout.splitlines() if line.startswith("FAIL")]
+    assert len(fail_lines) == 1 and "fix:" in fail_lines[0]
+
+
+def test_db_migrate(subprocess_env: dict[str, str], db_path: Path) -> None:
+    out = strata(["db", "migrate"], subprocess_env)
+    assert out.returncode == 0 and db_path.exists() and "migrations applied" in out.stdout
+
+
+def test_sigkill_mid_chat_loses_no_shown_reply(fake_openai: FakeOpenAI,
+                                              subprocess_env: dict[str, str]) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "chat", "--user", "dave"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=subprocess_env, cwd=ROOT)
+    assert proc.stdin is not None and proc.stdout is not None
+    shown = []
+    for i in range(3):
+        proc.stdin.write(f"message {i}\n")
+        proc.stdin.flush()
+        shown.append(proc.stdout.readline().strip())
+    fake_openai.fail_next("slow", seconds=30)  # the 4th turn hangs at the model
+    proc.stdin.write("message 3\n")
+    proc.stdin.flush()
+    deadline = time.monotonic() + 10
+    while len(fake_openai.chat_requests()) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    assert shown == [f"You said: message {i}" for i in range(3)]
+    data = json.loads(strata(["memory", "export", "--user", "dave"], subprocess_env).stdout)
+    contents = [r["content"] for r in data["transcript"]]
+    for line in shown:
+        assert line in contents
+    assert "message 3" in contents  # the user row was durable before the model call

@@ -1,0 +1,130 @@
+"""The OpenAI-compatible client against the fake server over real HTTP."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bot.errors import (
+    ModelBadResponseError,
+    ModelRateLimitedError,
+    ModelRequestError,
+    ModelUnavailableError,
+)
+from bot.llm import OpenAIChatModel, OpenAIEmbedder
+from bot.types import ChatMessage, Completion, ToolSpec
+from tests.fakes.openai_server import FakeOpenAI, Reply, hashed_embedding
+
+MSGS = [ChatMessage("system", "be nice"), ChatMessage("user", "hello there")]
+
+
+def chat(fake: FakeOpenAI, retries: int = 0, timeout: float = 5.0) -> OpenAIChatModel:
+    async def no_sleep(_: float) -> None:
+        return None
+
+    return OpenAIChatModel(base_url=fake.base_url, model=fake.model, api_key="k",
+                           timeout=timeout, max_retries=retries, backoff=0, sleep=no_sleep)
+
+
+async def test_complete(fake_openai: FakeOpenAI) -> None:
+    fake_openai.reply("General Kenobi")
+    out = await chat(fake_openai).complete(MSGS)
+    assert out.text == "General Kenobi"
+    assert fake_openai.chat_requests()[-1]["messages"][1]["content"] == "hello there"
+
+
+async def test_stream_yields_deltas_then_completion(fake_openai: FakeOpenAI) -> None:
+    fake_openai.reply("one two three")
+    items = [i async for i in chat(fake_openai).stream(MSGS)]
+    deltas = [i for i in items if isinstance(i, str)]
+    assert len(deltas) >= 3 and "".join(deltas) == "one two three"
+    assert isinstance(items[-1], Completion) and items[-1].text == "one two three"
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_tool_calls(fake_openai: FakeOpenAI, streaming: bool) -> None:
+    fake_openai.reply(Reply(tool_calls=[("set_reminder", {"at": "09:00", "text": "mum"})]))
+    tools = [ToolSpec("set_reminder", "set one", {"type": "object", "properties": {}})]
+    model = chat(fake_openai)
+    if streaming:
+        items = [i async for i in model.stream(MSGS, tools=tools)]
+        out = items[-1]
+        assert isinstance(out, Completion)
+    else:
+        out = await model.complete(MSGS, tools=tools)
+    assert out.tool_calls[0].name == "set_reminder"
+    assert '"mum"' in out.tool_calls[0].arguments
+    assert fake_openai.chat_requests()[-1]["tools"][0]["function"]["name"] == "set_reminder"
+
+
+async def test_429_then_success_is_retried(fake_openai: FakeOpenAI) -> None:
+    fake_openai.fail_next(status=429, retry_after=0)
+    fake_openai.reply("after the storm")
+    out = await chat(fake_openai, retries=2).complete(MSGS)
+    assert out.text == "after the storm"
+    assert len(fake_openai.chat_requests()) == 2
+
+
+async def test_persistent_429_is_rate_limited_error(fake_openai: FakeOpenAI) -> None:
+    fake_openai.fail_next(status=429, times=3)
+    with pytest.raises(ModelRateLimitedError):
+        await chat(fake_openai, retries=2).complete(MSGS)
+    assert len(fake_openai.chat_requests()) == 3
+
+
+async def test_500_is_unavailable(fake_openai: FakeOpenAI) -> None:
+    fake_openai.fail_next(status=500)
+    with pytest.raises(ModelUnavailableError):
+        await chat(fake_openai).complete(MSGS)
+
+
+async def test_400_is_not_retried(fake_openai: FakeOpenAI) -> None:
+    fake_openai.fail_next(status=400, times=3)
+    with pytest.raises(ModelRequestError):
+        await chat(fake_openai, retries=2).complete(MSGS)
+    assert len(fake_openai.chat_requests()) == 1
+
+
+@pytest.mark.parametrize("kind", ["malformed", "empty"])
+async def test_garbage_is_bad_response(fake_openai: FakeOpenAI, kind: str) -> None:
+    fake_openai.fail_next(kind)
+    with pytest.raises(ModelBadResponseError):
+        await chat(fake_openai).complete(MSGS)
+
+
+async def test_slow_answer_times_out(fake_openai: FakeOpenAI) -> None:
+    fake_openai.fail_next("slow", seconds=2)
+    with pytest.raises(ModelUnavailableError, match="timed out"):
+        await chat(fake_openai, timeout=0.3).complete(MSGS)
+
+
+async def test_dropped_connection_is_unavailable(fake_openai: FakeOpenAI) -> None:
+    fake_openai.fail_next("disconnect")
+    with pytest.raises(ModelUnavailableError):
+        await chat(fake_openai).complete(MSGS)
+
+
+async def test_nothing_listening_is_unavailable() -> None:
+    model = OpenAIChatModel(base_url="http://127.0.0.1:9/v1", model="m", max_retries=0)
+    with pytest.raises(ModelUnavailableError, match="cannot connect"):
+        await model.complete(MSGS)
+
+
+async def test_embeddings_match_the_fake_and_are_normalised(fake_openai: FakeOpenAI) -> None:
+    emb = OpenAIEmbedder(base_url=fake_openai.base_url, model=fake_openai.embed_model,
+                         dim=fake_openai.dim, max_retries=0, batch_size=2)
+    texts = ["my cat Miso", "", "the weather in Lyon"]
+    vecs = await emb.embed(texts)
+    assert vecs.dtype == np.float32 and vecs.shape == (3, fake_openai.dim)
+    np.testing.assert_allclose(vecs[0], hashed_embedding(texts[0], fake_openai.dim), atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    # the SDK asks for base64 by default; the fake answered it
+    assert all(b.get("encoding_format") == "base64"
+               for p, b in fake_openai.requests if p == "embeddings")
+
+
+async def test_wrong_embedding_dimension_is_named(fake_openai: FakeOpenAI) -> None:
+    emb = OpenAIEmbedder(base_url=fake_openai.base_url, model=fake_openai.embed_model,
+                         dim=fake_openai.dim + 1, max_retries=0)
+    with pytest.raises(ModelRequestError, match="dimensions"):
+        await emb.embed(["x"])

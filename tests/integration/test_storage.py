@@ -1,0 +1,112 @@
+"""The SQLite store: migrations, dimension guard, pragmas, and hostile text stored exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.clock import ManualClock
+from bot.errors import DimensionMismatchError, StorageError
+from bot.types import ChannelKind, NewRow, Role
+from memory.db import Database
+from memory.migrations import available
+from memory.persons import ChannelRepo, PersonRepo
+from memory.transcript import TranscriptRepo
+from tests.schema_dump import dump_schema
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+HOSTILE = [
+    "",
+    "   \t  ",
+    "x" * 1_000_000,
+    "nul\x00byte",
+    'quotes " and * and : and ( and AND and NEAR and - and well-known and c++ and foo(bar)',
+    "'; DROP TABLE transcript; --",
+    "Robert'); DELETE FROM persons WHERE ('1'='1",
+    "emoji 🧗‍♀️ and RTL עברית and 中文",
+]
+
+
+async def test_migrated_schema_matches_checked_in_copy(tmp_path: Path) -> None:
+    expected = (FIXTURES / "schema.sql").read_text()
+    actual = await dump_schema(tmp_path / "s.db")
+    assert actual == expected, (
+        "schema changed: add a migration and refresh with "
+        "`python -m tests.schema_dump > tests/fixtures/schema.sql`")
+
+
+async def test_migrations_recorded_once(db: Database, db_path: Path) -> None:
+    rows = await db.fetchall("SELECT id, name FROM migrations ORDER BY id")
+    assert [(r[0], r[1]) for r in rows] == [(n, name) for n, name, _ in available()]
+    await db.close()
+    again = await Database.open(db_path, db.dim)  # re-open: nothing re-applied
+    assert await again.fetchval("SELECT count(*) FROM migrations") == len(rows)
+    await again.close()
+
+
+async def test_other_dimension_is_a_clear_error(db: Database, db_path: Path) -> None:
+    with pytest.raises(DimensionMismatchError, match=f"dimension {db.dim}"):
+        await Database.open(db_path, db.dim + 1)
+
+
+async def test_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(StorageError, match="does not exist"):
+        await Database.open(tmp_path / "no" / "such" / "x.db", 8)
+
+
+async def test_pragmas_and_extensions(db: Database) -> None:
+    assert (await db.fetchval("PRAGMA journal_mode")).lower() == "wal"
+    assert await db.fetchval("PRAGMA foreign_keys") == 1
+    assert await db.fetchval("SELECT vec_version()")
+    assert await db.fetchval("PRAGMA secure_delete") == 1
+
+
+async def _channel(db: Database, clock: ManualClock) -> tuple[int, int]:
+    person = await PersonRepo(db).get_or_create("console:alice", "alice", clock.now())
+    channel = await ChannelRepo(db).get_or_create(
+        platform="console", room_ref="alice/default", owner_id=person.id,
+        kind=ChannelKind.PRIVATE, source="user", now=clock.now())
+    return person.id, channel.id
+
+
+@pytest.mark.parametrize("text", HOSTILE, ids=lambda t: repr(t[:20]))
+async def test_hostile_text_is_stored_exactly(db: Database, clock: ManualClock, text: str) -> None:
+    person_id, channel_id = await _channel(db, clock)
+    repo = TranscriptRepo(db)
+    [row_id] = await repo.append([NewRow(channel_id=channel_id, person_id=person_id,
+                                         ts=clock.now(), source="user", role=Role.USER,
+                                         content=text, turn_id="t1")])
+    stored = await repo.get(row_id)
+    assert stored is not None and stored.content == text
+    # Searching with the same hostile text never raises.
+    await repo.search(person_id, text[:10_000])
+    assert await db.fetchval("PRAGMA integrity_check") == "ok"
+
+
+async def test_lone_surrogate_becomes_replacement_char(db: Database, clock: ManualClock) -> None:
+    person_id, channel_id = await _channel(db, clock)
+    repo = TranscriptRepo(db)
+    [row_id] = await repo.append([NewRow(channel_id=channel_id, person_id=person_id,
+                                         ts=clock.now(), source="user", role=Role.USER,
+                                         content="bad \ud800 half", turn_id="t1")])
+    stored = await repo.get(row_id)
+    assert stored is not None and stored.content == "bad \ufffd half"
+
+
+async def test_fts_finds_words_and_respects_owner(db: Database, clock: ManualClock) -> None:
+    person_id, channel_id = await _channel(db, clock)
+    bob = await PersonRepo(db).get_or_create("console:bob", "bob", clock.now())
+    bob_channel = await ChannelRepo(db).get_or_create(
+        platform="console", room_ref="bob/default", owner_id=bob.id,
+        kind=ChannelKind.PRIVATE, source="user", now=clock.now())
+    repo = TranscriptRepo(db)
+    await repo.append([
+        NewRow(channel_id=channel_id, person_id=person_id, ts=clock.now(), source="user",
+               role=Role.USER, content="My cat is called Miso", turn_id="a"),
+        NewRow(channel_id=bob_channel.id, person_id=bob.id, ts=clock.now(), source="user",
+               role=Role.USER, content="My cat is called Pixel", turn_id="b"),
+    ])
+    found = await repo.search(person_id, "what's my cat's name?")
+    assert [r.content for r, _ in found] == ["My cat is called Miso"]

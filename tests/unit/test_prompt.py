@@ -1,0 +1,42 @@
+from datetime import UTC, datetime
+
+from bot.prompt import MEMORY_PREAMBLE, PromptParts, budget_history, build_messages
+from bot.types import Role, RowKind, TranscriptRow
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def row(i: int, text: str, role: Role = Role.USER, kind: RowKind = RowKind.MESSAGE) -> TranscriptRow:
+    return TranscriptRow(id=i, channel_id=1, owner_id=1, person_id=1, ts=T0, source="user",
+                         role=role, kind=kind, content=text, turn_id=str(i))
+
+
+def test_history_keeps_newest_rows_within_budget() -> None:
+    rows = [row(i, "x" * 40) for i in range(10)]  # 10 tokens each
+    kept = budget_history(rows, 35)
+    assert [r.id for r in kept] == [7, 8, 9]
+
+
+def test_history_skips_tool_rows() -> None:
+    rows = [row(1, "hi"), row(2, "{}", Role.TOOL, RowKind.TOOL_RESULT), row(3, "yo", Role.ASSISTANT)]
+    assert [r.id for r in budget_history(rows, 100)] == [1, 3]
+
+
+def test_stable_parts_first_and_message_last() -> None:
+    parts = PromptParts(persona="P", message="now", history=[row(1, "earlier")],
+                        portrait="likes tea", continuity="they talked", ambient="Tuesday",
+                        recalled="> [2026-01-01] likes tea")
+    msgs = build_messages(parts, history_tokens=100)
+    assert msgs[0].role == "system" and "P" in (msgs[0].content or "")
+    assert "likes tea" in (msgs[0].content or "")
+    assert "they talked" in (msgs[1].content or "")
+    assert msgs[2].content == "earlier"
+    assert MEMORY_PREAMBLE in (msgs[3].content or "") and "Tuesday" in (msgs[3].content or "")
+    assert msgs[-1].role == "user" and msgs[-1].content == "now"
+
+
+def test_huge_message_is_truncated_for_the_model() -> None:
+    msgs = build_messages(PromptParts(persona="P", message="y" * 1_000_000), history_tokens=100,
+                          message_tokens=1000)
+    assert len(msgs[-1].content or "") < 5000
+    assert "truncated" in (msgs[-1].content or "")

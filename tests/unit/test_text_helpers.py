@@ -1,0 +1,58 @@
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.commands import CommandRouter
+from bot.tokens import count_tokens, truncate_to_tokens
+from memory.fts import match_query, terms
+from memory.profiles import MUTED, profile_for
+
+
+def test_token_count_is_ceil_chars_over_four() -> None:
+    assert count_tokens("") == 0
+    assert count_tokens("abcd") == 1
+    assert count_tokens("abcde") == 2
+
+
+@given(st.text(max_size=400), st.integers(min_value=0, max_value=60))
+def test_truncate_never_exceeds_budget(text: str, budget: int) -> None:
+    cut = truncate_to_tokens(text, budget)
+    if len(text) <= budget * 4:
+        assert cut == text
+    else:
+        assert count_tokens(cut) <= budget
+
+
+def test_fts_query_quotes_every_term() -> None:
+    q = match_query("can't c++ foo(bar) * well-known error: body:x AND NEAR")
+    assert q is not None
+    for part in q.split(" OR "):
+        assert part.startswith('"') and part.endswith('"')
+    assert '"well"' in q and '"known"' in q and '"body"' in q
+
+
+def test_fts_query_of_no_words_is_none() -> None:
+    assert match_query("*** ::: ---") is None
+    assert match_query("") is None
+
+
+def test_stopwords_dropped_unless_nothing_left() -> None:
+    assert terms("what is the name of my cat") == ["name", "cat"]
+    assert terms("what is it") == ["what", "is", "it"]
+
+
+def test_source_profiles() -> None:
+    assert profile_for("user").episodes and profile_for("user").location
+    assert profile_for("dmn").facts and not profile_for("dmn").geo
+    assert profile_for("external-agent:calendar").episodes
+    assert not profile_for("external-agent:calendar").location
+    assert profile_for("delegate:x") == MUTED
+    assert profile_for("scheduled") == MUTED
+    assert profile_for("anything-else") == MUTED
+
+
+def test_command_parsing() -> None:
+    assert CommandRouter.parse("/forget my cat") == ("forget", "my cat")
+    assert CommandRouter.parse("/help@strata_bot") == ("help", "")
+    assert CommandRouter.parse("/ not a command") is None
+    assert CommandRouter.parse("/123") is None
+    assert CommandRouter.parse("hello /help") is None
