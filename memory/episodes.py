@@ -1,0 +1,170 @@
+"""The episode store: leaf episodes, topic super-episodes and era digests, with citations of
+the transcript rows they came from and one embedding each (in the owner-partitioned `vec0`).
+
+Only storage lives here; cutting windows into episodes, recall and roll-up are their own
+modules. Imports `bot` leaf modules and `memory.db`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from bot.clock import from_iso, to_iso
+from memory.db import Database, Row
+
+LEAF, TOPIC, ERA = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True)
+class Episode:
+    id: int
+    owner_id: int
+    channel_id: int
+    level: int
+    parent_id: int | None
+    summary: str
+    key_terms: str
+    salience: float
+    emotion: str
+    emotion_intensity: float
+    source: str
+    method: str
+    started_at: datetime
+    ended_at: datetime
+    created_at: datetime
+    last_relevant_at: datetime
+    weight: float
+    tombstoned_at: datetime | None
+
+    @property
+    def live(self) -> bool:
+        return self.tombstoned_at is None
+
+
+@dataclass(frozen=True, slots=True)
+class NewEpisode:
+    owner_id: int
+    channel_id: int
+    summary: str
+    source: str
+    started_at: datetime
+    ended_at: datetime
+    row_ids: tuple[int, ...]
+    level: int = LEAF
+    key_terms: str = ""
+    salience: float = 0.5
+    emotion: str = "neutral"
+    emotion_intensity: float = 0.0
+    method: str = "llm"
+
+
+def episode_from_db(row: Row) -> Episode:
+    return Episode(
+        id=row["id"], owner_id=row["owner_id"], channel_id=row["channel_id"],
+        level=row["level"], parent_id=row["parent_id"], summary=row["summary"],
+        key_terms=row["key_terms"], salience=row["salience"], emotion=row["emotion"],
+        emotion_intensity=row["emotion_intensity"], source=row["source"],
+        method=row["method"], started_at=from_iso(row["started_at"]),
+        ended_at=from_iso(row["ended_at"]), created_at=from_iso(row["created_at"]),
+        last_relevant_at=from_iso(row["last_relevant_at"]), weight=row["weight"],
+        tombstoned_at=from_iso(row["tombstoned_at"]) if row["tombstoned_at"] else None,
+    )
+
+
+def as_blob(vec: npt.NDArray[np.floating]) -> bytes:
+    """A vector as sqlite-vec wants it: little-endian float32 bytes."""
+    return np.asarray(vec, dtype="<f4").tobytes()
+
+
+class EpisodeRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def insert(self, new: NewEpisode, embedding: npt.NDArray[np.floating],
+                     now: datetime) -> int:
+        """Store an episode, its citations and its embedding in one transaction."""
+        if embedding.shape != (self.db.dim,):
+            raise ValueError(f"embedding has shape {embedding.shape}, expected ({self.db.dim},)")
+        async with self.db.write() as conn:
+            cur = await conn.execute(
+                "INSERT INTO episodes (owner_id, channel_id, level, summary, key_terms, salience,"
+                " emotion, emotion_intensity, source, method, started_at, ended_at, created_at,"
+                " last_relevant_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (new.owner_id, new.channel_id, new.level, new.summary, new.key_terms,
+                 min(max(new.salience, 0.0), 1.0), new.emotion,
+                 min(max(new.emotion_intensity, 0.0), 1.0), new.source, new.method,
+                 to_iso(new.started_at), to_iso(new.ended_at), to_iso(now), to_iso(now)),
+            )
+            episode_id = cur.lastrowid
+            assert episode_id is not None
+            await conn.executemany(
+                "INSERT OR IGNORE INTO episode_rows (episode_id, row_id) VALUES (?, ?)",
+                [(episode_id, r) for r in new.row_ids],
+            )
+            await conn.execute(
+                "INSERT INTO episode_vec (episode_id, owner_id, embedding) VALUES (?, ?, ?)",
+                (episode_id, new.owner_id, as_blob(embedding)),
+            )
+        return episode_id
+
+    async def get(self, episode_id: int) -> Episode | None:
+        row = await self.db.fetchone("SELECT * FROM episodes WHERE id = ?", (episode_id,))
+        return episode_from_db(row) if row else None
+
+    async def for_owner(self, owner_id: int, *, live_only: bool = True) -> list[Episode]:
+        sql = "SELECT * FROM episodes WHERE owner_id = ?"
+        if live_only:
+            sql += " AND tombstoned_at IS NULL"
+        rows = await self.db.fetchall(sql + " ORDER BY id", (owner_id,))
+        return [episode_from_db(r) for r in rows]
+
+    async def apexes(self, channel_id: int, level: int) -> list[Episode]:
+        """Live episodes of `level` in a channel with no parent yet (candidates for roll-up)."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM episodes WHERE channel_id = ? AND level = ? AND parent_id IS NULL"
+            " AND tombstoned_at IS NULL ORDER BY id",
+            (channel_id, level),
+        )
+        return [episode_from_db(r) for r in rows]
+
+    async def embeddings(self, ids: Sequence[int]) -> npt.NDArray[np.float32]:
+        """The stored embeddings of `ids`, in that order, shape (len(ids), dim)."""
+        out = np.zeros((len(ids), self.db.dim), dtype=np.float32)
+        index = {eid: i for i, eid in enumerate(ids)}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start:start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = await self.db.fetchall(
+                f"SELECT episode_id, embedding FROM episode_vec WHERE episode_id IN ({marks})",
+                chunk,
+            )
+            for r in rows:
+                out[index[r[0]]] = np.frombuffer(r[1], dtype="<f4")
+        return out
+
+    async def cited_rows(self, episode_id: int) -> list[int]:
+        rows = await self.db.fetchall(
+            "SELECT row_id FROM episode_rows WHERE episode_id = ? ORDER BY row_id",
+            (episode_id,),
+        )
+        return [r[0] for r in rows]
+
+    async def touch(self, ids: Sequence[int], now: datetime) -> None:
+        """Mark episodes as relevant now (they were recalled into a prompt)."""
+        if ids:
+            await self.db.executemany_write(
+                "UPDATE episodes SET last_relevant_at = ? WHERE id = ?",
+                [(to_iso(now), i) for i in ids],
+            )
+
+    async def tombstone(self, ids: Sequence[int], parent_id: int, now: datetime) -> None:
+        """Children rolled up into `parent_id`: kept for provenance, hidden from recall."""
+        await self.db.executemany_write(
+            "UPDATE episodes SET parent_id = ?, tombstoned_at = ? WHERE id = ?",
+            [(parent_id, to_iso(now), i) for i in ids],
+        )
