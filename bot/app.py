@@ -5,16 +5,26 @@ import `adapters` and `cognition`.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bot.clock import SystemClock
 from bot.commands import CommandRouter
 from bot.config import Settings
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
-from bot.ports import Clock
+from bot.outbound import Outbound
+from bot.ports import Adapter, Clock
 from bot.turns import ToolRegistry, TurnProcessor
+from cognition.ambient import AmbientContext
+from cognition.registry import default_registry
+from cognition.reminders import register_commands, register_tools
+from cognition.runner import Runner
+from cognition.services import Services
 from memory.db import Database
 from memory.persons import ChannelRepo, PersonRepo
 from memory.transcript import TranscriptRepo
@@ -53,6 +63,24 @@ async def open_db(settings: Settings) -> Database:
     return await Database.open(Path(settings.db.path).expanduser(), settings.embed.dim)
 
 
+# A platform adapter factory: the adapter when its credentials are configured, else None.
+AdapterFactory = Callable[[Settings, Clock], Adapter | None]
+
+# The platform adapters `strata run` starts when configured (Discord, Telegram, Matrix add
+# theirs here; the console adapter is started by `strata run --console`).
+ADAPTER_FACTORIES: list[AdapterFactory] = []
+
+
+def configured_adapters(settings: Settings, clock: Clock) -> list[Adapter]:
+    """Every platform adapter whose credentials are set, ready to start."""
+    adapters = []
+    for factory in ADAPTER_FACTORIES:
+        adapter = factory(settings, clock)
+        if adapter is not None:
+            adapters.append(adapter)
+    return adapters
+
+
 @dataclass
 class App:
     settings: Settings
@@ -65,6 +93,9 @@ class App:
     transcript: TranscriptRepo
     processor: TurnProcessor
     commands: CommandRouter = field(default_factory=CommandRouter)
+    outbound: Outbound = field(default_factory=Outbound)
+    services: Services | None = None
+    runner: Runner | None = None
 
     @classmethod
     async def create(cls, settings: Settings, clock: Clock | None = None) -> App:
@@ -84,11 +115,69 @@ class App:
             commands=commands,
             tools=ToolRegistry(),
         )
+        outbound = Outbound()
+        services = Services.build(
+            settings=settings,
+            db=db,
+            clock=clock,
+            chat=chat,
+            embedder=embedder,
+            processor=processor,
+            outbound=outbound,
+        )
+        register_tools(processor.tools, services)
+        register_commands(commands, services)
+        processor.context = AmbientContext(services)
+        runner = Runner(services, default_registry())
         return cls(
-            settings, db, clock, chat, embedder, persons, channels, transcript, processor, commands
+            settings, db, clock, chat, embedder, persons, channels, transcript, processor,
+            commands, outbound, services, runner,
         )
 
+    async def serve(
+        self, adapters: Sequence[Adapter], stop: asyncio.Event, *, end_with: Adapter | None = None
+    ) -> None:
+        """Run `adapters` and the cognition runner until `stop` is set (or `end_with` ends).
+
+        Each adapter's `send` is registered for outbound delivery (reminders, scheduled
+        prompts). On the way out adapters stop first, then the runner (a job in flight is
+        cancelled and redone at the next start), then after-turn work drains.
+        """
+        tasks: dict[asyncio.Task[Any], Adapter] = {}
+        for adapter in adapters:
+            self.outbound.register(adapter.platform, adapter.send)
+            tasks[asyncio.create_task(adapter.start(self.processor),
+                                      name=f"adapter-{adapter.platform}")] = adapter
+        if self.runner is not None and self.settings.cognition.enabled:
+            self.runner.start()
+        stopper = asyncio.create_task(stop.wait(), name="strata-stop")
+        try:
+            while not stop.is_set():
+                live: list[asyncio.Task[Any]] = [t for t in tasks if not t.done()]
+                done, _ = await asyncio.wait([stopper, *live], return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    ended = tasks.get(task)
+                    if ended is None:
+                        continue
+                    if not task.cancelled() and task.exception() is not None:
+                        log.error("the %s adapter stopped: %r", ended.platform, task.exception())
+                    self.outbound.unregister(ended.platform)
+                    if ended is end_with or all(t.done() for t in tasks):
+                        stop.set()
+        finally:
+            stopper.cancel()
+            for adapter in adapters:
+                with contextlib.suppress(Exception):
+                    await adapter.stop()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, stopper, return_exceptions=True)
+            if self.runner is not None:
+                await self.runner.stop()
+
     async def close(self) -> None:
+        if self.runner is not None:
+            await self.runner.stop()
         await self.processor.drain()
         await self.chat.close()
         await self.embedder.close()

@@ -14,6 +14,9 @@ OWNED_TABLES: list[tuple[str, str]] = [
     ("identities", "person_id"),
     ("channels", "owner_id"),
     ("transcript", "owner_id"),
+    ("reminders", "owner_id"),
+    ("portraits", "owner_id"),
+    ("calendar_events", "owner_id"),
 ]
 
 

@@ -1,0 +1,48 @@
+"""The DMN (default-mode network): a reflective pass over the portrait and recent episodes.
+
+A background turn on the person's `dmn` channel (source `dmn`: its findings become episodes
+and facts like anything the person says, and are recalled in later conversations); nothing is
+sent to chat. Input watermark: the portrait and the newest episode not written from the DMN's
+own rows (so reflections do not feed reflections forever)."""
+
+from __future__ import annotations
+
+from cognition.prompts import dmn as prompts
+from cognition.registry import BaseJob, JobContext, JobOutcome
+
+SOURCE = "dmn"
+RECENT = 8
+
+
+class DmnJob(BaseJob):
+    name = "dmn"
+    description = "reflective pass over portrait and recent episodes; findings saved as memory"
+
+    async def inputs(self, ctx: JobContext) -> str | None:
+        s = ctx.services
+        portrait = await s.portraits.latest(ctx.person.id)
+        newest = await s.db.fetchval(
+            "SELECT max(id) FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL"
+            " AND source != ?",
+            (ctx.person.id, SOURCE),
+        )
+        if portrait is None and newest is None:
+            return None
+        return f"p{portrait.id if portrait else 0}:e{newest or 0}"
+
+    async def run(self, ctx: JobContext) -> JobOutcome:
+        s = ctx.services
+        portrait = await s.portraits.latest(ctx.person.id)
+        rows = await s.db.fetchall(
+            "SELECT summary FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL"
+            " AND source != ? ORDER BY ended_at DESC, id DESC LIMIT ?",
+            (ctx.person.id, SOURCE, RECENT),
+        )
+        episodes = [r["summary"][:600] for r in rows][::-1]
+        reply = await ctx.turn(
+            SOURCE,
+            prompts.prompt(portrait.text if portrait else None, episodes),
+            instructions=prompts.INSTRUCTIONS,
+            history=True,
+        )
+        return JobOutcome(f"reflected on {len(episodes)} episodes: {reply[:70]}")

@@ -1,0 +1,63 @@
+"""Pattern match: new user-behaviour transcript rows → `behavioral_pattern` facts, each mapped
+to the tool it relates to where one fits. A background turn on the muted `job:patterns`
+channel; input watermark: the newest of the person's own messages from pattern sources."""
+
+from __future__ import annotations
+
+from cognition.jobs.common import graph, row_cursor, when
+from cognition.prompts import patterns as prompts
+from cognition.prompts import read_json
+from cognition.registry import BaseJob, JobContext, JobOutcome
+from memory.profiles import sources_with
+from memory.transcript import row_from_db
+
+SOURCE = "job:patterns"
+BATCH = 200
+
+
+def _source_filter() -> tuple[str, list[str]]:
+    allowed = sources_with("patterns")
+    return f"source IN ({','.join('?' * len(allowed))})", allowed
+
+
+class PatternMatchJob(BaseJob):
+    name = "patterns"
+    description = "behavioural patterns from new messages → behavioral_pattern facts"
+
+    async def inputs(self, ctx: JobContext) -> str | None:
+        where, params = _source_filter()
+        newest = await ctx.services.db.fetchval(
+            "SELECT max(id) FROM transcript WHERE owner_id = ? AND role = 'user'"
+            f" AND kind = 'message' AND {where}",
+            (ctx.person.id, *params),
+        )
+        return f"row:{newest}" if newest else None
+
+    async def run(self, ctx: JobContext) -> JobOutcome:
+        s = ctx.services
+        facts = graph(ctx)
+        where, params = _source_filter()
+        rows = [row_from_db(r) for r in await s.db.fetchall(
+            "SELECT * FROM transcript WHERE owner_id = ? AND role = 'user' AND kind = 'message'"
+            f" AND {where} AND id > ? ORDER BY id LIMIT ?",
+            (ctx.person.id, *params, row_cursor(ctx.previous), BATCH),
+        )]
+        if not rows:
+            return JobOutcome("no new messages")
+        tz = ctx.person.timezone
+        lines = [f"> [{when(r.ts, tz)}] {r.content[:300]}" for r in rows]
+        tools = [(spec.name, spec.description[:120]) for spec in s.processor.tools.specs.values()]
+        reply = await ctx.turn(SOURCE, prompts.prompt(lines, tools),
+                               instructions=prompts.INSTRUCTIONS)
+        found = read_json(reply, prompts.Patterns).patterns
+        names = {name for name, _ in tools}
+        stored = 0
+        for p in found:
+            text = p.pattern.strip()
+            if p.tool and p.tool in names:
+                text += f" (related tool: {p.tool})"
+            if await facts.add(owner_id=ctx.person.id, kind="behavioral_pattern", text=text,
+                               source="user", now=ctx.now, row_ids=[r.id for r in rows]):
+                stored += 1
+        return JobOutcome(f"read {len(rows)} messages; {stored} new patterns",
+                          cursor=f"row:{rows[-1].id}")

@@ -1,0 +1,72 @@
+"""Proactive research, at most once every `research_hours`: search queries from the portrait's
+interests (a background turn), the configured search provider (SearXNG, feeds), then a second
+turn that keeps what genuinely interests the person. Only results not already known (by URL)
+are shown to the model, and only results from the list can be kept (grounded): each becomes a
+`discovery` fact with its source URL. Nothing is sent to chat."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from cognition.jobs.common import graph
+from cognition.prompts import read_json
+from cognition.prompts import research as prompts
+from cognition.registry import BaseJob, JobContext, JobOutcome
+from cognition.research import Finding
+
+SOURCE = "job:research"
+
+
+class ResearchJob(BaseJob):
+    name = "research"
+    description = "grounded search over the portrait's interests → discovery facts"
+
+    def min_interval(self, ctx: JobContext) -> timedelta | None:
+        return timedelta(hours=ctx.services.settings.cognition.research_hours)
+
+    async def inputs(self, ctx: JobContext) -> str | None:
+        s = ctx.services
+        if s.search is None:
+            return None
+        portrait = await s.portraits.latest(ctx.person.id)
+        if portrait is None:
+            return None
+        # Results change with time even for the same portrait: one input per research period.
+        period = s.settings.cognition.research_hours * 3600
+        return f"p{portrait.id}:t{int(ctx.now.timestamp() // period)}"
+
+    async def run(self, ctx: JobContext) -> JobOutcome:
+        s = ctx.services
+        facts = graph(ctx)
+        assert s.search is not None
+        portrait = await s.portraits.latest(ctx.person.id)
+        assert portrait is not None
+        reply = await ctx.turn(SOURCE, "Portrait:\n" + portrait.text,
+                               instructions=prompts.QUERY_INSTRUCTIONS, step="queries")
+        queries = [q.strip() for q in read_json(reply, prompts.Queries).queries if q.strip()][:3]
+        known = {f.url for f in await facts.live(ctx.person.id, ["discovery"]) if f.url}
+        fresh: list[Finding] = []
+        for query in queries:
+            for f in await s.search.search(query, s.settings.cognition.research_max_results):
+                if f.url not in known:
+                    known.add(f.url)
+                    fresh.append(f)
+        if not fresh:
+            return JobOutcome(f"{len(queries)} queries; nothing new found")
+        numbered = [(i + 1, f.title, f.url, f.snippet) for i, f in enumerate(fresh)]
+        picked = read_json(
+            await ctx.turn(SOURCE, prompts.select_prompt(portrait.text, numbered),
+                           instructions=prompts.SELECT_INSTRUCTIONS, step="select"),
+            prompts.Picks,
+        ).findings
+        stored = 0
+        for pick in picked:
+            if not 1 <= pick.n <= len(fresh):
+                continue  # not one of the results: ungrounded, dropped
+            f = fresh[pick.n - 1]
+            if await facts.add(owner_id=ctx.person.id, kind="discovery",
+                               text=f"{f.title}: {pick.note.strip()} ({f.url})",
+                               source=SOURCE, now=ctx.now, url=f.url):
+                stored += 1
+        return JobOutcome(f"{len(queries)} queries, {len(fresh)} new results, "
+                          f"{stored} discoveries kept")
