@@ -13,9 +13,13 @@ from bot.clock import SystemClock
 from bot.commands import CommandRouter
 from bot.config import Settings
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
+from bot.memory_commands import MemoryCommands
 from bot.ports import Clock
 from bot.turns import ToolRegistry, TurnProcessor
 from memory.db import Database
+from memory.fact_extraction import FactExtractor
+from memory.facts import FactRepo, FactStore
+from memory.forget import Forgetter
 from memory.persons import ChannelRepo, PersonRepo
 from memory.transcript import TranscriptRepo
 
@@ -64,6 +68,9 @@ class App:
     channels: ChannelRepo
     transcript: TranscriptRepo
     processor: TurnProcessor
+    facts: FactStore
+    extractor: FactExtractor
+    forgetter: Forgetter
     commands: CommandRouter = field(default_factory=CommandRouter)
 
     @classmethod
@@ -84,8 +91,14 @@ class App:
             commands=commands,
             tools=ToolRegistry(),
         )
+        facts = FactStore(FactRepo(db), embedder)
+        forgetter = Forgetter(db, embedder)
+        MemoryCommands(
+            db, persons, channels, forgetter, clock, context=lambda: processor.context
+        ).register(commands)
         return cls(
-            settings, db, clock, chat, embedder, persons, channels, transcript, processor, commands
+            settings, db, clock, chat, embedder, persons, channels, transcript, processor,
+            facts, FactExtractor(db, facts, persons), forgetter, commands,
         )
 
     async def close(self) -> None:

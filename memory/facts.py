@@ -271,6 +271,7 @@ class FactRepo:
         conn: object, fact_id: int, owner_id: int, episode_ids: Sequence[int],
         row_ids: Sequence[int],
     ) -> None:
+        rows: list[tuple[int, int, int | None, int | None]]
         rows = [(fact_id, owner_id, e, None) for e in episode_ids]
         rows += [(fact_id, owner_id, None, r) for r in row_ids]
         if rows:
