@@ -18,6 +18,7 @@ from bot.ports import Clock
 from bot.turns import ToolRegistry, TurnProcessor
 from memory.db import Database
 from memory.fact_extraction import FactExtractor
+from memory.fact_recall import Blend, FactRecaller, FactSource
 from memory.facts import FactRepo, FactStore
 from memory.forget import Forgetter
 from memory.persons import ChannelRepo, PersonRepo
@@ -81,6 +82,10 @@ class App:
         embedder = make_embedder(settings)
         persons, channels, transcript = PersonRepo(db), ChannelRepo(db), TranscriptRepo(db)
         commands = CommandRouter()
+        facts = FactStore(FactRepo(db), embedder)
+        r = settings.recall
+        blend = Blend(r.w_relevance, r.w_recency, r.w_salience, r.min_relevance,
+                      r.relative_floor, r.budget_tokens)
         processor = TurnProcessor(
             settings=settings,
             persons=persons,
@@ -90,8 +95,10 @@ class App:
             clock=clock,
             commands=commands,
             tools=ToolRegistry(),
+            # Facts-only until the full recall (episodes, transcript) merges FactSource in.
+            recaller=FactRecaller(FactSource(facts.repo, embedder), clock, blend,
+                                  r.candidates),
         )
-        facts = FactStore(FactRepo(db), embedder)
         forgetter = Forgetter(db, embedder)
         MemoryCommands(
             db, persons, channels, forgetter, clock, context=lambda: processor.context

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from bot.clock import to_iso
 from bot.commands import CommandContext, CommandReply, CommandRouter
 from bot.ports import Clock, ContextSource
 from bot.types import Person
@@ -227,11 +228,31 @@ class MemoryCommands:
     async def pause(self, ctx: CommandContext) -> CommandReply:
         if ctx.person.paused:
             return CommandReply("Memory was already paused. " + PAUSED_NOTE)
+        last = int(await self.db.fetchval("SELECT coalesce(max(id), 0) FROM transcript"))
+        await self.db.execute_write(
+            "INSERT OR REPLACE INTO memory_pauses (person_id, after_row_id, paused_at)"
+            " VALUES (?, ?, ?)",
+            (ctx.person.id, last, to_iso(self.clock.now())),
+        )
         await self.persons.set_paused(ctx.person.id, True)
         return CommandReply(PAUSED_NOTE)
 
     async def resume(self, ctx: CommandContext) -> CommandReply:
         if not ctx.person.paused:
             return CommandReply("Memory isn't paused; I'm remembering as usual.")
+        after = await self.db.fetchval(
+            "SELECT after_row_id FROM memory_pauses WHERE person_id = ?", (ctx.person.id,)
+        )
+        # Forget while still paused, so nothing of the paused stretch becomes memory in between
+        # (the extractor re-checks `paused`; the episode cutter honours it too).
+        dropped = ""
+        if after is not None:
+            plan = await self.forgetter.plan_since(ctx.person.id, int(after))
+            if not plan.empty:
+                await self.forgetter.forget(plan)
+                dropped = " What we said while paused is not kept."
+        await self.db.execute_write(
+            "DELETE FROM memory_pauses WHERE person_id = ?", (ctx.person.id,)
+        )
         await self.persons.set_paused(ctx.person.id, False)
-        return CommandReply("Memory resumed: I'll remember what we talk about again.")
+        return CommandReply("Memory resumed: I'll remember what we talk about again." + dropped)

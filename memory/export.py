@@ -18,6 +18,7 @@ OWNED_TABLES: list[tuple[str, str]] = [
     ("facts", "owner_id"),
     ("fact_sources", "owner_id"),
     ("fact_cursors", "owner_id"),
+    ("memory_pauses", "person_id"),
 ]
 
 

@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 # Tables forgetting and wiping handle themselves (the rest of OWNED_TABLES generically).
 _SPECIAL = {"identities", "channels", "transcript", "episodes", "facts", "fact_sources",
-            "fact_cursors"}
+            "fact_cursors", "memory_pauses"}
 # A forget that matches more than this many turns (or more than one fact) asks first.
 AMBIGUOUS_TURNS = 3
 MAX_EXTRACTIVE_CHARS = 1200
@@ -171,6 +171,17 @@ class Forgetter:
             else:
                 plan.turn_ids.add(r["turn_id"])
         await self._expand(plan, patterns)
+        return plan
+
+    async def plan_since(self, person_id: int, after_row_id: int) -> ForgetPlan:
+        """Every turn of `person_id` after transcript row `after_row_id` (the end of /pause)."""
+        rows = await self.db.fetchall(
+            "SELECT DISTINCT turn_id FROM transcript WHERE id > ? AND (owner_id = ? OR"
+            " person_id = ?)",
+            (after_row_id, person_id, person_id),
+        )
+        plan = ForgetPlan(person_id, "(paused)", turn_ids={r[0] for r in rows})
+        await self._expand(plan, [])
         return plan
 
     async def plan_fact(self, person_id: int, fact_id: int) -> ForgetPlan | None:

@@ -78,3 +78,11 @@ CREATE TABLE fact_cursors (
     last_episode_id INTEGER NOT NULL DEFAULT 0,
     last_created_at TEXT NOT NULL DEFAULT ''
 );
+
+-- While a person has memory paused (`persons.paused`), the conversation still flows; on
+-- resume, every turn after `after_row_id` is forgotten, so nothing of the pause is remembered.
+CREATE TABLE memory_pauses (
+    person_id INTEGER PRIMARY KEY REFERENCES persons (id) ON DELETE CASCADE,
+    after_row_id INTEGER NOT NULL,
+    paused_at TEXT NOT NULL
+);
