@@ -17,6 +17,7 @@ from bot.clock import SystemClock
 from bot.commands import CommandRouter
 from bot.config import Settings
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
+from bot.memory_commands import MemoryCommands
 from bot.outbound import Outbound
 from bot.ports import Adapter, Clock
 from bot.turns import ToolRegistry, TurnProcessor
@@ -26,6 +27,10 @@ from cognition.reminders import register_commands, register_tools
 from cognition.runner import Runner
 from cognition.services import Services
 from memory.db import Database
+from memory.fact_extraction import FactExtractor
+from memory.fact_recall import Blend, FactRecaller, FactSource
+from memory.facts import FactRepo, FactStore
+from memory.forget import Forgetter
 from memory.persons import ChannelRepo, PersonRepo
 from memory.transcript import TranscriptRepo
 
@@ -92,6 +97,9 @@ class App:
     channels: ChannelRepo
     transcript: TranscriptRepo
     processor: TurnProcessor
+    facts: FactStore
+    extractor: FactExtractor
+    forgetter: Forgetter
     commands: CommandRouter = field(default_factory=CommandRouter)
     outbound: Outbound = field(default_factory=Outbound)
     services: Services | None = None
@@ -105,6 +113,10 @@ class App:
         embedder = make_embedder(settings)
         persons, channels, transcript = PersonRepo(db), ChannelRepo(db), TranscriptRepo(db)
         commands = CommandRouter()
+        facts = FactStore(FactRepo(db), embedder)
+        r = settings.recall
+        blend = Blend(r.w_relevance, r.w_recency, r.w_salience, r.min_relevance,
+                      r.relative_floor, r.budget_tokens)
         processor = TurnProcessor(
             settings=settings,
             persons=persons,
@@ -114,7 +126,15 @@ class App:
             clock=clock,
             commands=commands,
             tools=ToolRegistry(),
+            # Facts-only until the full recall (episodes, transcript) merges FactSource in.
+            recaller=FactRecaller(FactSource(facts.repo, embedder), clock, blend,
+                                  r.candidates),
         )
+        forgetter = Forgetter(db, embedder)
+        MemoryCommands(
+            db, persons, channels, forgetter, clock, context=lambda: processor.context
+        ).register(commands)
+        extractor = FactExtractor(db, facts, persons)
         outbound = Outbound()
         services = Services.build(
             settings=settings,
@@ -124,6 +144,8 @@ class App:
             embedder=embedder,
             processor=processor,
             outbound=outbound,
+            facts=facts,
+            extractor=extractor,
         )
         register_tools(processor.tools, services)
         register_commands(commands, services)
@@ -131,7 +153,7 @@ class App:
         runner = Runner(services, default_registry())
         return cls(
             settings, db, clock, chat, embedder, persons, channels, transcript, processor,
-            commands, outbound, services, runner,
+            facts, extractor, forgetter, commands, outbound, services, runner,
         )
 
     async def serve(

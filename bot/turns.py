@@ -249,7 +249,11 @@ class TurnProcessor:
     # -- background turns ------------------------------------------------------------------------
 
     async def background_channel(self, person: Person, source: str) -> Channel:
-        """The person's background channel for `source` (`dmn`, `scheduled`, …), created once."""
+        """The person's background channel for `source` (`dmn`, `scheduled`, …), created once.
+
+        Jobs' working channels (`job:*`) answer from the material they are given, so they do
+        not seed memory at turn zero; the DMN and scheduled prompts do.
+        """
         return await self.channels.get_or_create(
             platform=BACKGROUND_PLATFORM,
             room_ref=f"{person.id}/{source}",
@@ -258,6 +262,7 @@ class TurnProcessor:
             source=source,
             now=self.clock.now(),
             name=source,
+            memory_seed=not source.startswith("job:"),
         )
 
     async def handle_background(

@@ -53,6 +53,9 @@ class JobContext:
     def remaining(self) -> int:
         return max(self.budget - self.tokens, 0)
 
+    def turn_id(self, step: str = "main") -> str:
+        return f"job:{self.job}:{self.person.id}:{self.inputs}:{step}"
+
     async def turn(
         self,
         source: str,
@@ -74,7 +77,7 @@ class JobContext:
             self.person,
             source,
             prompt,
-            turn_id=f"job:{self.job}:{self.person.id}:{self.inputs}:{step}",
+            turn_id=self.turn_id(step),
             instructions=instructions,
             history=history,
             max_tokens=min(s.settings.llm.max_tokens, self.remaining),

@@ -14,11 +14,12 @@ from bot.outbound import Outbound
 from bot.ports import ChatModel, Clock, Embedder
 from bot.turns import TurnProcessor
 from cognition.connectors import Connector
-from cognition.graph import FactGraph
 from cognition.research import SearchProvider
 from memory.calendar import CalendarRepo
 from memory.db import Database
 from memory.episodes import EpisodeRepo
+from memory.fact_extraction import FactExtractor
+from memory.facts import FactStore
 from memory.jobruns import JobRunRepo
 from memory.persons import ChannelRepo, PersonRepo
 from memory.portraits import PortraitRepo
@@ -43,9 +44,10 @@ class Services:
     reminders: ReminderRepo
     portraits: PortraitRepo
     calendar: CalendarRepo
+    facts: FactStore
+    extractor: FactExtractor
     connectors: list[Connector] = field(default_factory=list)
     search: SearchProvider | None = None
-    facts: FactGraph | None = None
 
     @classmethod
     def build(
@@ -58,6 +60,8 @@ class Services:
         embedder: Embedder,
         processor: TurnProcessor,
         outbound: Outbound,
+        facts: FactStore,
+        extractor: FactExtractor,
     ) -> Services:
         """The services over one database, with the connectors and search provider that the
         configuration asks for."""
@@ -80,6 +84,8 @@ class Services:
             reminders=ReminderRepo(db),
             portraits=PortraitRepo(db),
             calendar=CalendarRepo(db),
+            facts=facts,
+            extractor=extractor,
             connectors=configured_connectors(settings),
             search=configured_search(settings),
         )

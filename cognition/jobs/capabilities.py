@@ -6,6 +6,7 @@ of what each connector returned, so an unchanged calendar does nothing."""
 from __future__ import annotations
 
 from cognition.connectors import SyncData
+from cognition.jobs.common import add_fact
 from cognition.registry import BaseJob, JobContext, JobOutcome
 from cognition.reminders import describe
 
@@ -37,18 +38,13 @@ class CapabilitySyncJob(BaseJob):
         for data in found:
             await s.calendar.replace(ctx.person.id, data.connector, data.events, ctx.now)
             events += len(data.events)
-            if s.facts is None:
-                continue  # events still reach the ambient snapshot
+            source = f"connector:{data.connector}"
             for e in data.events:
                 where = f" at {e.location}" if e.location else ""
-                if await s.facts.add(owner_id=ctx.person.id, kind="document",
-                                     text=f"Calendar: {e.summary} on "
-                                          f"{describe(e.starts_at, tz, ctx.now)}{where}",
-                                     source=f"connector:{data.connector}", now=ctx.now):
+                text = f"Calendar: {e.summary} on {describe(e.starts_at, tz, ctx.now)}{where}"
+                if await add_fact(ctx, "document", text, source):
                     stored += 1
-                if e.location and await s.facts.add(
-                        owner_id=ctx.person.id, kind="place",
-                        text=f"Goes to {e.location} ({e.summary})",
-                        source=f"connector:{data.connector}", now=ctx.now):
+                if e.location and await add_fact(
+                        ctx, "place", f"Goes to {e.location} ({e.summary})", source):
                     stored += 1
         return JobOutcome(f"{events} calendar events synced; {stored} new facts")

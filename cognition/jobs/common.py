@@ -1,20 +1,36 @@
-"""Small helpers the jobs share: the fact graph or a clear error, watermarks, local times."""
+"""Small helpers the jobs share: writing and reading facts, watermarks, local times."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
-from cognition.graph import DependencyMissingError, FactGraph
 from cognition.registry import JobContext
 from cognition.reminders import local
+from memory.facts import Fact, NewFact
 
 
-def graph(ctx: JobContext) -> FactGraph:
-    if ctx.services.facts is None:
-        raise DependencyMissingError(
-            f"job {ctx.job} writes facts, but this build has no data graph (memory.facts)"
-        )
-    return ctx.services.facts
+async def add_fact(
+    ctx: JobContext,
+    kind: str,
+    text: str,
+    source: str,
+    *,
+    row_ids: Sequence[int] = (),
+    url: str | None = None,
+) -> bool:
+    """Store a fact about the job's person through the data graph's write API; False when the
+    person already has it (the graph folds duplicates)."""
+    result = await ctx.services.facts.add(
+        NewFact(owner_id=ctx.person.id, kind=kind, text=text, source=source,
+                row_ids=tuple(row_ids), url=url),
+        ctx.now,
+    )
+    return result.fact_id is not None
+
+
+async def live_facts(ctx: JobContext, kinds: Sequence[str]) -> list[Fact]:
+    return await ctx.services.facts.repo.for_owner(ctx.person.id, kinds=kinds)
 
 
 def row_cursor(value: str) -> int:

@@ -1,12 +1,14 @@
 """The DMN (default-mode network): a reflective pass over the portrait and recent episodes.
 
-A background turn on the person's `dmn` channel (source `dmn`: its findings become episodes
-and facts like anything the person says, and are recalled in later conversations); nothing is
-sent to chat. Input watermark: the portrait and the newest episode not written from the DMN's
-own rows (so reflections do not feed reflections forever)."""
+A background turn on the person's `dmn` channel (source `dmn`: its rows become episodes like
+anything the person says); each finding is also kept as a `reflection` fact citing the turn's
+reply, so later conversations of the same person recall it. Nothing is sent to chat.
+Input watermark: the portrait and the newest episode not written from the DMN's own rows (so
+reflections do not feed reflections forever)."""
 
 from __future__ import annotations
 
+from cognition.jobs.common import add_fact
 from cognition.prompts import dmn as prompts
 from cognition.registry import BaseJob, JobContext, JobOutcome
 
@@ -45,4 +47,11 @@ class DmnJob(BaseJob):
             instructions=prompts.INSTRUCTIONS,
             history=True,
         )
-        return JobOutcome(f"reflected on {len(episodes)} episodes: {reply[:70]}")
+        reply_rows = [r.id for r in await s.transcript.by_turn(ctx.turn_id("main"))
+                      if r.role.value == "assistant" and r.kind.value == "message"]
+        kept = 0
+        for finding in prompts.findings(reply):
+            if await add_fact(ctx, "reflection", finding, SOURCE, row_ids=reply_rows):
+                kept += 1
+        return JobOutcome(f"reflected on {len(episodes)} episodes; {kept} new findings: "
+                          f"{reply[:60]}")

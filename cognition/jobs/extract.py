@@ -1,18 +1,17 @@
-"""Fact extraction: the person's new episodes → the data graph (the data-graph module's
-extractor, which keeps its own per-episode cursor). Input watermark: the newest live episode."""
+"""Fact extraction: the person's new episodes → the data graph, by the data graph's extractor
+(`memory.fact_extraction`, which keeps its own per-episode cursor and validates the model's
+answer) with its model call routed through a background turn on the muted `job:extract`
+channel. Input watermark: the newest episode the extractor has not read."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from bot.types import ChatMessage
 from cognition.registry import BaseJob, JobContext, JobOutcome
 
-
-async def run_fact_extraction(ctx: JobContext) -> str:
-    """The data graph's extraction over the person's new episodes; a one-line summary."""
-    from memory.extraction import extract_new  # the data-graph module
-
-    result = await extract_new(ctx.services.db, ctx.services.chat, ctx.services.embedder,
-                               ctx.person.id, ctx.now)
-    return str(result)
+SOURCE = "job:extract"
+MAX_BATCHES = 5  # per run (8 episodes each); the rest waits for the next run
 
 
 class FactExtractionJob(BaseJob):
@@ -20,11 +19,26 @@ class FactExtractionJob(BaseJob):
     description = "durable facts from new episodes → data graph"
 
     async def inputs(self, ctx: JobContext) -> str | None:
-        newest = await ctx.services.db.fetchval(
-            "SELECT max(id) FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL",
-            (ctx.person.id,),
-        )
+        newest = await ctx.services.extractor.watermark(ctx.person.id)
         return f"ep:{newest}" if newest else None
 
     async def run(self, ctx: JobContext) -> JobOutcome:
-        return JobOutcome(await run_fact_extraction(ctx))
+        extractor = ctx.services.extractor
+        lines = []
+        for _ in range(MAX_BATCHES):
+            if not await extractor.pending(ctx.person.id, limit=1) or ctx.remaining <= 0:
+                break
+            # The batch is named by where the extractor's cursor stands, so a batch redone
+            # after a restart reuses its finished turn instead of asking the model again.
+            position, _ = await extractor.cursor(ctx.person.id)
+
+            async def complete(messages: Sequence[ChatMessage], at: int = position) -> str:
+                system = "\n\n".join(m.content or "" for m in messages if m.role == "system")
+                user = "\n\n".join(m.content or "" for m in messages if m.role != "system")
+                return await ctx.turn(SOURCE, user, instructions=system, step=f"after{at}")
+
+            report = await extractor.run(ctx.person.id, complete, ctx.now)
+            lines.append(report.line())
+            if report.skipped:
+                break
+        return JobOutcome("; ".join(lines) or "nothing to read")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from cognition.jobs.common import graph, part_of_day
+from cognition.jobs.common import add_fact, part_of_day
 from cognition.prompts import geo as prompts
 from cognition.prompts import read_json
 from cognition.registry import BaseJob, JobContext, JobOutcome
@@ -40,7 +40,6 @@ class GeoPatternsJob(BaseJob):
 
     async def run(self, ctx: JobContext) -> JobOutcome:
         s = ctx.services
-        facts = graph(ctx)
         where, params = _where()
         rows = [row_from_db(r) for r in await s.db.fetchall(
             f"SELECT * FROM transcript WHERE owner_id = ? AND {where} ORDER BY id DESC LIMIT ?",
@@ -67,8 +66,7 @@ class GeoPatternsJob(BaseJob):
         for p in found:
             cell = (round(p.lat, 3), round(p.lon, 3))
             cited = [v.id for v in repeated.get(cell, [])]
-            if await facts.add(owner_id=ctx.person.id, kind="place",
-                               text=f"{p.habit.strip()} (near {p.lat:.3f}, {p.lon:.3f})",
-                               source="user", now=ctx.now, row_ids=cited):
+            if await add_fact(ctx, "place", f"{p.habit.strip()} (near {p.lat:.3f}, {p.lon:.3f})",
+                              "user", row_ids=cited):
                 stored += 1
         return JobOutcome(f"{len(repeated)} places visited repeatedly; {stored} new place facts")

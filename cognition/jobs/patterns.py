@@ -4,7 +4,7 @@ channel; input watermark: the newest of the person's own messages from pattern s
 
 from __future__ import annotations
 
-from cognition.jobs.common import graph, row_cursor, when
+from cognition.jobs.common import add_fact, row_cursor, when
 from cognition.prompts import patterns as prompts
 from cognition.prompts import read_json
 from cognition.registry import BaseJob, JobContext, JobOutcome
@@ -35,7 +35,6 @@ class PatternMatchJob(BaseJob):
 
     async def run(self, ctx: JobContext) -> JobOutcome:
         s = ctx.services
-        facts = graph(ctx)
         where, params = _source_filter()
         rows = [row_from_db(r) for r in await s.db.fetchall(
             "SELECT * FROM transcript WHERE owner_id = ? AND role = 'user' AND kind = 'message'"
@@ -56,8 +55,8 @@ class PatternMatchJob(BaseJob):
             text = p.pattern.strip()
             if p.tool and p.tool in names:
                 text += f" (related tool: {p.tool})"
-            if await facts.add(owner_id=ctx.person.id, kind="behavioral_pattern", text=text,
-                               source="user", now=ctx.now, row_ids=[r.id for r in rows]):
+            if await add_fact(ctx, "behavioral_pattern", text, "user",
+                              row_ids=[r.id for r in rows]):
                 stored += 1
         return JobOutcome(f"read {len(rows)} messages; {stored} new patterns",
                           cursor=f"row:{rows[-1].id}")

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from cognition.jobs.common import graph
+from cognition.jobs.common import add_fact, live_facts
 from cognition.prompts import read_json
 from cognition.prompts import research as prompts
 from cognition.registry import BaseJob, JobContext, JobOutcome
 from cognition.research import Finding
 
-SOURCE = "job:research"
+SOURCE = "research"  # its turns are muted; its discoveries may feed facts (memory/profiles.py)
 
 
 class ResearchJob(BaseJob):
@@ -37,14 +37,13 @@ class ResearchJob(BaseJob):
 
     async def run(self, ctx: JobContext) -> JobOutcome:
         s = ctx.services
-        facts = graph(ctx)
         assert s.search is not None
         portrait = await s.portraits.latest(ctx.person.id)
         assert portrait is not None
         reply = await ctx.turn(SOURCE, "Portrait:\n" + portrait.text,
                                instructions=prompts.QUERY_INSTRUCTIONS, step="queries")
         queries = [q.strip() for q in read_json(reply, prompts.Queries).queries if q.strip()][:3]
-        known = {f.url for f in await facts.live(ctx.person.id, ["discovery"]) if f.url}
+        known = {f.url for f in await live_facts(ctx, ["discovery"]) if f.url}
         fresh: list[Finding] = []
         for query in queries:
             for f in await s.search.search(query, s.settings.cognition.research_max_results):
@@ -64,9 +63,8 @@ class ResearchJob(BaseJob):
             if not 1 <= pick.n <= len(fresh):
                 continue  # not one of the results: ungrounded, dropped
             f = fresh[pick.n - 1]
-            if await facts.add(owner_id=ctx.person.id, kind="discovery",
-                               text=f"{f.title}: {pick.note.strip()} ({f.url})",
-                               source=SOURCE, now=ctx.now, url=f.url):
+            if await add_fact(ctx, "discovery", f"{f.title}: {pick.note.strip()} ({f.url})",
+                              SOURCE, url=f.url):
                 stored += 1
         return JobOutcome(f"{len(queries)} queries, {len(fresh)} new results, "
                           f"{stored} discoveries kept")

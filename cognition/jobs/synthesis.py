@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
-from cognition.jobs.common import graph
+from cognition.jobs.common import live_facts
 from cognition.prompts import synthesis as prompts
 from cognition.registry import BaseJob, JobContext, JobOutcome
 
@@ -20,9 +20,7 @@ class SynthesisJob(BaseJob):
     description = "refresh the portrait when traits or patterns changed"
 
     async def inputs(self, ctx: JobContext) -> str | None:
-        if ctx.services.facts is None:
-            return None
-        facts = await ctx.services.facts.live(ctx.person.id, KINDS)
+        facts = await live_facts(ctx, KINDS)
         if not facts:
             return None
         ids = ",".join(str(f.id) for f in sorted(facts, key=lambda f: f.id))
@@ -30,7 +28,7 @@ class SynthesisJob(BaseJob):
 
     async def run(self, ctx: JobContext) -> JobOutcome:
         s = ctx.services
-        facts = sorted(await graph(ctx).live(ctx.person.id, KINDS),
+        facts = sorted(await live_facts(ctx, KINDS),
                        key=lambda f: f.created_at, reverse=True)[:MAX_FACTS]
         previous = await s.portraits.latest(ctx.person.id)
         reply = await ctx.turn(

@@ -27,7 +27,7 @@ CREATE TABLE job_cursors (
     last_checked_at TEXT,
     last_check TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (job, person_id)
-) WITHOUT ROWID;
+);
 
 -- Reminders (a text sent at a time) and scheduled prompts (a prompt run as a background turn,
 -- its answer sent), one-off or recurring. Delivery is claim-then-deliver: pending → claimed →

@@ -235,7 +235,8 @@ async def test_scheduled_prompt_recurs_as_a_muted_background_turn(
     clock.set(datetime(2026, 1, 6, 8, 0, tzinfo=UTC))
     await app.runner.tick()
     assert inbox.sent == [("alice/default", "Today: dentist at 14:00.")]
-    assert fake_openai.chat_requests()[-1]["messages"][-1]["content"] == "a summary of my day"
+    asked = [r["messages"][-1]["content"] for r in fake_openai.chat_requests()]
+    assert asked.count("a summary of my day") == 1
     channels = {c.source: c for c in await app.channels.for_owner(person.id)}
     rows = await app.transcript.for_channel(channels["scheduled"].id)
     assert {row.source for row in rows} == {"scheduled"} and len(rows) == 2

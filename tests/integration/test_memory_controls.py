@@ -1,0 +1,198 @@
+"""Facts in recall, corrections, /memory, /export, /pause and /resume — through the turn
+processor, and `strata chat` / `strata memory …` as subprocesses with piped stdin."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from bot.app import App
+from bot.clock import ManualClock
+from bot.types import InboundMessage, TurnResult
+from memory.episodes import EpisodeRepo, NewEpisode
+from memory.fact_extraction import model_completer
+from memory.facts import NewFact
+from tests.fakes.openai_server import FakeOpenAI
+
+ROOT = Path(__file__).parents[2]
+
+
+async def say(app: App, clock: ManualClock, text: str, user: str = "alice") -> TurnResult:
+    clock.advance(seconds=30)
+    result = await app.processor.handle(InboundMessage(
+        platform="console", room_id=f"{user}/default", sender_id=user, sender_name=user,
+        text=text, ts=clock.now()))
+    assert result is not None
+    return result
+
+
+async def cut_episode(app: App, clock: ManualClock, owner: int, after_id: int) -> int:
+    """What the episode cutter does after a turn: one leaf episode over the new rows."""
+    rows = [r for r in await app.transcript.for_owner(owner) if r.id > after_id]
+    summary = " ".join(r.content for r in rows)
+    vec = (await app.embedder.embed([summary]))[0]
+    return await EpisodeRepo(app.db).insert(
+        NewEpisode(owner, rows[0].channel_id, summary, "user", rows[0].ts, rows[-1].ts,
+                   tuple(r.id for r in rows)), vec, clock.now())
+
+
+def fact_json(text: str, evidence: str, **kw: Any) -> str:
+    item = {"kind": "user_specific", "subject": "self", "attribute": "", "text": text,
+            "modality": "assertion", "asserted_by_person": True, "durable": True,
+            "evidence": evidence, "confidence": 0.9}
+    item.update(kw)
+    return json.dumps({"facts": [item]})
+
+
+def memory_block(body: dict[str, Any]) -> str:
+    return "\n".join(str(m["content"]) for m in body["messages"]
+                     if m["role"] == "system" and "Facts:" in str(m["content"]))
+
+
+async def test_a_correction_beats_the_wrong_fact_on_the_next_turn(
+        app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
+    await say(app, clock, "I live in Paris, near the canal.")
+    alice = await app.persons.find("alice")
+    assert alice is not None
+    await cut_episode(app, clock, alice.id, 0)
+    fake_openai.reply(fact_json("Lives in Paris", "I live in Paris", attribute="home_city"))
+    await app.extractor.run(alice.id, model_completer(app.chat), clock.now())
+
+    await say(app, clock, "where do I live again?")
+    assert "Lives in Paris" in memory_block(fake_openai.chat_requests()[-1])
+    paris = (await app.facts.repo.for_owner(alice.id))[0]
+
+    last = max(r.id for r in await app.transcript.for_owner(alice.id))
+    await say(app, clock, "No, I moved to Lyon last month.")
+    await cut_episode(app, clock, alice.id, last)
+    fake_openai.reply(fact_json("Lives in Lyon", "I moved to Lyon", correction=True,
+                                replaces=[paris.id]))
+    report = await app.extractor.run(alice.id, model_completer(app.chat), clock.now())
+    assert report.retracted == [paris.id]
+
+    await say(app, clock, "where do I live again?")
+    block = memory_block(fake_openai.chat_requests()[-1])
+    assert "Lives in Lyon" in block and "Paris" not in block
+    assert "since" in block and "from your words" in block  # provenance
+
+
+async def test_facts_never_reach_a_shared_room(app: App, fake_openai: FakeOpenAI,
+                                               clock: ManualClock) -> None:
+    await say(app, clock, "hi")
+    alice = await app.persons.find("alice")
+    assert alice is not None
+    await app.facts.add(NewFact(alice.id, "user_specific", "Is training for a marathon",
+                                "user"), clock.now())
+    await say(app, clock, "how is my marathon training going?")
+    assert "marathon" in memory_block(fake_openai.chat_requests()[-1])
+    clock.advance(seconds=5)
+    await app.processor.handle(InboundMessage(
+        platform="console", room_id="club", sender_id="alice", sender_name="alice",
+        text="how is my marathon training going?", ts=clock.now(), is_private=False))
+    assert memory_block(fake_openai.chat_requests()[-1]) == ""
+
+
+async def test_memory_lists_facts_with_provenance_and_export_attaches_json(
+        app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
+    await say(app, clock, "hello")
+    alice = await app.persons.find("alice")
+    assert alice is not None
+    first = await app.facts.add(NewFact(alice.id, "place", "Swims at the Piscine Pontoise",
+                                        "user", channel_id=None), clock.now())
+    shown = await say(app, clock, "/memory")
+    assert shown.command == "memory"
+    assert f"#{first.fact_id} Swims at the Piscine Pontoise ({clock.now().date()}" in shown.reply
+    assert "Places:" in shown.reply
+    for i in range(60):
+        await app.facts.add(NewFact(alice.id, "discovery", f"Found article number {i} about "
+                                    "swimming technique and breathing", "user"), clock.now())
+    long = await say(app, clock, "/memory")
+    assert long.attachment is not None and long.attachment[0].endswith(".txt")
+    assert b"article number 59" in long.attachment[1]
+    export = await say(app, clock, "/export")
+    assert export.attachment is not None and export.attachment[0].endswith(".json")
+    data = json.loads(export.attachment[1])
+    assert "Swims at the Piscine Pontoise" in [f["text"] for f in data["facts"]]
+    assert "episodes" in data and data["person"]["id"] == alice.id
+    # No command, nor what it showed, went into the transcript.
+    contents = [r.content for r in await app.transcript.for_owner(alice.id)]
+    assert not any(c.startswith("/") or "Piscine" in c for c in contents)
+
+
+async def test_pause_stores_no_new_memory(app: App, fake_openai: FakeOpenAI,
+                                          clock: ManualClock) -> None:
+    await say(app, clock, "I keep bees in my garden.")
+    alice = await app.persons.find("alice")
+    assert alice is not None
+    before = await app.transcript.count(alice.id)
+    paused = await say(app, clock, "/pause")
+    assert "won't" in paused.reply or "don't remember anything new" in paused.reply
+    assert (await app.persons.find("alice")).paused  # type: ignore[union-attr]
+    reply = await say(app, clock, "Secretly I am applying for a job at Globex.")
+    assert not reply.failed and reply.reply  # still answered
+    # The history still flows while paused …
+    await say(app, clock, "what did I just tell you?")
+    sent = [m["content"] for m in fake_openai.chat_requests()[-1]["messages"]]
+    assert "Secretly I am applying for a job at Globex." in sent
+    # … but nothing becomes memory: extraction refuses, and resume lets the stretch go.
+    await cut_episode(app, clock, alice.id, 0)
+    calls = len(fake_openai.chat_requests())
+    report = await app.extractor.run(alice.id, model_completer(app.chat), clock.now())
+    assert report.skipped == "memory is paused" and len(fake_openai.chat_requests()) == calls
+    assert "paused" in (await say(app, clock, "/memory")).reply
+    resumed = await say(app, clock, "/resume")
+    assert "not kept" in resumed.reply
+    assert await app.transcript.count(alice.id) == before
+    assert await app.facts.repo.count(alice.id) == 0
+    assert "globex" not in json.dumps(
+        [tuple(r) for r in await app.db.fetchall("SELECT * FROM episodes")]).lower()
+    assert not (await app.persons.find("alice")).paused  # type: ignore[union-attr]
+
+
+def strata(args: list[str], env: dict[str, str], stdin: str = "",
+           cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "bot.cli", *args], input=stdin, env=env,
+                          capture_output=True, text=True, timeout=60, cwd=cwd)
+
+
+def test_commands_through_strata_chat_and_the_cli(fake_openai: FakeOpenAI,
+                                                  subprocess_env: dict[str, str],
+                                                  tmp_path: Path) -> None:
+    chat = strata(["chat", "--user", "alice"], subprocess_env,
+                  "My parrot is named Kikiriqq\nI love the Vosges mountains\n/memory\n"
+                  "/forget Kikiriqq\n/export\n/pause\nsecret plan\n/resume\n", cwd=tmp_path)
+    assert chat.returncode == 0, chat.stderr
+    out = chat.stdout
+    assert "What I remember about you, alice" in out
+    assert "Forgotten:" in out and "Memory is paused" in out and "Memory resumed" in out
+    exports = list(tmp_path.glob("strata-export-*.json"))
+    assert len(exports) == 1
+    exported = json.loads(exports[0].read_text())
+    assert "Kikiriqq" not in exports[0].read_text()
+    assert [r["content"] for r in exported["transcript"] if r["role"] == "user"] == [
+        "I love the Vosges mountains"]
+
+    show = strata(["memory", "show", "--user", "alice"], subprocess_env)
+    assert show.returncode == 0 and "facts: 0" in show.stdout, show.stdout
+    strata(["chat", "--user", "bob"], subprocess_env, "I race pigeons\n", cwd=tmp_path)
+
+    none = strata(["memory", "forget", "--user", "alice", "pigeons"], subprocess_env)
+    assert none.returncode == 0 and "nothing" in none.stdout
+    gone = strata(["memory", "forget", "--user", "alice", "Vosges"], subprocess_env)
+    assert gone.returncode == 0 and "forgotten" in gone.stdout, gone.stderr
+
+    refused = strata(["memory", "wipe", "--user", "bob"], subprocess_env, "no\n")
+    assert refused.returncode == 1 and "nothing deleted" in refused.stderr
+    bob = json.loads(strata(["memory", "export", "--user", "bob"], subprocess_env).stdout)
+    assert [r["content"] for r in bob["transcript"] if r["role"] == "user"] == ["I race pigeons"]
+    wiped = strata(["memory", "wipe", "--user", "bob"], subprocess_env, "yes\n")
+    assert wiped.returncode == 0 and "wiped bob" in wiped.stdout, wiped.stderr
+    bob = json.loads(strata(["memory", "export", "--user", "bob"], subprocess_env).stdout)
+    assert bob["transcript"] == [] and bob["facts"] == []
+    db = Path(subprocess_env["STRATA_DB"])
+    raw = db.read_bytes() + (Path(str(db) + "-wal").read_bytes()
+                             if Path(str(db) + "-wal").exists() else b"")
+    assert b"pigeons" not in raw.lower() and b"kikiriqq" not in raw.lower()
