@@ -76,6 +76,7 @@ def embed_umap(
         n_neighbors=min(params.max_neighbors, n - 1),
         metric="cosine",
         random_state=params.random_state,
+        n_jobs=1,  # a pinned random_state is single-threaded anyway (and deterministic)
         # Tiny sets would otherwise trigger the spectral-init fallback warnings.
         init="spectral" if n > n_components + 1 else "random",
     )
