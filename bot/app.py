@@ -15,8 +15,12 @@ from bot.config import Settings
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
 from bot.ports import Clock
 from bot.turns import ToolRegistry, TurnProcessor
+from memory.clustering import ClusterParams
+from memory.compaction import CompactionHook, CompactionPolicy
 from memory.db import Database
+from memory.lifecycle import LifecyclePolicy
 from memory.persons import ChannelRepo, PersonRepo
+from memory.rollup import RollupPolicy
 from memory.transcript import TranscriptRepo
 
 log = logging.getLogger(__name__)
@@ -46,6 +50,24 @@ def make_embedder(settings: Settings) -> OpenAIEmbedder:
         max_retries=s.max_retries,
         backoff=settings.llm.retry_backoff,
         batch_size=s.batch_size,
+    )
+
+
+def make_lifecycle_policy(settings: Settings) -> LifecyclePolicy:
+    s = settings.lifecycle
+    return LifecyclePolicy(
+        compaction=CompactionPolicy(
+            trigger_tokens=s.compact_tokens,
+            keep_tokens=s.compact_keep_tokens,
+            input_tokens=s.compact_input_tokens,
+        ),
+        rollup=RollupPolicy(
+            leaf_round_at=s.leaf_round_at,
+            era_round_at=s.era_round_at,
+            cluster=ClusterParams(
+                min_cluster_size=s.min_cluster_size, random_state=s.random_state
+            ),
+        ),
     )
 
 
@@ -84,6 +106,9 @@ class App:
             commands=commands,
             tools=ToolRegistry(),
         )
+        if settings.lifecycle.compact_after_turn:
+            policy = make_lifecycle_policy(settings).compaction
+            processor.after_turn.append(CompactionHook(db, chat, clock, policy))
         return cls(
             settings, db, clock, chat, embedder, persons, channels, transcript, processor, commands
         )

@@ -11,6 +11,7 @@ Imports `bot` leaf modules and `memory` only.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from dataclasses import dataclass
@@ -18,9 +19,9 @@ from datetime import datetime
 
 from bot.clock import to_iso
 from bot.errors import ModelError
-from bot.ports import ChatModel
+from bot.ports import ChatModel, Clock
 from bot.tokens import count_tokens
-from bot.types import Role, RowKind, TranscriptRow
+from bot.types import Channel, Person, Role, RowKind, TranscriptRow
 from memory.db import Database
 from memory.prompts import compaction as prompt
 from memory.transcript import row_from_db, watermark
@@ -158,3 +159,21 @@ async def compact_until_under_budget(
         if not result.compacted:
             break
     return results
+
+
+class CompactionHook:
+    """The after-turn compaction check (an `AfterTurn`): one at a time per channel, so two
+    quick turns never summarise the same rows twice."""
+
+    def __init__(self, db: Database, chat: ChatModel, clock: Clock,
+                 policy: CompactionPolicy = CompactionPolicy()) -> None:
+        self.db = db
+        self.chat = chat
+        self.clock = clock
+        self.policy = policy
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    async def __call__(self, channel: Channel, person: Person, turn_id: str) -> None:
+        lock = self._locks.setdefault(channel.id, asyncio.Lock())
+        async with lock:
+            await compact_channel(self.db, self.chat, channel.id, self.clock.now(), self.policy)
