@@ -12,6 +12,13 @@ without bound. Allowing the single cluster lets that case become one parent; wel
 topics still come back as separate clusters (the root only wins when it is more stable than
 its children), which the tests check.
 
+Cluster selection "leaf", not HDBSCAN's default "eom": excess-of-mass prefers the larger,
+more stable parent, and on topics of 10–20 episodes each (what a 50-leaf round sees) it merged
+unrelated topics into one cluster (job search + piano + a wedding, in the demo data of
+bench/demo_map.py). A wrong merge cannot be undone — the children are tombstoned, then deleted
+— while a missed one is simply retried at the next round, so the finer, homogeneous leaf
+clusters are chosen; points outside them stay noise.
+
 umap and hdbscan are imported inside the functions: importing them costs seconds and the first
 UMAP fit in a process seconds more of JIT compile, which must stay off start-up and the turn
 path. The `cluster` extra installs them. Imports `bot` leaf modules only.
@@ -41,6 +48,7 @@ class ClusterParams:
     random_state: int = RANDOM_STATE
     max_neighbors: int = 15
     allow_single_cluster: bool = True
+    selection: str = "leaf"  # HDBSCAN cluster_selection_method: "leaf" or "eom"
 
 
 def _import() -> tuple[Any, Any]:
@@ -99,6 +107,7 @@ def cluster_labels(
         min_cluster_size=params.min_cluster_size,
         metric="euclidean",
         allow_single_cluster=params.allow_single_cluster,
+        cluster_selection_method=params.selection,
     )
     labels = np.asarray(clusterer.fit_predict(reduced), dtype=np.int64)
     return _canonical(labels)
