@@ -26,12 +26,16 @@ from cognition.registry import default_registry
 from cognition.reminders import register_commands, register_tools
 from cognition.runner import Runner
 from cognition.services import Services
+from memory.clustering import ClusterParams
+from memory.compaction import CompactionHook, CompactionPolicy
 from memory.db import Database
 from memory.fact_extraction import FactExtractor
 from memory.fact_recall import Blend, FactRecaller, FactSource
 from memory.facts import FactRepo, FactStore
 from memory.forget import Forgetter
+from memory.lifecycle import LifecyclePolicy
 from memory.persons import ChannelRepo, PersonRepo
+from memory.rollup import RollupPolicy
 from memory.transcript import TranscriptRepo
 
 log = logging.getLogger(__name__)
@@ -61,6 +65,24 @@ def make_embedder(settings: Settings) -> OpenAIEmbedder:
         max_retries=s.max_retries,
         backoff=settings.llm.retry_backoff,
         batch_size=s.batch_size,
+    )
+
+
+def make_lifecycle_policy(settings: Settings) -> LifecyclePolicy:
+    s = settings.lifecycle
+    return LifecyclePolicy(
+        compaction=CompactionPolicy(
+            trigger_tokens=s.compact_tokens,
+            keep_tokens=s.compact_keep_tokens,
+            input_tokens=s.compact_input_tokens,
+        ),
+        rollup=RollupPolicy(
+            leaf_round_at=s.leaf_round_at,
+            era_round_at=s.era_round_at,
+            cluster=ClusterParams(
+                min_cluster_size=s.min_cluster_size, random_state=s.random_state
+            ),
+        ),
     )
 
 
@@ -130,6 +152,9 @@ class App:
             recaller=FactRecaller(FactSource(facts.repo, embedder), clock, blend,
                                   r.candidates),
         )
+        if settings.lifecycle.compact_after_turn:
+            policy = make_lifecycle_policy(settings).compaction
+            processor.after_turn.append(CompactionHook(db, chat, clock, policy))
         forgetter = Forgetter(db, embedder)
         MemoryCommands(
             db, persons, channels, forgetter, clock, context=lambda: processor.context
@@ -146,6 +171,7 @@ class App:
             outbound=outbound,
             facts=facts,
             extractor=extractor,
+            lifecycle=make_lifecycle_policy(settings),
         )
         register_tools(processor.tools, services)
         register_commands(commands, services)

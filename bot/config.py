@@ -77,6 +77,19 @@ class EpisodeSettings(_Section):
     use_model: bool = True
 
 
+class LifecycleSettings(_Section):
+    """Compaction, roll-up and pruning (DESIGN.md §3)."""
+
+    compact_tokens: int = Field(default=2400, gt=0)
+    compact_keep_tokens: int = Field(default=800, ge=0)
+    compact_input_tokens: int = Field(default=6000, gt=0)
+    compact_after_turn: bool = True
+    leaf_round_at: int = Field(default=50, ge=2)
+    era_round_at: int = Field(default=25, ge=2)
+    min_cluster_size: int = Field(default=10, ge=2)
+    random_state: int = 42
+
+
 class AccessSettings(_Section):
     allow_users: tuple[str, ...] = ()
     allow_rooms: tuple[str, ...] = ()
@@ -129,6 +142,7 @@ class Settings(_Section):
     bot: BotSettings = BotSettings()
     recall: RecallSettings = RecallSettings()
     episodes: EpisodeSettings = EpisodeSettings()
+    lifecycle: LifecycleSettings = LifecycleSettings()
     access: AccessSettings = AccessSettings()
     discord: DiscordSettings = DiscordSettings()
     telegram: TelegramSettings = TelegramSettings()

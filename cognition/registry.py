@@ -35,6 +35,7 @@ class JobOutcome:
 
     summary: str
     cursor: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)  # for `strata jobs run --json`
 
 
 @dataclass
@@ -89,6 +90,7 @@ class JobContext:
 class Job(Protocol):
     name: str
     description: str
+    for_rooms: bool  # also runs for shared rooms' memory scopes (not only for persons)
 
     def min_interval(self, ctx: JobContext) -> timedelta | None:
         """At most one successful run per this interval (None: no limit)."""
@@ -104,6 +106,7 @@ class BaseJob:
 
     name = ""
     description = ""
+    for_rooms = False
 
     def min_interval(self, ctx: JobContext) -> timedelta | None:
         return None

@@ -19,11 +19,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
+from bot.clock import from_iso
 from bot.config import CognitionSettings
-from bot.types import Person
+from bot.types import OwnerKind, Person
 from cognition.registry import Job, JobContext, JobRegistry
 from cognition.reminders import deliver_due
 from cognition.services import Services
@@ -46,6 +48,7 @@ class JobReport:
     status: str  # ok | error | skipped
     detail: str
     tokens: int = 0
+    details: dict[str, Any] = field(default_factory=dict)
 
     def line(self) -> str:
         tail = f" ({self.tokens} tokens)" if self.tokens else ""
@@ -127,18 +130,29 @@ class Runner:
     # -- jobs -----------------------------------------------------------------------------------
 
     async def check_jobs(self, persons: list[Person] | None = None) -> list[JobReport]:
-        """Every enabled job for every person (or `persons`), one after another."""
+        """Every enabled job for every person (and the room jobs for every shared room's
+        memory scope), or for `persons`, one after another."""
         reports = []
-        for person in persons if persons is not None else await self.services.persons.all():
+        owners = persons if persons is not None else await self.services.persons.all(None)
+        for person in owners:
             for job in self.registry:
                 if job.name in self.settings.disabled_jobs:
+                    continue
+                if person.kind is OwnerKind.ROOM and not job.for_rooms:
                     continue
                 reports.append(await self.run_job(job, person))
         return reports
 
-    def idle_for(self, person: Person, now: datetime) -> timedelta | None:
-        """How long the person has been quiet (None: never spoke)."""
-        return None if person.last_active_at is None else now - person.last_active_at
+    async def idle_for(self, person: Person, now: datetime) -> timedelta | None:
+        """How long the person (or a shared room) has been quiet (None: never spoke)."""
+        last = person.last_active_at
+        if person.kind is OwnerKind.ROOM:
+            newest = await self.services.db.fetchval(
+                "SELECT max(ts) FROM transcript WHERE owner_id = ? AND role = 'user'",
+                (person.id,),
+            )
+            last = from_iso(newest) if newest else None
+        return None if last is None else now - last
 
     async def run_job(
         self, job: Job, person: Person, *, force: bool = False, now: datetime | None = None
@@ -155,7 +169,7 @@ class Runner:
             return JobReport(job.name, person.name, False, "skipped", "person is gone")
         person = fresh
         now = now or s.clock.now()
-        idle = self.idle_for(person, now)
+        idle = await self.idle_for(person, now)
         gate = timedelta(minutes=self.settings.idle_minutes)
         if not force and idle is not None and idle < gate:
             left = int((gate - idle).total_seconds() // 60) + 1
@@ -209,4 +223,5 @@ class Runner:
                              f"{type(exc).__name__}: {exc}", ctx.tokens)
         await s.runs.finish(run_id, now=s.clock.now(), status="ok", result=outcome.summary,
                             tokens=ctx.tokens, cursor=outcome.cursor or inputs)
-        return JobReport(job.name, person.name, True, "ok", outcome.summary, ctx.tokens)
+        return JobReport(job.name, person.name, True, "ok", outcome.summary, ctx.tokens,
+                         outcome.details)

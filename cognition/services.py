@@ -21,6 +21,7 @@ from memory.episodes import EpisodeRepo
 from memory.fact_extraction import FactExtractor
 from memory.facts import FactStore
 from memory.jobruns import JobRunRepo
+from memory.lifecycle import LifecyclePolicy
 from memory.persons import ChannelRepo, PersonRepo
 from memory.portraits import PortraitRepo
 from memory.reminders import ReminderRepo
@@ -46,6 +47,7 @@ class Services:
     calendar: CalendarRepo
     facts: FactStore
     extractor: FactExtractor
+    lifecycle: LifecyclePolicy = field(default_factory=LifecyclePolicy)
     connectors: list[Connector] = field(default_factory=list)
     search: SearchProvider | None = None
 
@@ -62,6 +64,7 @@ class Services:
         outbound: Outbound,
         facts: FactStore,
         extractor: FactExtractor,
+        lifecycle: LifecyclePolicy,
     ) -> Services:
         """The services over one database, with the connectors and search provider that the
         configuration asks for."""
@@ -86,6 +89,7 @@ class Services:
             calendar=CalendarRepo(db),
             facts=facts,
             extractor=extractor,
+            lifecycle=lifecycle,
             connectors=configured_connectors(settings),
             search=configured_search(settings),
         )

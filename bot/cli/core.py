@@ -15,6 +15,7 @@ from bot.errors import StrataError
 from bot.ports import Clock
 from memory.export import export_person
 from memory.facts import FactRepo
+from memory.lifecycle import hierarchy
 from memory.persons import ChannelRepo, PersonRepo
 from memory.transcript import TranscriptRepo
 
@@ -22,6 +23,20 @@ from memory.transcript import TranscriptRepo
 def _clock(args: argparse.Namespace) -> Clock:
     now = getattr(args, "now", None)
     return ManualClock(from_iso(now)) if now else SystemClock()
+
+
+def subgroup(sub: Any, name: str, help_text: str) -> Any:
+    """The sub-action set of the `name` command group, creating the group if it is missing."""
+    parser = sub.choices.get(name)
+    if parser is None:
+        return sub.add_parser(name, help=help_text).add_subparsers(
+            dest=f"{name}_command", required=True, metavar="ACTION"
+        )
+    # argparse keeps a parser's subcommands in its (private) _SubParsersAction.
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    return parser.add_subparsers(dest=f"{name}_command", required=True, metavar="ACTION")
 
 
 async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
@@ -107,6 +122,7 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
                 }
                 for f in await FactRepo(db).for_owner(person.id)
             ],
+            "hierarchy": [h.as_dict() for h in await hierarchy(db, person.id)],
         }
         if args.json:
             print(json.dumps(info, indent=2, ensure_ascii=False))
@@ -123,9 +139,23 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
                 f"  channel {c['id']}: {c['platform']} {c['room']} ({c['kind']}, "
                 f"source {c['source']}): {c['rows']} rows"
             )
+        _print_hierarchy(info["hierarchy"])
     finally:
         await db.close()
     return 0
+
+
+def _print_hierarchy(channels: list[dict[str, Any]]) -> None:
+    for h in channels:
+        live, apex = h["live"], h["apexes"]
+        print(f"  memory of channel {h['channel']} ({h['source']}):")
+        print("    " + ", ".join(f"{lvl}: {live[lvl]} live / {apex[lvl]} apex" for lvl in live)
+              + f"; tombstoned: {h['tombstoned']}")
+        mark = f"up to row {h['watermark']}" if h["watermark"] is not None else "none yet"
+        print(f"    continuity summaries: {h['compactions']} (watermark {mark})")
+        for e in h["top"]:
+            print(f"    apex #{e['id']} level {e['level']} ({e['started_at'][:10]} – "
+                  f"{e['ended_at'][:10]}, weight {e['weight']:.2f}): {e['summary'][:90]}")
 
 
 async def cmd_memory_export(args: argparse.Namespace, settings: Settings) -> int:

@@ -11,10 +11,12 @@ import json
 from typing import Any
 
 from bot.app import App, open_db
+from bot.cli.core import subgroup
 from bot.clock import ManualClock, SystemClock, from_iso
 from bot.config import Settings
 from bot.errors import StrataError
 from bot.ports import Clock
+from bot.types import OwnerKind
 from cognition.registry import default_registry
 from memory.jobruns import JobRunRepo
 from memory.persons import PersonRepo
@@ -26,7 +28,7 @@ def _clock(now: str | None) -> Clock:
     try:
         return ManualClock(from_iso(now))
     except ValueError:
-        raise StrataError(f"--now {now!r} is not an ISO date-time like 2026-01-05T09:00Z") from None
+        raise StrataError(f"--now {now!r} is not an ISO time like 2026-03-01T12:00:00Z") from None
 
 
 async def cmd_jobs_run(args: argparse.Namespace, settings: Settings) -> int:
@@ -42,19 +44,29 @@ async def cmd_jobs_run(args: argparse.Namespace, settings: Settings) -> int:
             person = await app.persons.find(args.user)
             if person is None:
                 raise StrataError(f"no person called {args.user!r}")
-            persons = [person]
+            owners = [person]
         else:
-            persons = await app.persons.all()
+            owners = await app.persons.all(None)  # people and shared rooms' scopes
         await runner.start_up()
         failed = False
-        for person in persons:
+        out: list[dict[str, Any]] = []
+        for owner in owners:
             for job in jobs:
-                report = await runner.run_job(job, person, force=args.force)
+                if owner.kind is OwnerKind.ROOM and not job.for_rooms:
+                    continue
+                report = await runner.run_job(job, owner, force=args.force)
                 failed = failed or report.status == "error"
-                print(report.line())
+                if args.json:
+                    out.append({"job": report.job, "owner": report.person, "ran": report.ran,
+                                "status": report.status, "detail": report.detail,
+                                "tokens": report.tokens, **report.details})
+                else:
+                    print(report.line())
         await app.processor.drain()
     finally:
         await app.close()
+    if args.json:
+        print(json.dumps(out, indent=2, ensure_ascii=False))
     return 1 if failed else 0
 
 
@@ -105,18 +117,8 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _jobs_group(sub: Any) -> Any:
-    """The `jobs` action group (created here, or found if another module made it)."""
-    if "jobs" in sub.choices:
-        parser = sub.choices["jobs"]
-        return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return sub.add_parser("jobs", help="background jobs: status, run now").add_subparsers(
-        dest="jobs_command", required=True, metavar="ACTION"
-    )
-
-
 def register(sub: Any) -> None:
-    jobs = _jobs_group(sub)
+    jobs = subgroup(sub, "jobs", "background jobs: status, run now")
     status = jobs.add_parser("status", help="last run, result, tokens, errors per job and person")
     status.add_argument("--user")
     status.add_argument("--json", action="store_true")
@@ -129,4 +131,5 @@ def register(sub: Any) -> None:
     run.add_argument("--now", help="run as if at this ISO time (e.g. 2026-01-05T09:00Z)")
     run.add_argument("--force", action="store_true",
                      help="ignore the idle gate and the jobs' minimum intervals")
+    run.add_argument("--json", action="store_true", help="print the reports as JSON")
     run.set_defaults(run=cmd_jobs_run)

@@ -1,35 +1,42 @@
-"""Consolidate: the episode roll-up (UMAP → HDBSCAN) on each of the person's memory-producing
-channels, from the memory life cycle. Input watermark: the apex counts per channel and level,
-so a person whose episodes did not change is not clustered again."""
+"""Consolidate: the memory life cycle's `consolidate_owner` — compaction of each channel, then
+the episode roll-up rounds (UMAP → HDBSCAN) on each memory-producing channel — for a person or
+a shared room. Input watermark: the apex counts per channel and level plus the newest
+transcript row, so an owner whose memory did not change is not clustered again."""
 
 from __future__ import annotations
 
 from cognition.registry import BaseJob, JobContext, JobOutcome
-
-
-async def run_rollup(ctx: JobContext) -> str:
-    """The life cycle's roll-up over the person's channels; a one-line summary."""
-    from memory.rollup import rollup_owner  # the life-cycle module
-
-    result = await rollup_owner(ctx.services.db, ctx.services.chat, ctx.services.embedder,
-                                ctx.person.id, ctx.now)
-    return str(result)
+from memory.lifecycle import consolidate_owner
 
 
 class ConsolidateJob(BaseJob):
     name = "consolidate"
-    description = "episode roll-up into topics and eras"
+    description = "compaction and episode roll-up into topics and eras"
+    for_rooms = True
 
     async def inputs(self, ctx: JobContext) -> str | None:
-        rows = await ctx.services.db.fetchall(
+        db = ctx.services.db
+        rows = await db.fetchall(
             "SELECT channel_id, level, count(*) AS n FROM episodes WHERE owner_id = ?"
             " AND parent_id IS NULL AND tombstoned_at IS NULL GROUP BY channel_id, level"
             " ORDER BY channel_id, level",
             (ctx.person.id,),
         )
-        if not rows:
+        newest = await db.fetchval("SELECT max(id) FROM transcript WHERE owner_id = ?",
+                                   (ctx.person.id,))
+        if not rows and newest is None:
             return None
-        return ";".join(f"{r['channel_id']}/{r['level']}:{r['n']}" for r in rows)
+        return f"r{newest or 0};" + ";".join(
+            f"{r['channel_id']}/{r['level']}:{r['n']}" for r in rows)
 
     async def run(self, ctx: JobContext) -> JobOutcome:
-        return JobOutcome(await run_rollup(ctx))
+        s = ctx.services
+        result = await consolidate_owner(s.db, s.chat, s.embedder, ctx.person.id, ctx.now,
+                                         s.lifecycle)
+        if result.errors:
+            # Recorded as a failed run; the watermark stays so the work is tried again.
+            raise RuntimeError("; ".join(result.errors))
+        return JobOutcome("; ".join(result.lines()), details={
+            "clusters": result.clusters, "parents": result.parents,
+            "tombstoned": result.tombstoned, "errors": list(result.errors),
+        })

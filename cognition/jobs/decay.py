@@ -1,25 +1,19 @@
-"""Decay: recompute retrieval weights, per-kind fact decay, the janitor and transcript pruning
-(a direct call of the memory life cycle, no model). Runs at most every `decay_hours`; its
-input is time itself, one watermark per period."""
+"""Decay: recompute retrieval weights, delete expired tombstones, prune the transcript (the
+memory life cycle's `decay_pass`, a direct call, no model). Runs at most every `decay_hours`
+for each person and shared room; its input is time itself, one watermark per period."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 from cognition.registry import BaseJob, JobContext, JobOutcome
-
-
-async def run_decay_pass(ctx: JobContext) -> str:
-    """The life cycle's decay pass for one person; a one-line summary."""
-    from memory.janitor import decay_pass  # the life-cycle module
-
-    result = await decay_pass(ctx.services.db, ctx.now, ctx.person.id)
-    return str(getattr(result, "summary", lambda: result)())
+from memory.lifecycle import decay_pass
 
 
 class DecayJob(BaseJob):
     name = "decay"
-    description = "weights, per-kind fact decay, janitor, transcript pruning"
+    description = "weights, expired tombstones, transcript pruning"
+    for_rooms = True
 
     def min_interval(self, ctx: JobContext) -> timedelta | None:
         return timedelta(hours=ctx.services.settings.cognition.decay_hours)
@@ -29,4 +23,9 @@ class DecayJob(BaseJob):
         return f"t{int(ctx.now.timestamp() // period)}"
 
     async def run(self, ctx: JobContext) -> JobOutcome:
-        return JobOutcome(await run_decay_pass(ctx))
+        result = await decay_pass(ctx.services.db, ctx.now, ctx.person.id)
+        return JobOutcome("; ".join(result.lines()), details={
+            "weights_updated": result.weights_updated,
+            "episodes_deleted": result.episodes_deleted,
+            "rows_pruned": result.rows_pruned,
+        })
