@@ -14,10 +14,12 @@ from bot.commands import CommandRouter
 from bot.config import Settings
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
 from bot.memory_commands import MemoryCommands
+from bot.memory_tools import MemoryTools
 from bot.ports import Clock
 from bot.turns import ToolRegistry, TurnProcessor
+from bot.types import Channel, Person
 from memory.db import Database
-from memory.fact_extraction import FactExtractor
+from memory.fact_extraction import FactExtractor, model_completer
 from memory.fact_recall import Blend, FactRecaller, FactSource
 from memory.facts import FactRepo, FactStore
 from memory.forget import Forgetter
@@ -56,6 +58,24 @@ def make_embedder(settings: Settings) -> OpenAIEmbedder:
 
 async def open_db(settings: Settings) -> Database:
     return await Database.open(Path(settings.db.path).expanduser(), settings.embed.dim)
+
+
+@dataclass
+class ExtractAfterTurn:
+    """After-turn hook: read the owner's new episodes into facts (`facts.extract_after_turn`)."""
+
+    extractor: FactExtractor
+    chat: OpenAIChatModel
+    clock: Clock
+    max_episodes: int
+
+    async def __call__(self, channel: Channel, person: Person, turn_id: str) -> None:
+        if channel.owner_id != person.id or await self.extractor.watermark(person.id) is None:
+            return
+        await self.extractor.run(
+            person.id, model_completer(self.chat), self.clock.now(),
+            max_episodes=self.max_episodes,
+        )
 
 
 @dataclass
@@ -100,12 +120,20 @@ class App:
                                   r.candidates),
         )
         forgetter = Forgetter(db, embedder)
+        extractor = FactExtractor(db, facts, persons,
+                                  min_confidence=settings.facts.min_confidence)
+        if settings.facts.tools:
+            MemoryTools(facts, transcript, clock).register(processor.tools)
+        if settings.facts.extract_after_turn:
+            processor.after_turn.append(
+                ExtractAfterTurn(extractor, chat, clock, settings.facts.max_episodes)
+            )
         MemoryCommands(
             db, persons, channels, forgetter, clock, context=lambda: processor.context
         ).register(commands)
         return cls(
             settings, db, clock, chat, embedder, persons, channels, transcript, processor,
-            facts, FactExtractor(db, facts, persons), forgetter, commands,
+            facts, extractor, forgetter, commands,
         )
 
     async def close(self) -> None:

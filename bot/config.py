@@ -77,6 +77,13 @@ class EpisodeSettings(_Section):
     use_model: bool = True
 
 
+class FactSettings(_Section):
+    tools: bool = True
+    extract_after_turn: bool = False
+    max_episodes: int = Field(default=8, gt=0)
+    min_confidence: float = Field(default=0.5, ge=0, le=1)
+
+
 class AccessSettings(_Section):
     allow_users: tuple[str, ...] = ()
     allow_rooms: tuple[str, ...] = ()
@@ -119,6 +126,7 @@ class Settings(_Section):
     bot: BotSettings = BotSettings()
     recall: RecallSettings = RecallSettings()
     episodes: EpisodeSettings = EpisodeSettings()
+    facts: FactSettings = FactSettings()
     access: AccessSettings = AccessSettings()
     discord: DiscordSettings = DiscordSettings()
     telegram: TelegramSettings = TelegramSettings()

@@ -95,6 +95,12 @@ def word_pattern(term: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)" + re.escape(stem), re.IGNORECASE)
 
 
+def index_text(text: str, attribute: str) -> str:
+    """What a fact is embedded and matched as: its text plus its attribute key in words."""
+    key = normalise_key(attribute).replace("_", " ")
+    return f"{text.strip()} ({key})" if key else text.strip()
+
+
 def coverage(query_terms: Sequence[str], text: str) -> float:
     """The share of `query_terms` that occur (as word prefixes) in `text`: 0..1."""
     if not query_terms:
@@ -448,7 +454,7 @@ class FactRepo:
         for row in facts:
             fact = fact_from_db(row)
             sim = similarity.get(fact.id, 0.0)
-            cov = coverage(query_terms, fact.text)
+            cov = coverage(query_terms, index_text(fact.text, fact.attribute))
             relevance = min(max(sim, cov) + 0.25 * min(sim, cov), 1.0)
             hits.append(FactHit(fact, relevance, sim, cov))
         hits.sort(key=lambda h: (-h.relevance, -h.fact.id))
@@ -492,7 +498,7 @@ class FactStore:
         live_ids = {f.id for f in live}
         targets = [f.id for f in live if attribute and f.key == (subject, attribute)]
         targets += [i for i in replaces if i in live_ids and i not in targets]
-        vec = (await self.embedder.embed([new.text.strip()]))[0]
+        vec = (await self.embedder.embed([index_text(new.text, new.attribute)]))[0]
         if correction:
             fact_id = await self.repo.add(new, vec, now, retract=targets)
             return AddResult(fact_id, retracted=tuple(targets))

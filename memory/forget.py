@@ -157,7 +157,11 @@ class Forgetter:
             return plan
         rows = await self.db.fetchall("SELECT * FROM facts WHERE owner_id = ? ORDER BY id",
                                       (person_id,))
-        plan.facts = [fact_from_db(r) for r in rows if matches(r["text"], patterns)]
+        plan.facts = [
+            fact_from_db(r) for r in rows
+            if matches(f"{r['text']} {r['subject']} {r['attribute']}".replace("_", " "),
+                       patterns)
+        ]
         scope = await self.db.fetchall(
             "SELECT id, turn_id, kind, content FROM transcript"
             " WHERE owner_id = ? OR person_id = ? ORDER BY id",
