@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 # Tables forgetting and wiping handle themselves (the rest of OWNED_TABLES generically).
 _SPECIAL = {"identities", "channels", "transcript", "episodes", "facts", "fact_sources",
             "fact_cursors", "memory_pauses"}
+# Per-channel "last row handled" cursors (memory.cursors).
+CURSOR_TABLES = ("episode_cursors", "transcript_vec_cursors")
 # A forget that matches more than this many turns (or more than one fact) asks first.
 AMBIGUOUS_TURNS = 3
 MAX_EXTRACTIVE_CHARS = 1200
@@ -360,9 +362,6 @@ class Forgetter:
                 cur = await conn.execute(f"DELETE FROM {table} WHERE {column} = ?",
                                          (person_id,))
                 other += max(cur.rowcount, 0)
-            await conn.execute(
-                "DELETE FROM episode_cursors WHERE channel_id IN"
-                " (SELECT id FROM channels WHERE owner_id = ?)", (person_id,))
             await self._fix_cursors(conn, plan.channels)
         await self.scrub()
         log.info("wiped person %s", person_id)
@@ -413,15 +412,16 @@ class Forgetter:
 
     @staticmethod
     async def _fix_cursors(conn: Any, channels: Iterable[int]) -> None:
-        """Keep each episode cursor on a row that still exists, so a row id SQLite reuses
-        after the deletion is seen as new by the episode cutter."""
-        for channel_id in channels:
-            await conn.execute(
-                "UPDATE episode_cursors SET last_row_id = coalesce((SELECT max(id) FROM"
-                " transcript WHERE channel_id = ?1 AND id <= episode_cursors.last_row_id), 0)"
-                " WHERE channel_id = ?1",
-                (channel_id,),
-            )
+        """Keep each per-channel row cursor on a row that still exists, so a row id SQLite
+        reuses after the deletion is seen as new (by the episode cutter, the row indexer)."""
+        for table in CURSOR_TABLES:
+            for channel_id in channels:
+                await conn.execute(
+                    f"UPDATE {table} SET last_row_id = coalesce((SELECT max(id) FROM"
+                    f" transcript WHERE channel_id = ?1 AND id <= {table}.last_row_id), 0)"
+                    " WHERE channel_id = ?1",
+                    (channel_id,),
+                )
 
     async def scrub(self) -> None:
         """Merge every FTS5 index (dropping deleted terms) and truncate the WAL."""

@@ -75,6 +75,10 @@ CREATE VIRTUAL TABLE fact_vec USING vec0 (
     embedding FLOAT[$DIM] distance_metric = cosine
 );
 
+CREATE TRIGGER fact_vec_follow_fact AFTER DELETE ON facts BEGIN
+    DELETE FROM fact_vec WHERE fact_id = old.id;
+END;
+
 -- Fact extraction's cursor per owner: the newest leaf episode already read (id and creation
 -- time, so an id SQLite reuses after a deletion is still seen as new).
 CREATE TABLE fact_cursors (

@@ -61,13 +61,17 @@ async def all_table_text(db: Database) -> str:
 
 
 async def index_vectors(app: App, owner: Person) -> None:
-    """Vectors for the owner's rows, as the recall layer keeps them."""
-    rows = await app.transcript.for_owner(owner.id)
+    """Vectors for all the owner's rows (the row indexer covers messages; this adds the rest)."""
+    await app.processor.drain()
+    have = {r[0] for r in await app.db.fetchall("SELECT row_id FROM transcript_vec")}
+    rows = [r for r in await app.transcript.for_owner(owner.id) if r.id not in have]
+    if not rows:
+        return
     vecs = await app.embedder.embed([r.content for r in rows])
     async with app.db.write() as conn:
         for row, vec in zip(rows, vecs, strict=True):
             await conn.execute(
-                "INSERT OR IGNORE INTO transcript_vec (row_id, owner_id, embedding)"
+                "INSERT INTO transcript_vec (row_id, owner_id, embedding)"
                 " VALUES (?, ?, ?)", (row.id, owner.id, as_blob(vec)))
 
 

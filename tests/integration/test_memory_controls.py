@@ -11,6 +11,7 @@ from typing import Any
 
 from bot.app import App
 from bot.clock import ManualClock
+from bot.prompt import MEMORY_PREAMBLE
 from bot.types import InboundMessage, TurnResult
 from memory.episodes import EpisodeRepo, NewEpisode
 from memory.fact_extraction import model_completer
@@ -49,7 +50,7 @@ def fact_json(text: str, evidence: str, **kw: Any) -> str:
 
 def memory_block(body: dict[str, Any]) -> str:
     return "\n".join(str(m["content"]) for m in body["messages"]
-                     if m["role"] == "system" and "Facts:" in str(m["content"]))
+                     if m["role"] == "system" and MEMORY_PREAMBLE in str(m["content"]))
 
 
 async def test_a_correction_beats_the_wrong_fact_on_the_next_turn(
@@ -61,7 +62,7 @@ async def test_a_correction_beats_the_wrong_fact_on_the_next_turn(
     fake_openai.reply(fact_json("Lives in Paris", "I live in Paris", attribute="home_city"))
     await app.extractor.run(alice.id, model_completer(app.chat), clock.now())
 
-    await say(app, clock, "where do I live again?")
+    await say(app, clock, "what is my home city again?")
     assert "Lives in Paris" in memory_block(fake_openai.chat_requests()[-1])
     paris = (await app.facts.repo.for_owner(alice.id))[0]
 
@@ -69,14 +70,20 @@ async def test_a_correction_beats_the_wrong_fact_on_the_next_turn(
     await say(app, clock, "No, I moved to Lyon last month.")
     await cut_episode(app, clock, alice.id, last)
     fake_openai.reply(fact_json("Lives in Lyon", "I moved to Lyon", correction=True,
+                                attribute="home_city",
                                 replaces=[paris.id]))
     report = await app.extractor.run(alice.id, model_completer(app.chat), clock.now())
     assert report.retracted == [paris.id]
 
-    await say(app, clock, "where do I live again?")
+    await say(app, clock, "what is my home city again?")
     block = memory_block(fake_openai.chat_requests()[-1])
-    assert "Lives in Lyon" in block and "Paris" not in block
-    assert "since" in block and "from your words" in block  # provenance
+    lyon = (await app.facts.repo.for_owner(alice.id))[0]
+    assert lyon.text == "Lives in Lyon" and f"fact #{paris.id} " not in block
+    assert f"fact #{lyon.id} (user_specific)" in block and "> Lives in Lyon (home city)" in block
+    assert "> Lives in Paris" not in block
+    # Anything else recalled about Paris (the old conversation) ranks below the correction.
+    assert "Paris" not in block or block.index("Lyon") < block.index("Paris")
+    assert f"since {clock.now().date()}" in block and "private chat on console" in block
 
 
 async def test_facts_never_reach_a_shared_room(app: App, fake_openai: FakeOpenAI,
