@@ -18,9 +18,11 @@ from bot.commands import CommandRouter
 from bot.config import Settings
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
 from bot.memory_commands import MemoryCommands
+from bot.memory_tools import MemoryTools
 from bot.outbound import Outbound
-from bot.ports import Adapter, Clock
+from bot.ports import Adapter, AfterTurn, Clock
 from bot.turns import ToolRegistry, TurnProcessor
+from bot.types import Channel, Person
 from cognition.ambient import AmbientContext
 from cognition.registry import default_registry
 from cognition.reminders import register_commands, register_tools
@@ -29,13 +31,17 @@ from cognition.services import Services
 from memory.clustering import ClusterParams
 from memory.compaction import CompactionHook, CompactionPolicy
 from memory.db import Database
-from memory.fact_extraction import FactExtractor
-from memory.fact_recall import Blend, FactRecaller, FactSource
+from memory.episode_cut import CutSettings, EpisodeCutter
+from memory.episodes import EpisodeRepo
+from memory.fact_extraction import FactExtractor, model_completer
+from memory.fact_recall import FactCandidates
 from memory.facts import FactRepo, FactStore
 from memory.forget import Forgetter
 from memory.lifecycle import LifecyclePolicy
 from memory.persons import ChannelRepo, PersonRepo
+from memory.recall import Recall, RecallTuning
 from memory.rollup import RollupPolicy
+from memory.row_vectors import RowIndexer
 from memory.transcript import TranscriptRepo
 
 log = logging.getLogger(__name__)
@@ -86,6 +92,22 @@ def make_lifecycle_policy(settings: Settings) -> LifecyclePolicy:
     )
 
 
+def recall_tuning(settings: Settings) -> RecallTuning:
+    """Recall's knobs from the `[recall]` section."""
+    return RecallTuning(**settings.recall.model_dump(exclude={"enabled"}))
+
+
+def cut_settings(settings: Settings) -> CutSettings:
+    """Episode cutting from the `[episodes]` section."""
+    e = settings.episodes
+    return CutSettings(
+        window_turns=e.window_turns,
+        pause_minutes=e.pause_minutes,
+        use_model=e.use_model,
+        assistant_name=settings.bot.name,
+    )
+
+
 async def open_db(settings: Settings) -> Database:
     return await Database.open(Path(settings.db.path).expanduser(), settings.embed.dim)
 
@@ -109,6 +131,27 @@ def configured_adapters(settings: Settings, clock: Clock) -> list[Adapter]:
 
 
 @dataclass
+class ExtractAfterTurn:
+    """After-turn hook (`facts.extract_after_turn`): run `before` (the episode cutter), then
+    read the owner's new episodes into facts, so a cut episode is read in the same turn."""
+
+    before: AfterTurn
+    extractor: FactExtractor
+    chat: OpenAIChatModel
+    clock: Clock
+    max_episodes: int
+
+    async def __call__(self, channel: Channel, person: Person, turn_id: str) -> None:
+        await self.before(channel, person, turn_id)
+        if channel.owner_id != person.id or await self.extractor.watermark(person.id) is None:
+            return
+        await self.extractor.run(
+            person.id, model_completer(self.chat), self.clock.now(),
+            max_episodes=self.max_episodes,
+        )
+
+
+@dataclass
 class App:
     settings: Settings
     db: Database
@@ -123,6 +166,10 @@ class App:
     extractor: FactExtractor
     forgetter: Forgetter
     commands: CommandRouter = field(default_factory=CommandRouter)
+    episodes: EpisodeRepo | None = None
+    recall: Recall | None = None
+    cutter: EpisodeCutter | None = None
+    row_indexer: RowIndexer | None = None
     outbound: Outbound = field(default_factory=Outbound)
     services: Services | None = None
     runner: Runner | None = None
@@ -136,9 +183,6 @@ class App:
         persons, channels, transcript = PersonRepo(db), ChannelRepo(db), TranscriptRepo(db)
         commands = CommandRouter()
         facts = FactStore(FactRepo(db), embedder)
-        r = settings.recall
-        blend = Blend(r.w_relevance, r.w_recency, r.w_salience, r.min_relevance,
-                      r.relative_floor, r.budget_tokens)
         processor = TurnProcessor(
             settings=settings,
             persons=persons,
@@ -148,18 +192,33 @@ class App:
             clock=clock,
             commands=commands,
             tools=ToolRegistry(),
-            # Facts-only until the full recall (episodes, transcript) merges FactSource in.
-            recaller=FactRecaller(FactSource(facts.repo, embedder), clock, blend,
-                                  r.candidates),
         )
+        # Memory: turn-zero recall (episodes, transcript rows and facts) on the hot path; row
+        # vectors and episode cutting after it.
+        recall = Recall(db, embedder, clock, recall_tuning(settings))
+        recall.add_source(FactCandidates(facts.repo, channels))
+        row_indexer = RowIndexer(db, embedder)
+        cutter = EpisodeCutter(db, embedder, clock, chat, cut_settings(settings))
+        forgetter = Forgetter(db, embedder)
+        extractor = FactExtractor(db, facts, persons,
+                                  min_confidence=settings.facts.min_confidence)
+        processor.recaller = recall
+        processor.after_turn += [
+            row_indexer,
+            ExtractAfterTurn(cutter, extractor, chat, clock, settings.facts.max_episodes)
+            if settings.facts.extract_after_turn
+            else cutter,
+        ]
         if settings.lifecycle.compact_after_turn:
             policy = make_lifecycle_policy(settings).compaction
             processor.after_turn.append(CompactionHook(db, chat, clock, policy))
-        forgetter = Forgetter(db, embedder)
+        if settings.facts.tools:
+            MemoryTools(facts, transcript, clock).register(processor.tools)
         MemoryCommands(
             db, persons, channels, forgetter, clock, context=lambda: processor.context
         ).register(commands)
-        extractor = FactExtractor(db, facts, persons)
+        # Cognition: reminders and scheduled prompts (tools, /timezone), the ambient snapshot
+        # and portrait in every prompt, and the background runner with the nine jobs.
         outbound = Outbound()
         services = Services.build(
             settings=settings,
@@ -179,7 +238,9 @@ class App:
         runner = Runner(services, default_registry())
         return cls(
             settings, db, clock, chat, embedder, persons, channels, transcript, processor,
-            facts, extractor, forgetter, commands, outbound, services, runner,
+            facts, extractor, forgetter, commands, episodes=EpisodeRepo(db), recall=recall,
+            cutter=cutter, row_indexer=row_indexer, outbound=outbound, services=services,
+            runner=runner,
         )
 
     async def serve(
@@ -222,6 +283,7 @@ class App:
             await asyncio.gather(*tasks, stopper, return_exceptions=True)
             if self.runner is not None:
                 await self.runner.stop()
+
 
     async def close(self) -> None:
         if self.runner is not None:

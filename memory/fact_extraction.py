@@ -144,10 +144,12 @@ class _Batch:
 
 
 class FactExtractor:
-    def __init__(self, db: Database, store: FactStore, persons: PersonRepo) -> None:
+    def __init__(self, db: Database, store: FactStore, persons: PersonRepo, *,
+                 min_confidence: float = MIN_CONFIDENCE) -> None:
         self.db = db
         self.store = store
         self.persons = persons
+        self.min_confidence = min_confidence
 
     # -- the cursor ------------------------------------------------------------------------------
 
@@ -171,8 +173,13 @@ class FactExtractor:
 
     async def watermark(self, owner_id: int) -> str | None:
         """The newest unread episode id (a job's input watermark), or None."""
-        found = await self.pending(owner_id, limit=100_000)
-        return str(found[-1].id) if found else None
+        last_id, last_created = await self.cursor(owner_id)
+        newest = await self.db.fetchval(
+            "SELECT max(id) FROM episodes WHERE owner_id = ? AND level = ?"
+            " AND (id > ? OR created_at > ?)",
+            (owner_id, LEAF, last_id, last_created),
+        )
+        return None if newest is None else str(newest)
 
     async def _advance(self, owner_id: int, episodes: Sequence[Episode]) -> None:
         if not episodes:
@@ -279,7 +286,7 @@ class FactExtractor:
         if cand.kind not in kinds:
             report.reject("kind")
             return
-        if cand.confidence < MIN_CONFIDENCE:
+        if cand.confidence < self.min_confidence:
             report.reject("low confidence")
             return
         problem = evidence_problem(cand.evidence)

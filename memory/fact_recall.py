@@ -1,138 +1,71 @@
-"""Facts at turn zero: the data graph as a recall candidate source, and a facts-only recaller.
+"""Facts at turn zero: the data graph as a candidate source of recall (`memory.recall`).
 
-`FactSource.candidates` turns `FactRepo.search` hits into `FactCandidate`s scored with the
-same blend as episodes (relevance, recency = per-kind decay weight, salience = confidence) and
-rendered with their provenance (kind, date, where from). `select` applies the design's gates
-(an absolute relevance gate, a relative floor on the blended score, a token budget, dedup).
-`FactRecaller` is a `bot.ports.Recaller` over facts alone; the full recall (episodes,
-transcript) merges `FactSource` candidates with its own under one budget. Facts belong to the
-channel's owner, so a shared room (owned by its own scope) never sees a person's facts.
-Imports `bot` leaf modules and `memory`.
+`FactCandidates` finds the owner's live facts for a query — vector kNN over the owner's
+partition of `fact_vec` and FTS5 over text and attribute key (`FactRepo.search`) — and hands
+them to recall with their raw signals (cosine, bm25), so they are scored, gated, deduplicated
+and budgeted with the same blend as episodes and rows: recency is the fact's per-kind decay
+weight, salience its confidence. Each is rendered with its provenance: `fact #id (kind)`,
+since when, and where it came from; the id lets the model correct it with the
+`correct_memory` tool. A superseded or retracted fact has no vector and is filtered from the
+keyword search, so it never comes back. Facts belong to the channel's owner, so a shared room
+(owned by its own scope) never sees a person's facts. Imports `bot` leaf modules and `memory`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
-import numpy as np
-import numpy.typing as npt
-
-from bot.ports import Clock, Embedder
-from bot.tokens import count_tokens
-from bot.types import Channel, Person
 from memory.decay import fact_weight
-from memory.facts import FactHit, FactRepo, normalise_text
+from memory.facts import Fact, FactRepo, index_text
+from memory.persons import ChannelRepo
+from memory.recall import Candidate, RecallQuery
 
 
-@dataclass(frozen=True, slots=True)
-class Blend:
-    """Recall's weights and gates (from `[recall]` in the config)."""
+class FactCandidates:
+    """A `memory.recall.CandidateSource` of kind "fact"."""
 
-    w_relevance: float = 0.7
-    w_recency: float = 0.2
-    w_salience: float = 0.1
-    min_relevance: float = 0.25
-    relative_floor: float = 0.55
-    budget_tokens: int = 1000
+    kind = "fact"
 
-    def score(self, relevance: float, recency: float, salience: float) -> float:
-        total = self.w_relevance + self.w_recency + self.w_salience
-        if total <= 0:
-            return relevance
-        return (self.w_relevance * relevance + self.w_recency * recency
-                + self.w_salience * salience) / total
-
-
-@dataclass(frozen=True, slots=True)
-class FactCandidate:
-    """A recall candidate: `score` is calibrated 0..1, `text` is the rendered line."""
-
-    key: str  # "fact:12", for dedup across sources
-    fact_id: int
-    text: str
-    relevance: float
-    recency: float
-    salience: float
-    score: float
-    ts: datetime
-
-
-def render(hit: FactHit) -> str:
-    f = hit.fact
-    where = "your words" if f.source == "user" else f.source
-    url = f" <{f.url}>" if f.url else ""
-    return (f"- fact #{f.id} ({f.kind}, since {f.valid_from.date().isoformat()}, from "
-            f"{where}): {f.text}{url}")
-
-
-def select(candidates: Sequence[FactCandidate], blend: Blend) -> list[FactCandidate]:
-    """Gate, floor, dedup and budget `candidates` (best first)."""
-    relevant = [c for c in candidates if c.relevance >= blend.min_relevance]
-    if not relevant:
-        return []
-    best = max(c.score for c in relevant)
-    ranked = sorted((c for c in relevant if c.score >= blend.relative_floor * best),
-                    key=lambda c: -c.score)
-    out: list[FactCandidate] = []
-    seen: set[str] = set()
-    used = 0
-    for c in ranked:
-        norm = normalise_text(c.text.split("): ", 1)[-1])
-        if norm in seen:
-            continue
-        cost = count_tokens(c.text) + 1
-        if used + cost > blend.budget_tokens:
-            continue
-        seen.add(norm)
-        used += cost
-        out.append(c)
-    return out
-
-
-class FactSource:
-    def __init__(self, repo: FactRepo, embedder: Embedder) -> None:
+    def __init__(self, repo: FactRepo, channels: ChannelRepo) -> None:
         self.repo = repo
-        self.embedder = embedder
+        self.channels = channels
 
-    async def candidates(self, owner_id: int, query: str, now: datetime, blend: Blend, *,
-                         limit: int = 40, embedding: npt.NDArray[np.floating] | None = None,
-                         ) -> list[FactCandidate]:
-        """Scored candidates among the owner's live facts (`embedding`: the query's vector,
-        when the caller already has it)."""
-        if not query.strip():
-            return []
-        vec = embedding if embedding is not None else (await self.embedder.embed([query]))[0]
-        hits = await self.repo.search(owner_id, query, vec, limit=limit)
+    async def where(self, fact: Fact) -> str:
+        """Where the fact came from, in words."""
+        if fact.source == "dmn":
+            return "from my own reflections"
+        if fact.source.startswith("external-agent:"):
+            return f"from {fact.source.partition(':')[2]}"
+        channel = await self.channels.get(fact.channel_id) if fact.channel_id else None
+        if channel is None:
+            return f"from {fact.source}"
+        return f"from what was said in a {channel.kind.value} chat on {channel.platform}"
+
+    async def candidates(self, query: RecallQuery) -> list[Candidate]:
+        hits = await self.repo.search(query.owner_id, query.text, query.vector, limit=query.k,
+                                      match=query.match)
         out = []
-        for h in hits:
-            recency = fact_weight(h.fact.kind, h.fact.last_relevant_at, now)
-            out.append(FactCandidate(
-                key=f"fact:{h.fact.id}", fact_id=h.fact.id, text=render(h),
-                relevance=h.relevance, recency=recency, salience=h.fact.confidence,
-                score=blend.score(h.relevance, recency, h.fact.confidence),
-                ts=h.fact.valid_from,
+        for hit in hits:
+            fact = hit.fact
+            url = f" <{fact.url}>" if fact.url else ""
+            out.append(Candidate(
+                kind=self.kind,
+                id=fact.id,
+                # With its key in words ("… (home city)"), as it was embedded and indexed.
+                text=index_text(fact.text, fact.attribute) + url,
+                label=f"fact #{fact.id} ({fact.kind})",
+                when=f"since {fact.valid_from.date().isoformat()}",
+                where=await self.where(fact),
+                recency=fact_weight(fact.kind, fact.last_relevant_at, query.now),
+                salience=fact.confidence,
+                # No cited rows: a fact is never dropped as "covered" by an episode about the
+                # same talk (its id is what the model corrects it by).
+                cited_rows=(),
+                cosine=hit.cosine,
+                bm25=hit.bm25,
             ))
         return out
 
-
-class FactRecaller:
-    """`bot.ports.Recaller` over facts only: quoted lines with provenance, or None."""
-
-    def __init__(self, source: FactSource, clock: Clock, blend: Blend,
-                 candidates: int = 40) -> None:
-        self.source = source
-        self.clock = clock
-        self.blend = blend
-        self.limit = candidates
-
-    async def recall(self, *, channel: Channel, person: Person, query: str) -> str | None:
-        now = self.clock.now()
-        found = await self.source.candidates(channel.owner_id, query, now, self.blend,
-                                             limit=self.limit)
-        chosen = select(found, self.blend)
-        if not chosen:
-            return None
-        await self.source.repo.touch([c.fact_id for c in chosen], now)
-        return "Facts:\n" + "\n".join(c.text for c in chosen)
+    async def touch(self, ids: Sequence[int], now: datetime) -> None:
+        await self.repo.touch(ids, now)

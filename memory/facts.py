@@ -95,6 +95,12 @@ def word_pattern(term: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)" + re.escape(stem), re.IGNORECASE)
 
 
+def index_text(text: str, attribute: str) -> str:
+    """What a fact is embedded and matched as: its text plus its attribute key in words."""
+    key = normalise_key(attribute).replace("_", " ")
+    return f"{text.strip()} ({key})" if key else text.strip()
+
+
 def coverage(query_terms: Sequence[str], text: str) -> float:
     """The share of `query_terms` that occur (as word prefixes) in `text`: 0..1."""
     if not query_terms:
@@ -159,6 +165,8 @@ class FactHit:
     relevance: float
     similarity: float
     coverage: float
+    cosine: float | None = None
+    bm25: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,31 +421,44 @@ class FactRepo:
         embedding: npt.NDArray[np.floating] | None,
         *,
         limit: int = 20,
+        match: str | None = None,
     ) -> list[FactHit]:
         """Live facts of `owner_id` for a query: vector kNN (only the owner's partition is
-        scanned) and FTS5 side by side, merged, with calibrated relevance, best first."""
-        similarity: dict[int, float] = {}
+        scanned) and FTS5 side by side, merged, best first by calibrated relevance.
+
+        Every hit carries its raw signals too: `cosine` (keyword hits are compared with the
+        query through their stored vector) and `bm25` (None when FTS did not find it).
+        `match` overrides the FTS expression built from `text`."""
+        cosine: dict[int, float] = {}
         if embedding is not None:
             rows = await self.db.fetchall(
                 "SELECT fact_id, distance FROM fact_vec WHERE embedding MATCH ? AND k = ?"
                 " AND owner_id = ?",
                 (as_blob(embedding), limit, owner_id),
             )
-            # Cosine distance is 1 − cos; negative similarity carries no evidence.
-            similarity = {r[0]: min(max(1.0 - float(r[1]), 0.0), 1.0) for r in rows}
-        keyword: set[int] = set()
-        query = match_query(text)
+            cosine = {r[0]: 1.0 - float(r[1]) for r in rows}
+        bm25: dict[int, float] = {}
+        query = match if match is not None else match_query(text)
         if query is not None:
             rows = await self.db.fetchall(
-                "SELECT f.id FROM fact_fts JOIN facts f ON f.id = fact_fts.rowid"
+                "SELECT f.id, bm25(fact_fts) AS s FROM fact_fts"
+                " JOIN facts f ON f.id = fact_fts.rowid"
                 " WHERE fact_fts MATCH ? AND f.owner_id = ? AND f.status = 'live'"
-                " ORDER BY bm25(fact_fts) LIMIT ?",
+                " ORDER BY s LIMIT ?",
                 (query, owner_id, limit),
             )
-            keyword = {r[0] for r in rows}
-        ids = list(similarity.keys() | keyword)
+            bm25 = {r[0]: float(r[1]) for r in rows}
+        ids = list(cosine.keys() | bm25.keys())
         if not ids:
             return []
+        missing = [i for i in bm25 if i not in cosine]
+        if missing and embedding is not None:
+            query_vec = np.asarray(embedding, dtype=np.float32)
+            for r in await self.db.fetchall(
+                f"SELECT fact_id, embedding FROM fact_vec WHERE fact_id IN ({_marks(missing)})",
+                missing,
+            ):
+                cosine[r[0]] = float(np.dot(np.frombuffer(r[1], dtype="<f4"), query_vec))
         facts = await self.db.fetchall(
             f"SELECT * FROM facts WHERE id IN ({_marks(ids)}) AND owner_id = ?"
             " AND status = 'live'",
@@ -447,10 +468,12 @@ class FactRepo:
         hits = []
         for row in facts:
             fact = fact_from_db(row)
-            sim = similarity.get(fact.id, 0.0)
-            cov = coverage(query_terms, fact.text)
+            # Negative cosine carries no evidence.
+            sim = min(max(cosine.get(fact.id, 0.0), 0.0), 1.0)
+            cov = coverage(query_terms, index_text(fact.text, fact.attribute))
             relevance = min(max(sim, cov) + 0.25 * min(sim, cov), 1.0)
-            hits.append(FactHit(fact, relevance, sim, cov))
+            hits.append(FactHit(fact, relevance, sim, cov, cosine.get(fact.id),
+                                bm25.get(fact.id)))
         hits.sort(key=lambda h: (-h.relevance, -h.fact.id))
         return hits[:limit]
 
@@ -492,7 +515,7 @@ class FactStore:
         live_ids = {f.id for f in live}
         targets = [f.id for f in live if attribute and f.key == (subject, attribute)]
         targets += [i for i in replaces if i in live_ids and i not in targets]
-        vec = (await self.embedder.embed([new.text.strip()]))[0]
+        vec = (await self.embedder.embed([index_text(new.text, new.attribute)]))[0]
         if correction:
             fact_id = await self.repo.add(new, vec, now, retract=targets)
             return AddResult(fact_id, retracted=tuple(targets))

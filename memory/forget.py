@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 # Tables forgetting and wiping handle themselves (the rest of OWNED_TABLES generically).
 _SPECIAL = {"identities", "channels", "transcript", "episodes", "facts", "fact_sources",
             "fact_cursors", "memory_pauses"}
+# Per-channel "last row handled" cursors (memory.cursors).
+CURSOR_TABLES = ("episode_cursors", "transcript_vec_cursors")
 # A forget that matches more than this many turns (or more than one fact) asks first.
 AMBIGUOUS_TURNS = 3
 MAX_EXTRACTIVE_CHARS = 1200
@@ -157,7 +159,11 @@ class Forgetter:
             return plan
         rows = await self.db.fetchall("SELECT * FROM facts WHERE owner_id = ? ORDER BY id",
                                       (person_id,))
-        plan.facts = [fact_from_db(r) for r in rows if matches(r["text"], patterns)]
+        plan.facts = [
+            fact_from_db(r) for r in rows
+            if matches(f"{r['text']} {r['subject']} {r['attribute']}".replace("_", " "),
+                       patterns)
+        ]
         scope = await self.db.fetchall(
             "SELECT id, turn_id, kind, content FROM transcript"
             " WHERE owner_id = ? OR person_id = ? ORDER BY id",
@@ -309,32 +315,14 @@ class Forgetter:
         """Delete and rebuild what `plan` found, in one transaction; then scrub the files."""
         if plan.empty:
             return
-        texts = [e.summary for e in plan.episodes if e.summary is not None]
-        vectors = await self.embedder.embed(texts) if texts else None
+        vectors = await self._embed_fixes(plan.episodes)
         async with self.db.write() as conn:
             await FactRepo.delete_in(conn, [f.id for f in plan.facts])
             await self._delete_rows(conn, plan.row_ids)
             for rid, text in plan.compactions.items():
                 await conn.execute("UPDATE transcript SET content = ? WHERE id = ?",
                                    (text or "(forgotten)", rid))
-            vec_index = 0
-            for fix in plan.episodes:
-                if fix.summary is None:
-                    await self._delete_episodes(conn, [fix.episode_id])
-                    continue
-                assert vectors is not None
-                await conn.execute(
-                    "UPDATE episodes SET summary = ?, key_terms = ?, method = 'extractive'"
-                    " WHERE id = ?",
-                    (fix.summary, fix.key_terms, fix.episode_id),
-                )
-                await conn.execute("DELETE FROM episode_vec WHERE episode_id = ?",
-                                   (fix.episode_id,))
-                await conn.execute(
-                    "INSERT INTO episode_vec (episode_id, owner_id, embedding) VALUES (?, ?, ?)",
-                    (fix.episode_id, fix.owner_id, as_blob(vectors[vec_index])),
-                )
-                vec_index += 1
+            await self._apply_fixes(conn, plan.episodes, vectors)
             for table, rowids in plan.generic.items():
                 for chunk in _chunks(rowids):
                     await conn.execute(f"DELETE FROM {table} WHERE rowid IN ({_marks(chunk)})",
@@ -357,8 +345,7 @@ class Forgetter:
         plan.channels |= {r[1] for r in own_rows}
         # Room episodes that cited the person's turns are rebuilt; their own are deleted below.
         plan.episodes = [e for e in plan.episodes if e.owner_id != person_id]
-        texts = [e.summary for e in plan.episodes if e.summary is not None]
-        vectors = await self.embedder.embed(texts) if texts else None
+        vectors = await self._embed_fixes(plan.episodes)
         own_eps = [r[0] for r in await self.db.fetchall(
             "SELECT id FROM episodes WHERE owner_id = ?", (person_id,))]
         fact_ids = [r[0] for r in await self.db.fetchall(
@@ -368,34 +355,42 @@ class Forgetter:
             await FactRepo.delete_in(conn, fact_ids)
             await self._delete_episodes(conn, own_eps)
             await self._delete_rows(conn, plan.row_ids)
-            vec_index = 0
-            for fix in plan.episodes:
-                if fix.summary is None:
-                    await self._delete_episodes(conn, [fix.episode_id])
-                    continue
-                assert vectors is not None
-                await conn.execute(
-                    "UPDATE episodes SET summary = ?, method = 'extractive' WHERE id = ?",
-                    (fix.summary, fix.episode_id))
-                await conn.execute("DELETE FROM episode_vec WHERE episode_id = ?",
-                                   (fix.episode_id,))
-                await conn.execute(
-                    "INSERT INTO episode_vec (episode_id, owner_id, embedding) VALUES (?, ?, ?)",
-                    (fix.episode_id, fix.owner_id, as_blob(vectors[vec_index])))
-                vec_index += 1
+            await self._apply_fixes(conn, plan.episodes, vectors)
             for table, column in OWNED_TABLES:
                 if table in _SPECIAL - {"fact_sources", "fact_cursors"}:
                     continue
                 cur = await conn.execute(f"DELETE FROM {table} WHERE {column} = ?",
                                          (person_id,))
                 other += max(cur.rowcount, 0)
-            await conn.execute(
-                "DELETE FROM episode_cursors WHERE channel_id IN"
-                " (SELECT id FROM channels WHERE owner_id = ?)", (person_id,))
             await self._fix_cursors(conn, plan.channels)
         await self.scrub()
         log.info("wiped person %s", person_id)
         return WipeReport(len(fact_ids), len(plan.row_ids), len(own_eps), other)
+
+    async def _embed_fixes(self, fixes: Sequence[EpisodeFix]) -> list[Any]:
+        """The new vectors of the episodes to rebuild, in order (before the transaction:
+        the embedder is a network call)."""
+        texts = [f.summary for f in fixes if f.summary is not None]
+        return list(await self.embedder.embed(texts)) if texts else []
+
+    async def _apply_fixes(self, conn: Any, fixes: Sequence[EpisodeFix],
+                           vectors: Sequence[Any]) -> None:
+        """Rebuild (summary, key terms, vector) or delete each episode of `fixes`."""
+        rebuilt = iter(vectors)
+        for fix in fixes:
+            if fix.summary is None:
+                await self._delete_episodes(conn, [fix.episode_id])
+                continue
+            await conn.execute(
+                "UPDATE episodes SET summary = ?, key_terms = ?, method = 'extractive'"
+                " WHERE id = ?",
+                (fix.summary, fix.key_terms, fix.episode_id),
+            )
+            await conn.execute("DELETE FROM episode_vec WHERE episode_id = ?", (fix.episode_id,))
+            await conn.execute(
+                "INSERT INTO episode_vec (episode_id, owner_id, embedding) VALUES (?, ?, ?)",
+                (fix.episode_id, fix.owner_id, as_blob(next(rebuilt))),
+            )
 
     @staticmethod
     async def _delete_rows(conn: Any, row_ids: Iterable[int]) -> None:
@@ -417,15 +412,16 @@ class Forgetter:
 
     @staticmethod
     async def _fix_cursors(conn: Any, channels: Iterable[int]) -> None:
-        """Keep each episode cursor on a row that still exists, so a row id SQLite reuses
-        after the deletion is seen as new by the episode cutter."""
-        for channel_id in channels:
-            await conn.execute(
-                "UPDATE episode_cursors SET last_row_id = coalesce((SELECT max(id) FROM"
-                " transcript WHERE channel_id = ?1 AND id <= episode_cursors.last_row_id), 0)"
-                " WHERE channel_id = ?1",
-                (channel_id,),
-            )
+        """Keep each per-channel row cursor on a row that still exists, so a row id SQLite
+        reuses after the deletion is seen as new (by the episode cutter, the row indexer)."""
+        for table in CURSOR_TABLES:
+            for channel_id in channels:
+                await conn.execute(
+                    f"UPDATE {table} SET last_row_id = coalesce((SELECT max(id) FROM"
+                    f" transcript WHERE channel_id = ?1 AND id <= {table}.last_row_id), 0)"
+                    " WHERE channel_id = ?1",
+                    (channel_id,),
+                )
 
     async def scrub(self) -> None:
         """Merge every FTS5 index (dropping deleted terms) and truncate the WAL."""

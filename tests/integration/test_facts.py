@@ -142,3 +142,22 @@ async def test_decay_purges_invalid_facts_only(app: App, clock: ManualClock) -> 
     assert purged == 1
     assert await s.repo.get(old.fact_id or 0) is None
     assert await s.repo.get(new.fact_id or 0) is not None
+
+
+async def test_search_reports_raw_signals_for_recall(app: App, clock: ManualClock) -> None:
+    alice = await person(app, "alice", clock)
+    s = store(app)
+    await s.add(NewFact(alice.id, "place", "Rows on the lake every morning", "user"),
+                clock.now())
+    oboe = await s.add(NewFact(alice.id, "user_specific", "Plays oboe", "user",
+                               attribute="instrument"), clock.now())
+    query = "which instrument do I play, the oboe? and do I row on the lake"
+    vec = (await app.embedder.embed([query]))[0]
+    hits = await s.repo.search(alice.id, query, vec, limit=1)
+    everything = await s.repo.search(alice.id, query, vec, limit=5)
+    by_id = {h.fact.id: h for h in everything}
+    assert by_id[oboe.fact_id or 0].bm25 is not None and by_id[oboe.fact_id or 0].bm25 < 0
+    assert all(h.cosine is not None for h in everything)  # keyword hits get a cosine too
+    expected = float(np.dot((await app.embedder.embed(["Plays oboe (instrument)"]))[0], vec))
+    assert by_id[oboe.fact_id or 0].cosine == pytest.approx(expected, abs=1e-5)
+    assert len(hits) == 1

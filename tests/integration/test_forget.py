@@ -61,13 +61,17 @@ async def all_table_text(db: Database) -> str:
 
 
 async def index_vectors(app: App, owner: Person) -> None:
-    """Vectors for the owner's rows, as the recall layer keeps them."""
-    rows = await app.transcript.for_owner(owner.id)
+    """Vectors for all the owner's rows (the row indexer covers messages; this adds the rest)."""
+    await app.processor.drain()
+    have = {r[0] for r in await app.db.fetchall("SELECT row_id FROM transcript_vec")}
+    rows = [r for r in await app.transcript.for_owner(owner.id) if r.id not in have]
+    if not rows:
+        return
     vecs = await app.embedder.embed([r.content for r in rows])
     async with app.db.write() as conn:
         for row, vec in zip(rows, vecs, strict=True):
             await conn.execute(
-                "INSERT OR IGNORE INTO transcript_vec (row_id, owner_id, embedding)"
+                "INSERT INTO transcript_vec (row_id, owner_id, embedding)"
                 " VALUES (?, ?, ?)", (row.id, owner.id, as_blob(vec)))
 
 
@@ -228,9 +232,18 @@ async def test_wipe_removes_the_persons_turns_in_shared_rooms(
     await say(app, clock, "bob", f"Mine is {BOB}", **room)
     shared = await say(app, clock, "alice", "/memory", **room)
     assert "only works in a private chat" in shared.reply
+    scope = await app.persons.by_identity("room:console:room1")
+    assert scope is not None
+    room_rows = await app.transcript.for_owner(scope.id)
+    ep = await episode(app, clock, scope, f"Alice's word is {TOKEN}; Bob's is {BOB}.",
+                       [r.id for r in room_rows])
     await say(app, clock, "alice", "/wipe")
     await say(app, clock, "alice", "/wipe confirm")
     raw = file_bytes(app.db)
     assert TOKEN.lower().encode() not in raw and BOB.lower().encode() in raw
     rows = await app.db.fetchall("SELECT content FROM transcript")
     assert [r[0] for r in rows] == [f"Mine is {BOB}", f"You said: bob: Mine is {BOB}"]
+    # The room's episode is rebuilt from what bob's turn said.
+    rebuilt = await EpisodeRepo(app.db).get(ep)
+    assert rebuilt is not None and BOB in rebuilt.summary and TOKEN not in rebuilt.summary
+    assert await EpisodeRepo(app.db).cited_rows(ep) == [r.id for r in room_rows[2:]]

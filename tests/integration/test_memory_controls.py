@@ -11,11 +11,12 @@ from typing import Any
 
 from bot.app import App
 from bot.clock import ManualClock
+from bot.prompt import MEMORY_PREAMBLE
 from bot.types import InboundMessage, TurnResult
 from memory.episodes import EpisodeRepo, NewEpisode
 from memory.fact_extraction import model_completer
 from memory.facts import NewFact
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, Reply
 
 ROOT = Path(__file__).parents[2]
 
@@ -49,7 +50,7 @@ def fact_json(text: str, evidence: str, **kw: Any) -> str:
 
 def memory_block(body: dict[str, Any]) -> str:
     return "\n".join(str(m["content"]) for m in body["messages"]
-                     if m["role"] == "system" and "Facts:" in str(m["content"]))
+                     if m["role"] == "system" and MEMORY_PREAMBLE in str(m["content"]))
 
 
 async def test_a_correction_beats_the_wrong_fact_on_the_next_turn(
@@ -61,7 +62,7 @@ async def test_a_correction_beats_the_wrong_fact_on_the_next_turn(
     fake_openai.reply(fact_json("Lives in Paris", "I live in Paris", attribute="home_city"))
     await app.extractor.run(alice.id, model_completer(app.chat), clock.now())
 
-    await say(app, clock, "where do I live again?")
+    await say(app, clock, "what is my home city again?")
     assert "Lives in Paris" in memory_block(fake_openai.chat_requests()[-1])
     paris = (await app.facts.repo.for_owner(alice.id))[0]
 
@@ -69,14 +70,20 @@ async def test_a_correction_beats_the_wrong_fact_on_the_next_turn(
     await say(app, clock, "No, I moved to Lyon last month.")
     await cut_episode(app, clock, alice.id, last)
     fake_openai.reply(fact_json("Lives in Lyon", "I moved to Lyon", correction=True,
+                                attribute="home_city",
                                 replaces=[paris.id]))
     report = await app.extractor.run(alice.id, model_completer(app.chat), clock.now())
     assert report.retracted == [paris.id]
 
-    await say(app, clock, "where do I live again?")
+    await say(app, clock, "what is my home city again?")
     block = memory_block(fake_openai.chat_requests()[-1])
-    assert "Lives in Lyon" in block and "Paris" not in block
-    assert "since" in block and "from your words" in block  # provenance
+    lyon = (await app.facts.repo.for_owner(alice.id))[0]
+    assert lyon.text == "Lives in Lyon" and f"fact #{paris.id} " not in block
+    assert f"fact #{lyon.id} (user_specific)" in block and "> Lives in Lyon (home city)" in block
+    assert "> Lives in Paris" not in block
+    # Anything else recalled about Paris (the old conversation) ranks below the correction.
+    assert "Paris" not in block or block.index("Lyon") < block.index("Paris")
+    assert f"since {clock.now().date()}" in block and "private chat on console" in block
 
 
 async def test_facts_never_reach_a_shared_room(app: App, fake_openai: FakeOpenAI,
@@ -196,3 +203,78 @@ def test_commands_through_strata_chat_and_the_cli(fake_openai: FakeOpenAI,
     raw = db.read_bytes() + (Path(str(db) + "-wal").read_bytes()
                              if Path(str(db) + "-wal").exists() else b"")
     assert b"pigeons" not in raw.lower() and b"kikiriqq" not in raw.lower()
+
+
+async def test_correct_memory_tool_retracts_before_the_next_turn(
+        app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
+    await say(app, clock, "hi")
+    alice = await app.persons.find("alice")
+    assert alice is not None
+    wrong = await app.facts.add(NewFact(alice.id, "user_specific", "Works as a baker in Paris",
+                                        "user", attribute="job"), clock.now())
+    await say(app, clock, "what's my job?")
+    assert f"fact #{wrong.fact_id}" in memory_block(fake_openai.chat_requests()[-1])
+    fake_openai.reply(Reply(tool_calls=[("correct_memory", {
+        "fact_id": wrong.fact_id, "text": "Works as a florist in Lyon"})]), "Noted!")
+    done = await say(app, clock, "No, I'm a florist in Lyon now, not a baker.")
+    assert done.reply == "Noted!"
+    tool_rows = [r.content for r in await app.transcript.for_owner(alice.id)
+                 if r.kind.value == "tool_result"]
+    assert "withdrawn and replaced" in tool_rows[-1]
+    await say(app, clock, "what's my job?")
+    block = memory_block(fake_openai.chat_requests()[-1])
+    assert "florist in Lyon" in block and "baker" not in block
+    old = await app.facts.repo.get(wrong.fact_id or 0)
+    assert old is not None and old.status == "retracted"
+    # Another person's fact id cannot be touched through the tool.
+    await say(app, clock, "hello", user="bob")
+    fake_openai.reply(Reply(tool_calls=[("forget_fact", {"fact_id": wrong.fact_id})]), "ok")
+    await say(app, clock, "forget fact one", user="bob")
+    bob = await app.persons.find("bob")
+    assert bob is not None
+    bob_tool = [r.content for r in await app.transcript.for_owner(bob.id)
+                if r.kind.value == "tool_result"]
+    assert "no such remembered fact" in bob_tool[-1]
+
+
+async def test_remember_tool_honours_pause(app: App, fake_openai: FakeOpenAI,
+                                           clock: ManualClock) -> None:
+    await say(app, clock, "/pause")
+    fake_openai.reply(Reply(tool_calls=[("remember", {"text": "Likes oolong tea"})]), "ok")
+    await say(app, clock, "remember that I like oolong tea")
+    alice = await app.persons.find("alice")
+    assert alice is not None
+    assert await app.facts.repo.count(alice.id, live_only=False) == 0
+    await say(app, clock, "/resume")
+    fake_openai.reply(Reply(tool_calls=[("remember", {"text": "Likes oolong tea",
+                                                      "kind": "gossip"})]),
+                      Reply(tool_calls=[("remember", {"text": "Likes oolong tea"})]), "ok")
+    await say(app, clock, "remember that I like oolong tea")
+    facts = await app.facts.repo.for_owner(alice.id)
+    assert [(f.kind, f.text) for f in facts] == [("note", "Likes oolong tea")]
+    results = [r.content for r in await app.transcript.for_owner(alice.id)
+               if r.kind.value == "tool_result"]
+    assert "unknown fact kind 'gossip'" in results[0] and "remembered as fact" in results[1]
+    sources = await app.facts.repo.sources(facts[0].id)
+    cited = await app.transcript.get(sources.row_ids[0])
+    assert cited is not None and cited.content == "remember that I like oolong tea"
+
+
+async def test_extraction_after_turn_when_configured(fake_openai: FakeOpenAI,
+                                                     settings: Any, clock: ManualClock) -> None:
+    cfg = settings.model_copy(update={"facts": settings.facts.model_copy(
+        update={"extract_after_turn": True})})
+    app = await App.create(cfg, clock=clock)
+    try:
+        await say(app, clock, "I play the oboe.")
+        await app.processor.drain()
+        alice = await app.persons.find("alice")
+        assert alice is not None
+        await cut_episode(app, clock, alice.id, 0)
+        fake_openai.reply("You said it.", fact_json("Plays the oboe", "I play the oboe"))
+        await say(app, clock, "nice weather")
+        await app.processor.drain()
+        assert [f.text for f in await app.facts.repo.for_owner(alice.id)] == ["Plays the oboe"]
+        assert await app.extractor.watermark(alice.id) is None
+    finally:
+        await app.close()
