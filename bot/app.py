@@ -231,6 +231,7 @@ class App:
             facts=facts,
             extractor=extractor,
             lifecycle=make_lifecycle_policy(settings),
+            cutter=cutter,
         )
         register_tools(processor.tools, services)
         register_commands(commands, services)

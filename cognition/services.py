@@ -17,6 +17,7 @@ from cognition.connectors import Connector
 from cognition.research import SearchProvider
 from memory.calendar import CalendarRepo
 from memory.db import Database
+from memory.episode_cut import EpisodeCutter
 from memory.episodes import EpisodeRepo
 from memory.fact_extraction import FactExtractor
 from memory.facts import FactStore
@@ -48,6 +49,7 @@ class Services:
     facts: FactStore
     extractor: FactExtractor
     lifecycle: LifecyclePolicy = field(default_factory=LifecyclePolicy)
+    cutter: EpisodeCutter | None = None
     connectors: list[Connector] = field(default_factory=list)
     search: SearchProvider | None = None
 
@@ -65,6 +67,7 @@ class Services:
         facts: FactStore,
         extractor: FactExtractor,
         lifecycle: LifecyclePolicy,
+        cutter: EpisodeCutter | None = None,
     ) -> Services:
         """The services over one database, with the connectors and search provider that the
         configuration asks for."""
@@ -90,6 +93,7 @@ class Services:
             facts=facts,
             extractor=extractor,
             lifecycle=lifecycle,
+            cutter=cutter,
             connectors=configured_connectors(settings),
             search=configured_search(settings),
         )

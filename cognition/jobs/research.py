@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from bot.turns import BACKGROUND_PLATFORM
 from cognition.jobs.common import add_fact, live_facts
 from cognition.prompts import read_json
 from cognition.prompts import research as prompts
@@ -44,10 +45,11 @@ class ResearchJob(BaseJob):
                                instructions=prompts.QUERY_INSTRUCTIONS, step="queries")
         queries = [q.strip() for q in read_json(reply, prompts.Queries).queries if q.strip()][:3]
         known = {f.url for f in await live_facts(ctx, ["discovery"]) if f.url}
+        shown = await self._shown_before(ctx)
         fresh: list[Finding] = []
         for query in queries:
             for f in await s.search.search(query, s.settings.cognition.research_max_results):
-                if f.url not in known:
+                if f.url not in known and f"— {f.url}\n" not in shown:
                     known.add(f.url)
                     fresh.append(f)
         if not fresh:
@@ -68,3 +70,13 @@ class ResearchJob(BaseJob):
                 stored += 1
         return JobOutcome(f"{len(queries)} queries, {len(fresh)} new results, "
                           f"{stored} discoveries kept")
+
+    async def _shown_before(self, ctx: JobContext) -> str:
+        """The text of the recent result lists shown to the model (a result it passed over
+        once is not new the next time)."""
+        ref = f"{ctx.person.id}/{SOURCE}"
+        channel = await ctx.services.channels.by_ref(BACKGROUND_PLATFORM, ref)
+        if channel is None:
+            return ""
+        rows = await ctx.services.transcript.for_channel(channel.id, limit=40, newest=True)
+        return "\n".join(r.content for r in rows if r.role.value == "user")

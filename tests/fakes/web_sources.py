@@ -62,7 +62,8 @@ class WebSources:
             f"<description>{escape(d)}</description></item>"
             for t, link, d in self.rss_items
         )
-        body = f'<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>{items}</channel></rss>'
+        body = ('<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>'
+                f"{items}</channel></rss>")
         return web.Response(text=body, content_type="application/rss+xml")
 
     async def _atom(self, request: web.Request) -> web.StreamResponse:
