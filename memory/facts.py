@@ -89,10 +89,15 @@ def word_pattern(term: str) -> re.Pattern[str]:
 
     `cats` finds "cat", "cats" and "Cat's"; `zorblax` finds "Zorblax's" but not "xzorblax".
     """
+    return re.compile(r"(?<!\w)" + re.escape(stem_of(term)), re.IGNORECASE)
+
+
+def stem_of(term: str) -> str:
+    """`term` lower-cased, a plural `s` dropped (`cats` → `cat`, `glass` stays)."""
     stem = term.lower()
     if len(stem) > 3 and stem.endswith("s") and not stem.endswith("ss"):
         stem = stem[:-1]
-    return re.compile(r"(?<!\w)" + re.escape(stem), re.IGNORECASE)
+    return stem
 
 
 def index_text(text: str, attribute: str) -> str:
