@@ -351,13 +351,13 @@ class FactRepo:
             total += cur.rowcount
         return total
 
-    async def decay(self, now: datetime) -> tuple[int, int]:
-        """Recompute every fact's weight and purge invalid facts that have faded.
-
-        Returns (weights updated, facts purged). Called by the decay job.
-        """
+    async def decay(self, now: datetime, owner_id: int | None = None) -> tuple[int, int]:
+        """Recompute the facts' weights (of `owner_id`, or everyone's) and purge invalid facts
+        that have faded. Returns (weights updated, facts purged). For the decay job."""
+        sql = "SELECT id, kind, status, last_relevant_at FROM facts"
         rows = await self.db.fetchall(
-            "SELECT id, kind, status, last_relevant_at FROM facts"
+            sql + (" WHERE owner_id = ?" if owner_id is not None else ""),
+            (owner_id,) if owner_id is not None else (),
         )
         updates: list[tuple[float, int]] = []
         purge: list[int] = []
