@@ -159,7 +159,8 @@ class App:
         if settings.facts.tools:
             MemoryTools(facts, transcript, clock).register(processor.tools)
         MemoryCommands(
-            db, persons, channels, forgetter, clock, context=lambda: processor.context
+            db, persons, channels, forgetter, clock, context=lambda: processor.context,
+            settle=processor.drain,
         ).register(commands)
         return cls(
             settings, db, clock, chat, embedder, persons, channels, transcript, processor,
