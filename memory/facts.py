@@ -30,7 +30,7 @@ from bot.ports import Embedder
 from memory.db import Database, Row
 from memory.decay import fact_weight
 from memory.episodes import as_blob
-from memory.fts import match_query, terms
+from memory.fts import match_query, owner_scoped, terms
 from memory.profiles import profile_for
 
 log = logging.getLogger(__name__)
@@ -445,12 +445,13 @@ class FactRepo:
         bm25: dict[int, float] = {}
         query = match if match is not None else match_query(text)
         if query is not None:
+            # The owner column weighs nothing in bm25; CROSS JOIN keeps MATCH run once.
             rows = await self.db.fetchall(
-                "SELECT f.id, bm25(fact_fts) AS s FROM fact_fts"
-                " JOIN facts f ON f.id = fact_fts.rowid"
+                "SELECT f.id, bm25(fact_fts, 0.0, 1.0, 1.0) AS s FROM fact_fts"
+                " CROSS JOIN facts f ON f.id = fact_fts.rowid"
                 " WHERE fact_fts MATCH ? AND f.owner_id = ? AND f.status = 'live'"
                 " ORDER BY s LIMIT ?",
-                (query, owner_id, limit),
+                (owner_scoped(query, owner_id, ("text", "attribute")), owner_id, limit),
             )
             bm25 = {r[0]: float(r[1]) for r in rows}
         ids = list(cosine.keys() | bm25.keys())
