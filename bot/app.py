@@ -215,7 +215,8 @@ class App:
         if settings.facts.tools:
             MemoryTools(facts, transcript, clock).register(processor.tools)
         MemoryCommands(
-            db, persons, channels, forgetter, clock, context=lambda: processor.context
+            db, persons, channels, forgetter, clock, context=lambda: processor.context,
+            settle=processor.drain,
         ).register(commands)
         # Cognition: reminders and scheduled prompts (tools, /timezone), the ambient snapshot
         # and portrait in every prompt, and the background runner with the nine jobs.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -72,6 +72,9 @@ class MemoryCommands:
     # The turn processor's context source (portrait), looked up when needed: it is wired
     # after the commands are registered.
     context: Callable[[], ContextSource | None] = lambda: None
+    # Waits for after-turn work in flight (an episode being cut from rows about to be
+    # forgotten) before /forget, /wipe or /resume look at the memory.
+    settle: Callable[[], Awaitable[None]] | None = None
     _pending: dict[int, _Pending] = field(default_factory=dict, init=False)
 
     @property
@@ -159,6 +162,8 @@ class MemoryCommands:
         if args.lower() in ("cancel", "no"):
             self._pending.pop(pid, None)
             return CommandReply("OK, I forget nothing.")
+        if self.settle is not None:
+            await self.settle()
         if args.lower() in ("yes", "confirm"):
             pending = self._take_pending(pid, "forget")
             if pending is None:
@@ -211,6 +216,8 @@ class MemoryCommands:
         if arg in ("confirm", "yes"):
             if self._take_pending(pid, "wipe") is None:
                 return CommandReply("Send /wipe first; I ask before deleting everything.")
+            if self.settle is not None:
+                await self.settle()
             report = await self.forgetter.wipe(pid)
             return CommandReply(
                 f"Done: I deleted everything I remembered about you ({report.rows} messages, "
@@ -246,6 +253,8 @@ class MemoryCommands:
         # Forget while still paused, so nothing of the paused stretch becomes memory in between
         # (the extractor re-checks `paused`; the episode cutter honours it too).
         dropped = ""
+        if self.settle is not None:
+            await self.settle()
         if after is not None:
             plan = await self.forgetter.plan_since(ctx.person.id, int(after))
             if not plan.empty:

@@ -16,6 +16,7 @@ background turn and tests through the fake server. Imports `bot` leaf modules an
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -150,6 +151,9 @@ class FactExtractor:
         self.store = store
         self.persons = persons
         self.min_confidence = min_confidence
+        # One run per owner at a time in this process (an after-turn run and the background
+        # job must not both read the same new episodes).
+        self._locks: dict[int, asyncio.Lock] = {}
 
     # -- the cursor ------------------------------------------------------------------------------
 
@@ -200,6 +204,12 @@ class FactExtractor:
         self, owner_id: int, complete: Complete, now: datetime, *, max_episodes: int = 8
     ) -> ExtractionReport:
         """Read up to `max_episodes` new episodes of `owner_id` with one model call."""
+        async with self._locks.setdefault(owner_id, asyncio.Lock()):
+            return await self._run(owner_id, complete, now, max_episodes)
+
+    async def _run(
+        self, owner_id: int, complete: Complete, now: datetime, max_episodes: int
+    ) -> ExtractionReport:
         report = ExtractionReport()
         person = await self.persons.get(owner_id)
         if person is None or person.kind is not OwnerKind.PERSON:

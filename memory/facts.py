@@ -30,7 +30,7 @@ from bot.ports import Embedder
 from memory.db import Database, Row
 from memory.decay import fact_weight
 from memory.episodes import as_blob
-from memory.fts import match_query, terms
+from memory.fts import match_query, owner_scoped, terms
 from memory.profiles import profile_for
 
 log = logging.getLogger(__name__)
@@ -89,10 +89,15 @@ def word_pattern(term: str) -> re.Pattern[str]:
 
     `cats` finds "cat", "cats" and "Cat's"; `zorblax` finds "Zorblax's" but not "xzorblax".
     """
+    return re.compile(r"(?<!\w)" + re.escape(stem_of(term)), re.IGNORECASE)
+
+
+def stem_of(term: str) -> str:
+    """`term` lower-cased, a plural `s` dropped (`cats` → `cat`, `glass` stays)."""
     stem = term.lower()
     if len(stem) > 3 and stem.endswith("s") and not stem.endswith("ss"):
         stem = stem[:-1]
-    return re.compile(r"(?<!\w)" + re.escape(stem), re.IGNORECASE)
+    return stem
 
 
 def index_text(text: str, attribute: str) -> str:
@@ -346,13 +351,13 @@ class FactRepo:
             total += cur.rowcount
         return total
 
-    async def decay(self, now: datetime) -> tuple[int, int]:
-        """Recompute every fact's weight and purge invalid facts that have faded.
-
-        Returns (weights updated, facts purged). Called by the decay job.
-        """
+    async def decay(self, now: datetime, owner_id: int | None = None) -> tuple[int, int]:
+        """Recompute the facts' weights (of `owner_id`, or everyone's) and purge invalid facts
+        that have faded. Returns (weights updated, facts purged). For the decay job."""
+        sql = "SELECT id, kind, status, last_relevant_at FROM facts"
         rows = await self.db.fetchall(
-            "SELECT id, kind, status, last_relevant_at FROM facts"
+            sql + (" WHERE owner_id = ?" if owner_id is not None else ""),
+            (owner_id,) if owner_id is not None else (),
         )
         updates: list[tuple[float, int]] = []
         purge: list[int] = []
@@ -440,12 +445,13 @@ class FactRepo:
         bm25: dict[int, float] = {}
         query = match if match is not None else match_query(text)
         if query is not None:
+            # The owner column weighs nothing in bm25; CROSS JOIN keeps MATCH run once.
             rows = await self.db.fetchall(
-                "SELECT f.id, bm25(fact_fts) AS s FROM fact_fts"
-                " JOIN facts f ON f.id = fact_fts.rowid"
+                "SELECT f.id, bm25(fact_fts, 0.0, 1.0, 1.0) AS s FROM fact_fts"
+                " CROSS JOIN facts f ON f.id = fact_fts.rowid"
                 " WHERE fact_fts MATCH ? AND f.owner_id = ? AND f.status = 'live'"
                 " ORDER BY s LIMIT ?",
-                (query, owner_id, limit),
+                (owner_scoped(query, owner_id, ("text", "attribute")), owner_id, limit),
             )
             bm25 = {r[0]: float(r[1]) for r in rows}
         ids = list(cosine.keys() | bm25.keys())

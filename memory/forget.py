@@ -29,7 +29,7 @@ from bot.ports import Embedder
 from memory.db import Database
 from memory.episodes import as_blob
 from memory.export import OWNED_TABLES
-from memory.facts import Fact, FactRepo, fact_from_db, word_pattern
+from memory.facts import Fact, FactRepo, fact_from_db, stem_of, word_pattern
 from memory.fts import terms
 
 log = logging.getLogger(__name__)
@@ -164,10 +164,14 @@ class Forgetter:
             if matches(f"{r['text']} {r['subject']} {r['attribute']}".replace("_", " "),
                        patterns)
         ]
+        # A cheap SQL prefilter (SQLite's lower() folds ASCII only, so only ASCII stems are
+        # used); the regex decides.
+        stems = [t for t in (stem_of(w) for w in terms(words)) if t.isascii()]
+        prefilter = "".join(" AND instr(lower(content), ?) > 0" for _ in stems)
         scope = await self.db.fetchall(
             "SELECT id, turn_id, kind, content FROM transcript"
-            " WHERE owner_id = ? OR person_id = ? ORDER BY id",
-            (person_id, person_id),
+            f" WHERE (owner_id = ? OR person_id = ?){prefilter} ORDER BY id",
+            (person_id, person_id, *stems),
         )
         for r in scope:
             if not matches(r["content"], patterns):

@@ -45,7 +45,7 @@ from bot.types import Channel, Person
 from memory.db import Database, Row
 from memory.decay import episode_weight
 from memory.episodes import LEAF, EpisodeRepo, as_blob
-from memory.fts import match_query, terms
+from memory.fts import match_query, owner_scoped, terms
 from memory.profiles import sources_with, wildcard_prefixes_with
 
 log = logging.getLogger(__name__)
@@ -334,12 +334,14 @@ class EpisodeSource:
             cos = {int(r[0]): 1.0 - float(r[1]) for r in hits}
         bm25: dict[int, float] = {}
         if query.match is not None:
+            # CROSS JOIN keeps the planner from running the MATCH once per episode row.
             hits = await self.db.fetchall(
-                "SELECT e.id, bm25(episode_fts) AS s FROM episode_fts"
-                " JOIN episodes e ON e.id = episode_fts.rowid"
-                " WHERE episode_fts MATCH ? AND e.owner_id = ? AND e.tombstoned_at IS NULL"
+                "SELECT e.id, bm25(episode_owner_fts, 0.0, 1.0, 1.0) AS s"
+                " FROM episode_owner_fts CROSS JOIN episodes e ON e.id = episode_owner_fts.rowid"
+                " WHERE episode_owner_fts MATCH ? AND e.owner_id = ? AND e.tombstoned_at IS NULL"
                 " ORDER BY s LIMIT ?",
-                (query.match, query.owner_id, query.k),
+                (owner_scoped(query.match, query.owner_id, ("summary", "key_terms")),
+                 query.owner_id, query.k),
             )
             bm25 = {int(r[0]): float(r[1]) for r in hits}
         ids = list(cos.keys() | bm25.keys())
@@ -410,12 +412,13 @@ class TranscriptSource:
         bm25: dict[int, float] = {}
         if query.match is not None:
             hits = await self.db.fetchall(
-                "SELECT t.id, bm25(transcript_fts) AS s FROM transcript_fts"
-                " JOIN transcript t ON t.id = transcript_fts.rowid"
-                " WHERE transcript_fts MATCH ? AND t.owner_id = ? AND t.kind = 'message'"
+                "SELECT t.id, bm25(transcript_owner_fts, 0.0, 1.0) AS s FROM transcript_owner_fts"
+                " CROSS JOIN transcript t ON t.id = transcript_owner_fts.rowid"
+                " WHERE transcript_owner_fts MATCH ? AND t.owner_id = ? AND t.kind = 'message'"
                 f" AND t.role IN ('user', 'assistant') AND {allowed} AND {skip}"
                 " ORDER BY s LIMIT ?",
-                [query.match, query.owner_id, *params, *skip_params, query.k],
+                [owner_scoped(query.match, query.owner_id, ("content",)), query.owner_id,
+                 *params, *skip_params, query.k],
             )
             bm25 = {int(r[0]): float(r[1]) for r in hits}
         ids = list(cos.keys() | bm25.keys())

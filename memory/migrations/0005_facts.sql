@@ -46,25 +46,29 @@ CREATE INDEX fact_sources_fact ON fact_sources (fact_id);
 CREATE INDEX fact_sources_row ON fact_sources (row_id) WHERE row_id IS NOT NULL;
 CREATE INDEX fact_sources_episode ON fact_sources (episode_id) WHERE episode_id IS NOT NULL;
 
--- The attribute key is indexed too ("home_city" finds a question about where one lives;
--- unicode61 splits it at the underscore).
+-- Keyword index over text and attribute key ("home_city" finds a question about one's home
+-- city; unicode61 splits it at the underscore), scoped by an indexed `owner_id` column like
+-- the owner-scoped indexes of 0003, so a search intersects one owner's posting list.
 CREATE VIRTUAL TABLE fact_fts USING fts5 (
-    text, attribute, content = 'facts', content_rowid = 'id', tokenize = 'porter unicode61'
+    owner_id, text, attribute,
+    content = 'facts', content_rowid = 'id', tokenize = 'porter unicode61'
 );
 
 CREATE TRIGGER fact_fts_insert AFTER INSERT ON facts BEGIN
-    INSERT INTO fact_fts (rowid, text, attribute) VALUES (new.id, new.text, new.attribute);
+    INSERT INTO fact_fts (rowid, owner_id, text, attribute)
+        VALUES (new.id, new.owner_id, new.text, new.attribute);
 END;
 
 CREATE TRIGGER fact_fts_delete AFTER DELETE ON facts BEGIN
-    INSERT INTO fact_fts (fact_fts, rowid, text, attribute)
-        VALUES ('delete', old.id, old.text, old.attribute);
+    INSERT INTO fact_fts (fact_fts, rowid, owner_id, text, attribute)
+        VALUES ('delete', old.id, old.owner_id, old.text, old.attribute);
 END;
 
-CREATE TRIGGER fact_fts_update AFTER UPDATE OF text, attribute ON facts BEGIN
-    INSERT INTO fact_fts (fact_fts, rowid, text, attribute)
-        VALUES ('delete', old.id, old.text, old.attribute);
-    INSERT INTO fact_fts (rowid, text, attribute) VALUES (new.id, new.text, new.attribute);
+CREATE TRIGGER fact_fts_update AFTER UPDATE OF owner_id, text, attribute ON facts BEGIN
+    INSERT INTO fact_fts (fact_fts, rowid, owner_id, text, attribute)
+        VALUES ('delete', old.id, old.owner_id, old.text, old.attribute);
+    INSERT INTO fact_fts (rowid, owner_id, text, attribute)
+        VALUES (new.id, new.owner_id, new.text, new.attribute);
 END;
 
 -- Only live facts have a vector: a fact that stops being live loses it, so a kNN over an

@@ -198,3 +198,19 @@ async def test_muted_sources_are_skipped_and_bad_answers_keep_the_cursor(
         await ex.run(p.id, model_completer(app.chat), clock.now())
     assert await ex.watermark(p.id) is not None
     assert await live_texts(app, p.id) == []
+
+
+async def test_concurrent_runs_read_an_episode_once(app: App, fake_openai: FakeOpenAI,
+                                                    clock: ManualClock) -> None:
+    import asyncio
+
+    p, ch = await setup(app, clock)
+    await episode(app, clock, p, ch, [(Role.USER, "I speak Basque.")])
+    fake_openai.responder = lambda body: json.dumps({"facts": [cand("Speaks Basque",
+                                                                    "I speak Basque")]})
+    ex = extractor(app)
+    reports = await asyncio.gather(*(ex.run(p.id, model_completer(app.chat), clock.now())
+                                     for _ in range(3)))
+    assert len(fake_openai.chat_requests()) == 1
+    assert sorted(r.skipped or "ran" for r in reports) == ["no new episodes"] * 2 + ["ran"]
+    assert await live_texts(app, p.id) == ["Speaks Basque"]

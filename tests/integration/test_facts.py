@@ -138,7 +138,10 @@ async def test_decay_purges_invalid_facts_only(app: App, clock: ManualClock) -> 
     live = await s.repo.get(new.fact_id or 0)
     assert live is not None and 0.6 < live.weight < 0.8  # exp(-5/14)
     clock.advance(timedelta(days=10))
-    _, purged = await s.repo.decay(clock.now())
+    other = await person(app, "bob", clock)
+    assert await s.repo.decay(clock.now(), owner_id=other.id) == (0, 0)
+    assert await s.repo.get(old.fact_id or 0) is not None
+    _, purged = await s.repo.decay(clock.now(), owner_id=alice.id)
     assert purged == 1
     assert await s.repo.get(old.fact_id or 0) is None
     assert await s.repo.get(new.fact_id or 0) is not None

@@ -247,3 +247,23 @@ async def test_wipe_removes_the_persons_turns_in_shared_rooms(
     rebuilt = await EpisodeRepo(app.db).get(ep)
     assert rebuilt is not None and BOB in rebuilt.summary and TOKEN not in rebuilt.summary
     assert await EpisodeRepo(app.db).cited_rows(ep) == [r.id for r in room_rows[2:]]
+
+
+async def test_forget_waits_for_an_episode_being_cut(app: App, fake_openai: FakeOpenAI,
+                                                     clock: ManualClock) -> None:
+    """The 12th turn closes a window: its episode is being written (model call in flight)
+    when /forget arrives; the forget still catches it."""
+    await say(app, clock, "alice", f"My cat is called {TOKEN}.")
+    for i in range(app.settings.episodes.window_turns - 1):
+        await say(app, clock, "alice", f"Small talk number {i} about the weather.")
+    # No drain here: the cutter's after-turn work is still running.
+    asked = await say(app, clock, "alice", f"/forget {TOKEN}")
+    if "/forget yes" in asked.reply:
+        await say(app, clock, "alice", "/forget yes")
+    await app.processor.drain()
+    alice = await app.persons.find("alice")
+    assert alice is not None
+    assert await app.db.fetchval("SELECT count(*) FROM episodes WHERE owner_id = ?",
+                                 (alice.id,)) >= 1
+    assert TOKEN.lower() not in await all_table_text(app.db)
+    assert TOKEN.lower().encode() not in file_bytes(app.db)

@@ -278,3 +278,29 @@ async def test_extraction_after_turn_when_configured(fake_openai: FakeOpenAI,
         assert await app.extractor.watermark(alice.id) is None
     finally:
         await app.close()
+
+
+def test_cli_wipe_asks_on_a_terminal(fake_openai: FakeOpenAI, subprocess_env: dict[str, str],
+                                     tmp_path: Path) -> None:
+    import pexpect
+
+    strata(["chat", "--user", "carol"], subprocess_env, "I grow chillies\n", cwd=tmp_path)
+
+    def wipe(answer: str) -> tuple[int, str]:
+        child = pexpect.spawn(sys.executable, ["-m", "bot.cli", "memory", "wipe", "--user",
+                                               "carol"], env=subprocess_env, cwd=str(ROOT),
+                              encoding="utf-8", timeout=30)
+        child.expect(r"\[y/N\] ")
+        child.sendline(answer)
+        child.expect(pexpect.EOF)
+        child.close()
+        return int(child.exitstatus or 0), str(child.before)
+
+    code, out = wipe("n")
+    assert code == 1 and "nothing deleted" in out
+    data = json.loads(strata(["memory", "export", "--user", "carol"], subprocess_env).stdout)
+    assert len(data["transcript"]) == 2
+    code, out = wipe("y")
+    assert code == 0 and "wiped carol" in out
+    data = json.loads(strata(["memory", "export", "--user", "carol"], subprocess_env).stdout)
+    assert data["transcript"] == []
