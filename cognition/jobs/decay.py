@@ -1,5 +1,6 @@
-"""Decay: recompute retrieval weights, delete expired tombstones, prune the transcript (the
-memory life cycle's `decay_pass`, a direct call, no model). Runs at most every `decay_hours`
+"""Decay: recompute episode weights, delete expired tombstones, prune the transcript (the
+memory life cycle's `decay_pass`), then per-kind fact decay and the purge of faded invalid
+facts (the data graph's `FactRepo.decay`) — direct calls, no model. Runs at most every `decay_hours`
 for each person and shared room; its input is time itself, one watermark per period."""
 
 from __future__ import annotations
@@ -24,8 +25,13 @@ class DecayJob(BaseJob):
 
     async def run(self, ctx: JobContext) -> JobOutcome:
         result = await decay_pass(ctx.services.db, ctx.now, ctx.person.id)
-        return JobOutcome("; ".join(result.lines()), details={
+        facts_weighed, facts_purged = await ctx.services.facts.repo.decay(ctx.now, ctx.person.id)
+        lines = [*result.lines(), f"fact weights updated: {facts_weighed}, faded invalid facts "
+                                  f"purged: {facts_purged}"]
+        return JobOutcome("; ".join(lines), details={
             "weights_updated": result.weights_updated,
             "episodes_deleted": result.episodes_deleted,
             "rows_pruned": result.rows_pruned,
+            "fact_weights_updated": facts_weighed,
+            "facts_purged": facts_purged,
         })

@@ -334,3 +334,50 @@ async def test_token_budget_stops_a_job_between_model_calls_and_is_recorded(
     [recorded] = await app.services.runs.runs(person_id=alice.id, job="research")
     assert recorded.status == "error" and recorded.tokens > 50
     assert "token budget" in (recorded.error or "")
+
+
+async def test_restart_mid_job_neither_loses_nor_repeats_work(
+        settings: Settings, clock: ManualClock, fake_openai: FakeOpenAI,
+        web: WebSources) -> None:
+    """Research stops after its first model call (the budget runs out, as a crash would stop
+    it); the next process redoes the run: the finished first turn is reused, not asked again,
+    and the rest is done once."""
+    web.results["climbing"] = [{"title": "Contest", "url": "https://ex.org/c", "content": "x"}]
+
+    def configured(budget: int) -> Settings:
+        return settings.model_copy(update={
+            "cognition": settings.cognition.model_copy(update={
+                "job_token_budget": budget, "searxng_url": web.base_url}),
+            "episodes": settings.episodes.model_copy(update={"use_model": False})})
+
+    def responder(body: dict[str, Any]) -> str | None:
+        text = str(body["messages"])
+        if "choose up to three web search queries" in text:
+            return json.dumps({"queries": ["climbing"]})
+        if "Pick the results" in text:
+            return json.dumps({"findings": [{"n": 1, "note": "a contest"}]})
+        return None
+
+    fake_openai.responder = responder
+    first = await App.create(configured(50), clock=clock)
+    try:
+        alice = await say(first, clock, "hi")
+        await first.services.portraits.save(  # type: ignore[union-attr]
+            alice.id, "Alice climbs. " * 40, "seed", clock.now())
+        clock.advance(hours=1)
+        assert (await run(first, "research", alice)).status == "error"
+    finally:
+        await first.close()
+    assert calls_with(fake_openai, "choose up to three web search queries") == 1
+
+    second = await App.create(configured(4000), clock=clock)
+    try:
+        report = await run(second, "research", alice)
+        assert report.status == "ok" and "1 discoveries kept" in report.detail, report.detail
+        assert calls_with(fake_openai, "choose up to three web search queries") == 1
+        assert calls_with(fake_openai, "Pick the results") == 1
+        assert await facts_of(second, alice, "discovery") == ["Contest: a contest "
+                                                              "(https://ex.org/c)"]
+        assert (await run(second, "research", alice, force=True)).detail == "nothing new"
+    finally:
+        await second.close()

@@ -100,6 +100,7 @@ def test_jobs_run_and_status(fake_openai: FakeOpenAI, subprocess_env: dict[str, 
     assert later.returncode == 0, later.stderr
     reports = {r["job"]: r for r in json.loads(later.stdout)}
     assert reports["decay"]["status"] == "ok" and "weights updated" in reports["decay"]["detail"]
+    assert "fact weights updated" in reports["decay"]["detail"]
     assert reports["extract"]["status"] == "ok" and "1 episodes cut" in reports["extract"]["detail"]
     assert reports["patterns"]["detail"] == "read 1 messages; 0 new patterns"
     assert reports["research"]["detail"] == "nothing to work on"  # no search provider
