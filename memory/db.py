@@ -91,6 +91,10 @@ class Database:
         self._writer = writer
         self._reader = reader
         self._lock = asyncio.Lock()
+        # One statement at a time on the reader: a SELECT left half-read by one coroutine
+        # keeps the reader's snapshot open, and another coroutine would then not see rows
+        # it has just committed through the writer (read-your-own-writes).
+        self._read_lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, path: str | Path, dim: int, *, migrate: bool = True) -> Database:
@@ -148,15 +152,17 @@ class Database:
             return cur.lastrowid
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        cur = await self._reader.execute(sql, params)
-        rows = await cur.fetchall()
-        await cur.close()
+        async with self._read_lock:
+            cur = await self._reader.execute(sql, params)
+            rows = await cur.fetchall()
+            await cur.close()
         return list(rows)
 
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
-        cur = await self._reader.execute(sql, params)
-        row = await cur.fetchone()
-        await cur.close()
+        async with self._read_lock:
+            cur = await self._reader.execute(sql, params)
+            row = await cur.fetchone()
+            await cur.close()
         return row
 
     async def fetchval(self, sql: str, params: Params = ()) -> Any:
