@@ -70,6 +70,7 @@ class CountingJob(BaseJob):
 
 async def speak(app: App, clock: ManualClock, text: str = "hello", user: str = "alice") -> Person:
     await app.processor.handle(msg(text, user=user, clock=clock))
+    await app.processor.drain()  # after-turn work done before the test moves the clock
     person = await app.persons.find(user)
     assert person is not None
     return person
@@ -175,7 +176,9 @@ async def test_nothing_new_means_no_run_and_no_model_call(
     calls = len(fake_openai.chat_requests())
     clock.advance(hours=1)
     again = await app.runner.run_job(dmn, person)
-    assert again.status == "skipped" and again.detail == "nothing new"
+    episodes = [(e.id, e.source, e.summary[:30]) for e in await app.services.episodes.for_owner(
+        person.id)]
+    assert again.status == "skipped" and again.detail == "nothing new", (again, episodes)
     assert len(fake_openai.chat_requests()) == calls
     assert dmn_calls(fake_openai) == 1
     assert len(await app.services.runs.runs(person_id=person.id, job="dmn")) == 1
