@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from bot.app import App, open_db
-from bot.cli.core import subgroup
+from bot.cli.core import _person_or_fail, subgroup
 from bot.clock import ManualClock, SystemClock, from_iso
 from bot.config import Settings
 from bot.errors import StrataError
@@ -41,10 +41,7 @@ async def cmd_jobs_run(args: argparse.Namespace, settings: Settings) -> int:
         else:
             jobs = [runner.registry.get(args.job)]
         if args.user:
-            person = await app.persons.find(args.user)
-            if person is None:
-                raise StrataError(f"no person called {args.user!r}")
-            owners = [person]
+            owners = [await _person_or_fail(app.persons, args.user)]
         else:
             owners = await app.persons.all(None)  # people and shared rooms' scopes
         await runner.start_up()
@@ -75,10 +72,7 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
     try:
         persons, runs = PersonRepo(db), JobRunRepo(db)
         if args.user:
-            person = await persons.find(args.user)
-            if person is None:
-                raise StrataError(f"no person called {args.user!r}")
-            people = [person]
+            people = [await _person_or_fail(persons, args.user)]
         else:
             people = await persons.all()
         names = default_registry().names()

@@ -8,6 +8,7 @@ from datetime import datetime
 from cognition.registry import JobContext
 from cognition.reminders import local
 from memory.facts import Fact, NewFact
+from memory.profiles import sources_with
 
 
 async def add_fact(
@@ -31,6 +32,21 @@ async def add_fact(
 
 async def live_facts(ctx: JobContext, kinds: Sequence[str]) -> list[Fact]:
     return await ctx.services.facts.repo.for_owner(ctx.person.id, kinds=kinds)
+
+
+def source_in(switch: str) -> tuple[str, list[str]]:
+    """SQL `source IN (…)` over the sources whose profile has `switch` on, with its params."""
+    allowed = sources_with(switch)
+    return f"source IN ({','.join('?' * len(allowed))})", allowed
+
+
+async def newest_row(ctx: JobContext, where: str, params: list[str]) -> str | None:
+    """`row:<id>` of the person's newest transcript row matching `where` (a job's watermark)."""
+    newest = await ctx.services.db.fetchval(
+        f"SELECT max(id) FROM transcript WHERE owner_id = ? AND {where}",
+        (ctx.person.id, *params),
+    )
+    return f"row:{newest}" if newest else None
 
 
 def row_cursor(value: str) -> int:

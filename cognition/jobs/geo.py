@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from cognition.jobs.common import add_fact, part_of_day
+from cognition.jobs.common import add_fact, newest_row, part_of_day, source_in
 from cognition.prompts import geo as prompts
 from cognition.prompts import read_json
 from cognition.registry import BaseJob, JobContext, JobOutcome
 from cognition.reminders import local
-from memory.profiles import sources_with
 from memory.transcript import row_from_db
 
 SOURCE = "job:geo"
@@ -21,9 +20,9 @@ HISTORY = 500  # the newest location rows looked at (habits need more than the n
 
 
 def _where() -> tuple[str, list[str]]:
-    allowed = sources_with("geo")
-    return (f"lat IS NOT NULL AND lon IS NOT NULL AND source IN ({','.join('?' * len(allowed))})",
-            allowed)
+    """Located rows from sources whose profile has `geo` on."""
+    where, params = source_in("geo")
+    return f"lat IS NOT NULL AND lon IS NOT NULL AND {where}", params
 
 
 class GeoPatternsJob(BaseJob):
@@ -31,12 +30,7 @@ class GeoPatternsJob(BaseJob):
     description = "location habits from location-tagged messages → place facts"
 
     async def inputs(self, ctx: JobContext) -> str | None:
-        where, params = _where()
-        newest = await ctx.services.db.fetchval(
-            f"SELECT max(id) FROM transcript WHERE owner_id = ? AND {where}",
-            (ctx.person.id, *params),
-        )
-        return f"row:{newest}" if newest else None
+        return await newest_row(ctx, *_where())
 
     async def run(self, ctx: JobContext) -> JobOutcome:
         s = ctx.services

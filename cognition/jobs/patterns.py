@@ -4,20 +4,20 @@ channel; input watermark: the newest of the person's own messages from pattern s
 
 from __future__ import annotations
 
-from cognition.jobs.common import add_fact, row_cursor, when
+from cognition.jobs.common import add_fact, newest_row, row_cursor, source_in, when
 from cognition.prompts import patterns as prompts
 from cognition.prompts import read_json
 from cognition.registry import BaseJob, JobContext, JobOutcome
-from memory.profiles import sources_with
 from memory.transcript import row_from_db
 
 SOURCE = "job:patterns"
 BATCH = 200
 
 
-def _source_filter() -> tuple[str, list[str]]:
-    allowed = sources_with("patterns")
-    return f"source IN ({','.join('?' * len(allowed))})", allowed
+def _where() -> tuple[str, list[str]]:
+    """The person's own messages from sources whose profile has `patterns` on."""
+    where, params = source_in("patterns")
+    return f"role = 'user' AND kind = 'message' AND {where}", params
 
 
 class PatternMatchJob(BaseJob):
@@ -25,20 +25,14 @@ class PatternMatchJob(BaseJob):
     description = "behavioural patterns from new messages → behavioral_pattern facts"
 
     async def inputs(self, ctx: JobContext) -> str | None:
-        where, params = _source_filter()
-        newest = await ctx.services.db.fetchval(
-            "SELECT max(id) FROM transcript WHERE owner_id = ? AND role = 'user'"
-            f" AND kind = 'message' AND {where}",
-            (ctx.person.id, *params),
-        )
-        return f"row:{newest}" if newest else None
+        return await newest_row(ctx, *_where())
 
     async def run(self, ctx: JobContext) -> JobOutcome:
         s = ctx.services
-        where, params = _source_filter()
+        where, params = _where()
         rows = [row_from_db(r) for r in await s.db.fetchall(
-            "SELECT * FROM transcript WHERE owner_id = ? AND role = 'user' AND kind = 'message'"
-            f" AND {where} AND id > ? ORDER BY id LIMIT ?",
+            f"SELECT * FROM transcript WHERE owner_id = ? AND {where} AND id > ? ORDER BY id"
+            " LIMIT ?",
             (ctx.person.id, *params, row_cursor(ctx.previous), BATCH),
         )]
         if not rows:

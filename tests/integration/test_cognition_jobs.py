@@ -58,24 +58,6 @@ async def web() -> AsyncIterator[WebSources]:
     await server.stop()
 
 
-@pytest.fixture
-async def make_app(settings: Settings, clock: ManualClock) -> AsyncIterator[AppFactory]:
-    apps: list[App] = []
-
-    async def make(**cognition: Any) -> App:
-        s = settings.model_copy(update={
-            "cognition": settings.cognition.model_copy(update=cognition),
-            "episodes": settings.episodes.model_copy(update={"use_model": False}),
-        })
-        application = await App.create(s, clock=clock)
-        apps.append(application)
-        return application
-
-    yield make
-    for a in apps:
-        await a.close()
-
-
 async def say(app: App, clock: ManualClock, text: str, user: str = "alice",
               **kw: Any) -> Person:
     await app.processor.handle(msg(text, user=user, clock=clock, **kw))

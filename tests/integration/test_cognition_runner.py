@@ -6,14 +6,12 @@ Real database, fake model server over HTTP, an injected clock; the runner is dri
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 import pytest
 
 from bot.app import App
 from bot.clock import ManualClock
-from bot.config import Settings
 from bot.types import Person
 from cognition.registry import BaseJob, JobContext, JobOutcome, JobRegistry
 from cognition.runner import Runner
@@ -23,25 +21,6 @@ from tests.fakes.openai_server import FakeOpenAI, hashed_embedding
 from .test_turns import msg
 
 AppFactory = Callable[..., Awaitable[App]]
-
-
-@pytest.fixture
-async def make_app(settings: Settings, clock: ManualClock) -> AsyncIterator[AppFactory]:
-    apps: list[App] = []
-
-    async def make(**cognition: Any) -> App:
-        s = settings.model_copy(update={
-            "cognition": settings.cognition.model_copy(update=cognition),
-            # Extractive episodes: after-turn work takes no scripted reply meant for a turn.
-            "episodes": settings.episodes.model_copy(update={"use_model": False}),
-        })
-        application = await App.create(s, clock=clock)
-        apps.append(application)
-        return application
-
-    yield make
-    for a in apps:
-        await a.close()
 
 
 class CountingJob(BaseJob):
