@@ -106,15 +106,21 @@ async def cmd_memory_map(args: argparse.Namespace, settings: Settings) -> int:
 
 def register(sub: Any) -> None:
     jobs = subgroup(sub, "jobs", "background jobs")
+    # With the background runner installed, its `jobs run --job NAME` (which calls the same
+    # memory.lifecycle passes) is the one command; this one serves until then.
+    if "run" not in jobs.choices:
+        _register_run(jobs)
+    memory = subgroup(sub, "memory", "see what is remembered")
+    draw = memory.add_parser("map", help="draw a person's apex episodes by topic (PNG)")
+    draw.add_argument("--user", required=True)
+    draw.add_argument("--out", required=True, help="the PNG file to write")
+    draw.set_defaults(run=cmd_memory_map)
+
+
+def _register_run(jobs: Any) -> None:
     run = jobs.add_parser("run", help="run one job pass now and print what it did")
     run.add_argument("--job", required=True, choices=JOBS)
     run.add_argument("--user", help="only this person (default: everyone)")
     run.add_argument("--now", help="pretend it is this ISO time (e.g. 2026-03-01T12:00:00Z)")
     run.add_argument("--json", action="store_true")
     run.set_defaults(run=cmd_jobs_run)
-
-    memory = subgroup(sub, "memory", "see what is remembered")
-    draw = memory.add_parser("map", help="draw a person's apex episodes by topic (PNG)")
-    draw.add_argument("--user", required=True)
-    draw.add_argument("--out", required=True, help="the PNG file to write")
-    draw.set_defaults(run=cmd_memory_map)

@@ -111,7 +111,7 @@ async def test_era_round_fires_at_25_topics(app: App, rollup_model: FakeOpenAI,
     ids.append(await add_episode(scope, vecs[24], clock.now(), level=TOPIC))
     result = await consolidate_owner(app.db, app.chat, app.embedder, scope.person.id,
                                      clock.now())
-    era = [r for r in result.rounds if r.level == TOPIC][0]
+    era = next(r for r in result.rounds if r.level == TOPIC)
     assert era.ran and era.clusters >= 1 and era.parents
     for pid in era.parents:
         parent = await scope.episodes.get(pid)
