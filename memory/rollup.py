@@ -49,6 +49,7 @@ class RollupPolicy:
     summary_words: int = 180
     summary_tokens: int = 500  # max_tokens of one parent summary
     child_tokens: int = 200  # each child's summary is cut to this in the prompt
+    use_model: bool = True  # False: extractive parents (the children's summaries, cut), no model
 
     def threshold(self, level: int) -> int | None:
         """How many apexes of `level` start a round (None: that level never rolls up)."""
@@ -123,17 +124,24 @@ async def write_parent(
     """
     children = sorted(children, key=lambda e: (e.started_at, e.id))
     level = children[0].level + 1
-    lines = [(f"{c.started_at:%Y-%m-%d} – {c.ended_at:%Y-%m-%d}",
-              truncate_to_tokens(c.summary, policy.child_tokens)) for c in children]
-    completion = await chat.complete(
-        prompt.build_messages(lines, level, words=policy.summary_words),
-        max_tokens=policy.summary_tokens,
-        json_mode=True,
-    )
-    parsed = prompt.parse_answer(completion.text)
-    if parsed is None:
-        raise ModelBadResponseError("the model wrote an empty roll-up summary")
-    summary, terms = parsed
+    if policy.use_model:
+        lines = [(f"{c.started_at:%Y-%m-%d} – {c.ended_at:%Y-%m-%d}",
+                  truncate_to_tokens(c.summary, policy.child_tokens)) for c in children]
+        completion = await chat.complete(
+            prompt.build_messages(lines, level, words=policy.summary_words),
+            max_tokens=policy.summary_tokens,
+            json_mode=True,
+        )
+        parsed = prompt.parse_answer(completion.text)
+        if parsed is None:
+            raise ModelBadResponseError("the model wrote an empty roll-up summary")
+        summary, terms = parsed
+        method = "llm"
+    else:
+        summary, terms = prompt.extractive(
+            [c.summary for c in children], [c.key_terms for c in children],
+            words=policy.summary_words * 2)
+        method = "extractive"
     embedding = (await embedder.embed([summary]))[0]
     ids = [c.id for c in children]
     emotion, intensity = _emotion(children)
@@ -150,6 +158,7 @@ async def write_parent(
         salience=_salience(children),
         emotion=emotion,
         emotion_intensity=intensity,
+        method=method,
     )
     marks = ",".join("?" * len(ids))
     async with db.write() as conn:

@@ -15,7 +15,7 @@ from bot.clock import ManualClock
 from memory.clustering import cluster_labels
 from memory.episodes import ERA, LEAF, TOPIC
 from memory.lifecycle import consolidate_owner
-from memory.rollup import rollup_channel
+from memory.rollup import RollupPolicy, rollup_channel
 from tests.fakes.openai_server import FakeOpenAI
 from tests.lifecycle_helpers import add_episode, add_turn, blobs, make_scope
 
@@ -145,3 +145,19 @@ async def test_muted_channels_do_not_roll_up(app: App, rollup_model: FakeOpenAI,
     result = await consolidate_owner(app.db, app.chat, app.embedder, scope.person.id,
                                      clock.now())
     assert result.rounds == () and rollup_model.chat_requests() == []
+
+
+async def test_extractive_parents_need_no_model(app: App, fake_openai: FakeOpenAI,
+                                                clock: ManualClock) -> None:
+    scope = await make_scope(app.db, "jon", clock.now())
+    vecs = blobs(SIZES, app.db.dim, seed=0)
+    for i, v in enumerate(vecs[:50]):
+        await add_episode(scope, v, clock.now(), summary=f"leaf number {i} said something")
+    policy = RollupPolicy(use_model=False)
+    result = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+                                  clock.now(), policy)
+    assert result.ran and result.parents and not result.errors
+    assert fake_openai.chat_requests() == []
+    parent = await scope.episodes.get(result.parents[0])
+    assert parent is not None and parent.method == "extractive"
+    assert "leaf number 0 said something" in parent.summary  # the first topic's first leaf
