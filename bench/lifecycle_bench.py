@@ -37,7 +37,7 @@ from bot.types import ChannelKind  # noqa: E402
 from memory.clustering import cluster_labels  # noqa: E402
 from memory.db import Database  # noqa: E402
 from memory.episodes import EpisodeRepo, NewEpisode, as_blob  # noqa: E402
-from memory.janitor import decay_pass  # noqa: E402
+from memory.janitor import decay_pass, recompute_weights  # noqa: E402
 from memory.persons import ChannelRepo, PersonRepo  # noqa: E402
 from memory.rollup import rollup_channel  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
@@ -216,6 +216,13 @@ async def bench_prune(rows_total: int, channels: int) -> dict[str, Any]:
             t = time.perf_counter()
             result = await decay_pass(db, NOW)
             seconds = time.perf_counter() - t
+            # Phases of a pass, and a steady-state pass (nothing new to delete) right after.
+            t = time.perf_counter()
+            await recompute_weights(db, NOW + timedelta(days=1))
+            weights_s = time.perf_counter() - t
+            t = time.perf_counter()
+            again = await decay_pass(db, NOW + timedelta(days=1))
+            steady = time.perf_counter() - t
             left = int(await db.fetchval("SELECT count(*) FROM transcript"))
             fts_left = int(await db.fetchval("SELECT count(*) FROM transcript_fts_docsize"))
             size_mb = (Path(tmp) / "bench.db").stat().st_size / 2**20
@@ -228,6 +235,11 @@ async def bench_prune(rows_total: int, channels: int) -> dict[str, Any]:
         "command": "python bench/lifecycle_bench.py prune",
         "setup_seconds": round(setup, 1),
         "decay_pass_seconds": round(seconds, 2),
+        "decay_pass_includes": "first pass: weights, janitor (tombstones > 30 d), pruning of "
+                               "every row below the watermarks at once",
+        "steady_state_pass_seconds": round(steady, 2),
+        "steady_state_rows_pruned": again.rows_pruned,
+        "weights_only_seconds": round(weights_s, 2),
         "weights_updated": result.weights_updated,
         "tombstones_deleted": result.episodes_deleted,
         "rows_pruned": result.rows_pruned,

@@ -100,6 +100,7 @@ class LifecycleSettings(_Section):
     era_round_at: int = Field(default=25, ge=2)
     min_cluster_size: int = Field(default=10, ge=2)
     random_state: int = 42
+    rollup_use_model: bool = True
 
 
 class FactSettings(_Section):

@@ -43,6 +43,13 @@ class DecayResult:
     def rows_pruned(self) -> int:
         return sum(p.deleted for p in self.pruned)
 
+    def summary(self) -> str:
+        return (f"{self.weights_updated} weights updated, {self.episodes_deleted} tombstoned "
+                f"episodes deleted, {self.rows_pruned} transcript rows pruned")
+
+    def __str__(self) -> str:
+        return self.summary()
+
     def lines(self) -> list[str]:
         return [
             f"weights updated: {self.weights_updated}",

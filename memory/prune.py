@@ -22,7 +22,7 @@ from memory.transcript import watermark
 
 log = logging.getLogger(__name__)
 
-BATCH = 5000
+BATCH = 20_000
 
 # A row is cited when a live episode's citations include it.
 _UNCITED = (

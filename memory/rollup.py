@@ -5,6 +5,8 @@ children, its own embedding (of its summary), citations = the union of the child
 children are tombstoned in the same transaction (kept for provenance, hidden from recall,
 deleted by the janitor after 30 days). Noise points are never forced into a cluster: they stay
 apexes for the next round. Rounds are triggered by counts only, never by a similarity score.
+`consolidate_owner` runs a person's whole consolidate pass: compaction of each channel, then
+the rounds.
 
 A cluster whose summary or embedding fails is skipped (its children stay apexes); the other
 clusters go on. Imports `bot` leaf modules and `memory` only.
@@ -26,8 +28,10 @@ from bot.errors import ModelBadResponseError, ModelError, StrataError
 from bot.ports import ChatModel, Embedder
 from bot.tokens import truncate_to_tokens
 from memory.clustering import ClusterParams, cluster_labels
+from memory.compaction import CompactionPolicy, CompactionResult, compact_until_under_budget
 from memory.db import Database
 from memory.episodes import ERA, LEAF, TOPIC, Episode, EpisodeRepo, NewEpisode, insert_on
+from memory.profiles import profile_for
 from memory.prompts import rollup as prompt
 
 log = logging.getLogger(__name__)
@@ -45,6 +49,7 @@ class RollupPolicy:
     summary_words: int = 180
     summary_tokens: int = 500  # max_tokens of one parent summary
     child_tokens: int = 200  # each child's summary is cut to this in the prompt
+    use_model: bool = True  # False: extractive parents (the children's summaries, cut), no model
 
     def threshold(self, level: int) -> int | None:
         """How many apexes of `level` start a round (None: that level never rolls up)."""
@@ -119,17 +124,24 @@ async def write_parent(
     """
     children = sorted(children, key=lambda e: (e.started_at, e.id))
     level = children[0].level + 1
-    lines = [(f"{c.started_at:%Y-%m-%d} – {c.ended_at:%Y-%m-%d}",
-              truncate_to_tokens(c.summary, policy.child_tokens)) for c in children]
-    completion = await chat.complete(
-        prompt.build_messages(lines, level, words=policy.summary_words),
-        max_tokens=policy.summary_tokens,
-        json_mode=True,
-    )
-    parsed = prompt.parse_answer(completion.text)
-    if parsed is None:
-        raise ModelBadResponseError("the model wrote an empty roll-up summary")
-    summary, terms = parsed
+    if policy.use_model:
+        lines = [(f"{c.started_at:%Y-%m-%d} – {c.ended_at:%Y-%m-%d}",
+                  truncate_to_tokens(c.summary, policy.child_tokens)) for c in children]
+        completion = await chat.complete(
+            prompt.build_messages(lines, level, words=policy.summary_words),
+            max_tokens=policy.summary_tokens,
+            json_mode=True,
+        )
+        parsed = prompt.parse_answer(completion.text)
+        if parsed is None:
+            raise ModelBadResponseError("the model wrote an empty roll-up summary")
+        summary, terms = parsed
+        method = "llm"
+    else:
+        summary, terms = prompt.extractive(
+            [c.summary for c in children], [c.key_terms for c in children],
+            words=policy.summary_words * 2)
+        method = "extractive"
     embedding = (await embedder.embed([summary]))[0]
     ids = [c.id for c in children]
     emotion, intensity = _emotion(children)
@@ -146,6 +158,7 @@ async def write_parent(
         salience=_salience(children),
         emotion=emotion,
         emotion_intensity=intensity,
+        method=method,
     )
     marks = ",".join("?" * len(ids))
     async with db.write() as conn:
@@ -202,3 +215,85 @@ async def rollup_channel(
              len(groups), noise)
     return RollupResult(channel_id, level, len(apexes), True, len(groups), tuple(parents),
                         tombstoned, noise, tuple(errors), time.perf_counter() - started)
+
+
+@dataclass(frozen=True, slots=True)
+class LifecyclePolicy:
+    compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
+    rollup: RollupPolicy = field(default_factory=RollupPolicy)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidateResult:
+    """What one consolidate pass over one person did."""
+
+    owner_id: int
+    compactions: tuple[CompactionResult, ...] = ()
+    rounds: tuple[RollupResult, ...] = ()
+
+    @property
+    def clusters(self) -> int:
+        return sum(r.clusters for r in self.rounds)
+
+    @property
+    def parents(self) -> int:
+        return sum(len(r.parents) for r in self.rounds)
+
+    @property
+    def tombstoned(self) -> int:
+        return sum(r.tombstoned for r in self.rounds)
+
+    @property
+    def errors(self) -> tuple[str, ...]:
+        return tuple(e for r in self.rounds for e in r.errors) + tuple(
+            c.error for c in self.compactions if c.error
+        )
+
+    def summary(self) -> str:
+        compacted = sum(1 for c in self.compactions if c.compacted)
+        text = (f"{self.clusters} clusters, {self.parents} parents, {self.tombstoned} episodes "
+                f"tombstoned, {compacted} compactions")
+        return text + (f", {len(self.errors)} errors" if self.errors else "")
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def lines(self) -> list[str]:
+        out = [c.line() for c in self.compactions if c.compacted or c.error]
+        out += [r.line() for r in self.rounds]
+        out.append(f"clusters formed: {self.clusters}, parents written: {self.parents}, "
+                   f"episodes tombstoned: {self.tombstoned}")
+        return out
+
+
+async def consolidate_owner(
+    db: Database,
+    chat: ChatModel,
+    embedder: Embedder,
+    owner_id: int,
+    now: datetime,
+    policy: LifecyclePolicy = LifecyclePolicy(),
+) -> ConsolidateResult:
+    """Compact each of the owner's channels, then run the roll-up rounds where due."""
+    channels = await db.fetchall(
+        "SELECT id, source FROM channels WHERE owner_id = ? ORDER BY id", (owner_id,)
+    )
+    compactions: list[CompactionResult] = []
+    rounds: list[RollupResult] = []
+    for channel_id, source in channels:
+        compactions += await compact_until_under_budget(
+            db, chat, channel_id, now, policy.compaction
+        )
+        if not profile_for(source).episodes:
+            continue
+        for level in (LEAF, TOPIC):  # leaf first: its parents may complete an era round
+            rounds.append(
+                await rollup_channel(db, chat, embedder, channel_id, level, now, policy.rollup)
+            )
+    return ConsolidateResult(owner_id, tuple(compactions), tuple(rounds))
+
+
+
+
+# The name the background runner's consolidate job calls.
+rollup_owner = consolidate_owner

@@ -3,7 +3,7 @@ apex episodes by topic cluster. (`strata memory show` prints the hierarchy: see 
 `strata jobs run --job consolidate|decay` runs the passes through the job registry: see
 bot.cli.jobs and cognition/jobs/consolidate.py, decay.py.)
 
-Adds its actions to the `jobs` and `memory` groups when another module made them already.
+Adds its action to the `memory` group (made by `bot.cli.core`).
 """
 
 from __future__ import annotations

@@ -60,3 +60,20 @@ def parse_answer(text: str) -> tuple[str, str] | None:
             terms = " ".join(t.strip() for t in answer.key_terms[:8] if t.strip())
             return (summary, terms) if summary else None
     return text, ""
+
+
+def extractive(summaries: Sequence[str], key_terms: Sequence[str], *,
+               words: int = 360) -> tuple[str, str]:
+    """A parent summary without a model: each child's summary in time order, cut so all fit in
+    about `words` words; key terms are the children's most frequent ones."""
+    share = max(8, words // max(len(summaries), 1))
+    parts = []
+    for text in summaries:
+        cut = text.split()
+        parts.append(" ".join(cut[:share]) + (" …" if len(cut) > share else ""))
+    counts: dict[str, int] = {}
+    for terms in key_terms:
+        for term in terms.split():
+            counts[term] = counts.get(term, 0) + 1
+    top = sorted(counts, key=lambda t: (-counts[t], t))[:8]
+    return " · ".join(parts), " ".join(top)

@@ -15,7 +15,7 @@ from bot.clock import ManualClock
 from memory.clustering import cluster_labels
 from memory.episodes import ERA, LEAF, TOPIC
 from memory.lifecycle import consolidate_owner
-from memory.rollup import rollup_channel
+from memory.rollup import RollupPolicy, rollup_channel
 from tests.fakes.openai_server import FakeOpenAI
 from tests.lifecycle_helpers import add_episode, add_turn, blobs, make_scope
 
@@ -111,7 +111,7 @@ async def test_era_round_fires_at_25_topics(app: App, rollup_model: FakeOpenAI,
     ids.append(await add_episode(scope, vecs[24], clock.now(), level=TOPIC))
     result = await consolidate_owner(app.db, app.chat, app.embedder, scope.person.id,
                                      clock.now())
-    era = [r for r in result.rounds if r.level == TOPIC][0]
+    era = next(r for r in result.rounds if r.level == TOPIC)
     assert era.ran and era.clusters >= 1 and era.parents
     for pid in era.parents:
         parent = await scope.episodes.get(pid)
@@ -145,3 +145,19 @@ async def test_muted_channels_do_not_roll_up(app: App, rollup_model: FakeOpenAI,
     result = await consolidate_owner(app.db, app.chat, app.embedder, scope.person.id,
                                      clock.now())
     assert result.rounds == () and rollup_model.chat_requests() == []
+
+
+async def test_extractive_parents_need_no_model(app: App, fake_openai: FakeOpenAI,
+                                                clock: ManualClock) -> None:
+    scope = await make_scope(app.db, "jon", clock.now())
+    vecs = blobs(SIZES, app.db.dim, seed=0)
+    for i, v in enumerate(vecs[:50]):
+        await add_episode(scope, v, clock.now(), summary=f"leaf number {i} said something")
+    policy = RollupPolicy(use_model=False)
+    result = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+                                  clock.now(), policy)
+    assert result.ran and result.parents and not result.errors
+    assert fake_openai.chat_requests() == []
+    parent = await scope.episodes.get(result.parents[0])
+    assert parent is not None and parent.method == "extractive"
+    assert "leaf number 0 said something" in parent.summary  # the first topic's first leaf
