@@ -21,7 +21,7 @@ from bot.clock import ensure_utc, to_iso
 from bot.commands import CommandContext, CommandReply, CommandRouter
 from bot.outbound import DeliveryUnavailableError
 from bot.turns import ToolContext, ToolRegistry
-from bot.types import NewRow, Role, ToolSpec
+from bot.types import ChannelKind, NewRow, Role, ToolSpec
 from cognition.services import Services
 from memory.reminders import Reminder
 
@@ -162,6 +162,9 @@ def register_tools(tools: ToolRegistry, services: Services) -> None:
                 f"({person.timezone})")
 
     async def schedule_prompt(ctx: ToolContext, args: dict[str, Any]) -> str:
+        if ctx.channel.kind is not ChannelKind.PRIVATE:
+            # Its answer is written from the person's own memory: never into a shared room.
+            return "error: scheduled prompts can only be set in a private chat with me"
         person = await s.persons.get(ctx.person.id) or ctx.person
         now = s.clock.now()
         prompt = str(args.get("prompt") or "").strip()

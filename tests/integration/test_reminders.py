@@ -295,3 +295,20 @@ def test_recurrence_is_dst_safe() -> None:
     assert after == datetime(2026, 3, 30, 6, 0, tzinfo=UTC)
 
 
+
+
+async def test_reminder_in_a_shared_room_is_delivered_there_but_prompts_stay_private(
+        apps: list[App], settings: Settings, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+    app, inbox = await open_app(apps, settings, clock)
+    assert app.runner is not None
+    fake_openai.reply(Reply(tool_calls=[
+        ("set_reminder", {"text": "team call", "in_minutes": 10}),
+        ("schedule_prompt", {"prompt": "summarise my private notes", "at": "08:00"})]), "ok")
+    await app.processor.handle(msg("remind us in 10 minutes about the team call", clock=clock,
+                                   is_private=False, room_id="group", room_name="group"))
+    results = [m["content"] for m in fake_openai.chat_requests()[-1]["messages"]
+               if m["role"] == "tool"]
+    assert results[1] == "error: scheduled prompts can only be set in a private chat with me"
+    clock.advance(minutes=10)
+    await app.runner.tick()
+    assert inbox.sent == [("group", "⏰ Reminder: team call")]
