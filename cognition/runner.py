@@ -67,6 +67,8 @@ class Runner:
         self.registry = registry
         self._sleep = sleep
         self._task: asyncio.Task[None] | None = None
+        # The loop's job check runs beside it, so a long pass never holds up a reminder.
+        self._jobs_task: asyncio.Task[None] | None = None
         self._next_jobs_at: datetime | None = None
         self._started = False
 
@@ -88,18 +90,18 @@ class Runner:
 
     async def stop(self) -> None:
         """Cancel the loop and wait for it; a job in flight is cancelled (and redone later)."""
-        if self._task is None:
-            return
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
+        for task in (self._task, self._jobs_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._task = self._jobs_task = None
 
     async def _loop(self) -> None:
         await self.start_up()
         while True:
             try:
-                await self.tick()
+                await self.tick(wait=False)
             except asyncio.CancelledError:
                 raise
             except Exception:  # task boundary: one bad tick must not end the runner
@@ -117,15 +119,33 @@ class Runner:
         if stale or released:
             log.info("recovered %d interrupted job runs and %d claimed reminders", stale, released)
 
-    async def tick(self) -> list[JobReport]:
-        """Deliver what is due; check the jobs when their interval has come round."""
+    async def tick(self, *, wait: bool = True) -> list[JobReport]:
+        """Deliver what is due; check the jobs when their interval has come round.
+
+        `wait=False` (the loop) runs the job check as a task beside the loop, and starts none
+        while the previous one is still going; `wait=True` (tests, one-off runs) awaits it.
+        """
         await self.start_up()
         now = self.services.clock.now()
         await deliver_due(self.services, now)
         if self._next_jobs_at is not None and now < self._next_jobs_at:
             return []
+        if not wait and self._jobs_task is not None and not self._jobs_task.done():
+            return []  # the previous check is still running: its persons are being served
         self._next_jobs_at = now + timedelta(minutes=self.settings.job_interval_minutes)
-        return await self.check_jobs()
+        if wait:
+            return await self.check_jobs()
+        self._jobs_task = asyncio.create_task(self._check_in_background(),
+                                              name="strata-cognition-jobs")
+        return []
+
+    async def _check_in_background(self) -> None:
+        try:
+            await self.check_jobs()
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # task boundary: the next interval checks again
+            log.exception("cognition job check failed")
 
     # -- jobs -----------------------------------------------------------------------------------
 

@@ -135,15 +135,35 @@ class Database:
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[aiosqlite.Connection]:
-        """A write transaction (BEGIN IMMEDIATE … COMMIT, rolled back on error), serialised."""
+        """A write transaction (BEGIN IMMEDIATE … COMMIT, rolled back on error), serialised.
+
+        Safe under cancellation (shutdown cancels background work mid-write): a cancelled
+        `await` does not stop the statement already queued on the writer's thread, so the
+        transaction is settled before the lock is released — otherwise the next writer's
+        BEGIN would fail with "cannot start a transaction within a transaction".
+        """
         async with self._lock:
-            await self._writer.execute("BEGIN IMMEDIATE")
+            try:
+                await self._writer.execute("BEGIN IMMEDIATE")
+            except BaseException:
+                await asyncio.shield(self._settle())
+                raise
             try:
                 yield self._writer
             except BaseException:
-                await self._writer.execute("ROLLBACK")
+                await asyncio.shield(self._settle())
                 raise
-            await self._writer.execute("COMMIT")
+            try:
+                await self._writer.execute("COMMIT")
+            except BaseException:
+                await asyncio.shield(self._settle())
+                raise
+
+    async def _settle(self) -> None:
+        """Wait for the writer's queued statements, then roll back a transaction left open."""
+        await self._writer.execute("SELECT 1")
+        if self._writer.in_transaction:
+            await self._writer.execute("ROLLBACK")
 
     async def execute_write(self, sql: str, params: Params = ()) -> int | None:
         """Run one write statement in its own transaction; return lastrowid."""

@@ -7,6 +7,7 @@ Real database, fake model server over HTTP, an injected clock; the runner is dri
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 
 import pytest
 
@@ -271,3 +272,43 @@ async def test_tick_checks_jobs_every_interval_only(
     clock.advance(minutes=1)
     await runner.tick()
     assert job.ran == ["v1", "v2"]
+
+
+async def test_the_loop_delivers_reminders_while_a_long_job_runs_and_stops_cleanly(
+        make_app: AppFactory, clock: ManualClock) -> None:
+    import asyncio
+
+    app = await make_app()
+    started, release, delivered = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    inbox: list[str] = []
+
+    async def send(room: str, text: str) -> list[str]:
+        inbox.append(text)
+        delivered.set()
+        return []
+
+    async def slow(ctx: JobContext) -> None:
+        started.set()
+        await release.wait()
+
+    async def one_minute(seconds: float) -> None:  # the loop's sleep: a minute passes
+        clock.advance(minutes=1)
+        await asyncio.sleep(0.001)
+
+    app.outbound.register("console", send)
+    person = await speak(app, clock)
+    await app.services.reminders.add(
+        owner_id=person.id, channel_id=1, kind="reminder", text="tea", timezone="UTC",
+        due_at=clock.now() + timedelta(minutes=45), now=clock.now())
+    job = CountingJob("slow", on_run=slow)
+    runner = Runner(app.services, JobRegistry([job]), sleep=one_minute)  # type: ignore[arg-type]
+    runner.start()
+    try:
+        await asyncio.wait_for(started.wait(), 5)  # the job began after 30 idle minutes …
+        await asyncio.wait_for(delivered.wait(), 5)  # … and the reminder still came at 45
+        assert inbox == ["⏰ Reminder: tea"] and job.ran == [] and runner.is_running()
+    finally:
+        await runner.stop()
+    assert not runner.is_running()
+    runs = await app.services.runs.runs(person_id=person.id, job="slow")
+    assert [r.status for r in runs] == ["cancelled"]
