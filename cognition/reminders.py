@@ -276,6 +276,9 @@ async def deliver_due(services: Services, now: datetime) -> int:
     s = services
     delivered = 0
     for reminder in await s.reminders.due(now):
+        channel = await s.channels.get(reminder.channel_id)
+        if channel is not None and not s.outbound.can_send(channel.platform):
+            continue  # its platform's adapter is not running (yet): it stays due, unclaimed
         if not await s.reminders.claim(reminder, now):
             continue  # another delivery has it
         try:
