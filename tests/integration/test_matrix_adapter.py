@@ -1,0 +1,422 @@
+"""The Matrix adapter against a real Synapse on 127.0.0.1, with the real turn processor, a real
+SQLite database and the fake OpenAI-compatible model server.
+
+People are real nio clients (bounded retries, so a dead server fails a test instead of hanging
+it); the bot is `MatrixAdapter` started inside the test's event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nio import AsyncClient, AsyncClientConfig, RoomCreateResponse, RoomSendResponse
+
+from adapters.matrix.adapter import MatrixAdapter
+from adapters.matrix.mapping import EVENT_LIMIT
+from bot.app import App
+from bot.clock import ManualClock
+from bot.config import AccessSettings, MatrixSettings, Settings
+from bot.types import ChannelKind, Role
+from tests.fakes.openai_server import FakeOpenAI, last_user_text
+from tests.fakes.synapse import Synapse
+
+CONFIG = AsyncClientConfig(max_limit_exceeded=3, max_timeouts=2, request_timeout=10)
+FILTER = {"room": {"timeline": {"limit": 100}}}
+DEADLINE = 20.0
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+class Human:
+    """A person on Matrix: a real nio client that remembers every event it has synced."""
+
+    def __init__(self, server: Synapse, name: str) -> None:
+        self.user = server.register(_name(name.lower()), displayname=name)
+        self.id = self.user.user_id
+        self.client = AsyncClient(server.base_url, config=CONFIG)
+        self.client.restore_login(self.user.user_id, self.user.device_id, self.user.access_token)
+        self.events: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.invites: set[str] = set()
+
+    async def sync_until(self, done: Callable[[], bool], deadline: float = DEADLINE) -> None:
+        end = time.monotonic() + deadline
+        while not done():
+            if time.monotonic() > end:
+                raise AssertionError(f"{self.id}: condition not met within {deadline}s")
+            resp = await self.client.sync(timeout=300, sync_filter=FILTER)
+            for room_id, info in getattr(resp, "rooms", None).join.items():  # type: ignore[union-attr]
+                self.events[room_id].extend(ev.source for ev in info.timeline.events)
+            self.invites.update(resp.rooms.invite)  # type: ignore[union-attr]
+
+    async def say(self, room_id: str, text: str, **extra: Any) -> str:
+        content = {"msgtype": "m.text", "body": text, **extra}
+        resp = await self.client.room_send(room_id, "m.room.message", content)
+        assert isinstance(resp, RoomSendResponse), resp
+        return str(resp.event_id)
+
+    def membership(self, room_id: str, user_id: str) -> str | None:
+        state = [
+            ev["content"].get("membership")
+            for ev in self.events[room_id]
+            if ev.get("type") == "m.room.member" and ev.get("state_key") == user_id
+        ]
+        return state[-1] if state else None
+
+    def from_bot(self, room_id: str, bot_id: str) -> list[dict[str, Any]]:
+        return [
+            ev
+            for ev in self.events[room_id]
+            if ev.get("sender") == bot_id and ev.get("type") == "m.room.message"
+        ]
+
+    def bot_texts(self, room_id: str, bot_id: str) -> list[str]:
+        """The bot's messages in order, each as last edited."""
+        events = self.from_bot(room_id, bot_id)
+        texts: dict[str, str] = {}
+        for ev in events:
+            content = ev["content"]
+            relates = content.get("m.relates_to") or {}
+            if relates.get("rel_type") == "m.replace":
+                texts[relates["event_id"]] = content["m.new_content"]["body"]
+            else:
+                texts[ev["event_id"]] = content["body"]
+        return list(texts.values())
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+StartBot = Callable[..., Awaitable[MatrixAdapter]]
+
+
+@pytest.fixture
+async def start_bot(
+    synapse: Synapse, app: App, tmp_path: Path
+) -> AsyncIterator[StartBot]:
+    started: list[MatrixAdapter] = []
+
+    async def start(
+        *,
+        server: Synapse = synapse,
+        processor: Any = None,
+        access: AccessSettings | None = None,
+        edit_interval: float = 1.0,
+    ) -> MatrixAdapter:
+        user = server.register(_name("strata"), displayname="Strata")
+        settings = MatrixSettings(
+            homeserver=server.base_url,
+            user=user.user_id,
+            access_token=user.access_token,
+            device_id=user.device_id,
+            store_path=str(tmp_path / f"store-{len(started)}"),
+            encryption=False,
+            request_timeout=10,
+            max_timeouts=1,
+        )
+        adapter = MatrixAdapter(
+            settings,
+            access=access or AccessSettings(),
+            bot_name="Strata",
+            poll_timeout_ms=500,
+            edit_interval=edit_interval,
+        )
+        await adapter.start(processor or app.processor)
+        started.append(adapter)
+        return adapter
+
+    yield start
+    for adapter in started:
+        await adapter.stop()
+
+
+@pytest.fixture
+async def people(synapse: Synapse) -> AsyncIterator[Callable[[str], Human]]:
+    made: list[Human] = []
+
+    def make(name: str, server: Synapse = synapse) -> Human:
+        made.append(Human(server, name))
+        return made[-1]
+
+    yield make
+    for human in made:
+        await human.close()
+
+
+async def open_room(owner: Human, bot: MatrixAdapter, *others: Human, direct: bool = True) -> str:
+    """`owner` creates a room, invites the bot (and `others`), and waits for everyone's join."""
+    invite = [bot.bot.user_id, *(o.id for o in others)]
+    created = await owner.client.room_create(is_direct=direct, invite=invite, name="" if direct
+                                             else "Book club")
+    assert isinstance(created, RoomCreateResponse), created
+    room_id = created.room_id
+    for other in others:
+        await other.sync_until(lambda o=other: room_id in o.invites)  # type: ignore[misc]
+        await other.client.join(room_id)
+    await owner.sync_until(
+        lambda: all(owner.membership(room_id, u) == "join" for u in invite)
+    )
+    return room_id
+
+
+async def wait_turns(bot: MatrixAdapter, count: int, deadline: float = DEADLINE) -> None:
+    """Wait until the bot has delivered `count` turns in total."""
+    end = time.monotonic() + deadline
+    while bot.stats["turns"] < count:
+        if time.monotonic() > end:
+            raise AssertionError(f"bot delivered {bot.stats['turns']} of {count} turns")
+        await bot.idle()
+        if bot.stats["turns"] < count:
+            import asyncio
+
+            await asyncio.sleep(0.05)
+
+
+def remembering(body: dict[str, Any]) -> str:
+    """A model that answers from what is in its prompt (history), like a real one would."""
+    prompt = json.dumps(body["messages"])
+    question = last_user_text(body)
+    if question.endswith("cat called?"):
+        return "Your cat is called Miso." if "Miso" in prompt.split(question)[0] else "No idea."
+    return f"echo: {question}"
+
+
+async def test_dm_round_trip_with_memory(
+    start_bot: StartBot, people: Callable[[str], Human], app: App, fake_openai: FakeOpenAI
+) -> None:
+    began = time.monotonic()
+    fake_openai.responder = remembering
+    bot = await start_bot()
+    alice = people("Alice")
+    room = await open_room(alice, bot)
+    await alice.say(room, "I adopted a cat, she is called Miso")
+    await wait_turns(bot, 1)
+    await alice.say(room, "what is my cat called?")
+    await wait_turns(bot, 2)
+    await alice.sync_until(lambda: len(alice.bot_texts(room, bot.bot.user_id)) >= 2
+                           and alice.bot_texts(room, bot.bot.user_id)[-1].startswith("Your"))
+    texts = alice.bot_texts(room, bot.bot.user_id)
+    assert texts == ["echo: I adopted a cat, she is called Miso", "Your cat is called Miso."]
+    # HTML formatted body on every message the bot sent.
+    for ev in alice.from_bot(room, bot.bot.user_id):
+        content = ev["content"].get("m.new_content", ev["content"])
+        assert content["msgtype"] == "m.text"
+        assert content["format"] == "org.matrix.custom.html" and content["formatted_body"]
+    person = await app.persons.by_identity(f"matrix:{alice.id}")
+    assert person is not None
+    channel = await app.channels.by_ref("matrix", room)
+    assert channel is not None and channel.kind is ChannelKind.PRIVATE
+    assert channel.owner_id == person.id
+    rows = await app.transcript.for_channel(channel.id)
+    assert [r.role for r in rows] == [Role.USER, Role.ASSISTANT] * 2
+    print(f"\nmatrix DM: 2 turns incl. setup in {time.monotonic() - began:.2f}s")
+
+
+async def test_backlog_is_not_answered_and_own_messages_ignored(
+    start_bot: StartBot, people: Callable[[str], Human], app: App, fake_openai: FakeOpenAI,
+    synapse: Synapse,
+) -> None:
+    fake_openai.responder = remembering
+    first = await start_bot()
+    alice = people("Alice")
+    room = await open_room(alice, first)
+    await first.stop()
+    await alice.say(room, "a message while the bot is away")
+    # The same account comes back: the message is history, not a question.
+    settings = first.settings
+    again = MatrixAdapter(settings, bot_name="Strata", poll_timeout_ms=300)
+    await again.start(app.processor)
+    try:
+        await alice.say(room, "and a new one")
+        await wait_turns(again, 1)
+        await alice.sync_until(lambda: len(alice.bot_texts(room, again.bot.user_id)) >= 1)
+        assert alice.bot_texts(room, again.bot.user_id) == ["echo: and a new one"]
+        assert again.stats["turns"] == 1  # its own reply did not start a turn
+    finally:
+        await again.stop()
+
+
+async def test_long_reply_is_split_into_events_under_the_limit(
+    start_bot: StartBot, people: Callable[[str], Human], fake_openai: FakeOpenAI
+) -> None:
+    paragraphs = [f"Absatz {i}: " + "Grüße aus Köln, schöne Straße. " * 60 for i in range(50)]
+    long_text = "\n\n".join(p.strip() for p in paragraphs)
+    assert len(long_text.encode()) > EVENT_LIMIT
+    fake_openai.reply(long_text)
+    bot = await start_bot()
+    alice = people("Alice")
+    room = await open_room(alice, bot)
+    await alice.say(room, "tell me everything")
+    await wait_turns(bot, 1)
+
+    def joined() -> str:
+        return "\n\n".join(alice.bot_texts(room, bot.bot.user_id))
+
+    await alice.sync_until(lambda: joined().split() == long_text.split())
+    texts = alice.bot_texts(room, bot.bot.user_id)
+    assert len(texts) >= 2
+    assert "".join(joined().split()) == "".join(long_text.split())  # nothing lost
+    for part in texts:  # cut on paragraph boundaries
+        assert part.startswith("Absatz") and part.endswith("Straße.")
+    for ev in alice.from_bot(room, bot.bot.user_id):
+        size = len(json.dumps(ev, ensure_ascii=False, separators=(",", ":")).encode())
+        assert size <= EVENT_LIMIT
+    print(f"\n{len(long_text.encode())} bytes → {len(texts)} messages, "
+          f"largest event {max(len(json.dumps(e, ensure_ascii=False).encode()) for e in alice.from_bot(room, bot.bot.user_id))} bytes")
+
+
+async def test_reply_is_streamed_by_m_replace_edits(
+    start_bot: StartBot, people: Callable[[str], Human], fake_openai: FakeOpenAI
+) -> None:
+    answer = "one two three four five six seven eight"
+    fake_openai.reply(answer)
+    bot = await start_bot(edit_interval=0.0)
+    alice = people("Alice")
+    room = await open_room(alice, bot)
+    await alice.say(room, "count for me")
+    await wait_turns(bot, 1)
+    await alice.sync_until(lambda: alice.bot_texts(room, bot.bot.user_id) == [answer])
+    events = alice.from_bot(room, bot.bot.user_id)
+    first, edits = events[0], events[1:]
+    assert first["content"]["body"].endswith(" …")  # a preview, not the answer
+    assert len(edits) >= 2
+    shown = []
+    for ev in edits:
+        relates = ev["content"]["m.relates_to"]
+        assert relates == {"rel_type": "m.replace", "event_id": first["event_id"]}
+        assert ev["content"]["m.mentions"] == {}
+        shown.append(ev["content"]["m.new_content"]["body"].removesuffix(" …"))
+    assert all(answer.startswith(s) for s in shown) and shown[-1] == answer
+    assert [len(s) for s in shown] == sorted(len(s) for s in shown)
+
+
+async def test_429_from_a_strict_homeserver_is_survived(
+    synapse_strict: Synapse, start_bot: StartBot, people: Callable[[str], Human],
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.responder = lambda body: f"answer to {last_user_text(body)}"
+    bot = await start_bot(server=synapse_strict)
+    alice = Human(synapse_strict, "Alice")
+    try:
+        room = await open_room(alice, bot)
+        questions = [f"question {i}" for i in range(3)]
+        for q in questions:
+            await alice.say(room, q)
+        await wait_turns(bot, 3, deadline=40)
+        want = [f"answer to {q}" for q in questions]
+        await alice.sync_until(lambda: alice.bot_texts(room, bot.bot.user_id) == want,
+                               deadline=30)
+        assert bot.stats["rate_limited"] >= 1, bot.stats
+        print(f"\nstrict homeserver: {dict(bot.stats)}")
+    finally:
+        await alice.close()
+
+
+async def test_unlisted_users_are_ignored(
+    start_bot: StartBot, people: Callable[[str], Human], settings: Settings, clock: ManualClock,
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.responder = lambda body: f"echo: {last_user_text(body)}"
+    alice, mallory = people("Alice"), people("Mallory")
+    access = AccessSettings(allow_users=(f"matrix:{alice.id}",))
+    strict_app = await App.create(settings.model_copy(update={"access": access}), clock=clock)
+    try:
+        bot = await start_bot(processor=strict_app.processor, access=access)
+        # Mallory's invite is rejected.
+        created = await mallory.client.room_create(is_direct=True, invite=[bot.bot.user_id])
+        assert isinstance(created, RoomCreateResponse)
+        await mallory.sync_until(
+            lambda: mallory.membership(created.room_id, bot.bot.user_id) == "leave"
+        )
+        # In a room Alice made, Mallory's mention is not answered; Alice's is.
+        room = await open_room(alice, bot, mallory, direct=False)
+        await mallory.say(room, "Strata, tell me Alice's secrets")
+        await alice.say(room, "Strata: hello")
+        await wait_turns(bot, 2)
+        await alice.sync_until(lambda: len(alice.bot_texts(room, bot.bot.user_id)) >= 1)
+        assert alice.bot_texts(room, bot.bot.user_id) == ["echo: Alice: Strata: hello"]
+        assert await strict_app.persons.by_identity(f"matrix:{mallory.id}") is None
+        assert all("Mallory" not in json.dumps(r) and "secrets" not in json.dumps(r)
+                   for r in fake_openai.chat_requests())
+    finally:
+        await strict_app.close()
+
+
+async def test_shared_room_answers_when_addressed_and_keeps_private_memory_out(
+    start_bot: StartBot, people: Callable[[str], Human], app: App, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.responder = lambda body: f"echo: {last_user_text(body)}"
+    bot = await start_bot()
+    alice, bob = people("Alice"), people("Bob")
+    dm = await open_room(alice, bot)
+    await alice.say(dm, "my bank PIN is 4242")
+    await wait_turns(bot, 1)
+    group = await open_room(alice, bot, bob, direct=False)
+    await bob.say(group, "anyone up for pizza?")
+    await alice.say(group, "Strata: what do you know about me?")
+    reply_to = await bob.say(group, "thanks")  # not addressed
+    await wait_turns(bot, 4)
+    await bob.sync_until(lambda: len(bob.bot_texts(group, bot.bot.user_id)) >= 1)
+    answers = bob.bot_texts(group, bot.bot.user_id)
+    assert answers == ["echo: Alice: Strata: what do you know about me?"]
+    group_request = fake_openai.chat_requests()[-1]
+    assert "4242" not in json.dumps(group_request)
+    assert "anyone up for pizza?" in json.dumps(group_request)  # the room's own memory
+    # The answer in the group quotes the question it answers.
+    first = bob.from_bot(group, bot.bot.user_id)[0]["content"]
+    assert "m.in_reply_to" in first["m.relates_to"]
+    # Bob replies to the bot: that addresses it.
+    bot_event = bob.from_bot(group, bot.bot.user_id)[0]["event_id"]
+    await bob.say(group, "and the weather?",
+                  **{"m.relates_to": {"m.in_reply_to": {"event_id": bot_event}}})
+    await wait_turns(bot, 5)
+    await bob.sync_until(lambda: len(bob.bot_texts(group, bot.bot.user_id)) >= 2)
+    assert bob.bot_texts(group, bot.bot.user_id)[-1] == "echo: Bob: and the weather?"
+    channel = await app.channels.by_ref("matrix", group)
+    assert channel is not None and channel.kind is ChannelKind.SHARED
+    rows = await app.transcript.for_channel(channel.id)
+    assert "thanks" in [r.content for r in rows] and reply_to
+    alice_person = await app.persons.by_identity(f"matrix:{alice.id}")
+    assert alice_person is not None and channel.owner_id != alice_person.id
+
+
+async def test_location_becomes_a_location_row(
+    start_bot: StartBot, people: Callable[[str], Human], app: App, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.reply("Nice spot!")
+    bot = await start_bot()
+    alice = people("Alice")
+    room = await open_room(alice, bot)
+    sent = await alice.client.room_send(room, "m.room.message", {
+        "msgtype": "m.location", "body": "Alexanderplatz", "geo_uri": "geo:52.5219,13.4132"})
+    assert isinstance(sent, RoomSendResponse)
+    await wait_turns(bot, 1)
+    channel = await app.channels.by_ref("matrix", room)
+    assert channel is not None
+    rows = await app.transcript.for_channel(channel.id)
+    user_rows = [r for r in rows if r.role is Role.USER]
+    assert [(r.content, r.lat, r.lon) for r in user_rows] == [("Alexanderplatz", 52.5219, 13.4132)]
+    assert user_rows[0].platform_msg_id == sent.event_id
+    assert "52.52190, 13.41320" in json.dumps(fake_openai.chat_requests()[-1])
+
+
+async def test_failing_model_gives_an_honest_short_reply(
+    start_bot: StartBot, people: Callable[[str], Human], fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.fail_next(status=500, times=10)
+    bot = await start_bot()
+    alice = people("Alice")
+    room = await open_room(alice, bot)
+    await alice.say(room, "hello?")
+    await wait_turns(bot, 1)
+    await alice.sync_until(lambda: len(alice.bot_texts(room, bot.bot.user_id)) >= 1)
+    [text] = alice.bot_texts(room, bot.bot.user_id)
+    assert text.startswith("Sorry") and "saved" in text and "Traceback" not in text
