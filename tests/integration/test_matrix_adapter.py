@@ -420,3 +420,36 @@ async def test_failing_model_gives_an_honest_short_reply(
     await alice.sync_until(lambda: len(alice.bot_texts(room, bot.bot.user_id)) >= 1)
     [text] = alice.bot_texts(room, bot.bot.user_id)
     assert text.startswith("Sorry") and "saved" in text and "Traceback" not in text
+
+
+async def test_link_a_console_identity_from_matrix(
+    start_bot: StartBot, people: Callable[[str], Human], app: App, fake_openai: FakeOpenAI,
+    clock: ManualClock,
+) -> None:
+    from bot.types import InboundMessage
+
+    fake_openai.responder = lambda body: "noted"
+    said = InboundMessage("console", "alice/default", "alice", "I play the cello", clock.now(),
+                          sender_name="alice")
+    await app.processor.handle(said)
+    issued = await app.processor.handle(InboundMessage(
+        "console", "alice/default", "alice", "/link", clock.now(), sender_name="alice"))
+    assert issued is not None
+    code = issued.reply.split("Your link code is ", 1)[1].split(".", 1)[0]
+    bot = await start_bot()
+    alice = people("Alice")
+    room = await open_room(alice, bot)
+    await alice.say(room, f"/link {code}")
+    await wait_turns(bot, 1)
+    await alice.sync_until(lambda: len(alice.bot_texts(room, bot.bot.user_id)) >= 1)
+    [answer] = alice.bot_texts(room, bot.bot.user_id)
+    assert answer.startswith("Linked") and f"matrix:{alice.id}" in answer
+    home = await app.persons.by_identity("console:alice")
+    assert home is not None
+    assert await app.persons.by_identity(f"matrix:{alice.id}") == home
+    dm = await app.channels.by_ref("matrix", room)
+    assert dm is not None and dm.owner_id == home.id
+    await alice.say(room, "what do I play?")
+    await wait_turns(bot, 2)
+    owned = [r.content for r in await app.transcript.for_owner(home.id)]
+    assert "I play the cello" in owned and "what do I play?" in owned
