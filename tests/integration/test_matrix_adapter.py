@@ -7,8 +7,11 @@ it); the bot is `MatrixAdapter` started inside the test's event loop.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
+import urllib.parse
+import urllib.request
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -16,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nio import AsyncClient, AsyncClientConfig, RoomCreateResponse, RoomSendResponse
+from nio import (
+    AsyncClient,
+    AsyncClientConfig,
+    MegolmEvent,
+    RoomCreateResponse,
+    RoomSendResponse,
+    TypingNoticeEvent,
+)
 
 from adapters.matrix.adapter import MatrixAdapter
 from adapters.matrix.mapping import EVENT_LIMIT
@@ -39,13 +49,21 @@ def _name(prefix: str) -> str:
 class Human:
     """A person on Matrix: a real nio client that remembers every event it has synced."""
 
-    def __init__(self, server: Synapse, name: str) -> None:
+    def __init__(self, server: Synapse, name: str, store: Path | None = None) -> None:
         self.user = server.register(_name(name.lower()), displayname=name)
         self.id = self.user.user_id
-        self.client = AsyncClient(server.base_url, config=CONFIG)
+        config = CONFIG
+        if store is not None:  # an end-to-end capable client with its own key store
+            store.mkdir(parents=True, exist_ok=True)
+            config = AsyncClientConfig(max_limit_exceeded=3, max_timeouts=2, request_timeout=10,
+                                       encryption_enabled=True)
+        self.client = AsyncClient(server.base_url, config=config,
+                                  store_path=str(store) if store else "")
         self.client.restore_login(self.user.user_id, self.user.device_id, self.user.access_token)
         self.events: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.invites: set[str] = set()
+        self.typing: dict[str, list[list[str]]] = defaultdict(list)
+        self.undecrypted = 0
 
     async def sync_until(self, done: Callable[[], bool], deadline: float = DEADLINE) -> None:
         end = time.monotonic() + deadline
@@ -54,8 +72,20 @@ class Human:
                 raise AssertionError(f"{self.id}: condition not met within {deadline}s")
             resp = await self.client.sync(timeout=300, sync_filter=FILTER)
             for room_id, info in getattr(resp, "rooms", None).join.items():  # type: ignore[union-attr]
-                self.events[room_id].extend(ev.source for ev in info.timeline.events)
+                for ev in info.timeline.events:
+                    if isinstance(ev, MegolmEvent):
+                        self.undecrypted += 1
+                    self.events[room_id].append(ev.source)
+                for ev in info.ephemeral:
+                    if isinstance(ev, TypingNoticeEvent):
+                        self.typing[room_id].append(list(ev.users))
             self.invites.update(resp.rooms.invite)  # type: ignore[union-attr]
+            if self.client.olm is not None:  # what nio's sync_forever would do
+                if self.client.should_upload_keys:
+                    await self.client.keys_upload()
+                if self.client.should_query_keys:
+                    await self.client.keys_query()
+                await self.client.send_to_device_messages()
 
     async def say(self, room_id: str, text: str, **extra: Any) -> str:
         content = {"msgtype": "m.text", "body": text, **extra}
@@ -110,6 +140,7 @@ async def start_bot(
         processor: Any = None,
         access: AccessSettings | None = None,
         edit_interval: float = 1.0,
+        encryption: bool = False,
     ) -> MatrixAdapter:
         user = server.register(_name("strata"), displayname="Strata")
         settings = MatrixSettings(
@@ -118,7 +149,7 @@ async def start_bot(
             access_token=user.access_token,
             device_id=user.device_id,
             store_path=str(tmp_path / f"store-{len(started)}"),
-            encryption=False,
+            encryption=encryption,
             request_timeout=10,
             max_timeouts=1,
         )
@@ -151,11 +182,17 @@ async def people(synapse: Synapse) -> AsyncIterator[Callable[[str], Human]]:
         await human.close()
 
 
-async def open_room(owner: Human, bot: MatrixAdapter, *others: Human, direct: bool = True) -> str:
+ENCRYPTED = [{"type": "m.room.encryption", "state_key": "",
+              "content": {"algorithm": "m.megolm.v1.aes-sha2"}}]
+
+
+async def open_room(owner: Human, bot: MatrixAdapter, *others: Human, direct: bool = True,
+                    encrypted: bool = False) -> str:
     """`owner` creates a room, invites the bot (and `others`), and waits for everyone's join."""
     invite = [bot.bot.user_id, *(o.id for o in others)]
-    created = await owner.client.room_create(is_direct=direct, invite=invite, name="" if direct
-                                             else "Book club")
+    created = await owner.client.room_create(
+        is_direct=direct, invite=invite, name="" if direct else "Book club",
+        initial_state=ENCRYPTED if encrypted else ())
     assert isinstance(created, RoomCreateResponse), created
     room_id = created.room_id
     for other in others:
@@ -175,9 +212,17 @@ async def wait_turns(bot: MatrixAdapter, count: int, deadline: float = DEADLINE)
             raise AssertionError(f"bot delivered {bot.stats['turns']} of {count} turns")
         await bot.idle()
         if bot.stats["turns"] < count:
-            import asyncio
-
             await asyncio.sleep(0.05)
+
+
+def raw_messages(server: Synapse, who: Human, room_id: str) -> list[dict[str, Any]]:
+    """The room's events as the server stores them (no client-side decryption)."""
+    request = urllib.request.Request(
+        f"{server.base_url}/_matrix/client/v3/rooms/{urllib.parse.quote(room_id)}/messages"
+        "?dir=b&limit=50", headers={"Authorization": f"Bearer {who.user.access_token}"})
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        chunk: list[dict[str, Any]] = json.load(reply)["chunk"]
+    return chunk
 
 
 def remembering(body: dict[str, Any]) -> str:
@@ -266,11 +311,11 @@ async def test_long_reply_is_split_into_events_under_the_limit(
     assert "".join(joined().split()) == "".join(long_text.split())  # nothing lost
     for part in texts:  # cut on paragraph boundaries
         assert part.startswith("Absatz") and part.endswith("Straße.")
-    for ev in alice.from_bot(room, bot.bot.user_id):
-        size = len(json.dumps(ev, ensure_ascii=False, separators=(",", ":")).encode())
-        assert size <= EVENT_LIMIT
+    sizes = [len(json.dumps(ev, ensure_ascii=False, separators=(",", ":")).encode())
+             for ev in alice.from_bot(room, bot.bot.user_id)]
+    assert max(sizes) <= EVENT_LIMIT
     print(f"\n{len(long_text.encode())} bytes → {len(texts)} messages, "
-          f"largest event {max(len(json.dumps(e, ensure_ascii=False).encode()) for e in alice.from_bot(room, bot.bot.user_id))} bytes")
+          f"largest event {max(sizes)} bytes")
 
 
 async def test_reply_is_streamed_by_m_replace_edits(
@@ -453,3 +498,103 @@ async def test_link_a_console_identity_from_matrix(
     await wait_turns(bot, 2)
     owned = [r.content for r in await app.transcript.for_owner(home.id)]
     assert "I play the cello" in owned and "what do I play?" in owned
+
+
+async def test_typing_is_shown_while_the_model_works(
+    start_bot: StartBot, people: Callable[[str], Human], fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.fail_next("slow", seconds=1.5, path="chat")  # then it answers
+    fake_openai.reply("done thinking")
+    bot = await start_bot()
+    alice = people("Alice")
+    room = await open_room(alice, bot)
+    await alice.say(room, "think hard")
+    await alice.sync_until(lambda: any(bot.bot.user_id in users for users in alice.typing[room]))
+    await alice.sync_until(lambda: alice.bot_texts(room, bot.bot.user_id) == ["done thinking"])
+    await alice.sync_until(lambda: alice.typing[room][-1] == [])  # and off afterwards
+
+
+async def test_encrypted_dm_is_read_and_answered_encrypted(
+    start_bot: StartBot, synapse: Synapse, fake_openai: FakeOpenAI, tmp_path: Path, app: App
+) -> None:
+    fake_openai.responder = lambda body: f"secretly: {last_user_text(body)}"
+    bot = await start_bot(encryption=True)
+    assert bot.client is not None and bot.client.olm is not None
+    alice = Human(synapse, "Alice", store=tmp_path / "alice-store")
+    try:
+        await alice.client.keys_upload()
+        room = await open_room(alice, bot, encrypted=True)
+        resp = await alice.client.room_send(
+            room, "m.room.message", {"msgtype": "m.text", "body": "the vault code is 1234"},
+            ignore_unverified_devices=True)
+        assert isinstance(resp, RoomSendResponse), resp
+        await wait_turns(bot, 1)
+        await alice.sync_until(
+            lambda: alice.bot_texts(room, bot.bot.user_id) == ["secretly: the vault code is 1234"])
+        # On the wire both messages were m.room.encrypted; the server never saw the text.
+        wire = raw_messages(synapse, alice, room)
+        texts = [e for e in wire if e.get("type") == "m.room.message"]
+        assert texts == [] and any(e.get("type") == "m.room.encrypted" for e in wire)
+        channel = await app.channels.by_ref("matrix", room)
+        assert channel is not None
+        rows = await app.transcript.for_channel(channel.id)
+        assert rows[0].content == "the vault code is 1234"
+    finally:
+        await alice.close()
+
+
+async def test_undecryptable_message_gets_an_honest_answer(
+    start_bot: StartBot, synapse: Synapse, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    bot = await start_bot(encryption=False)  # a bot without keys cannot read encrypted rooms
+    alice = Human(synapse, "Alice", store=tmp_path / "alice-store")
+    try:
+        await alice.client.keys_upload()
+        room = await open_room(alice, bot, encrypted=True)
+        resp = await alice.client.room_send(
+            room, "m.room.message", {"msgtype": "m.text", "body": "can you read this?"},
+            ignore_unverified_devices=True)
+        assert isinstance(resp, RoomSendResponse), resp
+        await alice.sync_until(lambda: len(alice.bot_texts(room, bot.bot.user_id)) >= 1)
+        [text] = alice.bot_texts(room, bot.bot.user_id)
+        assert text.startswith("I couldn't decrypt that message")
+        assert fake_openai.chat_requests() == []
+    finally:
+        await alice.close()
+
+
+async def test_password_login_and_bad_credentials(
+    synapse: Synapse, app: App, tmp_path: Path, people: Callable[[str], Human],
+    fake_openai: FakeOpenAI,
+) -> None:
+    from bot.app import build_adapters, build_matrix_adapter
+    from bot.errors import PlatformError
+
+    fake_openai.reply("hello by password")
+    localpart = _name("strata")
+    user = synapse.register(localpart, password="correct horse battery", displayname="Strata")
+    base = MatrixSettings(homeserver=synapse.base_url, user=user.user_id,
+                          store_path=str(tmp_path / "store"), device_id="STRATATEST",
+                          encryption=False, request_timeout=10, max_timeouts=1)
+    assert build_matrix_adapter(Settings(matrix=base)) is None  # no password or token
+    configured = app.settings.model_copy(
+        update={"matrix": base.model_copy(update={"password": "correct horse battery"})})
+    [bot] = build_adapters(configured)
+    assert isinstance(bot, MatrixAdapter)
+    bot.poll_timeout_ms = 500
+    await bot.start(app.processor)
+    try:
+        assert bot.client is not None and bot.client.device_id == "STRATATEST"
+        alice = people("Alice")
+        room = await open_room(alice, bot)
+        await alice.say(room, "hi")
+        await alice.sync_until(lambda: alice.bot_texts(room, bot.bot.user_id) == [
+            "hello by password"])
+    finally:
+        await bot.stop()
+    wrong = MatrixAdapter(base.model_copy(update={"password": "wrong"}))
+    with pytest.raises(PlatformError, match="login"):
+        await wrong.start(app.processor)
+    bad_token = MatrixAdapter(base.model_copy(update={"access_token": "syt_nope"}))
+    with pytest.raises(PlatformError, match="refused"):
+        await bad_token.start(app.processor)
