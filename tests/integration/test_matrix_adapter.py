@@ -292,7 +292,7 @@ async def test_backlog_is_not_answered_and_own_messages_ignored(
 async def test_long_reply_is_split_into_events_under_the_limit(
     start_bot: StartBot, people: Callable[[str], Human], fake_openai: FakeOpenAI
 ) -> None:
-    paragraphs = [f"Absatz {i}: " + "Grüße aus Köln, schöne Straße. " * 60 for i in range(50)]
+    paragraphs = [f"Absatz {i}: " + "Grüße-aus-Köln,-schöne-Straße. " * 60 for i in range(50)]
     long_text = "\n\n".join(p.strip() for p in paragraphs)
     assert len(long_text.encode()) > EVENT_LIMIT
     fake_openai.reply(long_text)
@@ -451,6 +451,11 @@ async def test_location_becomes_a_location_row(
     assert [(r.content, r.lat, r.lon) for r in user_rows] == [("Alexanderplatz", 52.5219, 13.4132)]
     assert user_rows[0].platform_msg_id == sent.event_id
     assert "52.52190, 13.41320" in json.dumps(fake_openai.chat_requests()[-1])
+    # A message outside a turn (what a reminder uses).
+    ids = await bot.send(room, "Reminder: water the plants")
+    await alice.sync_until(lambda: "Reminder: water the plants" in alice.bot_texts(
+        room, bot.bot.user_id))
+    assert len(ids) == 1
 
 
 async def test_failing_model_gives_an_honest_short_reply(
