@@ -102,9 +102,11 @@ async def deliver_turn(
                         exc_info=True)
             streaming = False
 
+    answered = False
     try:
         async with typing_while(ops.typing or _typing_off, every=ops.typing_every):
             result = await handler.handle(msg, on_partial if streaming else None)
+        answered = True
         if result is None:
             return Delivery(None, list(streamed.message_ids))
         text = result.reply
@@ -121,7 +123,8 @@ async def deliver_turn(
     except Exception as exc:  # adapter callback boundary: log it, tell the person briefly
         log.exception("%s: turn for a message in %s failed", msg.platform, msg.room_id)
         try:
-            if streamed.message_ids and ops.edit is not None:
+            # A half-written preview is replaced; parts of a finished answer are kept.
+            if streamed.message_ids and ops.edit is not None and not answered:
                 await ops.edit(streamed.message_ids[0], SORRY)
             else:
                 streamed.message_ids.append(await ops.send(SORRY))

@@ -271,7 +271,10 @@ class MatrixAdapter:
     async def _on_sync(self, resp: SyncResponse, *, answer: bool) -> None:
         assert self.client is not None
         for room_id, info in resp.rooms.invite.items():
-            await self._on_invite(room_id, info.invite_state)
+            try:
+                await self._on_invite(room_id, info.invite_state)
+            except Exception:  # adapter callback boundary: one bad invite must not stop others
+                log.exception("matrix: handling the invite to %s failed", room_id)
         if not answer:
             skipped = sum(len(info.timeline.events) for info in resp.rooms.join.values())
             log.debug("matrix: initial sync: %d backlog events not answered", skipped)
@@ -281,7 +284,10 @@ class MatrixAdapter:
             if room is None:
                 continue
             for event in info.timeline.events:
-                await self._on_event(room, event)
+                try:
+                    await self._on_event(room, event)
+                except Exception:  # adapter callback boundary: the next event still counts
+                    log.exception("matrix: handling an event in %s failed", room_id)
 
     async def _on_invite(self, room_id: str, state: list[Any]) -> None:
         assert self.client is not None
@@ -311,10 +317,11 @@ class MatrixAdapter:
                 if wait is not None:
                     raise PlatformRateLimited(wait)
                 log.warning("matrix: could not join %s: %s", room_id, resp.message)
-            return None
+                return None
+            return room_id
 
-        await call_with_retry(join)
-        log.info("matrix: joined %s on an invite", room_id)
+        if await call_with_retry(join) is not None:
+            log.info("matrix: joined %s on an invite", room_id)
 
     def room_info(self, room: MatrixRoom) -> RoomInfo:
         return RoomInfo(room.room_id, room.member_count, room.display_name, room.encrypted)

@@ -127,3 +127,17 @@ async def test_send_text_splits_and_retries() -> None:
     platform = Platform(fail_sends=1)
     ids = await send_text(platform.ops(limit=10), "aaaa bbbb cccc")
     assert [platform.messages[i] for i in ids] == ["aaaa bbbb", "cccc"]
+
+
+async def test_a_send_failure_after_the_answer_keeps_what_was_sent() -> None:
+    class Flaky(Platform):
+        async def send(self, text: str) -> str:
+            if len(self.messages) == 1 and text != SORRY:
+                raise ConnectionError("gone")
+            return await super().send(text)
+
+    platform = Flaky()
+    delivery = await deliver_turn(Handler("aaaa bbbb cccc"), MSG, platform.ops(limit=10),
+                                  stream=False)
+    assert list(platform.messages.values()) == ["aaaa bbbb", SORRY]
+    assert isinstance(delivery.error, ConnectionError)
