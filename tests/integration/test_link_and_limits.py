@@ -11,6 +11,7 @@ from bot.app import App
 from bot.clock import ManualClock
 from bot.types import ChannelKind, InboundMessage
 from memory.episodes import EpisodeRepo, NewEpisode, as_blob
+from bot.prompt import MEMORY_PREAMBLE
 from memory.linking import LinkCodes
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -23,6 +24,17 @@ def matrix(text: str, clock: ManualClock, user: str = "@alice:hs",
            room: str = "!dm:hs", private: bool = True) -> InboundMessage:
     return InboundMessage("matrix", room, user, text, clock.now(), sender_name="Alice",
                           is_private=private)
+
+
+async def recalled_for(app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> str:
+    """The memory block the model got when Alice asked about her cat on Matrix."""
+    fake_openai.clear()
+    fake_openai.responder = lambda body: "ok"
+    await app.processor.handle(matrix("what is my cat called?", clock))
+    turn_request = next(r for r in fake_openai.chat_requests()
+                        if "what is my cat called" in str(r["messages"][-1]["content"]))
+    return "\n".join(str(m["content"]) for m in turn_request["messages"]
+                     if m["role"] == "system" and MEMORY_PREAMBLE in str(m["content"]))
 
 
 def code_of(reply: str) -> str:
@@ -38,6 +50,8 @@ async def test_link_merges_identities_channels_and_memory(
     home = await app.persons.by_identity("console:alice")
     away = await app.persons.by_identity("matrix:@alice:hs")
     assert home is not None and away is not None and home.id != away.id
+    await app.processor.drain()
+    assert "my cat is called Miso" not in await recalled_for(app, fake_openai, clock)
     episodes = EpisodeRepo(app.db)
     away_channel = await app.channels.by_ref("matrix", "!dm:hs")
     assert away_channel is not None
@@ -72,6 +86,9 @@ async def test_link_merges_identities_channels_and_memory(
     # Keyword search over the merged person's memory finds what was said on either platform.
     assert [r.content for r, _ in await app.transcript.search(home.id, "Leipzig")] == [
         "I live in Leipzig"]
+    # Recall crosses the merged person's channels: asked on Matrix, the console fact comes up.
+    await app.processor.drain()
+    assert "my cat is called Miso" in await recalled_for(app, fake_openai, clock)
     # The code was single-use.
     again = await app.processor.handle(matrix(f"/link {code}", clock, user="@eve:hs",
                                               room="!eve:hs"))
