@@ -9,9 +9,9 @@ import numpy as np
 
 from bot.app import App
 from bot.clock import ManualClock
+from bot.prompt import MEMORY_PREAMBLE
 from bot.types import ChannelKind, InboundMessage
 from memory.episodes import EpisodeRepo, NewEpisode, as_blob
-from bot.prompt import MEMORY_PREAMBLE
 from memory.linking import LinkCodes
 from tests.fakes.openai_server import FakeOpenAI
 
