@@ -536,6 +536,17 @@ async def test_typing_is_shown_while_the_model_works(
     await alice.sync_until(lambda: alice.typing[room][-1] == [])  # and off afterwards
 
 
+async def encrypted_dm_message(alice: Human, bot: MatrixAdapter, text: str) -> str:
+    """Alice (an e2e client) opens an encrypted DM with the bot and sends `text` encrypted."""
+    await alice.client.keys_upload()
+    room = await open_room(alice, bot, encrypted=True)
+    resp = await alice.client.room_send(
+        room, "m.room.message", {"msgtype": "m.text", "body": text},
+        ignore_unverified_devices=True)
+    assert isinstance(resp, RoomSendResponse), resp
+    return room
+
+
 async def test_encrypted_dm_is_read_and_answered_encrypted(
     start_bot: StartBot, synapse: Synapse, fake_openai: FakeOpenAI, tmp_path: Path, app: App
 ) -> None:
@@ -544,12 +555,7 @@ async def test_encrypted_dm_is_read_and_answered_encrypted(
     assert bot.client is not None and bot.client.olm is not None
     alice = Human(synapse, "Alice", store=tmp_path / "alice-store")
     try:
-        await alice.client.keys_upload()
-        room = await open_room(alice, bot, encrypted=True)
-        resp = await alice.client.room_send(
-            room, "m.room.message", {"msgtype": "m.text", "body": "the vault code is 1234"},
-            ignore_unverified_devices=True)
-        assert isinstance(resp, RoomSendResponse), resp
+        room = await encrypted_dm_message(alice, bot, "the vault code is 1234")
         await wait_turns(bot, 1)
         await alice.sync_until(
             lambda: alice.bot_texts(room, bot.bot.user_id) == ["secretly: the vault code is 1234"])
@@ -571,12 +577,7 @@ async def test_undecryptable_message_gets_an_honest_answer(
     bot = await start_bot(encryption=False)  # a bot without keys cannot read encrypted rooms
     alice = Human(synapse, "Alice", store=tmp_path / "alice-store")
     try:
-        await alice.client.keys_upload()
-        room = await open_room(alice, bot, encrypted=True)
-        resp = await alice.client.room_send(
-            room, "m.room.message", {"msgtype": "m.text", "body": "can you read this?"},
-            ignore_unverified_devices=True)
-        assert isinstance(resp, RoomSendResponse), resp
+        room = await encrypted_dm_message(alice, bot, "can you read this?")
         await alice.sync_until(lambda: len(alice.bot_texts(room, bot.bot.user_id)) >= 1)
         [text] = alice.bot_texts(room, bot.bot.user_id)
         assert text.startswith("I couldn't decrypt that message")
