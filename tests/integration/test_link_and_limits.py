@@ -152,8 +152,10 @@ async def test_a_dm_that_becomes_a_group_gets_its_own_channel(
     private = await app.channels.by_ref("matrix", "!r:hs")
     assert private is not None and private.kind is ChannelKind.PRIVATE
     # The same room id, now shared, has a separate channel owned by the room's scope.
-    person = await app.persons.by_identity("matrix:@alice:hs")
-    assert person is not None
-    shared = [c for c in await app.channels.for_owner(private.owner_id)
-              if c.kind is ChannelKind.SHARED]
-    assert shared == []
+    scope = await app.persons.by_identity("room:matrix:!r:hs")
+    assert scope is not None and scope.id != private.owner_id
+    shared = await app.channels.by_ref("matrix", f"!r:hs#shared:{scope.id}")
+    assert shared is not None and shared.kind is ChannelKind.SHARED
+    assert shared.owner_id == scope.id
+    rows = await app.transcript.for_channel(shared.id)
+    assert rows[0].content == "Strata, hi all"
