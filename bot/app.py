@@ -16,6 +16,7 @@ from typing import Any
 from bot.clock import SystemClock
 from bot.commands import CommandRouter
 from bot.config import Settings
+from bot.link import LinkCommand
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
 from bot.memory_commands import MemoryCommands
 from bot.memory_tools import MemoryTools
@@ -113,12 +114,25 @@ async def open_db(settings: Settings) -> Database:
     return await Database.open(Path(settings.db.path).expanduser(), settings.embed.dim)
 
 
+def build_matrix_adapter(settings: Settings, clock: Clock | None = None) -> Adapter | None:
+    """The Matrix adapter when `matrix.homeserver`, `matrix.user` and a password or access
+    token are configured (STRATA_MATRIX_*), else None."""
+    m = settings.matrix
+    if not (m.homeserver and m.user and (m.password or m.access_token)):
+        return None
+    from adapters.matrix.adapter import MatrixAdapter  # nio is an optional extra
+
+    return MatrixAdapter(
+        m, access=settings.access, bot_name=settings.bot.name, stream=settings.bot.stream
+    )
+
+
 # A platform adapter factory: the adapter when its credentials are configured, else None.
 AdapterFactory = Callable[[Settings, Clock], Adapter | None]
 
-# The platform adapters `strata run` starts when configured (Discord, Telegram, Matrix add
-# theirs here; the console adapter is started by `strata run --console`).
-ADAPTER_FACTORIES: list[AdapterFactory] = []
+# The platform adapters `strata run` starts when configured (Discord and Telegram add theirs
+# here; the console adapter is started by `strata run --console`).
+ADAPTER_FACTORIES: list[AdapterFactory] = [build_matrix_adapter]
 
 
 def configured_adapters(settings: Settings, clock: Clock) -> list[Adapter]:
@@ -129,6 +143,11 @@ def configured_adapters(settings: Settings, clock: Clock) -> list[Adapter]:
         if adapter is not None:
             adapters.append(adapter)
     return adapters
+
+
+def build_adapters(settings: Settings, clock: Clock | None = None) -> list[Adapter]:
+    """Every platform adapter whose credentials are configured (for `strata run`)."""
+    return configured_adapters(settings, clock or SystemClock())
 
 
 @dataclass
@@ -183,6 +202,7 @@ class App:
         embedder = make_embedder(settings)
         persons, channels, transcript = PersonRepo(db), ChannelRepo(db), TranscriptRepo(db)
         commands = CommandRouter()
+        LinkCommand(db, persons, clock).register(commands)
         facts = FactStore(FactRepo(db), embedder)
         processor = TurnProcessor(
             settings=settings,
