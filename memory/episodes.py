@@ -82,9 +82,10 @@ def as_blob(vec: npt.NDArray[np.floating]) -> bytes:
     return np.asarray(vec, dtype="<f4").tobytes()
 
 
-async def insert_on(conn: Any, dim: int, new: NewEpisode,
-                    embedding: npt.NDArray[np.floating], now: datetime) -> int:
-    """Insert an episode, its citations and its embedding inside the caller's transaction."""
+async def insert_episode(conn: Any, new: NewEpisode, embedding: npt.NDArray[np.floating],
+                         now: datetime, dim: int) -> int:
+    """Insert an episode, its citations and its embedding on `conn`, inside the caller's
+    write transaction (so a caller can move a cursor in the same transaction)."""
     if embedding.shape != (dim,):
         raise ValueError(f"embedding has shape {embedding.shape}, expected ({dim},)")
     cur = await conn.execute(
@@ -106,7 +107,7 @@ async def insert_on(conn: Any, dim: int, new: NewEpisode,
         "INSERT INTO episode_vec (episode_id, owner_id, embedding) VALUES (?, ?, ?)",
         (episode_id, new.owner_id, as_blob(embedding)),
     )
-    return episode_id
+    return int(episode_id)
 
 
 class EpisodeRepo:
@@ -117,7 +118,7 @@ class EpisodeRepo:
                      now: datetime) -> int:
         """Store an episode, its citations and its embedding in one transaction."""
         async with self.db.write() as conn:
-            return await insert_on(conn, self.db.dim, new, embedding, now)
+            return await insert_episode(conn, new, embedding, now, self.db.dim)
 
     async def get(self, episode_id: int) -> Episode | None:
         row = await self.db.fetchone("SELECT * FROM episodes WHERE id = ?", (episode_id,))

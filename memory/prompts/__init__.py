@@ -1,5 +1,5 @@
-"""Prompt modules of the memory layer: one per model task (compaction, roll-up summaries).
+"""Prompt modules for model tasks owned by the memory layer: one module per task.
 
-Each builds the chat messages for its task and, where the answer is structured, validates it.
-Imports `bot` leaf types only.
+Each module builds the messages for its task and validates the model's answer (pydantic, since
+model output is untrusted). Imports `bot` leaf modules only.
 """
