@@ -15,7 +15,7 @@ import asyncio
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from bot.clock import to_iso
 from bot.errors import ModelError
@@ -163,17 +163,29 @@ async def compact_until_under_budget(
 
 class CompactionHook:
     """The after-turn compaction check (an `AfterTurn`): one at a time per channel, so two
-    quick turns never summarise the same rows twice."""
+    quick turns never summarise the same rows twice; after a failed summary the channel waits
+    `retry_after` before the next try, so a model that is down is not asked on every turn."""
 
     def __init__(self, db: Database, chat: ChatModel, clock: Clock,
-                 policy: CompactionPolicy = CompactionPolicy()) -> None:
+                 policy: CompactionPolicy = CompactionPolicy(),
+                 retry_after: timedelta = timedelta(minutes=10)) -> None:
         self.db = db
         self.chat = chat
         self.clock = clock
         self.policy = policy
+        self.retry_after = retry_after
         self._locks: dict[int, asyncio.Lock] = {}
+        self._failed_at: dict[int, datetime] = {}
 
     async def __call__(self, channel: Channel, person: Person, turn_id: str) -> None:
         lock = self._locks.setdefault(channel.id, asyncio.Lock())
         async with lock:
-            await compact_channel(self.db, self.chat, channel.id, self.clock.now(), self.policy)
+            now = self.clock.now()
+            failed = self._failed_at.get(channel.id)
+            if failed is not None and now - failed < self.retry_after:
+                return
+            result = await compact_channel(self.db, self.chat, channel.id, now, self.policy)
+            if result.error:
+                self._failed_at[channel.id] = now
+            else:
+                self._failed_at.pop(channel.id, None)
