@@ -70,12 +70,13 @@ def _tokens(row: TranscriptRow) -> int:
 
 
 def choose_rows(rows: list[TranscriptRow], policy: CompactionPolicy) -> list[TranscriptRow]:
-    """The oldest rows to fold into the summary: up to `input_tokens`, leaving about
+    """The oldest rows to fold into the summary: up to `input_tokens`, leaving at least
     `keep_tokens` of the newest talk, always ending on a whole turn."""
     total = sum(_tokens(r) for r in rows)
     taken = 0
     end = 0
-    while end < len(rows) and total - taken > policy.keep_tokens and taken < policy.input_tokens:
+    while (end < len(rows) and taken < policy.input_tokens
+           and total - taken - _tokens(rows[end]) >= policy.keep_tokens):
         taken += _tokens(rows[end])
         end += 1
     # Never split a turn (a reply without its question misleads the model): back off to the
@@ -85,7 +86,7 @@ def choose_rows(rows: list[TranscriptRow], policy: CompactionPolicy) -> list[Tra
     while 0 < cut < len(rows) and rows[cut].turn_id == rows[cut - 1].turn_id:
         cut -= 1
     if cut == 0:
-        cut = end
+        cut = max(end, 1)
         while 0 < cut < len(rows) and rows[cut].turn_id == rows[cut - 1].turn_id:
             cut += 1
     return rows[:cut]
