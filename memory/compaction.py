@@ -15,7 +15,7 @@ import asyncio
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from bot.clock import to_iso
 from bot.errors import ModelError
@@ -70,12 +70,13 @@ def _tokens(row: TranscriptRow) -> int:
 
 
 def choose_rows(rows: list[TranscriptRow], policy: CompactionPolicy) -> list[TranscriptRow]:
-    """The oldest rows to fold into the summary: up to `input_tokens`, leaving about
+    """The oldest rows to fold into the summary: up to `input_tokens`, leaving at least
     `keep_tokens` of the newest talk, always ending on a whole turn."""
     total = sum(_tokens(r) for r in rows)
     taken = 0
     end = 0
-    while end < len(rows) and total - taken > policy.keep_tokens and taken < policy.input_tokens:
+    while (end < len(rows) and taken < policy.input_tokens
+           and total - taken - _tokens(rows[end]) >= policy.keep_tokens):
         taken += _tokens(rows[end])
         end += 1
     # Never split a turn (a reply without its question misleads the model): back off to the
@@ -85,7 +86,7 @@ def choose_rows(rows: list[TranscriptRow], policy: CompactionPolicy) -> list[Tra
     while 0 < cut < len(rows) and rows[cut].turn_id == rows[cut - 1].turn_id:
         cut -= 1
     if cut == 0:
-        cut = end
+        cut = max(end, 1)
         while 0 < cut < len(rows) and rows[cut].turn_id == rows[cut - 1].turn_id:
             cut += 1
     return rows[:cut]
@@ -163,17 +164,29 @@ async def compact_until_under_budget(
 
 class CompactionHook:
     """The after-turn compaction check (an `AfterTurn`): one at a time per channel, so two
-    quick turns never summarise the same rows twice."""
+    quick turns never summarise the same rows twice; after a failed summary the channel waits
+    `retry_after` before the next try, so a model that is down is not asked on every turn."""
 
     def __init__(self, db: Database, chat: ChatModel, clock: Clock,
-                 policy: CompactionPolicy = CompactionPolicy()) -> None:
+                 policy: CompactionPolicy = CompactionPolicy(),
+                 retry_after: timedelta = timedelta(minutes=10)) -> None:
         self.db = db
         self.chat = chat
         self.clock = clock
         self.policy = policy
+        self.retry_after = retry_after
         self._locks: dict[int, asyncio.Lock] = {}
+        self._failed_at: dict[int, datetime] = {}
 
     async def __call__(self, channel: Channel, person: Person, turn_id: str) -> None:
         lock = self._locks.setdefault(channel.id, asyncio.Lock())
         async with lock:
-            await compact_channel(self.db, self.chat, channel.id, self.clock.now(), self.policy)
+            now = self.clock.now()
+            failed = self._failed_at.get(channel.id)
+            if failed is not None and now - failed < self.retry_after:
+                return
+            result = await compact_channel(self.db, self.chat, channel.id, now, self.policy)
+            if result.error:
+                self._failed_at[channel.id] = now
+            else:
+                self._failed_at.pop(channel.id, None)

@@ -110,12 +110,6 @@ async def insert_episode(conn: Any, new: NewEpisode, embedding: npt.NDArray[np.f
     return int(episode_id)
 
 
-async def insert_on(conn: Any, dim: int, new: NewEpisode,
-                    embedding: npt.NDArray[np.floating], now: datetime) -> int:
-    """`insert_episode` with the roll-up's argument order."""
-    return await insert_episode(conn, new, embedding, now, dim)
-
-
 class EpisodeRepo:
     def __init__(self, db: Database) -> None:
         self.db = db

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from bot.clock import from_iso, to_iso
 from memory.db import Database
 from memory.decay import TOMBSTONE_KEEP_DAYS, episode_weight
-from memory.prune import PruneResult, delete_vectors, prune_owner
+from memory.prune import PruneResult, count_vectors, prune_owner
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ async def delete_expired_tombstones(
     for start in range(0, len(ids), BATCH):
         chunk = ids[start:start + BATCH]
         async with db.write() as conn:
-            vectors += await delete_vectors(conn, "episode_vec", "episode_id", chunk)
+            vectors += await count_vectors(conn, "episode_vec", "episode_id", chunk)
             await conn.executemany("DELETE FROM episodes WHERE id = ?", [(i,) for i in chunk])
     if ids:
         log.info("janitor: deleted %d tombstoned episodes", len(ids))

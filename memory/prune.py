@@ -4,8 +4,8 @@ episode cites are deleted, together with their turn's tool rows; there is no age
 Kept: rows above the watermark, rows cited by a live (not tombstoned) episode, compaction rows,
 tool rows of a turn that still has a message row, and — on channels that produce episodes —
 rows the episode cutter has not reached yet (its cursor), so nothing is pruned before it had
-its chance to become memory. FTS rows go with the transcript rows (triggers); vectors in
-`transcript_vec` are deleted here. Work is done in batches so the single writer is never held
+its chance to become memory. FTS rows and `transcript_vec` vectors go with the transcript rows
+(triggers). Work is done in batches so the single writer is never held
 for long. Imports `bot` leaf modules and `memory` only.
 """
 
@@ -60,18 +60,13 @@ async def prune_limit(db: Database, channel_id: int, source: str) -> int:
     return limit
 
 
-async def delete_vectors(conn: Any, table: str, key: str, ids: Sequence[int]) -> int:
-    """Delete the vectors of `ids` from a vec0 table inside the caller's transaction.
-
-    vec0 tables have no foreign keys, so whoever deletes the rows deletes their vectors.
-    Returns how many vectors there were.
-    """
+async def count_vectors(conn: Any, table: str, key: str, ids: Sequence[int]) -> int:
+    """How many of `ids` have a vector in the vec0 `table` (the vectors themselves leave with
+    their rows, by the triggers of migration 0003)."""
     marks = ",".join("?" * len(ids))
-    cur = await conn.execute(f"SELECT {key} FROM {table} WHERE {key} IN ({marks})", list(ids))
-    found = [(r[0],) for r in await cur.fetchall()]
-    if found:
-        await conn.executemany(f"DELETE FROM {table} WHERE {key} = ?", found)
-    return len(found)
+    cur = await conn.execute(f"SELECT count(*) FROM {table} WHERE {key} IN ({marks})", list(ids))
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
 
 
 async def _delete(db: Database, ids: list[int]) -> int:
@@ -80,7 +75,7 @@ async def _delete(db: Database, ids: list[int]) -> int:
     for start in range(0, len(ids), BATCH):
         chunk = ids[start:start + BATCH]
         async with db.write() as conn:
-            vectors += await delete_vectors(conn, "transcript_vec", "row_id", chunk)
+            vectors += await count_vectors(conn, "transcript_vec", "row_id", chunk)
             marks = ",".join("?" * len(chunk))
             await conn.execute(f"DELETE FROM transcript WHERE id IN ({marks})", chunk)
     return vectors

@@ -30,7 +30,7 @@ from bot.tokens import truncate_to_tokens
 from memory.clustering import ClusterParams, cluster_labels
 from memory.compaction import CompactionPolicy, CompactionResult, compact_until_under_budget
 from memory.db import Database
-from memory.episodes import ERA, LEAF, TOPIC, Episode, EpisodeRepo, NewEpisode, insert_on
+from memory.episodes import ERA, LEAF, TOPIC, Episode, EpisodeRepo, NewEpisode, insert_episode
 from memory.profiles import profile_for
 from memory.prompts import rollup as prompt
 
@@ -162,7 +162,7 @@ async def write_parent(
     )
     marks = ",".join("?" * len(ids))
     async with db.write() as conn:
-        parent_id = await insert_on(conn, db.dim, new, np.asarray(embedding), now)
+        parent_id = await insert_episode(conn, new, np.asarray(embedding), now, db.dim)
         cur = await conn.execute(
             f"UPDATE episodes SET parent_id = ?, tombstoned_at = ? WHERE id IN ({marks})"
             " AND parent_id IS NULL AND tombstoned_at IS NULL",

@@ -7,7 +7,7 @@ import numpy as np
 
 from bot.app import App
 from bot.clock import ManualClock
-from memory.compaction import CompactionPolicy, compact_channel
+from memory.compaction import CompactionHook, CompactionPolicy, compact_channel
 from memory.decay import episode_weight
 from memory.episodes import TOPIC, as_blob
 from memory.janitor import decay_pass
@@ -158,3 +158,21 @@ async def test_janitor_deletes_tombstones_after_30_days_and_decay_updates_weight
         == [parent]
     left = {r[0] for r in await db.fetchall("SELECT episode_id FROM episode_vec")}
     assert left == {parent}
+
+
+async def test_after_turn_hook_waits_after_a_failure(app: App, fake_openai: FakeOpenAI,
+                                                     clock: ManualClock) -> None:
+    scope = await make_scope(app.db, "fin", clock.now())
+    for n in range(6):
+        await add_turn(scope, n, clock.now())
+    hook = CompactionHook(app.db, app.chat, clock, POLICY)
+    fake_openai.fail_next(status=400, path="chat")
+    await hook(scope.channel, scope.person, "t")
+    await hook(scope.channel, scope.person, "t")  # within 10 minutes: not asked again
+    assert len(fake_openai.chat_requests()) == 1
+    assert await watermark(app.db, scope.channel.id) is None
+    clock.advance(minutes=11)
+    fake_openai.reply("a summary at last")
+    await hook(scope.channel, scope.person, "t")
+    found = await watermark(app.db, scope.channel.id)
+    assert found is not None and found[0].content == "a summary at last"

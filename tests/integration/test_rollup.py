@@ -12,6 +12,7 @@ import pytest
 
 from bot.app import App
 from bot.clock import ManualClock
+from bot.types import NewRow, Role
 from memory.clustering import cluster_labels
 from memory.episodes import ERA, LEAF, TOPIC
 from memory.lifecycle import consolidate_owner
@@ -161,3 +162,40 @@ async def test_extractive_parents_need_no_model(app: App, fake_openai: FakeOpenA
     parent = await scope.episodes.get(result.parents[0])
     assert parent is not None and parent.method == "extractive"
     assert "leaf number 0 said something" in parent.summary  # the first topic's first leaf
+
+
+async def test_recall_drops_tombstoned_children_at_once_and_never_shows_compactions(
+        app: App, rollup_model: FakeOpenAI, clock: ManualClock) -> None:
+    from memory.compaction import CompactionPolicy, compact_channel
+
+    scope = await make_scope(app.db, "kay", clock.now())
+    vecs = blobs(SIZES, app.db.dim, seed=0)
+    ids = [await add_episode(scope, v, clock.now(), summary=f"we talked about quokka{i}")
+           for i, v in enumerate(vecs[:50])]
+
+    async def found(word: str) -> list[tuple[str, int]]:
+        result = await app.recall.search(scope.person.id, word, clock.now())
+        return [(item.kind, item.id) for item in result.items]
+
+    assert ("episode", ids[0]) in await found("quokka0")
+    result = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+                                  clock.now())
+    assert ids[0] in {e.id for e in await scope.episodes.for_owner(scope.person.id,
+                                                                   live_only=False)
+                      if e.parent_id in result.parents}
+    assert ("episode", ids[0]) not in await found("quokka0")  # tombstoned: gone at once
+
+    # A continuity summary mentioning the word is never a recall candidate.
+    for n in range(8):
+        await add_turn(scope, n, clock.now())
+    rollup_model.responder = None
+    rollup_model.reply("the summary mentions quokka7 and everything else")
+    compaction = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(),
+                                       CompactionPolicy(trigger_tokens=100, keep_tokens=0))
+    assert compaction.compacted and compaction.row_id is not None
+    said = await scope.transcript.append([NewRow(
+        scope.channel.id, scope.person.id, clock.now(), "user", Role.USER,
+        "the summary mentions quokka7 and everything else", "t-last")])
+    hits = await found("quokka7 summary mentions")
+    assert ("row", said[0]) in hits  # a message row with the same words is found …
+    assert ("row", compaction.row_id) not in hits  # … the compaction row is not
