@@ -25,6 +25,7 @@ from typing import Any
 
 from bot.clock import from_iso
 from bot.config import CognitionSettings
+from bot.errors import ConfigError
 from bot.types import OwnerKind, Person
 from cognition.registry import Job, JobContext, JobRegistry
 from cognition.reminders import deliver_due
@@ -65,6 +66,13 @@ class Runner:
     ) -> None:
         self.services = services
         self.registry = registry
+        names = registry.names()
+        unknown = [n for n in services.settings.cognition.disabled_jobs if n not in names]
+        if unknown:
+            raise ConfigError(
+                f"config key cognition.disabled_jobs: no job called {unknown[0]!r}; the jobs "
+                f"are: {', '.join(names)}"
+            )
         self._sleep = sleep
         self._task: asyncio.Task[None] | None = None
         # The loop's job check runs beside it, so a long pass never holds up a reminder.

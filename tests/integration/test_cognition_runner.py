@@ -312,3 +312,16 @@ async def test_the_loop_delivers_reminders_while_a_long_job_runs_and_stops_clean
     assert not runner.is_running()
     runs = await app.services.runs.runs(person_id=person.id, job="slow")
     assert [r.status for r in runs] == ["cancelled"]
+
+
+async def test_disabled_jobs_are_skipped_and_a_typo_is_a_clear_error(
+        make_app: AppFactory, clock: ManualClock) -> None:
+    from bot.errors import ConfigError
+
+    app = await make_app(disabled_jobs=("research",))
+    assert app.runner is not None
+    await speak(app, clock)
+    clock.advance(hours=1)
+    assert "research" not in {r.job for r in await app.runner.check_jobs()}
+    with pytest.raises(ConfigError, match="no job called 'reserach'"):
+        await make_app(disabled_jobs=("reserach",))
