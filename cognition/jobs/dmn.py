@@ -41,10 +41,13 @@ class DmnJob(BaseJob):
             (ctx.person.id, SOURCE, RECENT),
         )
         episodes = [r["summary"][:600] for r in rows][::-1]
+        # The material goes into the instructions, not the stored prompt: the DMN channel's
+        # rows become episodes, and they should hold the findings, not copies of old memories.
         reply = await ctx.turn(
             SOURCE,
-            prompts.prompt(portrait.text if portrait else None, episodes),
-            instructions=prompts.INSTRUCTIONS,
+            prompts.ASK,
+            instructions=prompts.INSTRUCTIONS + "\n\n"
+            + prompts.material(portrait.text if portrait else None, episodes),
             history=True,
         )
         reply_rows = [r.id for r in await s.transcript.by_turn(ctx.turn_id("main"))

@@ -16,7 +16,10 @@ INSTRUCTIONS = (
 )
 
 
-def prompt(portrait: str | None, episodes: list[str]) -> str:
+ASK = "Quiet time: what do you notice about this person now?"
+
+
+def material(portrait: str | None, episodes: list[str]) -> str:
     return ("Portrait:\n" + (portrait or "(none yet)") + "\n\nRecent memories:\n"
             + "\n".join(f"> {e}" for e in episodes))
 

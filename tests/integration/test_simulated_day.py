@@ -62,7 +62,7 @@ def responder(body: dict[str, Any]) -> str | None:
         return json.dumps({"queries": ["climbing competition Lyon"]})
     if "Pick the results" in text:
         return json.dumps({"findings": [{"n": 1, "note": "a contest in her city"}]})
-    if "organise a person's long-term memory" in text:
+    if "You organise a person" in text:
         return json.dumps({"summary": "a day of climbing talk", "key_terms": ["climbing"]})
     if last_user_text(body) == "a summary of my day":
         return "Today you trained and went to the gym."
@@ -160,5 +160,7 @@ async def test_a_simulated_day_shows_every_jobs_effect(
     assert [(r["kind"], r["state"]) for r in info["reminders"]] == [
         ("reminder", "delivered"), ("prompt", "pending")]
     assert any(h["live"]["topic"] >= 1 for h in info["hierarchy"]), info["hierarchy"]
+    assert any(e["summary"] == "a day of climbing talk" for h in info["hierarchy"]
+               for e in h["top"])  # consolidate rolled the day's leaves up into a topic
     text = strata(["memory", "show", "--user", "alice"], subprocess_env)
     assert "portrait (" in text.stdout and "reminder #1 (delivered" in text.stdout
