@@ -122,6 +122,8 @@ class App:
 
     async def close(self) -> None:
         await self.processor.drain()
+        if self.recall is not None:
+            await self.recall.close()
         await self.chat.close()
         await self.embedder.close()
         await self.db.close()
