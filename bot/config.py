@@ -90,6 +90,13 @@ class EpisodeSettings(_Section):
     use_model: bool = True
 
 
+class FactSettings(_Section):
+    tools: bool = True
+    extract_after_turn: bool = False
+    max_episodes: int = Field(default=8, gt=0)
+    min_confidence: float = Field(default=0.5, ge=0, le=1)
+
+
 class AccessSettings(_Section):
     allow_users: tuple[str, ...] = ()
     allow_rooms: tuple[str, ...] = ()
@@ -114,6 +121,9 @@ class MatrixSettings(_Section):
     access_token: str = Field(default="", repr=False)
     device_id: str = "STRATA"
     store_path: str = "matrix-store"
+    encryption: bool = True
+    request_timeout: float = Field(default=60.0, gt=0)
+    max_timeouts: int = Field(default=3, ge=0, le=20)
 
 
 class CognitionSettings(_Section):
@@ -132,6 +142,7 @@ class Settings(_Section):
     bot: BotSettings = BotSettings()
     recall: RecallSettings = RecallSettings()
     episodes: EpisodeSettings = EpisodeSettings()
+    facts: FactSettings = FactSettings()
     access: AccessSettings = AccessSettings()
     discord: DiscordSettings = DiscordSettings()
     telegram: TelegramSettings = TelegramSettings()
