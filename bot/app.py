@@ -312,6 +312,8 @@ class App:
         if self.runner is not None:
             await self.runner.stop()
         await self.processor.drain()
+        if self.recall is not None:
+            await self.recall.close()
         await self.chat.close()
         await self.embedder.close()
         await self.db.close()

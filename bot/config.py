@@ -75,6 +75,7 @@ class RecallSettings(_Section):
     sim_full: float = Field(default=0.65, ge=-1, le=1)
     near_duplicate: float = Field(default=0.85, gt=0, le=1)
     skip_recent_rows: int = Field(default=20, ge=0)
+    keyword_scan: int = Field(default=2000, gt=0)
 
     @model_validator(mode="after")
     def _sim_order(self) -> RecallSettings:
