@@ -4,9 +4,20 @@ episode cites are deleted, together with their turn's tool rows; there is no age
 Kept: rows above the watermark, rows cited by a live (not tombstoned) episode, compaction rows,
 tool rows of a turn that still has a message row, and — on channels that produce episodes —
 rows the episode cutter has not reached yet (its cursor), so nothing is pruned before it had
-its chance to become memory. FTS rows and `transcript_vec` vectors go with the transcript rows
-(triggers). Work is done in batches so the single writer is never held
-for long. Imports `bot` leaf modules and `memory` only.
+its chance to become memory. FTS rows and `transcript_vec` vectors go with the transcript rows.
+
+Two ways to delete, chosen by `prune_owner` from how much goes (measured on the 1M-row bench,
+bench/lifecycle_bench.py: per-row FTS deletes cost ~25 µs a row for the two FTS indexes, a
+rebuild ~7 µs per row left; the vec0 deletes are fast only when done apart from the rest):
+- batches (the usual case): plain deletes of 20,000 rows per transaction; the triggers of
+  migrations 0001/0003 remove the FTS entries and vectors row by row, and the single writer
+  is never held for long;
+- bulk (a large share of the transcript at once, e.g. the first pass over an old store): one
+  transaction that deletes the vectors explicitly, drops the per-row FTS/vector delete
+  triggers, deletes the rows, recreates the triggers from their stored SQL and rebuilds both
+  transcript FTS indexes from what is left. All or nothing: a failure rolls back the
+  deletes and the trigger changes together.
+Imports `bot` leaf modules and `memory` only.
 """
 
 from __future__ import annotations
@@ -23,6 +34,17 @@ from memory.transcript import watermark
 log = logging.getLogger(__name__)
 
 BATCH = 20_000
+# Bulk deletion when at least this many rows go and they are at least BULK_SHARE of the rows
+# left (the rebuild then costs less than the per-row FTS deletes).
+BULK_MIN_ROWS = 50_000
+BULK_SHARE = 0.25
+# Page cache of the writer during a bulk deletion, in KiB (SQLite's default is 2 MiB, which
+# makes the interleaved index, FTS and vec0 page reads thrash).
+BULK_CACHE_KIB = 131_072
+# The per-row triggers a bulk deletion replaces with its own work, and the FTS indexes it rebuilds.
+_FOLLOW_TRIGGERS = ("transcript_fts_delete", "transcript_owner_fts_delete",
+                    "transcript_vec_follow_row")
+_TRANSCRIPT_FTS = ("transcript_fts", "transcript_owner_fts")
 
 # A row is cited when a live episode's citations include it.
 _UNCITED = (
@@ -81,21 +103,33 @@ async def _delete(db: Database, ids: list[int]) -> int:
     return vectors
 
 
-async def prune_channel(db: Database, channel_id: int, source: str) -> PruneResult:
-    """Prune one channel; see the module docstring for what is kept."""
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    channel_id: int
+    limit: int
+    messages: tuple[int, ...] = ()
+    tools: tuple[int, ...] = ()
+
+    @property
+    def ids(self) -> list[int]:
+        return sorted([*self.messages, *self.tools])
+
+
+async def _plan(db: Database, channel_id: int, source: str) -> _Plan:
+    """The rows of one channel that pruning deletes (nothing is deleted yet)."""
     limit = await prune_limit(db, channel_id, source)
     if limit <= 0:
-        return PruneResult(channel_id, 0)
-    messages = [
+        return _Plan(channel_id, 0)
+    messages = tuple(
         r[0]
         for r in await db.fetchall(
             "SELECT t.id FROM transcript t WHERE t.channel_id = ? AND t.id <= ?"
             f" AND t.kind = 'message' AND {_UNCITED}",
             (channel_id, limit),
         )
-    ]
+    )
     # A turn's tool rows go when none of its message rows is left.
-    tools = [
+    tools = tuple(
         r[0]
         for r in await db.fetchall(
             "SELECT t.id FROM transcript t WHERE t.channel_id = ? AND t.id <= ?"
@@ -105,20 +139,86 @@ async def prune_channel(db: Database, channel_id: int, source: str) -> PruneResu
             + _UNCITED.replace("t.id", "m.id") + "))",
             (channel_id, limit, limit),
         )
-    ]
-    ids = sorted([*messages, *tools])
-    vectors = await _delete(db, ids) if ids else 0
-    if ids:
-        log.info("channel %s: pruned %d rows (%d tool rows)", channel_id, len(ids), len(tools))
-    return PruneResult(channel_id, limit, len(messages), len(tools), vectors)
+    )
+    return _Plan(channel_id, limit, messages, tools)
 
 
-async def prune_owner(db: Database, owner_id: int | None = None) -> list[PruneResult]:
-    """Prune every channel of `owner_id` (every channel when None)."""
+def _result(plan: _Plan, vectors: int) -> PruneResult:
+    if plan.messages or plan.tools:
+        log.info("channel %s: pruned %d rows (%d tool rows)", plan.channel_id,
+                 len(plan.messages) + len(plan.tools), len(plan.tools))
+    return PruneResult(plan.channel_id, plan.limit, len(plan.messages), len(plan.tools), vectors)
+
+
+async def _delete_bulk(db: Database, ids: list[int]) -> set[int]:
+    """Delete `ids` in one transaction (see the module docstring); return the row ids whose
+    vectors were deleted."""
+    async with db.write() as conn:
+        cur = await conn.execute("PRAGMA cache_size")
+        cache = (await cur.fetchone())[0]
+        await conn.execute(f"PRAGMA cache_size = {-BULK_CACHE_KIB}")
+        try:
+            marks = ",".join("?" * len(_FOLLOW_TRIGGERS))
+            cur = await conn.execute(
+                f"SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN ({marks})",
+                _FOLLOW_TRIGGERS)
+            triggers = list(await cur.fetchall())
+            if len(triggers) != len(_FOLLOW_TRIGGERS):
+                raise RuntimeError(f"schema lacks the transcript triggers {_FOLLOW_TRIGGERS}")
+            vectors: set[int] = set()
+            # Vectors first, apart from the rest: vec0 deletes are ~5x slower interleaved.
+            for start in range(0, len(ids), BATCH):
+                chunk = ids[start:start + BATCH]
+                cur = await conn.execute(
+                    "SELECT row_id FROM transcript_vec WHERE row_id IN"
+                    f" ({','.join('?' * len(chunk))})", chunk)
+                found = [r[0] for r in await cur.fetchall()]
+                await conn.executemany("DELETE FROM transcript_vec WHERE row_id = ?",
+                                       [(i,) for i in found])
+                vectors.update(found)
+            for name, _ in triggers:
+                await conn.execute(f"DROP TRIGGER {name}")
+            for start in range(0, len(ids), BATCH):
+                chunk = ids[start:start + BATCH]
+                await conn.execute(
+                    f"DELETE FROM transcript WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            for _, sql in triggers:
+                await conn.execute(sql)
+            for name in _TRANSCRIPT_FTS:
+                await conn.execute(f"INSERT INTO {name} ({name}) VALUES ('rebuild')")
+        finally:
+            await conn.execute(f"PRAGMA cache_size = {int(cache)}")
+    log.info("pruned %d rows in bulk (%d vectors), transcript FTS rebuilt", len(ids),
+             len(vectors))
+    return vectors
+
+
+def use_bulk(deleted: int, left: int, min_rows: int = BULK_MIN_ROWS) -> bool:
+    """Whether deleting `deleted` rows, leaving `left`, is cheaper in bulk."""
+    return deleted >= min_rows and deleted >= BULK_SHARE * left
+
+
+async def prune_channel(db: Database, channel_id: int, source: str) -> PruneResult:
+    """Prune one channel in batches; see the module docstring for what is kept."""
+    plan = await _plan(db, channel_id, source)
+    ids = plan.ids
+    return _result(plan, await _delete(db, ids) if ids else 0)
+
+
+async def prune_owner(
+    db: Database, owner_id: int | None = None, *, bulk_min_rows: int = BULK_MIN_ROWS
+) -> list[PruneResult]:
+    """Prune every channel of `owner_id` (every channel when None), in bulk when much goes."""
     sql = "SELECT id, source FROM channels"
     params: tuple[int, ...] = ()
     if owner_id is not None:
         sql += " WHERE owner_id = ?"
         params = (owner_id,)
     channels = await db.fetchall(sql + " ORDER BY id", params)
-    return [await prune_channel(db, c[0], c[1]) for c in channels]
+    plans = [await _plan(db, c[0], c[1]) for c in channels]
+    ids = sorted(i for p in plans for i in p.ids)
+    total = int(await db.fetchval("SELECT count(*) FROM transcript"))
+    if not use_bulk(len(ids), total - len(ids), bulk_min_rows):
+        return [_result(p, await _delete(db, p.ids) if p.ids else 0) for p in plans]
+    vectors = await _delete_bulk(db, ids)
+    return [_result(p, sum(1 for i in p.ids if i in vectors)) for p in plans]

@@ -4,6 +4,7 @@ SQLite, the fake model server, an injected clock."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from bot.app import App
 from bot.clock import ManualClock
@@ -11,7 +12,7 @@ from memory.compaction import CompactionHook, CompactionPolicy, compact_channel
 from memory.decay import episode_weight
 from memory.episodes import TOPIC, as_blob
 from memory.janitor import decay_pass
-from memory.prune import prune_channel
+from memory.prune import prune_channel, prune_owner
 from memory.transcript import history_since_watermark, watermark
 from tests.fakes.openai_server import FakeOpenAI
 from tests.lifecycle_helpers import add_episode, add_turn, make_scope
@@ -84,8 +85,9 @@ async def test_failing_or_empty_summary_leaves_the_watermark(
     assert count == 1
 
 
+@pytest.mark.parametrize("bulk", [False, True], ids=["batches", "bulk"])
 async def test_pruning_keeps_cited_and_unreached_rows_and_drops_the_rest(
-        app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
+        app: App, fake_openai: FakeOpenAI, clock: ManualClock, bulk: bool) -> None:
     db = app.db
     scope = await make_scope(db, "dan", clock.now())
     turns = [await add_turn(scope, n, clock.now(), tool=n in (1, 2)) for n in range(8)]
@@ -112,7 +114,10 @@ async def test_pruning_keeps_cited_and_unreached_rows_and_drops_the_rest(
     policy = CompactionPolicy(trigger_tokens=10, keep_tokens=0, input_tokens=100_000)
     done = await compact_channel(db, app.chat, scope.channel.id, clock.now(), policy)
     assert done.covers_to == turns[7][-1]
-    result = await prune_channel(db, scope.channel.id, "user")
+    if bulk:  # one transaction that rebuilds the FTS indexes instead of per-row triggers
+        [result] = await prune_owner(db, scope.person.id, bulk_min_rows=1)
+    else:
+        result = await prune_channel(db, scope.channel.id, "user")
     assert result.limit == turns[6][-1]  # the cursor bounds pruning, not only the watermark
 
     left = {r[0] for r in await db.fetchall("SELECT id FROM transcript")}
@@ -130,6 +135,20 @@ async def test_pruning_keeps_cited_and_unreached_rows_and_drops_the_rest(
     assert await app.transcript.search(scope.person.id, "word4x1") == []
     hits = {r.id for r, _ in await app.transcript.search(scope.person.id, "word0x1")}
     assert hits == set(turns[0])
+    for fts in ("transcript_fts", "transcript_owner_fts"):  # the indexes themselves, not a join
+        assert await db.fetchall(f"SELECT rowid FROM {fts} WHERE {fts} MATCH 'word4x1'") == []
+        indexed = {r[0] for r in await db.fetchall(f"SELECT id FROM {fts}_docsize")}
+        assert indexed == left
+    # The per-row triggers still work afterwards (the bulk path drops and recreates them).
+    async with db.write() as conn:
+        await conn.execute("DELETE FROM transcript WHERE turn_id = 'turn7'")
+    assert await app.transcript.search(scope.person.id, "word7x1") == []
+    vec_after = {r[0] for r in await db.fetchall("SELECT row_id FROM transcript_vec")}
+    assert vec_after == vec_left - set(turns[7])
+    triggers = {r[0] for r in await db.fetchall(
+        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'transcript'")}
+    assert {"transcript_fts_delete", "transcript_owner_fts_delete",
+            "transcript_vec_follow_row"} <= triggers
 
 
 async def test_janitor_deletes_tombstones_after_30_days_and_decay_updates_weights(
