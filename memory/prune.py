@@ -155,7 +155,8 @@ async def _delete_bulk(db: Database, ids: list[int]) -> set[int]:
     vectors were deleted."""
     async with db.write() as conn:
         cur = await conn.execute("PRAGMA cache_size")
-        cache = (await cur.fetchone())[0]
+        row = await cur.fetchone()
+        cache = int(row[0]) if row else -2000
         await conn.execute(f"PRAGMA cache_size = {-BULK_CACHE_KIB}")
         try:
             marks = ",".join("?" * len(_FOLLOW_TRIGGERS))
@@ -187,7 +188,7 @@ async def _delete_bulk(db: Database, ids: list[int]) -> set[int]:
             for name in _TRANSCRIPT_FTS:
                 await conn.execute(f"INSERT INTO {name} ({name}) VALUES ('rebuild')")
         finally:
-            await conn.execute(f"PRAGMA cache_size = {int(cache)}")
+            await conn.execute(f"PRAGMA cache_size = {cache}")
     log.info("pruned %d rows in bulk (%d vectors), transcript FTS rebuilt", len(ids),
              len(vectors))
     return vectors
