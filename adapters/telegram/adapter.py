@@ -1,0 +1,344 @@
+"""The Telegram adapter: a python-telegram-bot `Application` living inside the app's event loop.
+
+Lifecycle: `await adapter.start(handler)` builds the Application (with `AIORateLimiter`, which
+paces requests under Telegram's flood limits), calls getMe, starts long polling for messages
+and edited messages, and returns; `await adapter.stop()` stops polling, lets turns in flight
+finish (bounded by `shutdown_grace`) and shuts the Application down. `run_polling()` is never
+used: it owns the event loop.
+
+Each update is mapped by `mapping.to_inbound`; a turn is a task, tasks of one chat run one after
+the other in arrival order, chats run concurrently. While the model works the chat shows
+"typing…"; in a private chat the reply streams into one message edited at most every
+`edit_interval` seconds (groups get the finished reply only: edits count against Telegram's
+20-messages-a-minute group limit); the final text is split at 4,096 characters (UTF-16 units)
+on paragraph/sentence boundaries. Replies go out as HTML (`formatting.to_html`); when Telegram
+rejects the entities ("can't parse entities") the same part is resent as plain text. A 429
+(`RetryAfter`) becomes `PlatformRateLimited`: a streaming edit is skipped, a send waits out
+`retry_after` a bounded number of times (`adapters.base`). "Message is not modified" counts as
+done. `/export` files go out with sendDocument. A private message from someone not on the
+allowlist gets one polite note (if `tell_unlisted`); group chatter is recorded, not answered.
+
+`_on_update` is the adapter callback boundary: the one place here that catches `Exception`;
+the person gets `SORRY`, never a traceback. Imports `adapters.base`, `adapters.telegram.*`,
+`bot` config, errors, ports and types, and python-telegram-bot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import warnings
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+from telegram import Bot, ReplyParameters, Update
+from telegram.constants import ChatAction, ParseMode
+from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
+from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
+
+from adapters.base import (
+    PlatformRateLimited,
+    StreamedReply,
+    call_with_retry,
+    split_message,
+    typing_while,
+)
+from adapters.telegram import mapping
+from adapters.telegram.formatting import to_html
+from bot.config import Settings
+from bot.errors import StrataError
+from bot.ports import TurnHandler
+from bot.types import InboundMessage, TurnResult
+
+log = logging.getLogger(__name__)
+
+MESSAGE_LIMIT = 4096
+TYPING_EVERY = 4.0  # Telegram shows "typing…" for about 5 s per chat action
+DEFAULT_API = "https://api.telegram.org/bot"
+
+SORRY = "Sorry — something went wrong on my side while answering. Please try again in a moment."
+UNLISTED = (
+    "Sorry — I only talk with people on my allowlist. If you know whoever runs me, ask them to "
+    "add telegram:{user_id}."
+)
+
+
+def utf16_len(text: str) -> int:
+    """Telegram counts message length in UTF-16 code units (an emoji can count twice)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _retry_seconds(exc: RetryAfter) -> float:
+    with warnings.catch_warnings():  # PTB 22 warns that the attribute's type will change
+        warnings.simplefilter("ignore", DeprecationWarning)
+        value: Any = exc.retry_after
+    return float(value.total_seconds() if isinstance(value, timedelta) else value)
+
+
+@contextlib.asynccontextmanager
+async def _flood_control() -> AsyncIterator[None]:
+    """Turn Telegram's 429 into the adapters' common `PlatformRateLimited`."""
+    try:
+        yield
+    except RetryAfter as exc:
+        raise PlatformRateLimited(_retry_seconds(exc)) from exc
+
+
+def _entities_rejected(exc: BadRequest) -> bool:
+    return "can't parse entities" in exc.message.lower()
+
+
+def _not_modified(exc: BadRequest) -> bool:
+    return "message is not modified" in exc.message.lower()
+
+
+def file_url_for(base_url: str) -> str:
+    """The file download URL that belongs to a Bot API `base_url` (`…/bot` → `…/file/bot`)."""
+    if base_url.endswith("/bot"):
+        return base_url[: -len("/bot")] + "/file/bot"
+    return base_url.rstrip("/") + "/file/bot"
+
+
+class _Chat:
+    """Sending into one chat: HTML with a plain-text fallback, 429 → `PlatformRateLimited`."""
+
+    def __init__(self, bot: Bot, chat_id: int, reply_to: int | None = None) -> None:
+        self.bot = bot
+        self.chat_id = chat_id
+        self.reply_to = reply_to  # in groups the first part answers the person's message
+
+    async def send(self, text: str) -> str:
+        reply = None
+        if self.reply_to is not None:
+            reply = ReplyParameters(self.reply_to, allow_sending_without_reply=True)
+        async with _flood_control():
+            try:
+                sent = await self.bot.send_message(
+                    self.chat_id, to_html(text), parse_mode=ParseMode.HTML, reply_parameters=reply
+                )
+            except BadRequest as exc:
+                if not _entities_rejected(exc):
+                    raise
+                log.info("telegram: HTML rejected (%s); sending plain text", exc.message)
+                sent = await self.bot.send_message(self.chat_id, text, reply_parameters=reply)
+        self.reply_to = None
+        return str(sent.message_id)
+
+    async def edit(self, message_id: str, text: str) -> None:
+        async with _flood_control():
+            try:
+                try:
+                    await self.bot.edit_message_text(
+                        to_html(text), self.chat_id, int(message_id), parse_mode=ParseMode.HTML
+                    )
+                except BadRequest as exc:
+                    if not _entities_rejected(exc):
+                        raise
+                    await self.bot.edit_message_text(text, self.chat_id, int(message_id))
+            except BadRequest as exc:
+                if not _not_modified(exc):
+                    raise
+
+    async def typing(self) -> None:
+        async with _flood_control():
+            await self.bot.send_chat_action(self.chat_id, ChatAction.TYPING)
+
+    async def send_file(self, name: str, data: bytes) -> str:
+        async with _flood_control():
+            sent = await self.bot.send_document(self.chat_id, document=data, filename=name)
+        return str(sent.message_id)
+
+
+class TelegramAdapter:
+    platform = mapping.PLATFORM
+    message_limit = MESSAGE_LIMIT
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        base_url: str = "",
+        base_file_url: str = "",
+        tell_unlisted: bool = True,
+        edit_interval: float = 1.0,
+        poll_timeout: float = 10.0,
+        shutdown_grace: float = 10.0,
+    ) -> None:
+        self.token = token
+        self.base_url = base_url or DEFAULT_API
+        self.base_file_url = base_file_url or file_url_for(self.base_url)
+        self.tell_unlisted = tell_unlisted
+        self.edit_interval = edit_interval
+        self.poll_timeout = poll_timeout
+        self.shutdown_grace = shutdown_grace
+        self.identity: mapping.BotIdentity | None = None
+        self._app: Application[Any, Any, Any, Any, Any, Any] | None = None
+        self._handler: TurnHandler | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._chat_locks: dict[str, asyncio.Lock] = {}
+        self._told: set[str] = set()
+        self.updates_seen = 0  # updates PTB handed over (mapped or not): for tests and logs
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self, handler: TurnHandler) -> None:
+        """Connect (getMe), start polling inside the running loop, and return."""
+        if self._app is not None:
+            raise StrataError("the Telegram adapter is already started")
+        builder: Any = (  # Any: the builder's generic type changes with .rate_limiter()
+            ApplicationBuilder()
+            .token(self.token)
+            .base_url(self.base_url)
+            .base_file_url(self.base_file_url)
+            .rate_limiter(AIORateLimiter(max_retries=0))  # 429s are ours to handle (see top)
+        )
+        app = builder.build()
+        app.add_handler(TypeHandler(Update, self._on_update))
+        try:
+            await app.initialize()
+        except InvalidToken as exc:
+            raise StrataError("telegram: the bot token was refused (check STRATA_TELEGRAM_TOKEN)"
+                              ) from exc
+        except TelegramError as exc:
+            raise StrataError(f"telegram: cannot reach the Bot API: {exc.message}") from exc
+        me = app.bot.bot
+        self.identity = mapping.BotIdentity(id=me.id, username=me.username or "")
+        self._handler = handler
+        await app.start()
+        assert app.updater is not None
+        await app.updater.start_polling(
+            poll_interval=0,
+            timeout=timedelta(seconds=self.poll_timeout),
+            allowed_updates=[Update.MESSAGE, Update.EDITED_MESSAGE],
+        )
+        self._app = app
+        log.info("telegram: polling as @%s", self.identity.username)
+
+    async def stop(self) -> None:
+        """Stop polling, let turns in flight finish (bounded), shut the Application down."""
+        app, self._app = self._app, None
+        if app is None:
+            return
+        if app.updater is not None and app.updater.running:
+            await app.updater.stop()
+        if self._tasks:
+            _, pending = await asyncio.wait(set(self._tasks), timeout=self.shutdown_grace)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+        if app.running:
+            await app.stop()
+        await app.shutdown()
+
+    async def drain(self) -> None:
+        """Wait until every turn started so far has been answered (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+
+    # -- outbound ----------------------------------------------------------------------------
+
+    def _bot(self) -> Bot:
+        if self._app is None:
+            raise StrataError("the Telegram adapter is not started")
+        return self._app.bot
+
+    async def send(self, room_id: str, text: str) -> list[str]:
+        """Send `text` to chat `room_id`: split at 4,096, HTML (plain fallback), 429s retried."""
+        chat = _Chat(self._bot(), int(room_id))
+        ids = []
+        for part in split_message(text, MESSAGE_LIMIT, utf16_len):
+            msg_id = await call_with_retry(lambda p=part: chat.send(p))  # type: ignore[misc]
+            if msg_id is not None:
+                ids.append(msg_id)
+        return ids
+
+    # -- inbound -----------------------------------------------------------------------------
+
+    async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """PTB calls this for every update, one at a time: map it and queue its turn."""
+        self.updates_seen += 1
+        if self.identity is None:
+            return
+        msg = mapping.to_inbound(update, self.identity)
+        if msg is None:
+            return
+        message = update.effective_message
+        reply_to = message.message_id if message is not None and not msg.is_private else None
+        task = asyncio.create_task(self._turn(msg, reply_to), name=f"telegram-{msg.room_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _turn(self, msg: InboundMessage, reply_to: int | None) -> None:
+        # Tasks start in creation order and take the chat's (FIFO) lock first thing, so the
+        # turns of one chat run in arrival order.
+        lock = self._chat_locks.setdefault(msg.room_id, asyncio.Lock())
+        async with lock:
+            chat = _Chat(self._bot(), int(msg.room_id), reply_to)
+            try:
+                await self._deliver(msg, chat)
+            except Exception:  # adapter callback boundary: log it, tell the person briefly
+                log.exception("telegram: the turn for a message in chat %s failed", msg.room_id)
+                if msg.addressed_to_bot:
+                    with contextlib.suppress(TelegramError, PlatformRateLimited):
+                        await chat.send(SORRY)
+
+    async def _deliver(self, msg: InboundMessage, chat: _Chat) -> None:
+        assert self._handler is not None
+        if not msg.addressed_to_bot:
+            # Recorded (room memory, an edit, a live-location move) but not answered.
+            await self._handler.handle(msg)
+            return
+        streamed = StreamedReply(
+            send=chat.send,
+            edit=chat.edit,
+            limit=MESSAGE_LIMIT,
+            size=utf16_len,
+            min_interval=self.edit_interval,
+        )
+        streaming = msg.is_private
+
+        async def on_partial(text: str) -> None:
+            nonlocal streaming
+            if not streaming:
+                return
+            try:
+                await streamed.update(text)
+            except TelegramError as exc:  # a failed preview must not lose the answer
+                log.warning("telegram: streaming a partial reply failed (%s); sending it whole",
+                            exc.message)
+                streaming = False
+
+        async with typing_while(chat.typing, every=TYPING_EVERY):
+            result = await self._handler.handle(msg, on_partial if streaming else None)
+        if result is None:
+            await self._silence(msg, chat)
+            return
+        await self._show(result, streamed, chat)
+
+    async def _show(self, result: TurnResult, streamed: StreamedReply, chat: _Chat) -> None:
+        await streamed.finish(result.reply)
+        if result.attachment is not None:
+            name, data = result.attachment
+            await call_with_retry(lambda: chat.send_file(name, data))
+
+    async def _silence(self, msg: InboundMessage, chat: _Chat) -> None:
+        # A private message is always addressed, so silence means "not on the allowlist".
+        if msg.is_private and self.tell_unlisted and msg.sender_id not in self._told:
+            self._told.add(msg.sender_id)
+            await call_with_retry(lambda: chat.send(UNLISTED.format(user_id=msg.sender_id)))
+
+
+def build_telegram_adapter(settings: Settings) -> TelegramAdapter | None:
+    """The Telegram adapter when a bot token is configured (STRATA_TELEGRAM_TOKEN), else None."""
+    s = settings.telegram
+    if not s.token:
+        return None
+    return TelegramAdapter(
+        s.token,
+        base_url=s.base_url,
+        tell_unlisted=settings.access.tell_unlisted,
+        edit_interval=s.edit_interval,
+    )

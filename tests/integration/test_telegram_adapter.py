@@ -1,0 +1,483 @@
+"""The Telegram adapter end to end: the real python-telegram-bot Application (inside the test's
+event loop) polls the fake Bot API server over HTTP, turns go through the real turn processor
+with a real SQLite database, and the model is the fake OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.telegram.adapter import MESSAGE_LIMIT, SORRY, TelegramAdapter, utf16_len
+from bot.app import App
+from bot.clock import ManualClock
+from bot.commands import CommandContext, CommandReply
+from bot.config import Settings, load_settings
+from bot.ports import PartialCallback
+from bot.types import ChannelKind, InboundMessage, OwnerKind, Role, TurnResult
+from tests.conftest import strata_env
+from tests.fakes import telegram_api as fake_module
+from tests.fakes.openai_server import FakeOpenAI, last_user_text
+from tests.fakes.telegram_api import FakeTelegramAPI
+
+telegram_api = fake_module.telegram_api  # the fixture (assigned, not imported: ruff F811)
+
+# PTB's RetryAfter.__init__ emits this about its attribute's future type; not our concern.
+_IGNORE_RETRY_AFTER_WARNING = pytest.mark.filterwarnings(
+    "ignore:.*`retry_after` will be of type:DeprecationWarning"
+)
+
+ADA, BOB, EVE = 4242, 4343, 6666
+GROUP = -1001234567890
+
+
+@contextlib.asynccontextmanager
+async def running(
+    handler: Any, fake: FakeTelegramAPI, **options: Any
+) -> AsyncIterator[TelegramAdapter]:
+    options.setdefault("edit_interval", 1.0)
+    adapter = TelegramAdapter(
+        fake.token,
+        base_url=fake.base_url,
+        base_file_url=fake.base_file_url,
+        poll_timeout=1,
+        shutdown_grace=5,
+        **options,
+    )
+    await adapter.start(handler)
+    try:
+        yield adapter
+    finally:
+        await adapter.stop()
+
+
+async def settle(fake: FakeTelegramAPI, adapter: TelegramAdapter, updates: int) -> None:
+    """Wait until `updates` updates reached the adapter and every turn they started ended."""
+    await fake.wait_for(lambda: adapter.updates_seen >= updates, timeout=10)
+    await adapter.drain()
+
+
+def contents(body: dict[str, Any]) -> str:
+    return "\n".join(str(m.get("content") or "") for m in body["messages"])
+
+
+async def rows_of(app: App, room_id: str) -> list[Any]:
+    channel = await app.channels.by_ref("telegram", room_id)
+    assert channel is not None
+    return await app.transcript.for_channel(channel.id)
+
+
+# ------------------------------------------------------------------------------------------
+# private chats
+
+
+async def test_dm_round_trip_with_memory(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+
+    def answer(body: dict[str, Any]) -> str:
+        earlier = "\n".join(str(m.get("content") or "") for m in body["messages"][:-1])
+        found = re.search(r"called (\w+)", earlier)
+        if "cat" in last_user_text(body) and "?" in last_user_text(body):
+            return f"Your cat is called {found.group(1)}." if found else "I don't know."
+        return "Noted!"
+
+    fake_openai.responder = answer
+    async with running(app.processor, fake) as adapter:
+        fake.push_private_message(ADA, "My cat is called Miso.", first_name="Ada")
+        await settle(fake, adapter, 1)
+        fake.push_private_message(ADA, "What is my cat called?", first_name="Ada")
+        await settle(fake, adapter, 2)
+
+    assert fake.bot_texts(ADA) == ["Noted!", "Your cat is called Miso."]
+    second = fake_openai.chat_requests()[-1]
+    assert "My cat is called Miso." in contents(second)
+    assert [a["action"] for a in fake.chat_actions] and {
+        a["action"] for a in fake.chat_actions
+    } == {"typing"}
+    rows = await rows_of(app, str(ADA))
+    assert [(r.role, r.content) for r in rows] == [
+        (Role.USER, "My cat is called Miso."),
+        (Role.ASSISTANT, "Noted!"),
+        (Role.USER, "What is my cat called?"),
+        (Role.ASSISTANT, "Your cat is called Miso."),
+    ]
+    channel = await app.channels.by_ref("telegram", str(ADA))
+    person = await app.persons.by_identity(f"telegram:{ADA}")
+    assert channel is not None and person is not None
+    assert channel.kind is ChannelKind.PRIVATE and channel.owner_id == person.id
+    assert fake.errors == [] and fake.unknown_methods == []
+
+
+async def test_long_reply_is_split_at_paragraphs_never_truncated(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    paragraphs = [
+        " ".join(f"Paragraph {p} sentence {s} says something 😀 worth keeping." for s in range(12))
+        for p in range(14)
+    ]
+    long = "\n\n".join(paragraphs)
+    assert utf16_len(long) > 2 * MESSAGE_LIMIT
+    fake_openai.reply(long)
+    async with running(app.processor, fake) as adapter:
+        fake.push_private_message(ADA, "tell me everything")
+        await settle(fake, adapter, 1)
+
+    parts = fake.bot_texts(ADA)
+    assert len(parts) >= 3
+    assert all(utf16_len(p) <= MESSAGE_LIMIT for p in parts)
+    # Every part is whole paragraphs, in order, and together they are the whole reply.
+    assert "\n\n".join(parts) == long
+    assert all(part.split("\n\n")[-1] in paragraphs for part in parts)
+
+
+async def test_reply_is_streamed_by_throttled_edits(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    reply = " ".join(f"word{i}" for i in range(25)) + ". **Done**."
+    fake_openai.reply(reply)
+    async with running(app.processor, fake, edit_interval=0.0) as adapter:
+        fake.push_private_message(ADA, "stream please")
+        await settle(fake, adapter, 1)
+
+    sends = fake.sent_records("sendMessage", chat_id=ADA)
+    edits = fake.sent_records("editMessageText", chat_id=ADA)
+    assert len(sends) == 1 and len(edits) >= 3
+    assert all(e["message_id"] == sends[0]["message_id"] for e in edits)
+    assert sends[0]["plain_text"].endswith(" …")
+    assert all(e["plain_text"].endswith(" …") for e in edits[:-1])
+    previews = [sends[0]["plain_text"]] + [e["plain_text"] for e in edits[:-1]]
+    assert [len(p) for p in previews] == sorted(len(p) for p in previews)  # it grows
+    final, plain = edits[-1], reply.replace("**", "")
+    assert final["plain_text"] == plain
+    assert final["parse_mode"] == "HTML" and final["entities"] == [
+        {"offset": plain.index("Done"), "length": 4, "type": "bold"}
+    ]
+    assert fake.bot_texts(ADA) == [plain]
+
+
+async def test_edits_are_throttled_by_the_interval(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    fake_openai.reply(" ".join(f"w{i}" for i in range(200)))
+    async with running(app.processor, fake, edit_interval=30.0) as adapter:
+        fake.push_private_message(ADA, "stream please")
+        await settle(fake, adapter, 1)
+    # One preview, then the final text: nothing in between within the 30 s interval.
+    assert len(fake.sent_records("sendMessage", chat_id=ADA)) == 1
+    assert len(fake.sent_records("editMessageText", chat_id=ADA)) == 1
+
+
+@_IGNORE_RETRY_AFTER_WARNING
+async def test_flood_control_429s_are_survived_while_streaming(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    reply = " ".join(f"token{i}" for i in range(40))
+    fake_openai.reply(reply)
+    fake.set_flood_limit(3, period=1.0)
+    async with running(app.processor, fake, edit_interval=0.0) as adapter:
+        fake.push_private_message(ADA, "go fast")
+        await settle(fake, adapter, 1)
+
+    refused = [c for c in fake.calls("editMessageText") + fake.calls("sendMessage")
+               if c["status"] == 429]
+    assert refused, "the flood limit was never hit, so this test proved nothing"
+    assert fake.bot_texts(ADA) == [reply]
+    assert SORRY not in fake.sent_texts(ADA)
+
+
+@_IGNORE_RETRY_AFTER_WARNING
+async def test_429_on_send_waits_out_retry_after(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    fake_openai.reply("Here you are.")
+    async with running(app.processor, fake) as adapter:
+        fake.push_group_message(GROUP, ADA, "a question", mention_bot=True)
+        await fake.wait_for(lambda: adapter.updates_seen >= 1)
+        fake.fail_next("sendMessage", 429, retry_after=1)
+        started = time.monotonic()
+        await adapter.drain()
+        elapsed = time.monotonic() - started
+
+    attempts = fake.calls("sendMessage")
+    assert [a["status"] for a in attempts] == [429, 200]
+    assert attempts[1]["time"] - attempts[0]["time"] >= 1.0
+    assert elapsed >= 1.0
+    assert fake.bot_texts(GROUP) == ["Here you are."]
+
+
+async def test_rejected_html_falls_back_to_plain_text(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    reply = "Use **care** with <tags> & *stars*."
+    fake_openai.reply(reply)
+    fake.fail_next(
+        "sendMessage", 400,
+        "Bad Request: can't parse entities: Unsupported start tag \"tags\" at byte offset 19",
+    )
+    async with running(app.processor, fake) as adapter:
+        fake.push_group_message(GROUP, ADA, "format something", mention_bot=True)
+        await settle(fake, adapter, 1)
+
+    [failed, resent] = fake.calls("sendMessage")
+    assert failed["status"] == 400 and failed["params"]["parse_mode"] == "HTML"
+    assert resent["status"] == 200
+    [record] = fake.sent_records("sendMessage", chat_id=GROUP)
+    assert record["parse_mode"] is None and record["plain_text"] == reply
+    assert record["reply_to"] is not None  # in a group the answer quotes the question
+
+
+async def test_rejected_html_in_an_edit_falls_back_and_not_modified_is_fine(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    fake_openai.reply("first **answer** here", "second answer here")
+    fake.fail_next("editMessageText", 400, "Bad Request: can't parse entities: oops")
+    async with running(app.processor, fake, edit_interval=30.0) as adapter:
+        fake.push_private_message(ADA, "one")
+        await settle(fake, adapter, 1)
+        fake.fail_next(
+            "editMessageText", 400,
+            "Bad Request: message is not modified: specified new message content and reply "
+            "markup are exactly the same as a current content and reply markup of the message",
+        )
+        fake.push_private_message(ADA, "two")
+        await settle(fake, adapter, 2)
+
+    edits = fake.sent_records("editMessageText", chat_id=ADA)
+    assert edits[0]["parse_mode"] is None and edits[0]["plain_text"] == "first **answer** here"
+    assert SORRY not in fake.sent_texts(ADA)
+    rows = await rows_of(app, str(ADA))
+    assert [r.content for r in rows if r.role is Role.ASSISTANT] == [
+        "first **answer** here", "second answer here"
+    ]
+
+
+async def test_model_failure_gives_a_short_honest_message(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    fake_openai.fail_next("status", status=500, times=10)
+    async with running(app.processor, fake) as adapter:
+        fake.push_private_message(ADA, "are you there?")
+        await settle(fake, adapter, 1)
+    [text] = fake.bot_texts(ADA)
+    assert text.startswith("Sorry") and "saved" in text
+    assert "Traceback" not in text and len(text) < 200
+    assert [r.content for r in await rows_of(app, str(ADA))] == ["are you there?"]
+
+
+class _Broken:
+    """A turn handler that fails unexpectedly (a bug), to exercise the callback boundary."""
+
+    async def handle(
+        self, msg: InboundMessage, on_partial: PartialCallback | None = None
+    ) -> TurnResult | None:
+        raise RuntimeError("boom: internal detail that must not reach the chat")
+
+
+async def test_unexpected_failure_is_a_short_sorry_not_a_traceback(
+    telegram_api: FakeTelegramAPI,
+) -> None:
+    fake = telegram_api
+    async with running(_Broken(), fake) as adapter:
+        fake.push_private_message(ADA, "hello")
+        await settle(fake, adapter, 1)
+        fake.push_private_message(ADA, "still there?")
+        await settle(fake, adapter, 2)
+    assert fake.bot_texts(ADA) == [SORRY, SORRY]  # and the adapter kept going
+
+
+async def test_export_attachment_goes_out_as_a_document(
+    app: App, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+
+    async def export(ctx: CommandContext) -> CommandReply:
+        data = f'{{"person": "{ctx.person.name}"}}'.encode()
+        return CommandReply("Here is everything I keep about you.", ("strata-export.json", data))
+
+    app.commands.add("export", "all your data as a file", export, private_only=True)
+    async with running(app.processor, fake) as adapter:
+        fake.push_private_message(ADA, "/export", first_name="Ada")
+        await settle(fake, adapter, 1)
+    texts = [m["text"] for m in fake.bot_messages(ADA) if "text" in m]
+    assert texts == ["Here is everything I keep about you."]
+    [doc] = fake.documents
+    assert doc["file_name"] == "strata-export.json" and doc["content"] == b'{"person": "Ada"}'
+
+
+# ------------------------------------------------------------------------------------------
+# access control
+
+
+def _settings(fake_openai: FakeOpenAI, db_path: Path, **access: str) -> Settings:
+    env = strata_env(fake_openai, db_path)
+    env.update({f"STRATA_ACCESS_{k.upper()}": v for k, v in access.items()})
+    return load_settings(None, env=env)
+
+
+@pytest.fixture
+def make_app(
+    fake_openai: FakeOpenAI, db_path: Path, clock: ManualClock
+) -> Callable[..., contextlib.AbstractAsyncContextManager[App]]:
+    @contextlib.asynccontextmanager
+    async def make(**access: str) -> AsyncIterator[App]:
+        application = await App.create(_settings(fake_openai, db_path, **access), clock=clock)
+        try:
+            yield application
+        finally:
+            await application.close()
+
+    return make
+
+
+async def test_unlisted_user_is_told_once_and_never_reaches_the_model(
+    make_app: Callable[..., Any], fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    async with make_app(allow_users=f"telegram:{ADA}") as app, running(
+        app.processor, fake, tell_unlisted=True
+    ) as adapter:
+        fake.push_private_message(EVE, "let me in")
+        fake.push_private_message(EVE, "please?")
+        fake.push_group_message(GROUP, EVE, "hey bot", mention_bot=True)
+        fake.push_private_message(ADA, "hello")
+        await settle(fake, adapter, 4)
+        assert await app.persons.by_identity(f"telegram:{EVE}") is None
+
+    [note] = fake.bot_texts(EVE)
+    assert "allowlist" in note and f"telegram:{EVE}" in note
+    assert fake.bot_texts(GROUP) == []
+    assert len(fake.bot_texts(ADA)) == 1
+    assert len(fake_openai.chat_requests()) == 1  # only Ada's turn reached the model
+
+
+async def test_unlisted_user_is_ignored_silently_when_configured(
+    make_app: Callable[..., Any], fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    async with make_app(allow_users=f"telegram:{ADA}") as app, running(
+        app.processor, fake, tell_unlisted=False
+    ) as adapter:
+        fake.push_private_message(EVE, "let me in")
+        await settle(fake, adapter, 1)
+    assert fake.sent == [] and fake_openai.chat_requests() == []
+
+
+# ------------------------------------------------------------------------------------------
+# groups
+
+
+async def test_group_answers_only_when_addressed_and_keeps_private_memory_private(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    secret = "zebrafish syndrome"
+    fake_openai.responder = lambda body: "Reply to: " + last_user_text(body)
+    async with running(app.processor, fake) as adapter:
+        fake.push_private_message(ADA, f"My diagnosis is {secret}, keep it between us.",
+                                  first_name="Ada")
+        await settle(fake, adapter, 1)
+        assert len(fake_openai.chat_requests()) == 1
+
+        fake.push_group_message(GROUP, BOB, "lunch at noon?", first_name="Bob", title="Crew")
+        await settle(fake, adapter, 2)
+        assert fake.bot_texts(GROUP) == [] and len(fake_openai.chat_requests()) == 1
+        assert not [a for a in fake.chat_actions if a["chat_id"] == GROUP]
+
+        fake.push_group_message(GROUP, ADA, "what is my diagnosis?", mention_bot=True,
+                                first_name="Ada", title="Crew")
+        await settle(fake, adapter, 3)
+        [answer] = fake.bot_messages(GROUP)
+        fake.push_group_message(GROUP, BOB, "and mine?", first_name="Bob",
+                                reply_to_bot_message_id=answer["message_id"])
+        await settle(fake, adapter, 4)
+
+    group_requests = fake_openai.chat_requests()[1:]
+    assert len(group_requests) == 2
+    for body in group_requests:
+        assert secret not in contents(body)
+    assert "lunch at noon?" in contents(group_requests[0])  # the room's own memory
+    texts = fake.bot_texts(GROUP)
+    assert texts == ["Reply to: Ada: what is my diagnosis?", "Reply to: Bob: and mine?"]
+    assert all(secret not in t for t in texts)
+    # The group's rows belong to the room's own scope, not to Ada or Bob.
+    channel = await app.channels.by_ref("telegram", str(GROUP))
+    assert channel is not None and channel.kind is ChannelKind.SHARED
+    scope = await app.persons.get(channel.owner_id)
+    assert scope is not None and scope.kind is OwnerKind.ROOM
+    replies = [m for m in fake.bot_messages(GROUP) if m.get("reply_to_message")]
+    assert len(replies) == 2  # each answer quotes the message it answers
+
+
+# ------------------------------------------------------------------------------------------
+# locations and edits
+
+
+async def test_location_and_live_location_become_location_rows(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    fake_openai.reply("Thanks, noted where you are.")
+    async with running(app.processor, fake) as adapter:
+        sent = fake.push_location(ADA, ADA, 52.52, 13.405, live_period=900, first_name="Ada")
+        await settle(fake, adapter, 1)
+        fake.push_edited_location(ADA, sent["message_id"], 52.53, 13.41)
+        await settle(fake, adapter, 2)
+        typed = fake.push_private_message(ADA, "I live in Lyon")
+        await settle(fake, adapter, 3)
+        fake.push_edited_message(ADA, typed["message_id"], "I live in Lille")
+        await settle(fake, adapter, 4)
+
+    rows = [r for r in await rows_of(app, str(ADA)) if r.role is Role.USER]
+    assert [(r.lat, r.lon) for r in rows] == [(52.52, 13.405), (52.53, 13.41), (None, None),
+                                             (None, None)]
+    assert rows[0].content == "(shared a live location)"
+    assert rows[1].content == "(live location update)"
+    assert rows[3].content == "I live in Lille"
+    assert rows[1].platform_msg_id == rows[0].platform_msg_id == str(sent["message_id"])
+    # The live-location move and the edit were recorded, not answered.
+    assert len(fake.bot_messages(ADA)) == 2
+    prompt = contents(fake_openai.chat_requests()[0])
+    assert "52.52000, 13.40500" in prompt
+
+
+async def test_stop_is_prompt_and_restart_does_not_reanswer(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    async with running(app.processor, fake) as adapter:
+        fake.push_private_message(ADA, "once")
+        await settle(fake, adapter, 1)
+        started = time.monotonic()
+    assert time.monotonic() - started < 3.0
+    async with running(app.processor, fake) as adapter:
+        await fake.wait_for(lambda: len(fake.calls("getUpdates")) >= 4)
+    assert adapter.updates_seen == 0
+    assert len(fake.bot_texts(ADA)) == 1
+
+
+def test_build_telegram_adapter_needs_a_token(settings: Settings) -> None:
+    from adapters.telegram.adapter import build_telegram_adapter
+
+    assert build_telegram_adapter(settings) is None
+    configured = settings.model_copy(
+        update={"telegram": settings.telegram.model_copy(update={"token": "1:abc"})}
+    )
+    adapter = build_telegram_adapter(configured)
+    assert adapter is not None and adapter.platform == "telegram"
+    assert adapter.base_url == "https://api.telegram.org/bot"
+    assert adapter.base_file_url == "https://api.telegram.org/file/bot"
