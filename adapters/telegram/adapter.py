@@ -86,6 +86,20 @@ async def _flood_control() -> AsyncIterator[None]:
         raise PlatformRateLimited(_retry_seconds(exc)) from exc
 
 
+class _HandledRateLimitLog(logging.Filter):
+    """Drops PTB's error log for a 429 the rate limiter passes on: with `max_retries=0` every
+    429 is passed on by design and handled here (logged at INFO by `adapters.base`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Rate limit hit after maximum of 0 retries")
+
+
+def _quiet_handled_429s() -> None:
+    limiter_log = logging.getLogger("telegram.ext.AIORateLimiter")
+    if not any(isinstance(f, _HandledRateLimitLog) for f in limiter_log.filters):
+        limiter_log.addFilter(_HandledRateLimitLog())
+
+
 def _entities_rejected(exc: BadRequest) -> bool:
     return "can't parse entities" in exc.message.lower()
 
@@ -195,6 +209,7 @@ class TelegramAdapter:
             .rate_limiter(AIORateLimiter(max_retries=0))  # 429s are ours to handle (see top)
         )
         app = builder.build()
+        _quiet_handled_429s()
         app.add_handler(TypeHandler(Update, self._on_update))
         try:
             await app.initialize()
