@@ -18,6 +18,7 @@ from bot.app import App
 from bot.clock import ManualClock
 from bot.commands import CommandContext, CommandReply
 from bot.config import Settings, load_settings
+from bot.errors import StrataError
 from bot.ports import PartialCallback
 from bot.types import ChannelKind, InboundMessage, OwnerKind, Role, TurnResult
 from tests.conftest import strata_env
@@ -202,12 +203,11 @@ async def test_429_on_send_waits_out_retry_after(
 ) -> None:
     fake = telegram_api
     fake_openai.reply("Here you are.")
+    fake.fail_next("sendMessage", 429, retry_after=1)
     async with running(app.processor, fake) as adapter:
-        fake.push_group_message(GROUP, ADA, "a question", mention_bot=True)
-        await fake.wait_for(lambda: adapter.updates_seen >= 1)
-        fake.fail_next("sendMessage", 429, retry_after=1)
         started = time.monotonic()
-        await adapter.drain()
+        fake.push_group_message(GROUP, ADA, "a question", mention_bot=True)
+        await settle(fake, adapter, 1)
         elapsed = time.monotonic() - started
 
     attempts = fake.calls("sendMessage")
@@ -344,12 +344,16 @@ def make_app(
     return make
 
 
-async def test_unlisted_user_is_told_once_and_never_reaches_the_model(
-    make_app: Callable[..., Any], fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+@pytest.mark.parametrize("tell_unlisted", [True, False])
+async def test_unlisted_user_never_reaches_the_model(
+    make_app: Callable[..., Any],
+    fake_openai: FakeOpenAI,
+    telegram_api: FakeTelegramAPI,
+    tell_unlisted: bool,
 ) -> None:
     fake = telegram_api
     async with make_app(allow_users=f"telegram:{ADA}") as app, running(
-        app.processor, fake, tell_unlisted=True
+        app.processor, fake, tell_unlisted=tell_unlisted
     ) as adapter:
         fake.push_private_message(EVE, "let me in")
         fake.push_private_message(EVE, "please?")
@@ -358,23 +362,16 @@ async def test_unlisted_user_is_told_once_and_never_reaches_the_model(
         await settle(fake, adapter, 4)
         assert await app.persons.by_identity(f"telegram:{EVE}") is None
 
-    [note] = fake.bot_texts(EVE)
-    assert "allowlist" in note and f"telegram:{EVE}" in note
+    notes = fake.bot_texts(EVE)
+    if tell_unlisted:  # one polite note, however often they write
+        assert len(notes) == 1
+        assert "allowlist" in notes[0] and f"telegram:{EVE}" in notes[0]
+    else:
+        assert notes == []
     assert fake.bot_texts(GROUP) == []
+    assert not [a for a in fake.chat_actions if a["chat_id"] != ADA]
     assert len(fake.bot_texts(ADA)) == 1
     assert len(fake_openai.chat_requests()) == 1  # only Ada's turn reached the model
-
-
-async def test_unlisted_user_is_ignored_silently_when_configured(
-    make_app: Callable[..., Any], fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
-) -> None:
-    fake = telegram_api
-    async with make_app(allow_users=f"telegram:{ADA}") as app, running(
-        app.processor, fake, tell_unlisted=False
-    ) as adapter:
-        fake.push_private_message(EVE, "let me in")
-        await settle(fake, adapter, 1)
-    assert fake.sent == [] and fake_openai.chat_requests() == []
 
 
 # ------------------------------------------------------------------------------------------
@@ -468,6 +465,33 @@ async def test_stop_is_prompt_and_restart_does_not_reanswer(
         await fake.wait_for(lambda: len(fake.calls("getUpdates")) >= 4)
     assert adapter.updates_seen == 0
     assert len(fake.bot_texts(ADA)) == 1
+
+
+async def test_outbound_send_splits_and_formats(
+    app: App, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    fake.add_private_chat(ADA)
+    adapter = TelegramAdapter(fake.token, base_url=fake.base_url, poll_timeout=1)
+    with pytest.raises(StrataError, match="not started"):
+        await adapter.send(str(ADA), "too early")
+    reminder = "**Reminder:** water the plants.\n\n" + "More detail. " * 300
+    await adapter.start(app.processor)
+    try:
+        ids = await adapter.send(str(ADA), reminder)
+    finally:
+        await adapter.stop()
+    records = fake.sent_records("sendMessage", chat_id=ADA)
+    assert [str(r["message_id"]) for r in records] == ids and len(ids) == 2
+    assert records[0]["plain_text"] == "Reminder: water the plants."
+    assert records[0]["entities"][0]["type"] == "bold"
+    assert records[1]["plain_text"] == reminder.split("\n\n", 1)[1].strip()
+
+
+async def test_a_refused_token_is_a_clear_error(app: App, telegram_api: FakeTelegramAPI) -> None:
+    adapter = TelegramAdapter("123:wrong", base_url=telegram_api.base_url)
+    with pytest.raises(StrataError, match="token was refused"):
+        await adapter.start(app.processor)
 
 
 def test_build_telegram_adapter_needs_a_token(settings: Settings) -> None:
