@@ -49,7 +49,7 @@ from adapters.telegram import mapping
 from adapters.telegram.formatting import to_html
 from bot.config import Settings
 from bot.errors import StrataError
-from bot.ports import TurnHandler
+from bot.ports import Adapter, TurnHandler
 from bot.types import InboundMessage, TurnResult
 
 log = logging.getLogger(__name__)
@@ -346,7 +346,7 @@ class TelegramAdapter:
             await call_with_retry(lambda: chat.send(UNLISTED.format(user_id=msg.sender_id)))
 
 
-def build_telegram_adapter(settings: Settings) -> TelegramAdapter | None:
+def build_telegram_adapter(settings: Settings) -> Adapter | None:
     """The Telegram adapter when a bot token is configured (STRATA_TELEGRAM_TOKEN), else None."""
     s = settings.telegram
     if not s.token:

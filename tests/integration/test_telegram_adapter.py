@@ -475,7 +475,8 @@ async def test_outbound_send_splits_and_formats(
     adapter = TelegramAdapter(fake.token, base_url=fake.base_url, poll_timeout=1)
     with pytest.raises(StrataError, match="not started"):
         await adapter.send(str(ADA), "too early")
-    reminder = "**Reminder:** water the plants.\n\n" + "More detail. " * 300
+    first = "**Reminder:** water the plants on the balcony, then the ones in the kitchen."
+    reminder = first + "\n\n" + "More detail. " * 310
     await adapter.start(app.processor)
     try:
         ids = await adapter.send(str(ADA), reminder)
@@ -483,7 +484,7 @@ async def test_outbound_send_splits_and_formats(
         await adapter.stop()
     records = fake.sent_records("sendMessage", chat_id=ADA)
     assert [str(r["message_id"]) for r in records] == ids and len(ids) == 2
-    assert records[0]["plain_text"] == "Reminder: water the plants."
+    assert records[0]["plain_text"] == first.replace("**", "")
     assert records[0]["entities"][0]["type"] == "bold"
     assert records[1]["plain_text"] == reminder.split("\n\n", 1)[1].strip()
 
@@ -502,6 +503,6 @@ def test_build_telegram_adapter_needs_a_token(settings: Settings) -> None:
         update={"telegram": settings.telegram.model_copy(update={"token": "1:abc"})}
     )
     adapter = build_telegram_adapter(configured)
-    assert adapter is not None and adapter.platform == "telegram"
+    assert isinstance(adapter, TelegramAdapter) and adapter.platform == "telegram"
     assert adapter.base_url == "https://api.telegram.org/bot"
     assert adapter.base_file_url == "https://api.telegram.org/file/bot"
