@@ -16,7 +16,8 @@ rejects the entities ("can't parse entities") the same part is resent as plain t
 (`RetryAfter`) becomes `PlatformRateLimited`: a streaming edit is skipped, a send waits out
 `retry_after` a bounded number of times (`adapters.base`). "Message is not modified" counts as
 done. `/export` files go out with sendDocument. A private message from someone not on the
-allowlist gets one polite note (if `tell_unlisted`); group chatter is recorded, not answered.
+allowlist gets one polite note (if `tell_unlisted`); group chatter is recorded, not answered;
+a live location's moves are recorded at most once per `live_location_every` seconds.
 
 `_on_update` is the adapter callback boundary: the one place here that catches `Exception`;
 the person gets `SORRY`, never a traceback. Imports `adapters.base`, `adapters.telegram.*`,
@@ -30,7 +31,7 @@ import contextlib
 import logging
 import warnings
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from telegram import Bot, ReplyParameters, Update
@@ -179,6 +180,7 @@ class TelegramAdapter:
         edit_interval: float = 1.0,
         poll_timeout: float = 10.0,
         shutdown_grace: float = 10.0,
+        live_location_every: float = 300.0,
     ) -> None:
         self.token = token
         self.base_url = base_url or DEFAULT_API
@@ -187,6 +189,7 @@ class TelegramAdapter:
         self.edit_interval = edit_interval
         self.poll_timeout = poll_timeout
         self.shutdown_grace = shutdown_grace
+        self.live_location_every = timedelta(seconds=live_location_every)
         self.identity: mapping.BotIdentity | None = None
         self._app: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._handler: TurnHandler | None = None
@@ -194,6 +197,7 @@ class TelegramAdapter:
         self._chat_locks: dict[str, asyncio.Lock] = {}
         self._told: set[str] = set()
         self.updates_seen = 0  # updates PTB handed over (mapped or not): for tests and logs
+        self._live_recorded: dict[tuple[str, str | None], datetime] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -278,13 +282,25 @@ class TelegramAdapter:
         if self.identity is None:
             return
         msg = mapping.to_inbound(update, self.identity)
-        if msg is None:
+        if msg is None or self._too_soon(msg):
             return
         message = update.effective_message
         reply_to = message.message_id if message is not None and not msg.is_private else None
         task = asyncio.create_task(self._turn(msg, reply_to), name=f"telegram-{msg.room_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _too_soon(self, msg: InboundMessage) -> bool:
+        """A live location moves every few seconds for hours: record one move per
+        `live_location_every` (by Telegram's edit time) so the transcript is not flooded."""
+        if msg.location is None or not msg.location.live:
+            return False
+        key = (msg.room_id, msg.edited_of or msg.message_id)
+        last = self._live_recorded.get(key)
+        if last is not None and msg.edited_of and msg.ts - last < self.live_location_every:
+            return True
+        self._live_recorded[key] = msg.ts
+        return False
 
     async def _turn(self, msg: InboundMessage, reply_to: int | None) -> None:
         # Tasks start in creation order and take the chat's (FIFO) lock first thing, so the
@@ -356,4 +372,5 @@ def build_telegram_adapter(settings: Settings) -> Adapter | None:
         base_url=s.base_url,
         tell_unlisted=settings.access.tell_unlisted,
         edit_interval=s.edit_interval,
+        live_location_every=s.live_location_minutes * 60,
     )

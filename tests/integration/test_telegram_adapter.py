@@ -429,7 +429,7 @@ async def test_location_and_live_location_become_location_rows(
 ) -> None:
     fake = telegram_api
     fake_openai.reply("Thanks, noted where you are.")
-    async with running(app.processor, fake) as adapter:
+    async with running(app.processor, fake, live_location_every=0) as adapter:
         sent = fake.push_location(ADA, ADA, 52.52, 13.405, live_period=900, first_name="Ada")
         await settle(fake, adapter, 1)
         fake.push_edited_location(ADA, sent["message_id"], 52.53, 13.41)
@@ -450,6 +450,19 @@ async def test_location_and_live_location_become_location_rows(
     assert len(fake.bot_messages(ADA)) == 2
     prompt = contents(fake_openai.chat_requests()[0])
     assert "52.52000, 13.40500" in prompt
+
+
+async def test_live_location_moves_are_recorded_at_most_every_interval(
+    app: App, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    async with running(app.processor, fake, live_location_every=300) as adapter:
+        sent = fake.push_location(ADA, ADA, 52.52, 13.405, live_period=900)
+        for step in range(1, 4):
+            fake.push_edited_location(ADA, sent["message_id"], 52.52 + step / 1000, 13.405)
+        await settle(fake, adapter, 4)
+    rows = [r for r in await rows_of(app, str(ADA)) if r.role is Role.USER]
+    assert [(r.lat, r.lon) for r in rows] == [(52.52, 13.405)]  # the moves came within 300 s
 
 
 async def test_stop_is_prompt_and_restart_does_not_reanswer(
