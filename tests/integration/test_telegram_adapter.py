@@ -8,6 +8,7 @@ import contextlib
 import re
 import time
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from tests.conftest import strata_env
 from tests.fakes import telegram_api as fake_module
 from tests.fakes.openai_server import FakeOpenAI, last_user_text
 from tests.fakes.telegram_api import FakeTelegramAPI
+from tests.memory_helpers import filler
 
 telegram_api = fake_module.telegram_api  # the fixture (assigned, not imported: ruff F811)
 
@@ -114,6 +116,32 @@ async def test_dm_round_trip_with_memory(
     assert channel is not None and person is not None
     assert channel.kind is ChannelKind.PRIVATE and channel.owner_id == person.id
     assert fake.errors == [] and fake.unknown_methods == []
+
+
+async def test_dm_memory_comes_back_through_recall(
+    make_app: Callable[..., Any],
+    fake_openai: FakeOpenAI,
+    telegram_api: FakeTelegramAPI,
+    clock: ManualClock,
+) -> None:
+    fake = telegram_api
+    clock.set(datetime.now(UTC))  # Telegram dates the messages with the real time
+    fact = "My sister Beatrix moved to Lisbon, she teaches violin there"
+    # A tiny history window: the fact can only come back through turn-zero recall.
+    async with make_app(STRATA_BOT_HISTORY_TOKENS="60", STRATA_EPISODES_USE_MODEL="false") as app, \
+            running(app.processor, fake) as adapter:
+        fake.push_private_message(ADA, fact, first_name="Ada")
+        for i in range(12):  # recall skips a channel's newest 20 rows (the history has them)
+            fake.push_private_message(ADA, filler(i), first_name="Ada")
+        await settle(fake, adapter, 13)
+        await app.processor.drain()  # row vectors are written after the turn
+        fake.push_private_message(ADA, "tell me about my sister Beatrix", first_name="Ada")
+        await settle(fake, adapter, 14)
+
+    messages = fake_openai.chat_requests()[-1]["messages"]
+    assert fact not in [m["content"] for m in messages if m["role"] in ("user", "assistant")]
+    recalled = [m for m in messages if m["role"] == "system" and "Lisbon" in str(m["content"])]
+    assert len(recalled) == 1
 
 
 async def test_long_reply_is_split_at_paragraphs_never_truncated(
@@ -323,19 +351,16 @@ async def test_export_attachment_goes_out_as_a_document(
 # access control
 
 
-def _settings(fake_openai: FakeOpenAI, db_path: Path, **access: str) -> Settings:
-    env = strata_env(fake_openai, db_path)
-    env.update({f"STRATA_ACCESS_{k.upper()}": v for k, v in access.items()})
-    return load_settings(None, env=env)
-
-
 @pytest.fixture
 def make_app(
     fake_openai: FakeOpenAI, db_path: Path, clock: ManualClock
 ) -> Callable[..., contextlib.AbstractAsyncContextManager[App]]:
+    """An `App` whose settings add `env` (STRATA_… variables) to the test defaults."""
+
     @contextlib.asynccontextmanager
-    async def make(**access: str) -> AsyncIterator[App]:
-        application = await App.create(_settings(fake_openai, db_path, **access), clock=clock)
+    async def make(**env: str) -> AsyncIterator[App]:
+        settings = load_settings(None, env={**strata_env(fake_openai, db_path), **env})
+        application = await App.create(settings, clock=clock)
         try:
             yield application
         finally:
@@ -352,7 +377,7 @@ async def test_unlisted_user_never_reaches_the_model(
     tell_unlisted: bool,
 ) -> None:
     fake = telegram_api
-    async with make_app(allow_users=f"telegram:{ADA}") as app, running(
+    async with make_app(STRATA_ACCESS_ALLOW_USERS=f"telegram:{ADA}") as app, running(
         app.processor, fake, tell_unlisted=tell_unlisted
     ) as adapter:
         fake.push_private_message(EVE, "let me in")
