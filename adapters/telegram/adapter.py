@@ -29,8 +29,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -181,6 +182,7 @@ class TelegramAdapter:
         poll_timeout: float = 10.0,
         shutdown_grace: float = 10.0,
         live_location_every: float = 300.0,
+        commands: Sequence[tuple[str, str]] = (),
     ) -> None:
         self.token = token
         self.base_url = base_url or DEFAULT_API
@@ -190,6 +192,10 @@ class TelegramAdapter:
         self.poll_timeout = poll_timeout
         self.shutdown_grace = shutdown_grace
         self.live_location_every = timedelta(seconds=live_location_every)
+        self.commands = [
+            (name, summary[:256]) for name, summary in commands
+            if re.fullmatch(r"[a-z0-9_]{1,32}", name) and summary
+        ]
         self.identity: mapping.BotIdentity | None = None
         self._app: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._handler: TurnHandler | None = None
@@ -233,7 +239,17 @@ class TelegramAdapter:
             allowed_updates=[Update.MESSAGE, Update.EDITED_MESSAGE],
         )
         self._app = app
+        await self._publish_commands(app.bot)
         log.info("telegram: polling as @%s", self.identity.username)
+
+    async def _publish_commands(self, bot: Bot) -> None:
+        """Show the chat commands in Telegram's "/" menu (nice to have: a failure is logged)."""
+        if not self.commands:
+            return
+        try:
+            await bot.set_my_commands(self.commands)
+        except TelegramError as exc:
+            log.warning("telegram: could not publish the command menu: %s", exc.message)
 
     async def stop(self) -> None:
         """Stop polling, let turns in flight finish (bounded), shut the Application down."""
@@ -362,8 +378,13 @@ class TelegramAdapter:
             await call_with_retry(lambda: chat.send(UNLISTED.format(user_id=msg.sender_id)))
 
 
-def build_telegram_adapter(settings: Settings) -> Adapter | None:
-    """The Telegram adapter when a bot token is configured (STRATA_TELEGRAM_TOKEN), else None."""
+def build_telegram_adapter(
+    settings: Settings, commands: Sequence[tuple[str, str]] = ()
+) -> Adapter | None:
+    """The Telegram adapter when a bot token is configured (STRATA_TELEGRAM_TOKEN), else None.
+
+    `commands` are the chat commands' (name, summary) pairs, shown in Telegram's "/" menu.
+    """
     s = settings.telegram
     if not s.token:
         return None
@@ -373,4 +394,5 @@ def build_telegram_adapter(settings: Settings) -> Adapter | None:
         tell_unlisted=settings.access.tell_unlisted,
         edit_interval=s.edit_interval,
         live_location_every=s.live_location_minutes * 60,
+        commands=commands,
     )

@@ -5,6 +5,7 @@ with a real SQLite database, and the model is the fake OpenAI-compatible server.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import time
 from collections.abc import AsyncIterator, Callable
@@ -17,7 +18,6 @@ import pytest
 from adapters.telegram.adapter import MESSAGE_LIMIT, SORRY, TelegramAdapter, utf16_len
 from bot.app import App
 from bot.clock import ManualClock
-from bot.commands import CommandContext, CommandReply
 from bot.config import Settings, load_settings
 from bot.errors import StrataError
 from bot.ports import PartialCallback
@@ -332,19 +332,20 @@ async def test_export_attachment_goes_out_as_a_document(
     app: App, telegram_api: FakeTelegramAPI
 ) -> None:
     fake = telegram_api
-
-    async def export(ctx: CommandContext) -> CommandReply:
-        data = f'{{"person": "{ctx.person.name}"}}'.encode()
-        return CommandReply("Here is everything I keep about you.", ("strata-export.json", data))
-
-    app.commands.add("export", "all your data as a file", export, private_only=True)
-    async with running(app.processor, fake) as adapter:
-        fake.push_private_message(ADA, "/export", first_name="Ada")
+    menu = [(c.name, c.summary) for c in app.commands.commands.values()]
+    async with running(app.processor, fake, commands=[*menu, ("Not-Valid", "x")]) as adapter:
+        fake.push_private_message(ADA, "I grow tomatoes on my balcony", first_name="Ada")
         await settle(fake, adapter, 1)
+        fake.push_private_message(ADA, "/export", first_name="Ada")
+        await settle(fake, adapter, 2)
     texts = [m["text"] for m in fake.bot_messages(ADA) if "text" in m]
-    assert texts == ["Here is everything I keep about you."]
+    assert len(texts) == 2 and "attached" in texts[1]
     [doc] = fake.documents
-    assert doc["file_name"] == "strata-export.json" and doc["content"] == b'{"person": "Ada"}'
+    assert re.fullmatch(r"strata-export-\d+-[\d-]+\.json", doc["file_name"])
+    exported = json.loads(doc["content"])
+    assert "I grow tomatoes on my balcony" in json.dumps(exported)
+    published = {c["command"] for c in fake.my_commands()}
+    assert {"export", "help"} <= published and "Not-Valid" not in published
 
 
 # ------------------------------------------------------------------------------------------
