@@ -1,10 +1,11 @@
 """The Telegram adapter: a python-telegram-bot `Application` living inside the app's event loop.
 
-Lifecycle: `await adapter.start(handler)` builds the Application (with `AIORateLimiter`, which
-paces requests under Telegram's flood limits), calls getMe, starts long polling for messages
-and edited messages, and returns; `await adapter.stop()` stops polling, lets turns in flight
-finish (bounded by `shutdown_grace`) and shuts the Application down. `run_polling()` is never
-used: it owns the event loop.
+Lifecycle: `await adapter.connect(handler)` builds the Application (with `AIORateLimiter`,
+which paces requests under Telegram's flood limits), checks the token with getMe, starts long
+polling for messages and edited messages, and returns; `start(handler)` is `connect` and then
+serving until `stop()` (what `strata run` runs as a task); `await adapter.stop()` stops polling,
+lets turns in flight finish (bounded by `shutdown_grace`) and shuts the Application down.
+`run_polling()` is never used: it owns the event loop.
 
 Each update is mapped by `mapping.to_inbound`; a turn is a task, tasks of one chat run one after
 the other in arrival order, chats run concurrently. While the model works the chat shows
@@ -204,11 +205,18 @@ class TelegramAdapter:
         self._told: set[str] = set()
         self.updates_seen = 0  # updates PTB handed over (mapped or not): for tests and logs
         self._live_recorded: dict[tuple[str, str | None], datetime] = {}
+        self._stopped = asyncio.Event()
+        self._closing = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self, handler: TurnHandler) -> None:
-        """Connect (getMe), start polling inside the running loop, and return."""
+        """Connect, then serve until `stop()` (the app runs this as a task)."""
+        await self.connect(handler)
+        await self._stopped.wait()
+
+    async def connect(self, handler: TurnHandler) -> None:
+        """Check the token (getMe), start polling inside the running loop, and return."""
         if self._app is not None:
             raise StrataError("the Telegram adapter is already started")
         builder: Any = (  # Any: the builder's generic type changes with .rate_limiter()
@@ -231,6 +239,8 @@ class TelegramAdapter:
         me = app.bot.bot
         self.identity = mapping.BotIdentity(id=me.id, username=me.username or "")
         self._handler = handler
+        self._app = app
+        self._stopped.clear()
         await app.start()
         assert app.updater is not None
         await app.updater.start_polling(
@@ -238,7 +248,6 @@ class TelegramAdapter:
             timeout=timedelta(seconds=self.poll_timeout),
             allowed_updates=[Update.MESSAGE, Update.EDITED_MESSAGE],
         )
-        self._app = app
         await self._publish_commands(app.bot)
         log.info("telegram: polling as @%s", self.identity.username)
 
@@ -253,20 +262,27 @@ class TelegramAdapter:
 
     async def stop(self) -> None:
         """Stop polling, let turns in flight finish (bounded), shut the Application down."""
-        app, self._app = self._app, None
-        if app is None:
+        app = self._app
+        if app is None or self._closing:
+            self._stopped.set()
             return
-        if app.updater is not None and app.updater.running:
-            await app.updater.stop()
-        if self._tasks:
-            _, pending = await asyncio.wait(set(self._tasks), timeout=self.shutdown_grace)
-            for task in pending:
-                task.cancel()
-            if pending:
-                await asyncio.wait(pending)
-        if app.running:
-            await app.stop()
-        await app.shutdown()
+        self._closing = True
+        try:
+            if app.updater is not None and app.updater.running:
+                await app.updater.stop()
+            if self._tasks:  # they still send their replies, so the bot stays up meanwhile
+                _, pending = await asyncio.wait(set(self._tasks), timeout=self.shutdown_grace)
+                for task in pending:
+                    task.cancel()
+                if pending:
+                    await asyncio.wait(pending)
+            if app.running:
+                await app.stop()
+            await app.shutdown()
+        finally:
+            self._app = None
+            self._closing = False
+            self._stopped.set()
 
     async def drain(self) -> None:
         """Wait until every turn started so far has been answered (tests, shutdown)."""

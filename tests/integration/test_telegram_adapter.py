@@ -4,6 +4,7 @@ with a real SQLite database, and the model is the fake OpenAI-compatible server.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import re
@@ -52,7 +53,7 @@ async def running(
         shutdown_grace=5,
         **options,
     )
-    await adapter.start(handler)
+    await adapter.connect(handler)
     try:
         yield adapter
     finally:
@@ -516,7 +517,7 @@ async def test_outbound_send_splits_and_formats(
         await adapter.send(str(ADA), "too early")
     first = "**Reminder:** water the plants on the balcony, then the ones in the kitchen."
     reminder = first + "\n\n" + "More detail. " * 310
-    await adapter.start(app.processor)
+    await adapter.connect(app.processor)
     try:
         ids = await adapter.send(str(ADA), reminder)
     finally:
@@ -531,7 +532,22 @@ async def test_outbound_send_splits_and_formats(
 async def test_a_refused_token_is_a_clear_error(app: App, telegram_api: FakeTelegramAPI) -> None:
     adapter = TelegramAdapter("123:wrong", base_url=telegram_api.base_url)
     with pytest.raises(StrataError, match="token was refused"):
-        await adapter.start(app.processor)
+        await adapter.connect(app.processor)
+
+
+async def test_start_serves_until_stop_and_turns_in_flight_finish(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    fake_openai.fail_next("slow", seconds=0.5)  # the model is still thinking at stop()
+    adapter = TelegramAdapter(fake.token, base_url=fake.base_url, poll_timeout=1)
+    serving = asyncio.create_task(adapter.start(app.processor))
+    fake.push_private_message(ADA, "quick question")
+    await fake.wait_for(lambda: adapter.updates_seen >= 1, timeout=10)
+    assert not serving.done()
+    await adapter.stop()
+    await asyncio.wait_for(serving, timeout=5)
+    assert len(fake.bot_texts(ADA)) == 1  # the answer was still delivered
 
 
 def test_build_telegram_adapter_needs_a_token(settings: Settings) -> None:
