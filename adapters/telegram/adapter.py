@@ -52,7 +52,7 @@ from adapters.telegram import mapping
 from adapters.telegram.formatting import to_html
 from bot.config import Settings
 from bot.errors import StrataError
-from bot.ports import Adapter, TurnHandler
+from bot.ports import Adapter, Clock, TurnHandler
 from bot.types import InboundMessage, TurnResult
 
 log = logging.getLogger(__name__)
@@ -395,11 +395,12 @@ class TelegramAdapter:
 
 
 def build_telegram_adapter(
-    settings: Settings, commands: Sequence[tuple[str, str]] = ()
+    settings: Settings, clock: Clock | None = None, *, commands: Sequence[tuple[str, str]] = ()
 ) -> Adapter | None:
     """The Telegram adapter when a bot token is configured (STRATA_TELEGRAM_TOKEN), else None.
 
     `commands` are the chat commands' (name, summary) pairs, shown in Telegram's "/" menu.
+    `clock` is not needed (Telegram dates every message); it keeps the adapter-factory shape.
     """
     s = settings.telegram
     if not s.token:
