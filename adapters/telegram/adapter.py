@@ -20,9 +20,10 @@ done. `/export` files go out with sendDocument. A private message from someone n
 allowlist gets one polite note (if `tell_unlisted`); group chatter is recorded, not answered;
 a live location's moves are recorded at most once per `live_location_every` seconds.
 
-`_on_update` is the adapter callback boundary: the one place here that catches `Exception`;
-the person gets `SORRY`, never a traceback. Imports `adapters.base`, `adapters.telegram.*`,
-`bot` config, errors, ports and types, and python-telegram-bot.
+Typing, streaming, splitting, sending the file and the callback boundary (an unexpected error
+is logged and the person gets a short `SORRY`, never a traceback) are `adapters.runtime`'s
+`deliver_turn`, shared with the other platforms. Imports `adapters.base`, `adapters.runtime`,
+`adapters.telegram.*`, `bot` config, errors, ports and types, and python-telegram-bot.
 """
 
 from __future__ import annotations
@@ -41,19 +42,14 @@ from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
 
-from adapters.base import (
-    PlatformRateLimited,
-    StreamedReply,
-    call_with_retry,
-    split_message,
-    typing_while,
-)
+from adapters.base import PlatformRateLimited
+from adapters.runtime import ReplyOps, deliver_turn, send_text
 from adapters.telegram import mapping
 from adapters.telegram.formatting import to_html
 from bot.config import Settings
 from bot.errors import StrataError
 from bot.ports import Adapter, Clock, TurnHandler
-from bot.types import InboundMessage, TurnResult
+from bot.types import InboundMessage
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +57,6 @@ MESSAGE_LIMIT = 4096
 TYPING_EVERY = 4.0  # Telegram shows "typing…" for about 5 s per chat action
 DEFAULT_API = "https://api.telegram.org/bot"
 
-SORRY = "Sorry — something went wrong on my side while answering. Please try again in a moment."
 UNLISTED = (
     "Sorry — I only talk with people on my allowlist. If you know whoever runs me, ask them to "
     "add telegram:{user_id}."
@@ -296,15 +291,24 @@ class TelegramAdapter:
             raise StrataError("the Telegram adapter is not started")
         return self._app.bot
 
+    def _ops(self, chat: _Chat, *, answer: bool = True) -> ReplyOps:
+        """How to talk back in `chat`; with `answer=False` nothing is shown (not even SORRY)."""
+        if not answer:
+            return ReplyOps(send=_shown_nowhere, limit=MESSAGE_LIMIT, size=utf16_len)
+        return ReplyOps(
+            send=chat.send,
+            edit=chat.edit,
+            typing=chat.typing,
+            send_file=chat.send_file,
+            limit=MESSAGE_LIMIT,
+            size=utf16_len,
+            min_edit_interval=self.edit_interval,
+            typing_every=TYPING_EVERY,
+        )
+
     async def send(self, room_id: str, text: str) -> list[str]:
         """Send `text` to chat `room_id`: split at 4,096, HTML (plain fallback), 429s retried."""
-        chat = _Chat(self._bot(), int(room_id))
-        ids = []
-        for part in split_message(text, MESSAGE_LIMIT, utf16_len):
-            msg_id = await call_with_retry(lambda p=part: chat.send(p))  # type: ignore[misc]
-            if msg_id is not None:
-                ids.append(msg_id)
-        return ids
+        return await send_text(self._ops(_Chat(self._bot(), int(room_id))), text)
 
     # -- inbound -----------------------------------------------------------------------------
 
@@ -337,61 +341,31 @@ class TelegramAdapter:
     async def _turn(self, msg: InboundMessage, reply_to: int | None) -> None:
         # Tasks start in creation order and take the chat's (FIFO) lock first thing, so the
         # turns of one chat run in arrival order.
+        assert self._handler is not None
         lock = self._chat_locks.setdefault(msg.room_id, asyncio.Lock())
         async with lock:
             chat = _Chat(self._bot(), int(msg.room_id), reply_to)
-            try:
-                await self._deliver(msg, chat)
-            except Exception:  # adapter callback boundary: log it, tell the person briefly
-                log.exception("telegram: the turn for a message in chat %s failed", msg.room_id)
-                if msg.addressed_to_bot:
-                    with contextlib.suppress(TelegramError, PlatformRateLimited):
-                        await chat.send(SORRY)
+            # Not addressed (group chatter, an edit, a live-location move): recorded, not shown.
+            ops = self._ops(chat, answer=msg.addressed_to_bot)
+            # Groups get the finished reply: edits count against the 20-a-minute group limit.
+            done = await deliver_turn(self._handler, msg, ops, stream=msg.is_private)
+            if done.result is None and done.error is None and msg.addressed_to_bot:
+                await self._silence(msg, ops)
 
-    async def _deliver(self, msg: InboundMessage, chat: _Chat) -> None:
-        assert self._handler is not None
-        if not msg.addressed_to_bot:
-            # Recorded (room memory, an edit, a live-location move) but not answered.
-            await self._handler.handle(msg)
-            return
-        streamed = StreamedReply(
-            send=chat.send,
-            edit=chat.edit,
-            limit=MESSAGE_LIMIT,
-            size=utf16_len,
-            min_interval=self.edit_interval,
-        )
-        streaming = msg.is_private
-
-        async def on_partial(text: str) -> None:
-            nonlocal streaming
-            if not streaming:
-                return
-            try:
-                await streamed.update(text)
-            except TelegramError as exc:  # a failed preview must not lose the answer
-                log.warning("telegram: streaming a partial reply failed (%s); sending it whole",
-                            exc.message)
-                streaming = False
-
-        async with typing_while(chat.typing, every=TYPING_EVERY):
-            result = await self._handler.handle(msg, on_partial if streaming else None)
-        if result is None:
-            await self._silence(msg, chat)
-            return
-        await self._show(result, streamed, chat)
-
-    async def _show(self, result: TurnResult, streamed: StreamedReply, chat: _Chat) -> None:
-        await streamed.finish(result.reply)
-        if result.attachment is not None:
-            name, data = result.attachment
-            await call_with_retry(lambda: chat.send_file(name, data))
-
-    async def _silence(self, msg: InboundMessage, chat: _Chat) -> None:
+    async def _silence(self, msg: InboundMessage, ops: ReplyOps) -> None:
         # A private message is always addressed, so silence means "not on the allowlist".
-        if msg.is_private and self.tell_unlisted and msg.sender_id not in self._told:
-            self._told.add(msg.sender_id)
-            await call_with_retry(lambda: chat.send(UNLISTED.format(user_id=msg.sender_id)))
+        if not (msg.is_private and self.tell_unlisted) or msg.sender_id in self._told:
+            return
+        self._told.add(msg.sender_id)
+        try:
+            await send_text(ops, UNLISTED.format(user_id=msg.sender_id))
+        except (TelegramError, PlatformRateLimited) as exc:
+            log.info("telegram: could not tell %s they are not on the allowlist: %s",
+                     msg.sender_id, exc)
+
+
+async def _shown_nowhere(text: str) -> str:
+    return ""
 
 
 def build_telegram_adapter(

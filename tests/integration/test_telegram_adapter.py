@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from adapters.telegram.adapter import MESSAGE_LIMIT, SORRY, TelegramAdapter, utf16_len
+from adapters.runtime import SORRY
+from adapters.telegram.adapter import MESSAGE_LIMIT, TelegramAdapter, utf16_len
 from bot.app import App
 from bot.clock import ManualClock
 from bot.config import Settings, load_settings
