@@ -350,6 +350,25 @@ async def test_export_attachment_goes_out_as_a_document(
     assert {"export", "help"} <= published and "Not-Valid" not in published
 
 
+async def test_link_from_telegram_joins_another_platforms_identity(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI, clock: ManualClock
+) -> None:
+    fake = telegram_api
+    async with running(app.processor, fake) as adapter:
+        fake.push_private_message(ADA, "/link", first_name="Ada")
+        await settle(fake, adapter, 1)
+    [shown] = fake.bot_texts(ADA)
+    code = shown.split("Your link code is ", 1)[1].split(".", 1)[0]
+    console = InboundMessage("console", "ada/default", "ada", f"/link {code}", clock.now(),
+                             sender_name="ada")
+    result = await app.processor.handle(console)
+    assert result is not None and not result.failed
+    on_telegram = await app.persons.by_identity(f"telegram:{ADA}")
+    on_console = await app.persons.by_identity("console:ada")
+    assert on_telegram is not None and on_console is not None
+    assert on_telegram.id == on_console.id
+
+
 # ------------------------------------------------------------------------------------------
 # access control
 
