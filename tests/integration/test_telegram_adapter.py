@@ -8,6 +8,9 @@ import asyncio
 import contextlib
 import json
 import re
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
@@ -37,6 +40,7 @@ _IGNORE_RETRY_AFTER_WARNING = pytest.mark.filterwarnings(
     "ignore:.*`retry_after` will be of type:DeprecationWarning"
 )
 
+ROOT = Path(__file__).parents[2]
 ADA, BOB, EVE = 4242, 4343, 6666
 GROUP = -1001234567890
 
@@ -568,6 +572,33 @@ async def test_start_serves_until_stop_and_turns_in_flight_finish(
     await adapter.stop()
     await asyncio.wait_for(serving, timeout=5)
     assert len(fake.bot_texts(ADA)) == 1  # the answer was still delivered
+
+
+def test_strata_run_serves_telegram_and_stops_on_sigterm(
+    fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI, subprocess_env: dict[str, str]
+) -> None:
+    fake = telegram_api
+    env = dict(subprocess_env, STRATA_TELEGRAM_TOKEN=fake.token,
+               STRATA_TELEGRAM_BASE_URL=fake.base_url, STRATA_COGNITION_ENABLED="false")
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "run"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    try:
+        fake.wait_for_sync(lambda: fake.calls("getUpdates"), timeout=30)
+        fake.push_private_message(ADA, "hello from telegram")
+        fake.wait_for_sync(lambda: fake.bot_texts(ADA) == ["You said: hello from telegram"],
+                           timeout=15)
+        assert {"help", "memory", "forget"} <= {c["command"] for c in fake.my_commands()}
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+        assert time.monotonic() - started < 15
+        _, err = proc.communicate(timeout=5)
+        assert "strata: running telegram" in err and "strata: stopped" in err
+        assert "Traceback" not in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
 
 
 def test_build_telegram_adapter_needs_a_token(settings: Settings) -> None:
