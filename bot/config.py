@@ -87,6 +87,8 @@ class AccessSettings(_Section):
 
 class DiscordSettings(_Section):
     token: str = Field(default="", repr=False)
+    edit_interval: float = Field(default=1.0, ge=0)  # seconds between streamed-reply edits
+    sync_commands: bool = True  # register the chat commands as slash commands at start
 
 
 class TelegramSettings(_Section):

@@ -1,0 +1,364 @@
+"""The Discord adapter: a discord.py client living inside the app's event loop.
+
+`start()` logs in and runs the gateway connection as a task (never `Client.run`, which owns
+the loop) and returns once the bot is ready; `stop()` lets running turns finish (briefly) and
+closes the connection. Every DM goes to the turn handler with the typing indicator on; the reply
+is streamed by throttled edits of one message and split at Discord's 2,000 characters on
+paragraph/sentence boundaries (`adapters.base`). discord.py sleeps out REST 429s itself using
+Discord's headers; a wait longer than `max_ratelimit_timeout` surfaces as `RateLimited`, which is
+turned into `PlatformRateLimited` so streaming skips edits and sends are retried later.
+The memory commands arrive as DM text (`/forget cats`) and are also registered as slash commands
+that map to the same text. Imports `adapters.base`, `adapters.discord.mapping`, `bot` config,
+errors, ports and types, and discord.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+from collections.abc import Sequence
+
+import aiohttp
+import discord
+from discord import app_commands
+
+from adapters.base import PlatformRateLimited, StreamedReply, split_message, typing_while
+from adapters.discord import mapping
+from bot.config import Settings
+from bot.errors import ConfigError, StrataError
+from bot.ports import TurnHandler
+from bot.types import InboundMessage, TurnResult
+
+log = logging.getLogger(__name__)
+
+MESSAGE_LIMIT = 2000
+# Discord shows "typing…" for about 10 s per trigger; refresh a little before it lapses.
+TYPING_EVERY = 8.0
+# Bots may upload 10 MiB per message without boosts; stay under it.
+FILE_LIMIT = 8 * 1024 * 1024
+# discord.py sleeps through shorter 429 waits itself (30 s is the smallest value it accepts).
+MAX_RATELIMIT_WAIT = 30.0
+
+UNLISTED_TEXT = "Hi! I'm a private bot and only talk with people on my allowlist — sorry."
+DM_ONLY_TEXT = "I only chat in direct messages — send me a DM."
+FAILED_TEXT = "Sorry — something went wrong on my side while answering. Please try again later."
+
+# What can go wrong when talking to Discord (REST errors, connection problems).
+_PLATFORM_ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError)
+
+Destination = discord.DMChannel | discord.PartialMessageable
+
+
+def intents() -> discord.Intents:
+    """DMs with their text (MESSAGE CONTENT is a privileged intent: it must be enabled for the
+    bot in the Developer Portal), plus guild messages only to point mentions to DMs."""
+    wanted = discord.Intents.none()
+    wanted.guilds = True
+    wanted.dm_messages = True
+    wanted.guild_messages = True
+    wanted.message_content = True
+    return wanted
+
+
+class _Client(discord.Client):
+    def __init__(self, adapter: DiscordAdapter, **options: object) -> None:
+        super().__init__(**options)  # type: ignore[arg-type]
+        self.adapter = adapter
+        self.tree = app_commands.CommandTree(self)
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self.adapter.on_message(message)
+
+
+class DiscordAdapter:
+    """Discord DMs ↔ the turn handler. See the module docstring."""
+
+    platform = mapping.PLATFORM
+    message_limit = MESSAGE_LIMIT
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        commands: Sequence[tuple[str, str]] = (),
+        tell_unlisted: bool = True,
+        edit_interval: float = 1.0,
+        sync_commands: bool = True,
+        guild_ready_timeout: float = 2.0,
+        ready_timeout: float = 30.0,
+        shutdown_grace: float = 10.0,
+    ) -> None:
+        self._token = token
+        self._commands = mapping.slash_commands(list(commands))
+        self._tell_unlisted = tell_unlisted
+        self._edit_interval = edit_interval
+        self._sync = sync_commands
+        self._guild_ready_timeout = guild_ready_timeout
+        self._ready_timeout = ready_timeout
+        self._shutdown_grace = shutdown_grace
+        self._client: _Client | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._handler: TurnHandler | None = None
+        self._closing = False
+        self._inflight: set[asyncio.Task[object]] = set()
+        self._told: set[str] = set()  # senders already told they are not on the allowlist
+        self._pointed: set[int] = set()  # server channels already pointed to DMs
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def client(self) -> discord.Client | None:
+        return self._client
+
+    async def start(self, handler: TurnHandler) -> None:
+        """Log in, connect the gateway as a task and return once the bot is ready."""
+        if self._client is not None:
+            raise RuntimeError("the Discord adapter is already started")
+        self._handler = handler
+        self._closing = False
+        client = _Client(
+            self,
+            intents=intents(),
+            guild_ready_timeout=self._guild_ready_timeout,
+            max_ratelimit_timeout=MAX_RATELIMIT_WAIT,
+            # The model's words must never ping @everyone or anyone else.
+            allowed_mentions=discord.AllowedMentions.none(),
+        )
+        for name, description in self._commands:
+            client.tree.add_command(self._slash_command(name, description))
+        self._client = client
+        try:
+            await client.login(self._token)
+        except discord.LoginFailure:
+            await self._close_client()
+            raise ConfigError(
+                "discord.token (STRATA_DISCORD_TOKEN): Discord refused the bot token"
+            ) from None
+        except _PLATFORM_ERRORS as exc:
+            await self._close_client()
+            raise StrataError(f"cannot reach Discord to log in: {exc}") from None
+        self._task = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
+        self._task.add_done_callback(_log_gateway_end)
+        await self._wait_ready(client, self._task)
+        if self._commands and self._sync:
+            try:
+                await client.tree.sync()
+            except _PLATFORM_ERRORS as exc:
+                log.warning("discord: could not register the slash commands: %s", exc)
+        log.info("discord: connected as %s", client.user)
+
+    async def _wait_ready(self, client: _Client, task: asyncio.Task[None]) -> None:
+        ready = asyncio.create_task(client.wait_until_ready())
+        done, _ = await asyncio.wait(
+            {task, ready}, timeout=self._ready_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if ready in done:
+            return
+        ready.cancel()
+        error = task.exception() if task in done and not task.cancelled() else None
+        await self.stop()
+        if isinstance(error, discord.PrivilegedIntentsRequired):
+            raise ConfigError(
+                "Discord refused the MESSAGE CONTENT intent: enable it for the bot in the "
+                "Developer Portal (Bot → Privileged Gateway Intents)"
+            )
+        why = error or f"not ready within {self._ready_timeout:g}s"
+        raise StrataError(f"cannot connect to the Discord gateway: {why}")
+
+    async def stop(self) -> None:
+        """Let running turns finish (up to `shutdown_grace` s), then close the connection."""
+        if self._client is None:
+            return
+        self._closing = True
+        if self._inflight:
+            await asyncio.wait(list(self._inflight), timeout=self._shutdown_grace)
+        await self._close_client()
+
+    async def _close_client(self) -> None:
+        client, task = self._client, self._task
+        self._client = self._task = None
+        if client is not None:
+            await client.close()
+        if task is not None:
+            done, _ = await asyncio.wait({task}, timeout=5)
+            if not done:
+                task.cancel()
+
+    # -- sending ----------------------------------------------------------------------------
+
+    def _destination(self, room_id: str) -> discord.PartialMessageable:
+        if self._client is None:
+            raise StrataError("the Discord adapter is not started")
+        return self._client.get_partial_messageable(int(room_id), type=discord.ChannelType.private)
+
+    def _reply(self, channel: Destination) -> StreamedReply:
+        async def send(text: str) -> str:
+            try:
+                sent = await channel.send(text)
+            except discord.RateLimited as exc:
+                raise PlatformRateLimited(exc.retry_after) from exc
+            return str(sent.id)
+
+        async def edit(message_id: str, text: str) -> None:
+            try:
+                await channel.get_partial_message(int(message_id)).edit(content=text)
+            except discord.RateLimited as exc:
+                raise PlatformRateLimited(exc.retry_after) from exc
+
+        return StreamedReply(
+            send=send, edit=edit, limit=MESSAGE_LIMIT, min_interval=self._edit_interval
+        )
+
+    async def send(self, room_id: str, text: str) -> list[str]:
+        """Send `text` to a DM channel (split at 2,000 characters); the message ids."""
+        return await self._reply(self._destination(room_id)).finish(text)
+
+    async def _typing(self, channel: Destination) -> None:
+        try:
+            await channel.typing()
+        except discord.RateLimited as exc:
+            raise PlatformRateLimited(exc.retry_after) from exc
+
+    @staticmethod
+    def _file(result: TurnResult) -> tuple[discord.File | None, str]:
+        """The reply's attachment as a Discord file, or a note why it cannot be sent."""
+        if result.attachment is None:
+            return None, ""
+        name, data = result.attachment
+        if len(data) > FILE_LIMIT:
+            size = len(data) / 1024 / 1024
+            return None, (
+                f"\n\n(The file {name} is {size:.1f} MB, too large to send on Discord; "
+                "ask the operator to run `strata memory export` instead.)"
+            )
+        return discord.File(io.BytesIO(data), filename=name), ""
+
+    async def _tell(self, channel: Destination, text: str) -> None:
+        """Best-effort short notice; a failure to deliver it is only logged."""
+        try:
+            await channel.send(text)
+        except _PLATFORM_ERRORS as exc:
+            log.warning("discord: could not send a notice to %s: %s", channel.id, exc)
+
+    # -- inbound ----------------------------------------------------------------------------
+
+    async def on_message(self, message: discord.Message) -> None:
+        """Adapter callback boundary: whatever happens, the person never sees a traceback."""
+        client, handler = self._client, self._handler
+        if self._closing or client is None or client.user is None or handler is None:
+            return
+        bot_id = client.user.id
+        msg = mapping.to_inbound(message, bot_id=bot_id)
+        if msg is None:
+            if mapping.mentions_bot(message, bot_id=bot_id):
+                await self._point_to_dms(message)
+            return
+        task = asyncio.current_task()
+        if task is not None:
+            self._inflight.add(task)
+        try:
+            await self._turn(message.channel, msg, handler)  # type: ignore[arg-type]
+        except Exception:  # adapter callback boundary (see the docstring)
+            log.exception("discord: turn for message %s failed", message.id)
+            await self._tell(message.channel, FAILED_TEXT)  # type: ignore[arg-type]
+        finally:
+            if task is not None:
+                self._inflight.discard(task)
+
+    async def _turn(self, channel: Destination, msg: InboundMessage, handler: TurnHandler) -> None:
+        reply = self._reply(channel)
+        async with typing_while(lambda: self._typing(channel), every=TYPING_EVERY):
+            result = await handler.handle(msg, reply.update)
+        if result is None:
+            # A DM is always addressed to the bot, so silence means "not on the allowlist".
+            if self._tell_unlisted and msg.sender_id not in self._told:
+                self._told.add(msg.sender_id)
+                await self._tell(channel, UNLISTED_TEXT)
+            return
+        file, note = self._file(result)
+        await reply.finish(result.reply + note)
+        if file is not None:
+            await channel.send(file=file)
+
+    async def _point_to_dms(self, message: discord.Message) -> None:
+        if message.channel.id in self._pointed:
+            return
+        self._pointed.add(message.channel.id)
+        try:
+            await message.reply(DM_ONLY_TEXT, mention_author=False)
+        except _PLATFORM_ERRORS as exc:
+            log.info("discord: could not point %s to DMs: %s", message.channel.id, exc)
+
+    # -- slash commands ---------------------------------------------------------------------
+
+    def _slash_command(self, name: str, description: str) -> app_commands.Command[
+        app_commands.Group, ..., None
+    ]:
+        async def callback(interaction: discord.Interaction, text: str = "") -> None:
+            await self.on_slash(interaction, mapping.command_text(name, text))
+
+        command: app_commands.Command[app_commands.Group, ..., None] = app_commands.Command(
+            name=name,
+            description=description,
+            callback=callback,
+            allowed_contexts=app_commands.AppCommandContext(dm_channel=True),
+        )
+        return app_commands.describe(text="what to pass to the command (optional)")(command)
+
+    async def on_slash(self, interaction: discord.Interaction, text: str) -> None:
+        """Adapter callback boundary for slash commands: answer the interaction, always."""
+        handler = self._handler
+        try:
+            msg = mapping.interaction_to_inbound(interaction, text)
+            if msg is None or handler is None:
+                await interaction.response.send_message(DM_ONLY_TEXT, ephemeral=True)
+                return
+            # Discord wants an answer within 3 s; the command may take longer.
+            await interaction.response.defer(thinking=True)
+            result = await handler.handle(msg)
+            if result is None:
+                await interaction.edit_original_response(content=UNLISTED_TEXT)
+                return
+            file, note = self._file(result)
+            parts = split_message(result.reply + note, MESSAGE_LIMIT)
+            await interaction.edit_original_response(
+                content=parts[0], attachments=[file] if file is not None else []
+            )
+            for part in parts[1:]:
+                await interaction.followup.send(part)
+        except Exception:  # adapter callback boundary (see the docstring)
+            log.exception("discord: slash command %r failed", text)
+            with contextlib.suppress(*_PLATFORM_ERRORS):
+                if interaction.response.is_done():
+                    await interaction.edit_original_response(content=FAILED_TEXT)
+                else:
+                    await interaction.response.send_message(FAILED_TEXT)
+
+
+def _log_gateway_end(task: asyncio.Task[None]) -> None:
+    if task.cancelled():
+        return
+    error = task.exception()
+    if error is not None:
+        log.error("discord: the gateway connection ended: %s", error)
+
+
+def build_discord_adapter(
+    settings: Settings, commands: Sequence[tuple[str, str]] = ()
+) -> DiscordAdapter | None:
+    """The Discord adapter when a bot token is configured (STRATA_DISCORD_TOKEN), else None.
+
+    `commands` are the chat commands' (name, summary) pairs, registered as slash commands.
+    """
+    s = settings.discord
+    if not s.token:
+        return None
+    return DiscordAdapter(
+        s.token,
+        commands=commands,
+        tell_unlisted=settings.access.tell_unlisted,
+        edit_interval=s.edit_interval,
+        sync_commands=s.sync_commands,
+    )
