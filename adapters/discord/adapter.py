@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import io
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import aiohttp
 import discord
@@ -140,8 +140,9 @@ class DiscordAdapter:
             await self._close_client()
             raise StrataError(f"cannot reach Discord to log in: {exc}") from None
         self._task = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
-        self._task.add_done_callback(_log_gateway_end)
         await self._wait_ready(client, self._task)
+        # From here on a gateway failure is only logged: start() has already returned.
+        self._task.add_done_callback(_log_gateway_end)
         if self._commands and self._sync:
             try:
                 await client.tree.sync()
@@ -167,13 +168,17 @@ class DiscordAdapter:
         why = error or f"not ready within {self._ready_timeout:g}s"
         raise StrataError(f"cannot connect to the Discord gateway: {why}")
 
+    async def drain(self, timeout: float | None = None) -> None:
+        """Wait (up to `timeout` s) for the turns being handled right now to finish."""
+        if self._inflight:
+            await asyncio.wait(list(self._inflight), timeout=timeout)
+
     async def stop(self) -> None:
         """Let running turns finish (up to `shutdown_grace` s), then close the connection."""
         if self._client is None:
             return
         self._closing = True
-        if self._inflight:
-            await asyncio.wait(list(self._inflight), timeout=self._shutdown_grace)
+        await self.drain(self._shutdown_grace)
         await self._close_client()
 
     async def _close_client(self) -> None:
@@ -244,28 +249,39 @@ class DiscordAdapter:
 
     # -- inbound ----------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _tracked(self) -> Iterator[None]:
+        """Count the current callback as a running turn (`drain()` and `stop()` wait for it)."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._inflight.add(task)
+        try:
+            yield
+        finally:
+            if task is not None:
+                self._inflight.discard(task)
+
     async def on_message(self, message: discord.Message) -> None:
         """Adapter callback boundary: whatever happens, the person never sees a traceback."""
         client, handler = self._client, self._handler
         if self._closing or client is None or client.user is None or handler is None:
             return
-        bot_id = client.user.id
+        with self._tracked():
+            try:
+                await self._on_message(message, client.user.id, handler)
+            except Exception:  # adapter callback boundary (see the docstring)
+                log.exception("discord: handling message %s failed", message.id)
+                if mapping.is_direct(message):
+                    await self._tell(message.channel, FAILED_TEXT)  # type: ignore[arg-type]
+
+    async def _on_message(
+        self, message: discord.Message, bot_id: int, handler: TurnHandler
+    ) -> None:
         msg = mapping.to_inbound(message, bot_id=bot_id)
-        if msg is None:
-            if mapping.mentions_bot(message, bot_id=bot_id):
-                await self._point_to_dms(message)
-            return
-        task = asyncio.current_task()
-        if task is not None:
-            self._inflight.add(task)
-        try:
+        if msg is not None:
             await self._turn(message.channel, msg, handler)  # type: ignore[arg-type]
-        except Exception:  # adapter callback boundary (see the docstring)
-            log.exception("discord: turn for message %s failed", message.id)
-            await self._tell(message.channel, FAILED_TEXT)  # type: ignore[arg-type]
-        finally:
-            if task is not None:
-                self._inflight.discard(task)
+        elif mapping.mentions_bot(message, bot_id=bot_id):
+            await self._point_to_dms(message)
 
     async def _turn(self, channel: Destination, msg: InboundMessage, handler: TurnHandler) -> None:
         reply = self._reply(channel)
@@ -293,9 +309,9 @@ class DiscordAdapter:
 
     # -- slash commands ---------------------------------------------------------------------
 
-    def _slash_command(self, name: str, description: str) -> app_commands.Command[
-        app_commands.Group, ..., None
-    ]:
+    def _slash_command(
+        self, name: str, description: str
+    ) -> app_commands.Command[app_commands.Group, ..., None]:
         async def callback(interaction: discord.Interaction, text: str = "") -> None:
             await self.on_slash(interaction, mapping.command_text(name, text))
 
@@ -309,6 +325,10 @@ class DiscordAdapter:
 
     async def on_slash(self, interaction: discord.Interaction, text: str) -> None:
         """Adapter callback boundary for slash commands: answer the interaction, always."""
+        with self._tracked():
+            await self._slash(interaction, text)
+
+    async def _slash(self, interaction: discord.Interaction, text: str) -> None:
         handler = self._handler
         try:
             msg = mapping.interaction_to_inbound(interaction, text)
