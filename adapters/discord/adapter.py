@@ -51,14 +51,15 @@ _PLATFORM_ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError, Time
 Destination = discord.DMChannel | discord.PartialMessageable
 
 
-def intents() -> discord.Intents:
-    """DMs with their text (MESSAGE CONTENT is a privileged intent: it must be enabled for the
-    bot in the Developer Portal), plus guild messages only to point mentions to DMs."""
+def intents(*, message_content: bool = True) -> discord.Intents:
+    """DMs, plus guild messages only to point mentions to DMs. MESSAGE CONTENT is privileged
+    (it must be enabled in the Developer Portal); Discord sends the text of DMs and mentions
+    without it too, so it is asked for first and dropped when Discord refuses it."""
     wanted = discord.Intents.none()
     wanted.guilds = True
     wanted.dm_messages = True
     wanted.guild_messages = True
-    wanted.message_content = True
+    wanted.message_content = message_content
     return wanted
 
 
@@ -118,9 +119,33 @@ class DiscordAdapter:
             raise RuntimeError("the Discord adapter is already started")
         self._handler = handler
         self._closing = False
+        error = await self._connect(intents(message_content=True))
+        if isinstance(error, discord.PrivilegedIntentsRequired):
+            log.warning(
+                "discord: the MESSAGE CONTENT intent is not enabled for this bot in the "
+                "Developer Portal (Bot → Privileged Gateway Intents); going on without it: "
+                "Discord still sends the text of DMs"
+            )
+            error = await self._connect(intents(message_content=False))
+        if error is not None:
+            raise StrataError(f"cannot connect to the Discord gateway: {error}")
+        client, task = self._client, self._task
+        assert client is not None and task is not None
+        # From here on a gateway failure is only logged: start() has already returned.
+        task.add_done_callback(_log_gateway_end)
+        if self._commands and self._sync:
+            try:
+                await client.tree.sync()
+            except _PLATFORM_ERRORS as exc:
+                log.warning("discord: could not register the slash commands: %s", exc)
+        log.info("discord: connected as %s", client.user)
+
+    async def _connect(self, wanted: discord.Intents) -> BaseException | str | None:
+        """Log in and connect with `wanted` intents; None once ready, else why not (and the
+        client is closed again)."""
         client = _Client(
             self,
-            intents=intents(),
+            intents=wanted,
             guild_ready_timeout=self._guild_ready_timeout,
             max_ratelimit_timeout=MAX_RATELIMIT_WAIT,
             # The model's words must never ping @everyone or anyone else.
@@ -139,34 +164,18 @@ class DiscordAdapter:
         except _PLATFORM_ERRORS as exc:
             await self._close_client()
             raise StrataError(f"cannot reach Discord to log in: {exc}") from None
-        self._task = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
-        await self._wait_ready(client, self._task)
-        # From here on a gateway failure is only logged: start() has already returned.
-        self._task.add_done_callback(_log_gateway_end)
-        if self._commands and self._sync:
-            try:
-                await client.tree.sync()
-            except _PLATFORM_ERRORS as exc:
-                log.warning("discord: could not register the slash commands: %s", exc)
-        log.info("discord: connected as %s", client.user)
-
-    async def _wait_ready(self, client: _Client, task: asyncio.Task[None]) -> None:
+        task = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
+        self._task = task
         ready = asyncio.create_task(client.wait_until_ready())
         done, _ = await asyncio.wait(
             {task, ready}, timeout=self._ready_timeout, return_when=asyncio.FIRST_COMPLETED
         )
         if ready in done:
-            return
+            return None
         ready.cancel()
         error = task.exception() if task in done and not task.cancelled() else None
-        await self.stop()
-        if isinstance(error, discord.PrivilegedIntentsRequired):
-            raise ConfigError(
-                "Discord refused the MESSAGE CONTENT intent: enable it for the bot in the "
-                "Developer Portal (Bot → Privileged Gateway Intents)"
-            )
-        why = error or f"not ready within {self._ready_timeout:g}s"
-        raise StrataError(f"cannot connect to the Discord gateway: {why}")
+        await self._close_client()
+        return error or f"not ready within {self._ready_timeout:g}s"
 
     async def drain(self, timeout: float | None = None) -> None:
         """Wait (up to `timeout` s) for the turns being handled right now to finish."""

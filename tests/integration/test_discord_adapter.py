@@ -24,7 +24,13 @@ from bot.commands import CommandContext, CommandReply
 from bot.config import AccessSettings, DiscordSettings, LlmSettings, Settings
 from bot.errors import ConfigError, ModelUnavailableError
 from bot.turns import model_error_message
-from tests.fakes.discord_api import FakeDiscord, RecordedMessage, running_fake_discord
+from tests.fakes.discord_api import (
+    INTENT_DIRECT_MESSAGES,
+    INTENT_MESSAGE_CONTENT,
+    FakeDiscord,
+    RecordedMessage,
+    running_fake_discord,
+)
 from tests.fakes.openai_server import FakeOpenAI, Reply, last_user_text
 
 ALICE = 111_111_111_111_111_111
@@ -430,16 +436,29 @@ async def test_proactive_send_splits_long_text(
     assert [p for m in sent for p in m.content.split("\n\n")] == paras
 
 
-async def test_message_content_intent_is_requested_and_its_absence_explained(
-    app: App,
+async def test_message_content_intent_is_requested(
+    fake_discord: FakeDiscord, adapter: DiscordAdapter
 ) -> None:
+    [identify] = fake_discord.identifies
+    assert identify["intents"] & INTENT_MESSAGE_CONTENT
+    assert identify["intents"] & INTENT_DIRECT_MESSAGES
+
+
+async def test_without_the_message_content_intent_dms_still_work(
+    app: App, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the intent is not enabled "in the Developer Portal": Discord closes with 4014
     with running_fake_discord(allowed_intents=0) as fake:
-        adapter = DiscordAdapter(fake.token, guild_ready_timeout=0.05, ready_timeout=5)
-        with pytest.raises(ConfigError, match="MESSAGE CONTENT"):
-            await adapter.start(app.processor)
-        [identify] = [p["d"] for p in fake.gateway_payloads_received if p["op"] == 2]
-        assert identify["intents"] & (1 << 15)  # MESSAGE_CONTENT
-        assert identify["intents"] & (1 << 12)  # DIRECT_MESSAGES
+        adapter = await start_adapter(app, fake)
+        try:
+            fake_openai.reply("I can read your DMs.")
+            msg = await dm_and_wait(fake, ALICE, "alice", "can you read this?")
+        finally:
+            await adapter.stop()
+    assert msg.content == "I can read your DMs."
+    refused, accepted = (p["d"]["intents"] for p in fake.gateway_payloads_received if p["op"] == 2)
+    assert refused & INTENT_MESSAGE_CONTENT and not accepted & INTENT_MESSAGE_CONTENT
+    assert "MESSAGE CONTENT intent is not enabled" in caplog.text
 
 
 async def test_bad_token_is_a_clear_error(app: App, fake_discord: FakeDiscord) -> None:
