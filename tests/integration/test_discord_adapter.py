@@ -4,6 +4,7 @@ OpenAI-compatible server, all over real sockets on 127.0.0.1."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -244,16 +245,33 @@ async def test_global_429_is_waited_out(
     assert msg.content == "still here"
 
 
-def with_access(settings: Settings, **access: Any) -> Settings:
-    return settings.model_copy(update={"access": AccessSettings(**access)})
+ONLY_ALICE = AccessSettings(allow_users=(f"discord:{ALICE}",))
+
+
+@contextlib.asynccontextmanager
+async def bot_with(
+    settings: Settings,
+    clock: ManualClock,
+    fake: FakeDiscord,
+    update: dict[str, Any],
+    **options: Any,
+) -> AsyncIterator[tuple[App, DiscordAdapter]]:
+    """An app whose settings differ by `update`, with a started Discord adapter."""
+    app = await App.create(settings.model_copy(update=update), clock=clock)
+    try:
+        adapter = await start_adapter(app, fake, **options)
+        try:
+            yield app, adapter
+        finally:
+            await adapter.stop()
+    finally:
+        await app.close()
 
 
 async def test_unlisted_user_is_told_once_then_ignored(
     settings: Settings, clock: ManualClock, fake_discord: FakeDiscord, fake_openai: FakeOpenAI
 ) -> None:
-    app = await App.create(with_access(settings, allow_users=(f"discord:{ALICE}",)), clock=clock)
-    adapter = await start_adapter(app, fake_discord)
-    try:
+    async with bot_with(settings, clock, fake_discord, {"access": ONLY_ALICE}) as (app, adapter):
         told = await dm_and_wait(fake_discord, BOB, "bob", "hi, who are you?")
         assert told.content == UNLISTED_TEXT
         fake_discord.push_dm(BOB, "bob", "hello again")
@@ -264,25 +282,18 @@ async def test_unlisted_user_is_told_once_then_ignored(
         # Bob's words reached neither the model nor the database
         assert all("bob" not in str(body).lower() for body in fake_openai.chat_requests())
         assert await app.persons.find("bob") is None
-    finally:
-        await adapter.stop()
-        await app.close()
 
 
 async def test_unlisted_user_is_silently_ignored_when_configured(
     settings: Settings, clock: ManualClock, fake_discord: FakeDiscord, fake_openai: FakeOpenAI
 ) -> None:
-    app = await App.create(with_access(settings, allow_users=(f"discord:{ALICE}",)), clock=clock)
-    adapter = await start_adapter(app, fake_discord, tell_unlisted=False)
-    try:
+    quiet = bot_with(settings, clock, fake_discord, {"access": ONLY_ALICE}, tell_unlisted=False)
+    async with quiet as (_, adapter):
         fake_discord.push_dm(BOB, "bob", "hi, who are you?")
         await dm_and_wait(fake_discord, ALICE, "alice", "hi")
         await adapter.drain()
         assert fake_discord.bot_messages(fake_discord.dm_channel_id(BOB)) == []
         assert len(fake_openai.chat_requests()) == 1
-    finally:
-        await adapter.stop()
-        await app.close()
 
 
 async def test_model_endpoint_down_gives_an_honest_message(
@@ -290,9 +301,7 @@ async def test_model_endpoint_down_gives_an_honest_message(
 ) -> None:
     # a port nothing listens on: the endpoint is down
     down = LlmSettings(base_url="http://127.0.0.1:9/v1", model="x", max_retries=0, timeout=2)
-    app = await App.create(settings.model_copy(update={"llm": down}), clock=clock)
-    adapter = await start_adapter(app, fake_discord)
-    try:
+    async with bot_with(settings, clock, fake_discord, {"llm": down}) as (app, _):
         msg = await dm_and_wait(fake_discord, ALICE, "alice", "are you there?")
         assert msg.content == model_error_message(ModelUnavailableError("down"))
         assert "Traceback" not in msg.content and len(msg.content) < 200
@@ -301,9 +310,6 @@ async def test_model_endpoint_down_gives_an_honest_message(
         assert person is not None
         rows = await app.transcript.for_owner(person.id)
         assert [r.content for r in rows] == ["are you there?"]
-    finally:
-        await adapter.stop()
-        await app.close()
 
 
 async def test_unexpected_failure_is_an_apology_not_a_traceback(
