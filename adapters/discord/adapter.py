@@ -1,15 +1,16 @@
 """The Discord adapter: a discord.py client living inside the app's event loop.
 
-`start()` logs in and runs the gateway connection as a task (never `Client.run`, which owns
-the loop) and returns once the bot is ready; `stop()` lets running turns finish (briefly) and
-closes the connection. Every DM goes to the turn handler with the typing indicator on; the reply
-is streamed by throttled edits of one message and split at Discord's 2,000 characters on
-paragraph/sentence boundaries (`adapters.base`). discord.py sleeps out REST 429s itself using
-Discord's headers; a wait longer than `max_ratelimit_timeout` surfaces as `RateLimited`, which is
-turned into `PlatformRateLimited` so streaming skips edits and sends are retried later.
-The memory commands arrive as DM text (`/forget cats`) and are also registered as slash commands
-that map to the same text. Imports `adapters.base`, `adapters.discord.mapping`, `bot` config,
-errors, ports and types, and discord.py.
+`start()` logs in, runs the gateway connection as a task (never `Client.run`, which owns the
+loop) and serves until `stop()`, which lets running turns finish (briefly) and closes the
+connection; `connect()` is the first half alone (it returns once the bot is ready).
+Every DM goes to the turn handler with the typing indicator on; the reply is streamed by
+throttled edits of one message and split at Discord's 2,000 characters on paragraph/sentence
+boundaries (`adapters.base`). discord.py sleeps out REST 429s itself using Discord's headers; a
+wait longer than `max_ratelimit_timeout` surfaces as `RateLimited`, which is turned into
+`PlatformRateLimited` so streaming skips edits and sends are retried later. The memory commands
+arrive as DM text (`/forget cats`) and are also registered as slash commands that map to the
+same text. Imports `adapters.base`, `adapters.discord.mapping`, `bot` config, errors, ports and
+types, and discord.py.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from adapters.base import PlatformRateLimited, StreamedReply, split_message, typ
 from adapters.discord import mapping
 from bot.config import Settings
 from bot.errors import ConfigError, StrataError
-from bot.ports import TurnHandler
+from bot.ports import Clock, TurnHandler
 from bot.types import InboundMessage, TurnResult
 
 log = logging.getLogger(__name__)
@@ -92,7 +93,7 @@ class DiscordAdapter:
         shutdown_grace: float = 10.0,
     ) -> None:
         self._token = token
-        self._commands = mapping.slash_commands(list(commands))
+        self._commands = mapping.slash_commands(commands)
         self._tell_unlisted = tell_unlisted
         self._edit_interval = edit_interval
         self._sync = sync_commands
@@ -114,7 +115,23 @@ class DiscordAdapter:
         return self._client
 
     async def start(self, handler: TurnHandler) -> None:
-        """Log in, connect the gateway as a task and return once the bot is ready."""
+        """Connect, then serve until `stop()`; the app runs this as a task. A fatal gateway
+        error (the token revoked, say) ends it with a `StrataError`."""
+        await self.connect(handler)
+        await self.wait_closed()
+
+    async def wait_closed(self) -> None:
+        """Wait until the gateway connection ends; raise if it ended by an error."""
+        task = self._task
+        if task is None:
+            return
+        await asyncio.wait({task})
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            raise StrataError(f"the Discord gateway connection ended: {error}") from error
+
+    async def connect(self, handler: TurnHandler) -> None:
+        """Log in, run the gateway connection as a task and return once the bot is ready."""
         if self._client is not None:
             raise RuntimeError("the Discord adapter is already started")
         self._handler = handler
@@ -131,7 +148,7 @@ class DiscordAdapter:
             raise StrataError(f"cannot connect to the Discord gateway: {error}")
         client, task = self._client, self._task
         assert client is not None and task is not None
-        # From here on a gateway failure is only logged: start() has already returned.
+        # A later gateway failure is raised by wait_closed() and logged here.
         task.add_done_callback(_log_gateway_end)
         if self._commands and self._sync:
             try:
@@ -375,11 +392,15 @@ def _log_gateway_end(task: asyncio.Task[None]) -> None:
 
 
 def build_discord_adapter(
-    settings: Settings, commands: Sequence[tuple[str, str]] = ()
+    settings: Settings,
+    clock: Clock | None = None,
+    *,
+    commands: Sequence[tuple[str, str]] = mapping.CHAT_COMMANDS,
 ) -> DiscordAdapter | None:
     """The Discord adapter when a bot token is configured (STRATA_DISCORD_TOKEN), else None.
 
-    `commands` are the chat commands' (name, summary) pairs, registered as slash commands.
+    `commands` ((name, summary) pairs) become slash commands. `clock` is not needed: Discord
+    stamps every message itself.
     """
     s = settings.discord
     if not s.token:

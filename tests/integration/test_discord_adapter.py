@@ -4,6 +4,7 @@ OpenAI-compatible server, all over real sockets on 127.0.0.1."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 import time
@@ -19,6 +20,7 @@ from adapters.discord.adapter import (
     DiscordAdapter,
     build_discord_adapter,
 )
+from adapters.discord.mapping import CHAT_COMMANDS
 from bot.app import App
 from bot.clock import ManualClock
 from bot.commands import CommandContext, CommandReply
@@ -59,7 +61,7 @@ async def start_adapter(app: App, fake: FakeDiscord, **options: Any) -> DiscordA
         ready_timeout=5,
         **options,
     )
-    await adapter.start(app.processor)
+    await adapter.connect(app.processor)
     return adapter
 
 
@@ -483,14 +485,28 @@ async def test_stop_is_quick_and_leaves_no_connection(app: App, fake_discord: Fa
     await adapter.stop()  # idempotent
 
 
-def test_build_discord_adapter_needs_a_token(settings: Settings) -> None:
-    assert build_discord_adapter(settings) is None
-    configured = settings.model_copy(
-        update={"discord": DiscordSettings(token="abc", edit_interval=2.5)}
-    )
-    adapter = build_discord_adapter(configured, [("help", "list the commands")])
-    assert isinstance(adapter, DiscordAdapter)
-    assert adapter.platform == "discord" and adapter.message_limit == 2000
+def test_build_discord_adapter_needs_a_token(settings: Settings, clock: ManualClock) -> None:
+    assert build_discord_adapter(settings, clock) is None
+
+
+async def test_start_serves_until_stop(
+    app: App, settings: Settings, fake_discord: FakeDiscord, fake_openai: FakeOpenAI
+) -> None:
+    """What `strata run` does: build from settings, run `start` as a task, later `stop`."""
+    configured = settings.model_copy(update={"discord": DiscordSettings(token=fake_discord.token)})
+    adapter = build_discord_adapter(configured, app.clock)
+    assert adapter is not None and adapter.platform == "discord"
+    assert adapter.message_limit == 2000
+    serving = asyncio.create_task(adapter.start(app.processor))
+    await fake_discord.wait_for(lambda f: f.connected_sessions == 1 and f.commands())
+    assert {c["name"] for c in fake_discord.commands()} == {n for n, _ in CHAT_COMMANDS}
+    fake_openai.reply("hello from a served bot")
+    msg = await dm_and_wait(fake_discord, ALICE, "alice", "hi")
+    assert msg.content == "hello from a served bot"
+    assert not serving.done()
+    await adapter.stop()
+    await asyncio.wait_for(serving, 5)  # ends cleanly, no exception
+    await fake_discord.wait_for(lambda f: f.connected_sessions == 0)
 
 
 async def test_reply_is_not_a_model_echo_when_the_model_asks_for_tools(
