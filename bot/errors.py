@@ -31,6 +31,10 @@ class UnknownKindError(StrataError, ValueError):
     """A write named a kind outside a closed set (fact kinds, sources, roles)."""
 
 
+class MutedSourceError(StrataError, ValueError):
+    """A write came from a source whose profile does not feed that kind of memory."""
+
+
 class ModelError(StrataError):
     """The model endpoint failed; `retryable` says whether trying later may help."""
 
