@@ -126,6 +126,40 @@ async def test_dm_round_trip_remembers_an_earlier_turn(
     ]
 
 
+SISTER = "My sister Beatrix moved to Lisbon, she teaches violin there"
+
+
+def recalled_sister(body: dict[str, Any]) -> str:
+    """Answers from recalled memory (a system block) only, never from the chat history."""
+    if "sister" not in last_user_text(body) or "?" not in last_user_text(body):
+        return "Noted!"
+    memory = " ".join(str(m["content"]) for m in body["messages"] if m["role"] == "system")
+    return "She lives in Lisbon." if "Lisbon" in memory else "I don't know."
+
+
+async def test_dm_recalls_what_fell_out_of_the_history(
+    settings: Settings, clock: ManualClock, fake_discord: FakeDiscord, fake_openai: FakeOpenAI
+) -> None:
+    # a tiny history window: the first message is out of the prompt after a few turns
+    small = {
+        "bot": settings.bot.model_copy(update={"history_tokens": 30}),
+        "recall": settings.recall.model_copy(update={"skip_recent_rows": 4}),
+    }
+    fake_openai.responder = recalled_sister
+    async with bot_with(settings, clock, fake_discord, small) as (app, _):
+        await dm_and_wait(fake_discord, ALICE, "alice", SISTER)
+        for chatter in ("the weather is grey today", "I had soup for lunch"):
+            clock.advance(minutes=5)
+            await dm_and_wait(fake_discord, ALICE, "alice", chatter)
+        clock.advance(minutes=5)
+        answer = await dm_and_wait(fake_discord, ALICE, "alice", "where does my sister live?")
+        await app.processor.drain()
+    assert answer.content == "She lives in Lisbon."
+    last = fake_openai.chat_requests()[-1]["messages"]
+    chat = [m for m in last if m["role"] in ("user", "assistant")]
+    assert chat and not any("Lisbon" in str(m["content"]) for m in chat)
+
+
 async def test_another_person_does_not_get_alices_memory(
     fake_discord: FakeDiscord, fake_openai: FakeOpenAI, adapter: DiscordAdapter
 ) -> None:
@@ -362,7 +396,7 @@ async def test_slash_commands_are_registered_and_answered(
     adapter = await start_adapter(app, fake_discord)
     try:
         registered = {c["name"]: c for c in fake_discord.commands()}
-        assert set(registered) == {"help", "export"}
+        assert set(registered) == set(app.commands.commands) >= {"help", "export"}
         assert registered["export"]["description"] == "export your memory"
 
         fake_discord.push_interaction(ALICE, "alice", "help")
