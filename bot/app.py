@@ -12,10 +12,11 @@ from pathlib import Path
 from bot.clock import SystemClock
 from bot.commands import CommandRouter
 from bot.config import Settings
+from bot.link import LinkCommand
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
 from bot.memory_commands import MemoryCommands
 from bot.memory_tools import MemoryTools
-from bot.ports import AfterTurn, Clock
+from bot.ports import Adapter, AfterTurn, Clock
 from bot.turns import ToolRegistry, TurnProcessor
 from bot.types import Channel, Person
 from memory.db import Database
@@ -80,6 +81,25 @@ async def open_db(settings: Settings) -> Database:
     return await Database.open(Path(settings.db.path).expanduser(), settings.embed.dim)
 
 
+def build_matrix_adapter(settings: Settings) -> Adapter | None:
+    """The Matrix adapter when `matrix.homeserver`, `matrix.user` and a password or access
+    token are configured (STRATA_MATRIX_*), else None."""
+    m = settings.matrix
+    if not (m.homeserver and m.user and (m.password or m.access_token)):
+        return None
+    from adapters.matrix.adapter import MatrixAdapter  # nio is an optional extra
+
+    return MatrixAdapter(
+        m, access=settings.access, bot_name=settings.bot.name, stream=settings.bot.stream
+    )
+
+
+def build_adapters(settings: Settings) -> list[Adapter]:
+    """Every platform adapter whose credentials are configured (for `strata run`)."""
+    builders = [build_matrix_adapter]
+    return [a for a in (build(settings) for build in builders) if a is not None]
+
+
 @dataclass
 class ExtractAfterTurn:
     """After-turn hook (`facts.extract_after_turn`): run `before` (the episode cutter), then
@@ -129,6 +149,7 @@ class App:
         embedder = make_embedder(settings)
         persons, channels, transcript = PersonRepo(db), ChannelRepo(db), TranscriptRepo(db)
         commands = CommandRouter()
+        LinkCommand(db, persons, clock).register(commands)
         facts = FactStore(FactRepo(db), embedder)
         processor = TurnProcessor(
             settings=settings,

@@ -122,6 +122,9 @@ class MatrixSettings(_Section):
     access_token: str = Field(default="", repr=False)
     device_id: str = "STRATA"
     store_path: str = "matrix-store"
+    encryption: bool = True
+    request_timeout: float = Field(default=60.0, gt=0)
+    max_timeouts: int = Field(default=3, ge=0, le=20)
 
 
 class CognitionSettings(_Section):
