@@ -19,18 +19,19 @@ import asyncio
 import contextlib
 import io
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
+from typing import TypeVar
 
 import aiohttp
 import discord
 from discord import app_commands
 
-from adapters.base import PlatformRateLimited, StreamedReply, split_message, typing_while
+from adapters.base import PlatformRateLimited
 from adapters.discord import mapping
+from adapters.runtime import ReplyOps, deliver_turn, send_text
 from bot.config import Settings
-from bot.errors import ConfigError, StrataError
+from bot.errors import ConfigError, PlatformError
 from bot.ports import Clock, TurnHandler
-from bot.types import InboundMessage, TurnResult
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,6 @@ MAX_RATELIMIT_WAIT = 30.0
 
 UNLISTED_TEXT = "Hi! I'm a private bot and only talk with people on my allowlist — sorry."
 DM_ONLY_TEXT = "I only chat in direct messages — send me a DM."
-FAILED_TEXT = "Sorry — something went wrong on my side while answering. Please try again later."
 
 # What can go wrong when talking to Discord (REST errors, connection problems).
 _PLATFORM_ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError)
@@ -116,7 +116,7 @@ class DiscordAdapter:
 
     async def start(self, handler: TurnHandler) -> None:
         """Connect, then serve until `stop()`; the app runs this as a task. A fatal gateway
-        error (the token revoked, say) ends it with a `StrataError`."""
+        error (the token revoked, say) ends it with a `PlatformError`."""
         await self.connect(handler)
         await self.wait_closed()
 
@@ -128,7 +128,7 @@ class DiscordAdapter:
         await asyncio.wait({task})
         error = None if task.cancelled() else task.exception()
         if error is not None:
-            raise StrataError(f"the Discord gateway connection ended: {error}") from error
+            raise PlatformError(f"the Discord gateway connection ended: {error}") from error
 
     async def connect(self, handler: TurnHandler) -> None:
         """Log in, run the gateway connection as a task and return once the bot is ready."""
@@ -145,7 +145,7 @@ class DiscordAdapter:
             )
             error = await self._connect(intents(message_content=False))
         if error is not None:
-            raise StrataError(f"cannot connect to the Discord gateway: {error}")
+            raise PlatformError(f"cannot connect to the Discord gateway: {error}")
         client, task = self._client, self._task
         assert client is not None and task is not None
         # A later gateway failure is raised by wait_closed() and logged here.
@@ -180,7 +180,7 @@ class DiscordAdapter:
             ) from None
         except _PLATFORM_ERRORS as exc:
             await self._close_client()
-            raise StrataError(f"cannot reach Discord to log in: {exc}") from None
+            raise PlatformError(f"cannot reach Discord to log in: {exc}") from None
         task = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
         self._task = task
         ready = asyncio.create_task(client.wait_until_ready())
@@ -221,57 +221,47 @@ class DiscordAdapter:
 
     def _destination(self, room_id: str) -> discord.PartialMessageable:
         if self._client is None:
-            raise StrataError("the Discord adapter is not started")
+            raise PlatformError("the Discord adapter is not started")
         return self._client.get_partial_messageable(int(room_id), type=discord.ChannelType.private)
 
-    def _reply(self, channel: Destination) -> StreamedReply:
+    def _ops(self, channel: Destination) -> ReplyOps:
+        """How to talk back in one DM: send, edit, typing, files."""
+
         async def send(text: str) -> str:
-            try:
-                sent = await channel.send(text)
-            except discord.RateLimited as exc:
-                raise PlatformRateLimited(exc.retry_after) from exc
-            return str(sent.id)
+            return await _rate_limited(_message_id(channel.send(text)))
 
         async def edit(message_id: str, text: str) -> None:
-            try:
-                await channel.get_partial_message(int(message_id)).edit(content=text)
-            except discord.RateLimited as exc:
-                raise PlatformRateLimited(exc.retry_after) from exc
+            await _rate_limited(channel.get_partial_message(int(message_id)).edit(content=text))
 
-        return StreamedReply(
-            send=send, edit=edit, limit=MESSAGE_LIMIT, min_interval=self._edit_interval
+        async def typing() -> None:
+            await _rate_limited(_typing(channel))
+
+        async def send_file(name: str, data: bytes) -> str:
+            file = _file(name, data)
+            if isinstance(file, str):  # too large: say so instead
+                return await send(file)
+            return await _rate_limited(_message_id(channel.send(file=file)))
+
+        return ReplyOps(
+            send=send,
+            edit=edit,
+            typing=typing,
+            send_file=send_file,
+            limit=MESSAGE_LIMIT,
+            min_edit_interval=self._edit_interval,
+            typing_every=TYPING_EVERY,
         )
 
     async def send(self, room_id: str, text: str) -> list[str]:
         """Send `text` to a DM channel (split at 2,000 characters); the message ids."""
-        return await self._reply(self._destination(room_id)).finish(text)
+        return await send_text(self._ops(self._destination(room_id)), text)
 
-    async def _typing(self, channel: Destination) -> None:
-        try:
-            await channel.typing()
-        except discord.RateLimited as exc:
-            raise PlatformRateLimited(exc.retry_after) from exc
-
-    @staticmethod
-    def _file(result: TurnResult) -> tuple[discord.File | None, str]:
-        """The reply's attachment as a Discord file, or a note why it cannot be sent."""
-        if result.attachment is None:
-            return None, ""
-        name, data = result.attachment
-        if len(data) > FILE_LIMIT:
-            size = len(data) / 1024 / 1024
-            return None, (
-                f"\n\n(The file {name} is {size:.1f} MB, too large to send on Discord; "
-                "ask the operator to run `strata memory export` instead.)"
-            )
-        return discord.File(io.BytesIO(data), filename=name), ""
-
-    async def _tell(self, channel: Destination, text: str) -> None:
+    async def _tell(self, channel: discord.abc.Messageable, text: str) -> None:
         """Best-effort short notice; a failure to deliver it is only logged."""
         try:
             await channel.send(text)
         except _PLATFORM_ERRORS as exc:
-            log.warning("discord: could not send a notice to %s: %s", channel.id, exc)
+            log.warning("discord: could not send a notice: %s", exc)
 
     # -- inbound ----------------------------------------------------------------------------
 
@@ -288,41 +278,25 @@ class DiscordAdapter:
                 self._inflight.discard(task)
 
     async def on_message(self, message: discord.Message) -> None:
-        """Adapter callback boundary: whatever happens, the person never sees a traceback."""
+        """A DM becomes a turn (`deliver_turn` is the callback boundary: the person gets a
+        short apology, never a traceback); a mention in a server is pointed to DMs."""
         client, handler = self._client, self._handler
         if self._closing or client is None or client.user is None or handler is None:
             return
-        with self._tracked():
-            try:
-                await self._on_message(message, client.user.id, handler)
-            except Exception:  # adapter callback boundary (see the docstring)
-                log.exception("discord: handling message %s failed", message.id)
-                if mapping.is_direct(message):
-                    await self._tell(message.channel, FAILED_TEXT)  # type: ignore[arg-type]
-
-    async def _on_message(
-        self, message: discord.Message, bot_id: int, handler: TurnHandler
-    ) -> None:
+        bot_id = client.user.id
         msg = mapping.to_inbound(message, bot_id=bot_id)
-        if msg is not None:
-            await self._turn(message.channel, msg, handler)  # type: ignore[arg-type]
-        elif mapping.mentions_bot(message, bot_id=bot_id):
-            await self._point_to_dms(message)
-
-    async def _turn(self, channel: Destination, msg: InboundMessage, handler: TurnHandler) -> None:
-        reply = self._reply(channel)
-        async with typing_while(lambda: self._typing(channel), every=TYPING_EVERY):
-            result = await handler.handle(msg, reply.update)
-        if result is None:
-            # A DM is always addressed to the bot, so silence means "not on the allowlist".
-            if self._tell_unlisted and msg.sender_id not in self._told:
-                self._told.add(msg.sender_id)
-                await self._tell(channel, UNLISTED_TEXT)
+        if msg is None:
+            if mapping.mentions_bot(message, bot_id=bot_id):
+                await self._point_to_dms(message)
             return
-        file, note = self._file(result)
-        await reply.finish(result.reply + note)
-        if file is not None:
-            await channel.send(file=file)
+        with self._tracked():
+            channel: Destination = message.channel  # type: ignore[assignment]
+            delivery = await deliver_turn(handler, msg, self._ops(channel))
+        # A DM is always addressed to the bot: silence means "not on the allowlist".
+        silent = delivery.result is None and delivery.error is None
+        if silent and self._tell_unlisted and msg.sender_id not in self._told:
+            self._told.add(msg.sender_id)
+            await self._tell(channel, UNLISTED_TEXT)
 
     async def _point_to_dms(self, message: discord.Message) -> None:
         if message.channel.id in self._pointed:
@@ -350,37 +324,71 @@ class DiscordAdapter:
         return app_commands.describe(text="what to pass to the command (optional)")(command)
 
     async def on_slash(self, interaction: discord.Interaction, text: str) -> None:
-        """Adapter callback boundary for slash commands: answer the interaction, always."""
-        with self._tracked():
-            await self._slash(interaction, text)
-
-    async def _slash(self, interaction: discord.Interaction, text: str) -> None:
+        """A slash command runs as the same text command; the interaction is always answered."""
         handler = self._handler
-        try:
-            msg = mapping.interaction_to_inbound(interaction, text)
-            if msg is None or handler is None:
-                await interaction.response.send_message(DM_ONLY_TEXT, ephemeral=True)
-                return
+        msg = mapping.interaction_to_inbound(interaction, text)
+        if msg is None or handler is None:
+            await _rate_limited(interaction.response.send_message(DM_ONLY_TEXT, ephemeral=True))
+            return
+        with self._tracked():
             # Discord wants an answer within 3 s; the command may take longer.
-            await interaction.response.defer(thinking=True)
-            result = await handler.handle(msg)
-            if result is None:
-                await interaction.edit_original_response(content=UNLISTED_TEXT)
-                return
-            file, note = self._file(result)
-            parts = split_message(result.reply + note, MESSAGE_LIMIT)
-            await interaction.edit_original_response(
-                content=parts[0], attachments=[file] if file is not None else []
+            await _rate_limited(interaction.response.defer(thinking=True))
+            delivery = await deliver_turn(handler, msg, _interaction_ops(interaction))
+            if delivery.result is None and delivery.error is None:
+                await _rate_limited(interaction.edit_original_response(content=UNLISTED_TEXT))
+
+
+def _interaction_ops(interaction: discord.Interaction) -> ReplyOps:
+    """Answers to a deferred interaction: the first part replaces the "thinking…" message,
+    the rest are follow-ups."""
+    answered = False
+
+    async def send(text: str) -> str:
+        nonlocal answered
+        if not answered:
+            answered = True
+            return await _rate_limited(
+                _message_id(interaction.edit_original_response(content=text))
             )
-            for part in parts[1:]:
-                await interaction.followup.send(part)
-        except Exception:  # adapter callback boundary (see the docstring)
-            log.exception("discord: slash command %r failed", text)
-            with contextlib.suppress(*_PLATFORM_ERRORS):
-                if interaction.response.is_done():
-                    await interaction.edit_original_response(content=FAILED_TEXT)
-                else:
-                    await interaction.response.send_message(FAILED_TEXT)
+        return await _rate_limited(_message_id(interaction.followup.send(text, wait=True)))
+
+    async def send_file(name: str, data: bytes) -> str:
+        file = _file(name, data)
+        if isinstance(file, str):
+            return await send(file)
+        return await _rate_limited(_message_id(interaction.followup.send(file=file, wait=True)))
+
+    return ReplyOps(send=send, send_file=send_file, limit=MESSAGE_LIMIT)
+
+
+T = TypeVar("T")
+
+
+async def _rate_limited(call: Awaitable[T]) -> T:
+    """Await a discord.py call; a 429 wait too long for discord.py to sleep out itself becomes
+    `PlatformRateLimited` (streaming then skips an edit, sends are retried later)."""
+    try:
+        return await call
+    except discord.RateLimited as exc:
+        raise PlatformRateLimited(exc.retry_after) from exc
+
+
+async def _message_id(sent: Awaitable[discord.Message | discord.WebhookMessage]) -> str:
+    return str((await sent).id)
+
+
+async def _typing(channel: Destination) -> None:
+    await channel.typing()
+
+
+def _file(name: str, data: bytes) -> discord.File | str:
+    """`data` as a Discord file, or a note why it cannot be sent."""
+    if len(data) > FILE_LIMIT:
+        return (
+            f"(The file {name} is {len(data) / 1024 / 1024:.1f} MB, too large to send on "
+            "Discord; ask the operator to run `strata memory export` instead.)"
+        )
+    return discord.File(io.BytesIO(data), filename=name)
 
 
 def _log_gateway_end(task: asyncio.Task[None]) -> None:

@@ -15,12 +15,12 @@ import pytest
 
 from adapters.discord.adapter import (
     DM_ONLY_TEXT,
-    FAILED_TEXT,
     UNLISTED_TEXT,
     DiscordAdapter,
     build_discord_adapter,
 )
 from adapters.discord.mapping import CHAT_COMMANDS
+from adapters.runtime import SORRY
 from bot.app import App
 from bot.clock import ManualClock
 from bot.commands import CommandContext, CommandReply
@@ -348,23 +348,31 @@ async def test_model_endpoint_down_gives_an_honest_message(
         assert [r.content for r in rows] == ["are you there?"]
 
 
+async def broken(ctx: CommandContext) -> CommandReply:
+    raise RuntimeError("database on fire")
+
+
 async def test_unexpected_failure_is_an_apology_not_a_traceback(
     app: App, fake_discord: FakeDiscord
 ) -> None:
-    async def broken(ctx: CommandContext) -> CommandReply:
-        raise RuntimeError("database on fire")
-
     app.commands.add("broken", "always fails", broken)
     adapter = await start_adapter(app, fake_discord)
     try:
         msg = await dm_and_wait(fake_discord, ALICE, "alice", "/broken")
-        assert msg.content == FAILED_TEXT
+        assert msg.content == SORRY
+        # the same as a slash command: the interaction is still answered
+        fake_discord.push_interaction(ALICE, "alice", "broken")
+        dm = fake_discord.dm_channel_id(ALICE)
+        await fake_discord.wait_for(
+            lambda f: len([m for m in f.bot_messages(dm) if m.content == SORRY]) == 2
+        )
         # the adapter keeps working afterwards
         assert (await dm_and_wait(fake_discord, ALICE, "alice", "/help")).content.startswith(
             "Commands:"
         )
     finally:
         await adapter.stop()
+    assert all("database on fire" not in m.content for m in fake_discord.bot_messages(dm))
 
 
 EXPORT = ("strata-export.json", b'{"person": "alice", "facts": []}')
@@ -374,19 +382,36 @@ async def export_command(ctx: CommandContext) -> CommandReply:
     return CommandReply("Here is everything I keep about you.", attachment=EXPORT)
 
 
+async def dm_export(app: App, fake: FakeDiscord, data: bytes) -> list[RecordedMessage]:
+    """Alice asks for `/export` (answered with `data` as a file); the bot's two messages."""
+
+    async def export(ctx: CommandContext) -> CommandReply:
+        return CommandReply("Here is everything I keep about you.", attachment=(EXPORT[0], data))
+
+    app.commands.add("export", "export your memory", export, private_only=True)
+    adapter = await start_adapter(app, fake)
+    try:
+        pushed = fake.push_dm(ALICE, "alice", "/export")
+        return await fake.wait_for(lambda f: finished(f, int(pushed["channel_id"]), 2))
+    finally:
+        await adapter.stop()
+
+
 async def test_text_command_with_attachment_sends_the_file(
     app: App, fake_discord: FakeDiscord
 ) -> None:
-    app.commands.add("export", "export your memory", export_command, private_only=True)
-    adapter = await start_adapter(app, fake_discord)
-    try:
-        pushed = fake_discord.push_dm(ALICE, "alice", "/export")
-        dm = int(pushed["channel_id"])
-        text, file = await fake_discord.wait_for(lambda f: finished(f, dm, 2))
-    finally:
-        await adapter.stop()
+    text, file = await dm_export(app, fake_discord, EXPORT[1])
     assert text.content == "Here is everything I keep about you."
     assert fake_discord.attachment_bytes(file.id) == {EXPORT[0]: EXPORT[1]}
+
+
+async def test_a_file_too_large_for_discord_is_explained(
+    app: App, fake_discord: FakeDiscord
+) -> None:
+    text, note = await dm_export(app, fake_discord, b"x" * (9 * 1024 * 1024))
+    assert text.content == "Here is everything I keep about you."
+    assert f"{EXPORT[0]} is 9.0 MB, too large to send on Discord" in note.content
+    assert fake_discord.attachment_bytes(note.id) == {}
 
 
 async def test_slash_commands_are_registered_and_answered(
@@ -409,10 +434,13 @@ async def test_slash_commands_are_registered_and_answered(
         assert fake_discord.interaction_responses[0]["type"] == 5
 
         fake_discord.push_interaction(ALICE, "alice", "export")
-        [export_msg] = await fake_discord.wait_for(
+        await fake_discord.wait_for(
             lambda f: [m for m in f.bot_messages(dm) if m.content.startswith("Here is")]
         )
-        assert fake_discord.attachment_bytes(export_msg.id) == {EXPORT[0]: EXPORT[1]}
+        [file_msg] = await fake_discord.wait_for(
+            lambda f: [m for m in f.bot_messages(dm) if f.attachment_bytes(m.id)]
+        )
+        assert fake_discord.attachment_bytes(file_msg.id) == {EXPORT[0]: EXPORT[1]}
         assert fake_openai.chat_requests() == []  # commands never reach the model
     finally:
         await adapter.stop()
@@ -550,3 +578,5 @@ async def test_reply_is_not_a_model_echo_when_the_model_asks_for_tools(
     fake_openai.reply(Reply(tool_calls=[("nonexistent", {})]), "All done.")
     msg = await dm_and_wait(fake_discord, ALICE, "alice", "do the thing")
     assert msg.content == "All done."
+
+
