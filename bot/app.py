@@ -19,6 +19,8 @@ from bot.memory_tools import MemoryTools
 from bot.ports import Adapter, AfterTurn, Clock
 from bot.turns import ToolRegistry, TurnProcessor
 from bot.types import Channel, Person
+from memory.clustering import ClusterParams
+from memory.compaction import CompactionHook, CompactionPolicy
 from memory.db import Database
 from memory.episode_cut import CutSettings, EpisodeCutter
 from memory.episodes import EpisodeRepo
@@ -26,8 +28,10 @@ from memory.fact_extraction import FactExtractor, model_completer
 from memory.fact_recall import FactCandidates
 from memory.facts import FactRepo, FactStore
 from memory.forget import Forgetter
+from memory.lifecycle import LifecyclePolicy
 from memory.persons import ChannelRepo, PersonRepo
 from memory.recall import Recall, RecallTuning
+from memory.rollup import RollupPolicy
 from memory.row_vectors import RowIndexer
 from memory.transcript import TranscriptRepo
 
@@ -58,6 +62,25 @@ def make_embedder(settings: Settings) -> OpenAIEmbedder:
         max_retries=s.max_retries,
         backoff=settings.llm.retry_backoff,
         batch_size=s.batch_size,
+    )
+
+
+def make_lifecycle_policy(settings: Settings) -> LifecyclePolicy:
+    s = settings.lifecycle
+    return LifecyclePolicy(
+        compaction=CompactionPolicy(
+            trigger_tokens=s.compact_tokens,
+            keep_tokens=s.compact_keep_tokens,
+            input_tokens=s.compact_input_tokens,
+        ),
+        rollup=RollupPolicy(
+            leaf_round_at=s.leaf_round_at,
+            era_round_at=s.era_round_at,
+            use_model=s.rollup_use_model,
+            cluster=ClusterParams(
+                min_cluster_size=s.min_cluster_size, random_state=s.random_state
+            ),
+        ),
     )
 
 
@@ -183,6 +206,9 @@ class App:
             db, persons, channels, forgetter, clock, context=lambda: processor.context,
             settle=processor.drain,
         ).register(commands)
+        if settings.lifecycle.compact_after_turn:
+            policy = make_lifecycle_policy(settings).compaction
+            processor.after_turn.append(CompactionHook(db, chat, clock, policy))
         return cls(
             settings, db, clock, chat, embedder, persons, channels, transcript, processor,
             facts, extractor, forgetter, commands, episodes=EpisodeRepo(db), recall=recall,

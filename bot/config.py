@@ -89,6 +89,20 @@ class EpisodeSettings(_Section):
     use_model: bool = True
 
 
+class LifecycleSettings(_Section):
+    """Compaction, roll-up and pruning (DESIGN.md §3)."""
+
+    compact_tokens: int = Field(default=2400, gt=0)
+    compact_keep_tokens: int = Field(default=800, ge=0)
+    compact_input_tokens: int = Field(default=6000, gt=0)
+    compact_after_turn: bool = True
+    leaf_round_at: int = Field(default=50, ge=2)
+    era_round_at: int = Field(default=25, ge=2)
+    min_cluster_size: int = Field(default=10, ge=2)
+    random_state: int = 42
+    rollup_use_model: bool = True
+
+
 class FactSettings(_Section):
     tools: bool = True
     extract_after_turn: bool = False
@@ -144,6 +158,7 @@ class Settings(_Section):
     recall: RecallSettings = RecallSettings()
     episodes: EpisodeSettings = EpisodeSettings()
     facts: FactSettings = FactSettings()
+    lifecycle: LifecycleSettings = LifecycleSettings()
     access: AccessSettings = AccessSettings()
     discord: DiscordSettings = DiscordSettings()
     telegram: TelegramSettings = TelegramSettings()

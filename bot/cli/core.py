@@ -15,6 +15,7 @@ from bot.errors import StrataError
 from bot.ports import Clock
 from memory.export import export_person
 from memory.facts import FactRepo
+from memory.lifecycle import hierarchy
 from memory.persons import ChannelRepo, PersonRepo
 from memory.transcript import TranscriptRepo
 
@@ -91,6 +92,7 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
                 for c in chans
             ],
             "transcript_rows": await transcript.count(person.id),
+            "hierarchy": [h.as_dict() for h in await hierarchy(db, person.id)],
             "episodes": int(
                 await db.fetchval(
                     "SELECT count(*) FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL",
@@ -123,9 +125,23 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
                 f"  channel {c['id']}: {c['platform']} {c['room']} ({c['kind']}, "
                 f"source {c['source']}): {c['rows']} rows"
             )
+        _print_hierarchy(info["hierarchy"])
     finally:
         await db.close()
     return 0
+
+
+def _print_hierarchy(channels: list[dict[str, Any]]) -> None:
+    for h in channels:
+        live, apex = h["live"], h["apexes"]
+        print(f"  memory of channel {h['channel']} ({h['source']}):")
+        print("    " + ", ".join(f"{lvl}: {live[lvl]} live / {apex[lvl]} apex" for lvl in live)
+              + f"; tombstoned: {h['tombstoned']}")
+        mark = f"up to row {h['watermark']}" if h["watermark"] is not None else "none yet"
+        print(f"    continuity summaries: {h['compactions']} (watermark {mark})")
+        for e in h["top"]:
+            print(f"    apex #{e['id']} level {e['level']} ({e['started_at'][:10]} – "
+                  f"{e['ended_at'][:10]}, weight {e['weight']:.2f}): {e['summary'][:90]}")
 
 
 async def cmd_memory_export(args: argparse.Namespace, settings: Settings) -> int:
