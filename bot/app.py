@@ -117,9 +117,18 @@ def build_matrix_adapter(settings: Settings) -> Adapter | None:
     )
 
 
+def build_discord_adapter(settings: Settings) -> Adapter | None:
+    """The Discord adapter when `discord.token` (STRATA_DISCORD_TOKEN) is set, else None."""
+    if not settings.discord.token:
+        return None
+    from adapters.discord.adapter import build_discord_adapter as build  # an optional extra
+
+    return build(settings)
+
+
 def build_adapters(settings: Settings) -> list[Adapter]:
     """Every platform adapter whose credentials are configured (for `strata run`)."""
-    builders = [build_matrix_adapter]
+    builders = [build_discord_adapter, build_matrix_adapter]
     return [a for a in (build(settings) for build in builders) if a is not None]
 
 

@@ -21,7 +21,7 @@ from adapters.discord.adapter import (
 )
 from adapters.discord.mapping import CHAT_COMMANDS
 from adapters.runtime import SORRY
-from bot.app import App
+from bot.app import App, build_adapters
 from bot.clock import ManualClock
 from bot.commands import CommandContext, CommandReply
 from bot.config import AccessSettings, DiscordSettings, LlmSettings, Settings
@@ -549,6 +549,10 @@ async def test_stop_is_quick_and_leaves_no_connection(app: App, fake_discord: Fa
 
 def test_build_discord_adapter_needs_a_token(settings: Settings, clock: ManualClock) -> None:
     assert build_discord_adapter(settings, clock) is None
+    assert [a.platform for a in build_adapters(settings)] == []
+    configured = settings.model_copy(update={"discord": DiscordSettings(token="abc")})
+    [adapter] = build_adapters(configured)
+    assert isinstance(adapter, DiscordAdapter)
 
 
 async def test_start_serves_until_stop(
