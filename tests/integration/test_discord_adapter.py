@@ -27,6 +27,7 @@ from bot.commands import CommandContext, CommandReply
 from bot.config import AccessSettings, DiscordSettings, LlmSettings, Settings
 from bot.errors import ConfigError, ModelUnavailableError
 from bot.turns import model_error_message
+from bot.types import InboundMessage
 from tests.fakes.discord_api import (
     INTENT_DIRECT_MESSAGES,
     INTENT_MESSAGE_CONTENT,
@@ -158,6 +159,32 @@ async def test_dm_recalls_what_fell_out_of_the_history(
     last = fake_openai.chat_requests()[-1]["messages"]
     chat = [m for m in last if m["role"] in ("user", "assistant")]
     assert chat and not any("Lisbon" in str(m["content"]) for m in chat)
+
+
+async def test_link_carries_discord_memory_to_another_platform(
+    app: App, fake_discord: FakeDiscord, fake_openai: FakeOpenAI, adapter: DiscordAdapter
+) -> None:
+    fake_openai.responder = recalled_sister
+    await dm_and_wait(fake_discord, ALICE, "alice", SISTER)
+    fake_discord.push_interaction(ALICE, "alice", "link")  # the slash command
+    dm = fake_discord.dm_channel_id(ALICE)
+    [issued] = await fake_discord.wait_for(
+        lambda f: [m for m in f.bot_messages(dm) if m.content.startswith("Your link code")]
+    )
+    code = issued.content.split("Your link code is ", 1)[1].split(".", 1)[0]
+
+    def console(text: str) -> InboundMessage:
+        return InboundMessage(
+            "console", "alice/default", "alice", text, app.clock.now(), sender_name="alice"
+        )
+
+    linked = await app.processor.handle(console(f"/link {code}"))
+    assert linked is not None and linked.reply.startswith("Linked")
+    await app.processor.drain()
+    answer = await app.processor.handle(console("where does my sister live?"))
+    assert answer is not None and answer.reply == "She lives in Lisbon."
+    home = await app.persons.by_identity(f"discord:{ALICE}")
+    assert home is not None and await app.persons.by_identity("console:alice") == home
 
 
 async def test_another_person_does_not_get_alices_memory(
