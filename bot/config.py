@@ -75,6 +75,7 @@ class RecallSettings(_Section):
     sim_full: float = Field(default=0.65, ge=-1, le=1)
     near_duplicate: float = Field(default=0.85, gt=0, le=1)
     skip_recent_rows: int = Field(default=20, ge=0)
+    keyword_scan: int = Field(default=2000, gt=0)
 
     @model_validator(mode="after")
     def _sim_order(self) -> RecallSettings:
@@ -148,6 +149,16 @@ class CognitionSettings(_Section):
     idle_minutes: float = Field(default=30.0, ge=0)
     research_hours: float = Field(default=6.0, gt=0)
     job_token_budget: int = Field(default=4000, gt=0)
+    disabled_jobs: tuple[str, ...] = ()
+    decay_hours: float = Field(default=1.0, gt=0)
+    late_after_minutes: float = Field(default=5.0, ge=0)
+    upcoming_hours: float = Field(default=36.0, gt=0)
+    calendars: tuple[str, ...] = ()
+    calendar_days: float = Field(default=14.0, gt=0)
+    searxng_url: str = ""
+    feeds: tuple[str, ...] = ()
+    research_max_results: int = Field(default=5, gt=0, le=50)
+    http_timeout: float = Field(default=15.0, gt=0)
 
 
 class Settings(_Section):
@@ -157,8 +168,8 @@ class Settings(_Section):
     bot: BotSettings = BotSettings()
     recall: RecallSettings = RecallSettings()
     episodes: EpisodeSettings = EpisodeSettings()
-    facts: FactSettings = FactSettings()
     lifecycle: LifecycleSettings = LifecycleSettings()
+    facts: FactSettings = FactSettings()
     access: AccessSettings = AccessSettings()
     discord: DiscordSettings = DiscordSettings()
     telegram: TelegramSettings = TelegramSettings()

@@ -45,9 +45,21 @@ async def index(db: Database, embedder: OpenAIEmbedder, clock: ManualClock) -> N
     await cut.cut_all(clock.now(), flush=True)
 
 
+_OPEN: list[Recall] = []
+
+
 def recall_for(db: Database, embedder: OpenAIEmbedder, clock: ManualClock,
                **tuning: object) -> Recall:
-    return Recall(db, embedder, clock, replace(RecallTuning(), **tuning))
+    recall = Recall(db, embedder, clock, replace(RecallTuning(), **tuning))
+    _OPEN.append(recall)
+    return recall
+
+
+@pytest.fixture(autouse=True)
+async def _close_recalls() -> AsyncIterator[None]:
+    yield
+    while _OPEN:
+        await _OPEN.pop().close()
 
 
 async def owners_of(db: Database, result: RecallResult) -> set[int]:
@@ -281,6 +293,8 @@ def test_recall_never_returns_another_persons_rows(
                     result = await recall.search(owner.id, q, clock.now())
                     assert await owners_of(db, result) <= {owner.id}
         finally:
+            while _OPEN:
+                await _OPEN.pop().close()
             await embedder.close()
             await db.close()
 
