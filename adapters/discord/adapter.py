@@ -66,6 +66,8 @@ def intents(*, message_content: bool = True) -> discord.Intents:
 
 class _Client(discord.Client):
     def __init__(self, adapter: DiscordAdapter, **options: object) -> None:
+        # Strata never joins voice: discord.py's warnings about missing voice libraries are noise.
+        discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
         super().__init__(**options)  # type: ignore[arg-type]
         self.adapter = adapter
         self.tree = app_commands.CommandTree(self)
