@@ -311,7 +311,10 @@ async def test_long_reply_is_split_into_events_under_the_limit(
     paragraphs = [f"Absatz {i}: " + "Grüße-aus-Köln,-schöne-Straße. " * 60 for i in range(50)]
     long_text = "\n\n".join(p.strip() for p in paragraphs)
     assert len(long_text.encode()) > EVENT_LIMIT
-    fake_openai.reply(long_text)
+    # Answer this turn only (not whatever background call comes first).
+    fake_openai.responder = lambda body: (
+        long_text if last_user_text(body) == "tell me everything" else None
+    )
     bot = await start_bot()
     alice = people("Alice")
     room = await open_room(alice, bot)
