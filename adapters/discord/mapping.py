@@ -22,19 +22,6 @@ PLATFORM = "discord"
 # Only what a person typed; joins, pins, thread notices and the like are not turns.
 _USER_MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 
-# The chat commands of DESIGN.md §4, offered as slash commands (the turn processor handles them
-# as the same text, so a slash command and a typed one do exactly the same).
-CHAT_COMMANDS: tuple[tuple[str, str], ...] = (
-    ("help", "list the commands"),
-    ("memory", "what I remember about you"),
-    ("forget", "forget something: /forget <what>"),
-    ("export", "everything I keep about you, as a file"),
-    ("wipe", "erase everything I know about you"),
-    ("pause", "stop remembering for now"),
-    ("resume", "remember again"),
-    ("link", "link this account with your account on another platform"),
-)
-
 # Slash command names Discord accepts (lower case, 1–32 word characters or dashes).
 _COMMAND_NAME = re.compile(r"^[-_a-z0-9]{1,32}$")
 

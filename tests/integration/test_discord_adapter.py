@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
+from adapters.base import CHAT_COMMANDS
 from adapters.discord.adapter import (
     DM_ONLY_TEXT,
     UNLISTED_TEXT,
     DiscordAdapter,
     build_discord_adapter,
 )
-from adapters.discord.mapping import CHAT_COMMANDS
 from adapters.runtime import SORRY
 from bot.app import App, build_adapters, configured_adapters
 from bot.clock import ManualClock
