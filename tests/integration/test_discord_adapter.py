@@ -144,10 +144,7 @@ async def test_dm_recalls_what_fell_out_of_the_history(
     settings: Settings, clock: ManualClock, fake_discord: FakeDiscord, fake_openai: FakeOpenAI
 ) -> None:
     # a tiny history window: the first message is out of the prompt after a few turns
-    small = {
-        "bot": settings.bot.model_copy(update={"history_tokens": 30}),
-        "recall": settings.recall.model_copy(update={"skip_recent_rows": 4}),
-    }
+    small = {"bot": settings.bot.model_copy(update={"history_tokens": 30})}
     fake_openai.responder = recalled_sister
     async with bot_with(settings, clock, fake_discord, small) as (app, _):
         await dm_and_wait(fake_discord, ALICE, "alice", SISTER)
