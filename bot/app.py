@@ -290,13 +290,15 @@ class App:
 
     async def serve(
         self, adapters: Sequence[Adapter], stop: asyncio.Event, *, end_with: Adapter | None = None
-    ) -> None:
+    ) -> list[str]:
         """Run `adapters` and the cognition runner until `stop` is set (or `end_with` ends).
 
         Each adapter's `send` is registered for outbound delivery (reminders, scheduled
         prompts). On the way out adapters stop first, then the runner (a job in flight is
-        cancelled and redone at the next start), then after-turn work drains.
+        cancelled and redone at the next start), then after-turn work drains. Returns one line
+        per adapter that failed (empty when all ended cleanly).
         """
+        failures: list[str] = []
         tasks: dict[asyncio.Task[Any], Adapter] = {}
         for adapter in adapters:
             self.outbound.register(adapter.platform, adapter.send)
@@ -315,6 +317,7 @@ class App:
                         continue
                     if not task.cancelled() and task.exception() is not None:
                         log.error("the %s adapter stopped: %r", ended.platform, task.exception())
+                        failures.append(f"{ended.platform}: {task.exception()}")
                     self.outbound.unregister(ended.platform)
                     if ended is end_with or all(t.done() for t in tasks):
                         stop.set()
@@ -328,6 +331,7 @@ class App:
             await asyncio.gather(*tasks, stopper, return_exceptions=True)
             if self.runner is not None:
                 await self.runner.stop()
+        return failures
 
 
     async def close(self) -> None:
