@@ -16,7 +16,11 @@ from bot.llm import OpenAIChatModel, OpenAIEmbedder
 from bot.ports import Clock
 from bot.turns import ToolRegistry, TurnProcessor
 from memory.db import Database
+from memory.episode_cut import CutSettings, EpisodeCutter
+from memory.episodes import EpisodeRepo
 from memory.persons import ChannelRepo, PersonRepo
+from memory.recall import Recall, RecallTuning
+from memory.row_vectors import RowIndexer
 from memory.transcript import TranscriptRepo
 
 log = logging.getLogger(__name__)
@@ -49,6 +53,22 @@ def make_embedder(settings: Settings) -> OpenAIEmbedder:
     )
 
 
+def recall_tuning(settings: Settings) -> RecallTuning:
+    """Recall's knobs from the `[recall]` section."""
+    return RecallTuning(**settings.recall.model_dump(exclude={"enabled"}))
+
+
+def cut_settings(settings: Settings) -> CutSettings:
+    """Episode cutting from the `[episodes]` section."""
+    e = settings.episodes
+    return CutSettings(
+        window_turns=e.window_turns,
+        pause_minutes=e.pause_minutes,
+        use_model=e.use_model,
+        assistant_name=settings.bot.name,
+    )
+
+
 async def open_db(settings: Settings) -> Database:
     return await Database.open(Path(settings.db.path).expanduser(), settings.embed.dim)
 
@@ -65,6 +85,10 @@ class App:
     transcript: TranscriptRepo
     processor: TurnProcessor
     commands: CommandRouter = field(default_factory=CommandRouter)
+    episodes: EpisodeRepo | None = None
+    recall: Recall | None = None
+    cutter: EpisodeCutter | None = None
+    row_indexer: RowIndexer | None = None
 
     @classmethod
     async def create(cls, settings: Settings, clock: Clock | None = None) -> App:
@@ -84,8 +108,16 @@ class App:
             commands=commands,
             tools=ToolRegistry(),
         )
+        # Memory: turn-zero recall on the hot path; row vectors and episode cutting after it.
+        recall = Recall(db, embedder, clock, recall_tuning(settings))
+        row_indexer = RowIndexer(db, embedder)
+        cutter = EpisodeCutter(db, embedder, clock, chat, cut_settings(settings))
+        processor.recaller = recall
+        processor.after_turn += [row_indexer, cutter]
         return cls(
-            settings, db, clock, chat, embedder, persons, channels, transcript, processor, commands
+            settings, db, clock, chat, embedder, persons, channels, transcript, processor,
+            commands, episodes=EpisodeRepo(db), recall=recall, cutter=cutter,
+            row_indexer=row_indexer,
         )
 
     async def close(self) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from bot.errors import ConfigError
 
@@ -63,12 +63,24 @@ class BotSettings(_Section):
 class RecallSettings(_Section):
     enabled: bool = True
     budget_tokens: int = Field(default=1000, ge=0)
-    candidates: int = Field(default=40, gt=0)
+    candidates: int = Field(default=40, gt=0, le=1000)
     relative_floor: float = Field(default=0.55, ge=0, le=1)
     min_relevance: float = Field(default=0.25, ge=0, le=1)
     w_relevance: float = Field(default=0.7, ge=0)
     w_recency: float = Field(default=0.2, ge=0)
     w_salience: float = Field(default=0.1, ge=0)
+    # Cosine similarity mapped onto the 0–1 semantic score: at or below sim_zero counts as
+    # unrelated, at or above sim_full as fully relevant (sentence models: related ~0.3–0.6).
+    sim_zero: float = Field(default=0.15, ge=-1, le=1)
+    sim_full: float = Field(default=0.65, ge=-1, le=1)
+    near_duplicate: float = Field(default=0.85, gt=0, le=1)
+    skip_recent_rows: int = Field(default=20, ge=0)
+
+    @model_validator(mode="after")
+    def _sim_order(self) -> RecallSettings:
+        if self.sim_full <= self.sim_zero:
+            raise ValueError("sim_full must be greater than sim_zero")
+        return self
 
 
 class EpisodeSettings(_Section):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -81,6 +82,34 @@ def as_blob(vec: npt.NDArray[np.floating]) -> bytes:
     return np.asarray(vec, dtype="<f4").tobytes()
 
 
+async def insert_episode(conn: Any, new: NewEpisode, embedding: npt.NDArray[np.floating],
+                         now: datetime, dim: int) -> int:
+    """Insert an episode, its citations and its embedding on `conn`, inside the caller's
+    write transaction (so a caller can move a cursor in the same transaction)."""
+    if embedding.shape != (dim,):
+        raise ValueError(f"embedding has shape {embedding.shape}, expected ({dim},)")
+    cur = await conn.execute(
+        "INSERT INTO episodes (owner_id, channel_id, level, summary, key_terms, salience,"
+        " emotion, emotion_intensity, source, method, started_at, ended_at, created_at,"
+        " last_relevant_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (new.owner_id, new.channel_id, new.level, new.summary, new.key_terms,
+         min(max(new.salience, 0.0), 1.0), new.emotion,
+         min(max(new.emotion_intensity, 0.0), 1.0), new.source, new.method,
+         to_iso(new.started_at), to_iso(new.ended_at), to_iso(now), to_iso(now)),
+    )
+    episode_id = cur.lastrowid
+    assert episode_id is not None
+    await conn.executemany(
+        "INSERT OR IGNORE INTO episode_rows (episode_id, row_id) VALUES (?, ?)",
+        [(episode_id, r) for r in new.row_ids],
+    )
+    await conn.execute(
+        "INSERT INTO episode_vec (episode_id, owner_id, embedding) VALUES (?, ?, ?)",
+        (episode_id, new.owner_id, as_blob(embedding)),
+    )
+    return int(episode_id)
+
+
 class EpisodeRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -88,29 +117,8 @@ class EpisodeRepo:
     async def insert(self, new: NewEpisode, embedding: npt.NDArray[np.floating],
                      now: datetime) -> int:
         """Store an episode, its citations and its embedding in one transaction."""
-        if embedding.shape != (self.db.dim,):
-            raise ValueError(f"embedding has shape {embedding.shape}, expected ({self.db.dim},)")
         async with self.db.write() as conn:
-            cur = await conn.execute(
-                "INSERT INTO episodes (owner_id, channel_id, level, summary, key_terms, salience,"
-                " emotion, emotion_intensity, source, method, started_at, ended_at, created_at,"
-                " last_relevant_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (new.owner_id, new.channel_id, new.level, new.summary, new.key_terms,
-                 min(max(new.salience, 0.0), 1.0), new.emotion,
-                 min(max(new.emotion_intensity, 0.0), 1.0), new.source, new.method,
-                 to_iso(new.started_at), to_iso(new.ended_at), to_iso(now), to_iso(now)),
-            )
-            episode_id = cur.lastrowid
-            assert episode_id is not None
-            await conn.executemany(
-                "INSERT OR IGNORE INTO episode_rows (episode_id, row_id) VALUES (?, ?)",
-                [(episode_id, r) for r in new.row_ids],
-            )
-            await conn.execute(
-                "INSERT INTO episode_vec (episode_id, owner_id, embedding) VALUES (?, ?, ?)",
-                (episode_id, new.owner_id, as_blob(embedding)),
-            )
-        return episode_id
+            return await insert_episode(conn, new, embedding, now, self.db.dim)
 
     async def get(self, episode_id: int) -> Episode | None:
         row = await self.db.fetchone("SELECT * FROM episodes WHERE id = ?", (episode_id,))

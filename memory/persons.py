@@ -6,6 +6,7 @@ memory, so every memory row has one `owner_id` and recall can partition on it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 from bot.clock import from_iso, to_iso
@@ -139,6 +140,17 @@ class PersonRepo:
         await self.db.execute_write(
             "UPDATE persons SET paused = ? WHERE id = ?", (int(paused), person_id)
         )
+
+    async def paused_among(self, person_ids: Iterable[int | None]) -> set[int]:
+        """Which of `person_ids` have paused memory (`/pause`): they feed no episodes."""
+        ids = sorted({p for p in person_ids if p is not None})
+        if not ids:
+            return set()
+        marks = ",".join("?" * len(ids))
+        rows = await self.db.fetchall(
+            f"SELECT id FROM persons WHERE paused = 1 AND id IN ({marks})", ids
+        )
+        return {int(r[0]) for r in rows}
 
     async def set_timezone(self, person_id: int, tz: str) -> None:
         await self.db.execute_write("UPDATE persons SET timezone = ? WHERE id = ?", (tz, person_id))

@@ -94,7 +94,7 @@ def test_sigkill_mid_chat_loses_no_shown_reply(fake_openai: FakeOpenAI,
         proc.stdin.write(f"message {i}\n")
         proc.stdin.flush()
         shown.append(proc.stdout.readline().strip())
-    fake_openai.fail_next("slow", seconds=30)  # the 4th turn hangs at the model
+    fake_openai.fail_next("slow", seconds=30, path="chat")  # the 4th turn hangs at the model
     proc.stdin.write("message 3\n")
     proc.stdin.flush()
     deadline = time.monotonic() + 10

@@ -39,7 +39,7 @@ async def test_turn_stores_both_rows_and_sends_history(app: App, fake_openai: Fa
 
 async def test_model_down_gives_honest_message_and_keeps_row(app: App, fake_openai: FakeOpenAI,
                                                             clock: ManualClock) -> None:
-    fake_openai.fail_next(status=500)
+    fake_openai.fail_next(status=500, path="chat")
     result = await app.processor.handle(msg("are you there?", clock=clock))
     assert result is not None and result.failed
     assert "saved" in result.reply and "Traceback" not in result.reply
@@ -55,7 +55,7 @@ async def test_model_down_gives_honest_message_and_keeps_row(app: App, fake_open
 
 
 async def test_garbage_answer_is_honest(app: App, fake_openai: FakeOpenAI) -> None:
-    fake_openai.fail_next("malformed")
+    fake_openai.fail_next("malformed", path="chat")
     result = await app.processor.handle(msg("hi"))
     assert result is not None and result.failed and "could not use" in result.reply
 

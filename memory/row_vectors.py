@@ -1,0 +1,103 @@
+"""Vectors for live transcript message rows, so recall's kNN also covers the raw rows.
+
+After each turn (an `AfterTurn` hook, off the hot path) the channel's new user and assistant
+message rows are embedded in batches and stored in the owner-partitioned `transcript_vec`; a
+per-channel cursor (`transcript_vec_cursors`) remembers how far that got. Tool rows,
+compactions, muted sources (profile without `episodes`) and anything a paused person said are
+passed over: they are never recall candidates. Vectors leave with their rows (a trigger).
+Imports `bot` leaf modules and `memory`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from bot.ports import Embedder
+from bot.tokens import truncate_to_tokens
+from bot.types import Channel, Person, Role, RowKind, TranscriptRow
+from memory.cursors import move_cursor, pending_channels, read_cursor
+from memory.db import Database
+from memory.episodes import as_blob
+from memory.persons import PersonRepo
+from memory.profiles import profile_for
+from memory.transcript import TranscriptRepo
+
+log = logging.getLogger(__name__)
+
+PAGE_ROWS = 256
+# Embedding models read a few hundred tokens at most; the rest of a long row adds nothing.
+EMBED_TOKENS = 512
+
+
+def recallable(row: TranscriptRow) -> bool:
+    """Whether a row may ever be a recall candidate (ignoring the person's pause flag)."""
+    return (
+        row.kind is RowKind.MESSAGE
+        and row.role in (Role.USER, Role.ASSISTANT)
+        and bool(row.content.strip())
+        and profile_for(row.source).episodes
+    )
+
+
+@dataclass
+class RowIndexer:
+    db: Database
+    embedder: Embedder
+    _locks: dict[int, asyncio.Lock] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.transcript = TranscriptRepo(self.db)
+        self.persons = PersonRepo(self.db)
+
+    async def __call__(self, channel: Channel, person: Person, turn_id: str) -> None:
+        await self.index_channel(channel.id)
+
+    async def index_all(self) -> int:
+        """Embed pending rows of every channel; return how many rows got a vector."""
+        return sum([await self.index_channel(c)
+                    for c in await pending_channels(self.db, "transcript_vec_cursors")])
+
+    async def index_channel(self, channel_id: int) -> int:
+        """Embed the channel's rows after its cursor; return how many got a vector."""
+        lock = self._locks.setdefault(channel_id, asyncio.Lock())
+        async with lock:
+            done = 0
+            while True:
+                cursor = await read_cursor(self.db, "transcript_vec_cursors", channel_id)
+                page = await self.transcript.for_channel(
+                    channel_id, after_id=cursor, limit=PAGE_ROWS
+                )
+                if not page:
+                    return done
+                # A paused speaker, or a paused owner (their private channel), is not indexed.
+                paused = await self.persons.paused_among(
+                    [r.person_id for r in page] + [page[0].owner_id]
+                )
+                todo = [] if page[0].owner_id in paused else [
+                    r for r in page if recallable(r) and r.person_id not in paused
+                ]
+                vectors = (
+                    await self.embedder.embed(
+                        [truncate_to_tokens(r.content, EMBED_TOKENS) for r in todo]
+                    )
+                    if todo
+                    else None
+                )
+                async with self.db.write() as conn:
+                    if not await move_cursor(
+                        conn, "transcript_vec_cursors", channel_id, cursor, page[-1].id
+                    ):
+                        log.info("channel %d: row vectors indexed elsewhere", channel_id)
+                        return done
+                    if vectors is not None:
+                        await conn.executemany(
+                            "INSERT INTO transcript_vec (row_id, owner_id, embedding)"
+                            " VALUES (?, ?, ?)",
+                            [(r.id, r.owner_id, as_blob(v)) for r, v in zip(todo, vectors,
+                                                                             strict=True)],
+                        )
+                done += len(todo)
+                if len(page) < PAGE_ROWS:
+                    return done
