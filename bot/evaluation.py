@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import random
 import tempfile
 import time
@@ -38,6 +37,7 @@ from bot.app import App
 from bot.clock import ManualClock, from_iso
 from bot.config import DbSettings, Settings
 from bot.errors import StrataError
+from bot.tokens import count_tokens
 from bot.types import Channel, ChannelKind, NewRow, Person, Role
 from memory.transcript import TranscriptRepo
 
@@ -295,6 +295,7 @@ class RecallOutcome:
     block: str | None
     tokens: int
     row_ids: frozenset[int]
+    latency_ms: float
 
 
 @dataclass
@@ -331,11 +332,23 @@ def conversations(turns: Iterable[EvalTurn]) -> list[str]:
     return list(dict.fromkeys(t.conv for t in turns))
 
 
-def _settings_for(settings: Settings, folder: Path, options: EvalOptions) -> Settings:
+def speakers(turns: Sequence[EvalTurn]) -> tuple[str, str]:
+    """The names of the `user` and the `assistant` side of a conversation."""
+    def first(role: Role) -> str:
+        return next((t.speaker for t in turns if t.role is role and t.speaker), role.value)
+
+    return first(Role.USER), first(Role.ASSISTANT)
+
+
+def _settings_for(settings: Settings, folder: Path, options: EvalOptions,
+                  assistant: str) -> Settings:
     recall = settings.recall.model_copy(update={"budget_tokens": options.budget, "enabled": True})
     episodes = settings.episodes.model_copy(update={"use_model": options.episodes == "llm"})
+    # The assistant side is a person too: episodes name it as the bot's own name.
+    bot = settings.bot.model_copy(update={"name": assistant})
     return settings.model_copy(update={
-        "db": DbSettings(path=str(folder / "eval.db")), "recall": recall, "episodes": episodes})
+        "db": DbSettings(path=str(folder / "eval.db")), "recall": recall, "episodes": episodes,
+        "bot": bot})
 
 
 async def _ingest(app: App, clock: ManualClock, channel: Channel, person: Person,
@@ -354,6 +367,9 @@ async def _ingest(app: App, clock: ManualClock, channel: Channel, person: Person
         # Awaited in order (a chat runs them as background tasks): the same steps, reproducible.
         for hook in app.processor.after_turn:
             await hook(channel, person, turn.turn_id)
+    # The last window is still open (no pause yet): close it, as the idle job would.
+    if app.cutter is not None:
+        await app.cutter.flush(channel.id, clock.now())
     return row_turn
 
 
@@ -361,23 +377,38 @@ RecallFn = Callable[[App, Channel, Person, str], Awaitable[RecallOutcome]]
 
 
 async def recall_once(app: App, channel: Channel, person: Person, query: str) -> RecallOutcome:
-    """One turn-zero recall, as the turn processor would run it; the rows the block cites."""
-    raise NotImplementedError  # wired to memory.recall once it exists
+    """One turn-zero recall (memory.recall) over the person's memory at the clock's time.
+
+    The search turn zero runs, read only: nothing is touched, so every question sees the same
+    memory whatever was asked before it, and no row is left out as "already in the prompt's
+    history" (as if the question came in a new chat of the same person). The latency counted
+    is recall's own: the query is embedded first, outside the timing.
+    """
+    assert app.recall is not None
+    vector = await app.recall.embed_query(query)
+    start = time.perf_counter()
+    result = await app.recall.search(channel.owner_id, query, app.clock.now(), vector=vector)
+    elapsed = (time.perf_counter() - start) * 1000.0
+    block = result.render()
+    return RecallOutcome(block, result.tokens if block else 0,
+                         frozenset(result.cited_row_ids), elapsed)
 
 
 async def fts_baseline(app: App, channel: Channel, person: Person, query: str) -> RecallOutcome:
     """The reference of FORMAT.md: raw rows by FTS5 bm25 rank, filling the budget in order."""
     budget = app.settings.recall.budget_tokens
+    start = time.perf_counter()
     hits = await app.transcript.search(channel.owner_id, query, limit=200)
     used, rows, parts = 0, set(), []
     for row, _score in hits:
-        cost = math.ceil(len(row.content) / 4)
+        cost = count_tokens(row.content)
         if used + cost > budget:
             continue
         used += cost
         rows.add(row.id)
         parts.append(row.content)
-    return RecallOutcome("\n".join(parts) if parts else None, used, frozenset(rows))
+    return RecallOutcome("\n".join(parts) if parts else None, used, frozenset(rows),
+                         (time.perf_counter() - start) * 1000.0)
 
 
 async def _eval_conversation(
@@ -388,9 +419,11 @@ async def _eval_conversation(
     conv = turns[0].conv
     with tempfile.TemporaryDirectory(prefix="strata-eval-") as tmp:
         clock = ManualClock(turns[0].ts)
-        app = await App.create(_settings_for(settings, Path(tmp), options), clock=clock)
+        user, assistant = speakers(turns)
+        app = await App.create(_settings_for(settings, Path(tmp), options, assistant),
+                               clock=clock)
         try:
-            person = await app.persons.get_or_create(f"eval:{conv}", turns[0].speaker, clock.now())
+            person = await app.persons.get_or_create(f"eval:{conv}", user, clock.now())
             channel = await app.channels.get_or_create(
                 platform="eval", room_ref=conv, owner_id=person.id, kind=ChannelKind.PRIVATE,
                 source="user", now=clock.now(), name=conv)
@@ -399,13 +432,11 @@ async def _eval_conversation(
             answers = []
             for q, is_abstention in [*((q, False) for q in own), *((q, True) for q in foreign)]:
                 clock.set(q.asked_at)
-                start = time.perf_counter()
                 outcome = await recall(app, channel, person, q.question)
-                latency = (time.perf_counter() - start) * 1000.0
                 cited = frozenset(row_turn[r] for r in outcome.row_ids if r in row_turn)
                 answers.append(Answer(
                     q.qid, conv, q.category, () if is_abstention else q.evidence, cited,
-                    outcome.tokens if outcome.block else 0, latency, is_abstention))
+                    outcome.tokens if outcome.block else 0, outcome.latency_ms, is_abstention))
                 progress.step(1)
         finally:
             await app.close()

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI
 
 ROOT = Path(__file__).parents[2]
@@ -65,13 +66,16 @@ def strata(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[
                           capture_output=True, text=True, timeout=120)
 
 
-def test_eval_recall_report(tmp_path: Path, fake_openai: FakeOpenAI,
-                            subprocess_env: dict[str, str]) -> None:
+def test_eval_recall_report(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
     turns, questions = write_data(tmp_path)
     out, details = tmp_path / "report.json", tmp_path / "details.jsonl"
-    run = strata(["eval", "recall", "--turns", str(turns), "--questions", str(questions),
-                  "--budget", "200", "--abstention", "1", "--out", str(out),
-                  "--details", str(details)], subprocess_env)
+    # Wide hashed vectors: at the suite's 64 dimensions, words of unrelated texts share
+    # buckets often enough to look related; at 1024 these texts' words never collide.
+    with FakeOpenAI(dim=1024) as wide:
+        env = dict(subprocess_env, **strata_env(wide, tmp_path / "unused.db"))
+        run = strata(["eval", "recall", "--turns", str(turns), "--questions", str(questions),
+                      "--budget", "200", "--abstention", "1", "--out", str(out),
+                      "--details", str(details)], env)
     assert run.returncode == 0, run.stderr
     assert "overall" in run.stdout and "false injection rate" in run.stdout
 
