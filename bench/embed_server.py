@@ -33,7 +33,7 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import numpy as np  # noqa: E402 - after the offline switches, before the model libraries
+import numpy as np
 
 log = logging.getLogger("embed_server")
 
@@ -177,7 +177,7 @@ def make_handler(model: Model) -> type[BaseHTTPRequestHandler]:
                 return
             self._send(*embeddings_response(model, body))
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+        def log_message(self, format: str, *args: Any) -> None:
             log.debug(format, *args)
 
     return Handler

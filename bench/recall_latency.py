@@ -8,7 +8,9 @@ and vectors are clustered unit vectors; queries are noisy copies of random episo
 measured person, with their embeddings precomputed, so no model is needed and the numbers are
 recall's own cost. In the same run, over the same vectors, it times:
 
-- `recall`: the real turn-zero recall (`memory.recall`), query embedding excluded;
+- `recall`: the real turn-zero recall search (`memory.recall`, default tuning), from the query
+  text to the chosen items (vector and keyword search of episodes and rows, scoring, selection);
+  the query's embedding is looked up, not computed;
 - `vec_knn`: the owner-partitioned sqlite-vec kNN alone (one query of recall's several);
 - `numpy_floor`: a brute-force cosine scan of the person's vectors in numpy (matrix · vector,
   then top-k) — the physical floor for an exact scan on this machine.
@@ -47,6 +49,7 @@ from bot.clock import ManualClock, to_iso  # noqa: E402 - after the path set-up
 from bot.types import Channel, ChannelKind, Person  # noqa: E402
 from memory.db import Database  # noqa: E402
 from memory.persons import ChannelRepo, PersonRepo  # noqa: E402
+from memory.recall import Recall, RecallTuning  # noqa: E402
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 SPAN_DAYS = 730
@@ -189,11 +192,18 @@ def time_numpy(vectors: Vectors, queries: Sequence[tuple[str, Vectors]]) -> list
     return out
 
 
-async def time_recall(db: Database, person: Person, channel: Channel,
-                      queries: Sequence[tuple[str, Vectors]], dim: int) -> list[float]:
-    """The real turn-zero recall over the store; empty when recall is not built yet."""
-    del db, person, channel, queries, dim
-    return []
+async def time_recall(db: Database, person: Person, queries: Sequence[tuple[str, Vectors]],
+                      dim: int) -> tuple[list[float], float]:
+    """The real turn-zero recall search (default tuning); latencies and mean items injected."""
+    embedder = PrecomputedEmbedder(dict(queries), dim)
+    recall = Recall(db, embedder, ManualClock(NOW), RecallTuning())
+    out, items = [], 0
+    for text, _ in queries:
+        start = time.perf_counter()
+        result = await recall.search(person.id, text, NOW)
+        out.append((time.perf_counter() - start) * 1000)
+        items += len(result.items)
+    return out, items / max(len(queries), 1)
 
 
 async def run_size(args: argparse.Namespace, size: int) -> dict[str, Any]:
@@ -214,9 +224,10 @@ async def run_size(args: argparse.Namespace, size: int) -> dict[str, Any]:
                 "queries": len(queries),
                 "build_seconds": round(build_s, 1),
             }
-            recall_ms = await time_recall(db, person, channel, queries, args.dim)
-            if recall_ms:
-                result["recall"] = stats(recall_ms)
+            await time_recall(db, person, queries[:5], args.dim)
+            recall_ms, items = await time_recall(db, person, queries, args.dim)
+            result["recall"] = stats(recall_ms)
+            result["recall_mean_items"] = round(items, 1)
             result["vec_knn"] = stats(await time_vec_knn(db, channel.owner_id, queries))
             result["numpy_floor"] = stats(time_numpy(corpus.vectors, queries))
         finally:
@@ -228,7 +239,7 @@ def table(results: Sequence[dict[str, Any]]) -> str:
     lines = [f"{'episodes':>9} {'recall p50':>11} {'p95':>8} {'vec kNN p50':>12} {'p95':>8}"
              f" {'numpy p50':>10} {'p95':>8}"]
     for r in results:
-        rec = r.get("recall", {"p50_ms": float("nan"), "p95_ms": float("nan")})
+        rec = r["recall"]
         lines.append(
             f"{r['episodes']:>9} {rec['p50_ms']:>11.2f} {rec['p95_ms']:>8.2f}"
             f" {r['vec_knn']['p50_ms']:>12.2f} {r['vec_knn']['p95_ms']:>8.2f}"

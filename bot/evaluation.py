@@ -39,7 +39,6 @@ from bot.config import DbSettings, Settings
 from bot.errors import StrataError
 from bot.tokens import count_tokens
 from bot.types import Channel, ChannelKind, NewRow, Person, Role
-from memory.transcript import TranscriptRepo
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +212,9 @@ def _pct(values: Sequence[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else 0.0
 
 
-def metrics(answers: Sequence[Answer], *, with_evidence: Callable[[Answer], bool]) -> dict[str, float]:
+def metrics(
+    answers: Sequence[Answer], *, with_evidence: Callable[[Answer], bool]
+) -> dict[str, float]:
     """The six numbers for a group of answers; recall and hit rate over `with_evidence`."""
     ev = [a for a in answers if with_evidence(a)]
     lat = [a.latency_ms for a in answers]
