@@ -124,8 +124,12 @@ class StreamedReply:
         now = self.monotonic()
         if now < self._blocked_until or now - self._last_edit < self.min_interval:
             return
-        head = self._head(text).rstrip() + " …"
-        if self.size(head) > self.limit or head == self._shown:
+        # Throttle the work too, not only the edits: splitting a long text costs time.
+        self._last_edit = now
+        head = self._head(text).rstrip()
+        if self.size(head + " …") <= self.limit:
+            head += " …"
+        if head == self._shown:
             return
         try:
             if not self.message_ids:
@@ -137,7 +141,7 @@ class StreamedReply:
             self._blocked_until = now + exc.retry_after
             return
         self._shown = head
-        self._last_edit = now
+        self._last_edit = self.monotonic()
 
     async def finish(self, text: str) -> list[str]:
         parts = split_message(text, self.limit, self.size)

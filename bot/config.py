@@ -76,6 +76,7 @@ class RecallSettings(_Section):
     sim_full: float = Field(default=0.65, ge=-1, le=1)
     near_duplicate: float = Field(default=0.85, gt=0, le=1)
     skip_recent_rows: int = Field(default=20, ge=0)
+    keyword_scan: int = Field(default=2000, gt=0)
 
     @model_validator(mode="after")
     def _sim_order(self) -> RecallSettings:
@@ -88,6 +89,13 @@ class EpisodeSettings(_Section):
     window_turns: int = Field(default=12, gt=0)
     pause_minutes: float = Field(default=30.0, gt=0)
     use_model: bool = True
+
+
+class FactSettings(_Section):
+    tools: bool = True
+    extract_after_turn: bool = False
+    max_episodes: int = Field(default=8, gt=0)
+    min_confidence: float = Field(default=0.5, ge=0, le=1)
 
 
 class AccessSettings(_Section):
@@ -114,6 +122,9 @@ class MatrixSettings(_Section):
     access_token: str = Field(default="", repr=False)
     device_id: str = "STRATA"
     store_path: str = "matrix-store"
+    encryption: bool = True
+    request_timeout: float = Field(default=60.0, gt=0)
+    max_timeouts: int = Field(default=3, ge=0, le=20)
 
 
 class CognitionSettings(_Section):
@@ -132,6 +143,7 @@ class Settings(_Section):
     bot: BotSettings = BotSettings()
     recall: RecallSettings = RecallSettings()
     episodes: EpisodeSettings = EpisodeSettings()
+    facts: FactSettings = FactSettings()
     access: AccessSettings = AccessSettings()
     discord: DiscordSettings = DiscordSettings()
     telegram: TelegramSettings = TelegramSettings()

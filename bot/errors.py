@@ -27,8 +27,17 @@ class DimensionMismatchError(StorageError):
     """The database was created with another embedding dimension."""
 
 
+class PlatformError(StrataError):
+    """A chat platform refused or failed the bot (bad credentials, unreachable server, a send
+    that the server rejected)."""
+
+
 class UnknownKindError(StrataError, ValueError):
     """A write named a kind outside a closed set (fact kinds, sources, roles)."""
+
+
+class MutedSourceError(StrataError, ValueError):
+    """A write came from a source whose profile does not feed that kind of memory."""
 
 
 class ModelError(StrataError):

@@ -13,9 +13,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from bot.commands import CommandContext, CommandRouter
@@ -89,6 +92,39 @@ def model_error_message(exc: ModelError) -> str:
     return f"Sorry — {why}. Your message is saved; please try again in a moment."
 
 
+def rate_limited_message(wait_seconds: float) -> str:
+    """The polite chat message when a person has used up their model calls for the minute."""
+    secs = max(1, math.ceil(wait_seconds))
+    return (
+        "You're writing faster than I'm allowed to think — I can answer again in about "
+        f"{secs} second{'s' if secs != 1 else ''}. Your message is saved."
+    )
+
+
+@dataclass
+class CallLimiter:
+    """At most `per_minute` model-answered turns per person in any sliding 60 s window.
+
+    Time comes from the injected clock, so tests move it instead of sleeping.
+    """
+
+    per_minute: int
+    clock: Clock
+    window: timedelta = timedelta(minutes=1)
+    _calls: dict[int, deque[datetime]] = field(default_factory=dict, init=False)
+
+    def acquire(self, person_id: int) -> float | None:
+        """Take one call for `person_id`: None when allowed, else seconds until one is free."""
+        now = self.clock.now()
+        calls = self._calls.setdefault(person_id, deque())
+        while calls and now - calls[0] >= self.window:
+            calls.popleft()
+        if len(calls) >= self.per_minute:
+            return (calls[0] + self.window - now).total_seconds()
+        calls.append(now)
+        return None
+
+
 @dataclass
 class TurnProcessor:
     settings: Settings
@@ -102,8 +138,13 @@ class TurnProcessor:
     recaller: Recaller | None = None
     context: ContextSource | None = None
     after_turn: list[AfterTurn] = field(default_factory=list)
+    limiter: CallLimiter | None = None
     _locks: dict[int, asyncio.Lock] = field(default_factory=dict, init=False)
     _background: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+
+    def __post_init__(self) -> None:
+        if self.limiter is None:
+            self.limiter = CallLimiter(self.settings.access.model_calls_per_minute, self.clock)
 
     # -- resolution ----------------------------------------------------------------------------
 
@@ -116,9 +157,15 @@ class TurnProcessor:
         else:
             scope = await self.persons.room_scope(msg.platform, msg.room_id, msg.room_name, now)
             owner_id, kind = scope.id, ChannelKind.SHARED
+        room_ref = msg.room_id
+        existing = await self.channels.by_ref(msg.platform, room_ref)
+        if existing is not None and (existing.kind is not kind or existing.owner_id != owner_id):
+            # The room changed shape (a DM that grew into a group, a 1:1 room whose human
+            # changed): it gets a channel of its own, so no one's private memory follows.
+            room_ref = f"{msg.room_id}#{kind.value}:{owner_id}"
         channel = await self.channels.get_or_create(
             platform=msg.platform,
-            room_ref=msg.room_id,
+            room_ref=room_ref,
             owner_id=owner_id,
             kind=kind,
             source="user",
@@ -211,6 +258,14 @@ class TurnProcessor:
                 channel.id,
                 person.id,
             )
+        if channel.source == "user" and self.limiter is not None:
+            wait = self.limiter.acquire(person.id)
+            if wait is not None:
+                log.info("turn %s: person %d is over the model-call rate limit", turn_id,
+                         person.id)
+                return TurnResult(
+                    rate_limited_message(wait), turn_id, channel.id, person.id, failed=True
+                )
         try:
             reply = await self._answer(msg, person, channel, turn_id, on_partial)
         except ModelError as exc:

@@ -173,6 +173,51 @@ class Database:
             await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
+class ReaderPool:
+    """A few extra read connections, so independent reads of one task run at the same time.
+
+    Each aiosqlite connection has its own thread and SQLite releases the GIL while it works;
+    in WAL mode readers never block each other. Recall runs its vector and keyword searches
+    side by side on these. Connections open on first use; `close()` them with the database.
+    """
+
+    def __init__(self, db: Database, size: int = 4) -> None:
+        self.db = db
+        self.size = max(1, size)
+        self._free: asyncio.Queue[aiosqlite.Connection] | None = None
+        self._all: list[aiosqlite.Connection] = []
+        self._lock = asyncio.Lock()
+
+    async def _queue(self) -> asyncio.Queue[aiosqlite.Connection]:
+        async with self._lock:
+            if self._free is None:
+                free: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+                for _ in range(self.size):
+                    conn = await _open_connection(self.db.path)
+                    self._all.append(conn)
+                    free.put_nowait(conn)
+                self._free = free
+            return self._free
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        free = await self._queue()
+        conn = await free.get()
+        try:
+            cur = await conn.execute(sql, params)
+            rows = await cur.fetchall()
+            await cur.close()
+            return list(rows)
+        finally:
+            free.put_nowait(conn)
+
+    async def close(self) -> None:
+        async with self._lock:
+            for conn in self._all:
+                await conn.close()
+            self._all.clear()
+            self._free = None
+
+
 def is_integrity_error(exc: BaseException) -> bool:
     """True for a constraint violation from whichever driver is in use."""
     return type(exc).__name__ == "IntegrityError" or isinstance(exc, sqlite3.IntegrityError)

@@ -24,6 +24,8 @@ FACT_TAU_DAYS: dict[str, float] = {
     "place": 180.0,
     "document": 60.0,
     "discovery": 14.0,
+    "note": 365.0,  # the person asked for it to be remembered
+    "reflection": 30.0,  # the bot's own reflective findings
 }
 SUPERSEDED_TAU_DAYS = 2.0
 

@@ -14,6 +14,11 @@ OWNED_TABLES: list[tuple[str, str]] = [
     ("identities", "person_id"),
     ("channels", "owner_id"),
     ("transcript", "owner_id"),
+    ("episodes", "owner_id"),
+    ("facts", "owner_id"),
+    ("fact_sources", "owner_id"),
+    ("fact_cursors", "owner_id"),
+    ("memory_pauses", "person_id"),
 ]
 
 

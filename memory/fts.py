@@ -8,6 +8,7 @@ term; the terms are OR-ed; the result must be bound as a parameter, never format
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that carry no topic; dropping them keeps OR-queries from matching everything.
@@ -37,3 +38,16 @@ def match_query(text: str, *, max_terms: int = 32) -> str | None:
     if not found:
         return None
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in found)
+
+
+def owner_scoped(match: str, owner_id: int, columns: Sequence[str]) -> str:
+    """`match` (from `match_query`) limited to `columns`, in rows of one owner.
+
+    For the owner-scoped indexes (`episode_owner_fts`, `transcript_owner_fts`), whose
+    `owner_id` column is indexed: FTS5 intersects the owner's posting list with the terms'
+    instead of ranking every owner's matches. Bind the result as a parameter.
+    """
+    for column in columns:
+        if not column.isidentifier():  # formatted into the expression: plain names only
+            raise ValueError(f"bad column name {column!r}")
+    return f'owner_id : "{int(owner_id)}" AND {{{" ".join(columns)}}} : ({match})'

@@ -59,9 +59,21 @@ class PersonRepo:
 
     async def get_or_create(self, identity: str, name: str, now: datetime) -> Person:
         """The person behind `identity`, created (with that identity) on first sight."""
+        return await self._ensure(identity, OwnerKind.PERSON, name or identity, name, now)
+
+    async def room_scope(self, platform: str, room_id: str, name: str, now: datetime) -> Person:
+        """The memory owner of a shared room (a `room` person with identity `room:…`)."""
+        identity = f"room:{platform}:{room_id}"
+        return await self._ensure(identity, OwnerKind.ROOM, name or identity, name, now)
+
+    async def _ensure(
+        self, identity: str, kind: OwnerKind, name: str, display: str, now: datetime
+    ) -> Person:
         found = await self.by_identity(identity)
         if found is not None:
             return found
+        # Check, create and read back on the writer inside one transaction, so two first
+        # messages racing each other end with one person and both see it.
         async with self.db.write() as conn:
             cur = await conn.execute(
                 "SELECT person_id FROM identities WHERE identity = ?", (identity,)
@@ -69,41 +81,21 @@ class PersonRepo:
             existing = await cur.fetchone()
             if existing is None:
                 cur = await conn.execute(
-                    "INSERT INTO persons (kind, name, created_at) VALUES ('person', ?, ?)",
-                    (name or identity, to_iso(now)),
+                    "INSERT INTO persons (kind, name, created_at) VALUES (?, ?, ?)",
+                    (kind.value, name, to_iso(now)),
                 )
+                person_id = cur.lastrowid
                 await conn.execute(
                     "INSERT INTO identities (identity, person_id, display_name, created_at)"
                     " VALUES (?, ?, ?, ?)",
-                    (identity, cur.lastrowid, name, to_iso(now)),
+                    (identity, person_id, display, to_iso(now)),
                 )
-        person = await self.by_identity(identity)
-        assert person is not None
-        return person
-
-    async def room_scope(self, platform: str, room_id: str, name: str, now: datetime) -> Person:
-        """The memory owner of a shared room (a `room` person with identity `room:…`)."""
-        identity = f"room:{platform}:{room_id}"
-        found = await self.by_identity(identity)
-        if found is not None:
-            return found
-        async with self.db.write() as conn:
-            cur = await conn.execute(
-                "SELECT person_id FROM identities WHERE identity = ?", (identity,)
-            )
-            if await cur.fetchone() is None:
-                cur = await conn.execute(
-                    "INSERT INTO persons (kind, name, created_at) VALUES ('room', ?, ?)",
-                    (name or identity, to_iso(now)),
-                )
-                await conn.execute(
-                    "INSERT INTO identities (identity, person_id, display_name, created_at)"
-                    " VALUES (?, ?, ?, ?)",
-                    (identity, cur.lastrowid, name, to_iso(now)),
-                )
-        person = await self.by_identity(identity)
-        assert person is not None
-        return person
+            else:
+                person_id = existing[0]
+            cur = await conn.execute("SELECT * FROM persons WHERE id = ?", (person_id,))
+            row = await cur.fetchone()
+        assert row is not None
+        return _person(row)
 
     async def find(self, name: str) -> Person | None:
         """Resolve an operator's `--user NAME`: `console:NAME`, an identity, or a unique name."""
@@ -203,9 +195,12 @@ class ChannelRepo:
                     to_iso(now),
                 ),
             )
-        channel = await self.by_ref(platform, room_ref)
-        assert channel is not None
-        return channel
+            cur = await conn.execute(
+                "SELECT * FROM channels WHERE platform = ? AND room_ref = ?", (platform, room_ref)
+            )
+            row = await cur.fetchone()
+        assert row is not None
+        return _channel(row)
 
     async def for_owner(self, owner_id: int) -> list[Channel]:
         rows = await self.db.fetchall(

@@ -28,6 +28,7 @@ Imports `bot` leaf modules and `memory`.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import re
@@ -45,10 +46,10 @@ from bot.errors import ModelError
 from bot.ports import Clock, Embedder
 from bot.tokens import count_tokens, truncate_to_tokens
 from bot.types import Channel, Person
-from memory.db import Database, Row
+from memory.db import Database, Params, ReaderPool, Row
 from memory.decay import episode_weight
 from memory.episodes import LEAF, EpisodeRepo, as_blob
-from memory.fts import match_query, terms
+from memory.fts import match_query, owner_scoped, terms
 from memory.profiles import sources_with, wildcard_prefixes_with
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ class RecallTuning:
     sim_full: float = 0.65
     near_duplicate: float = 0.85
     skip_recent_rows: int = 20
+    keyword_scan: int = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,7 @@ class RecallQuery:
     vector: npt.NDArray[np.float32] | None  # L2-normalised; None when the embedder failed
     now: datetime
     k: int
+    scan: int = 2000  # keyword matches ranked at most (the newest)
     # Rows of this channel newer than this id are already in the prompt's history.
     skip_channel_id: int | None = None
     skip_after_row_id: int = 0
@@ -296,16 +299,6 @@ def _date(ts: str) -> str:
     return ts[:10]
 
 
-def _cosines(
-    vector: npt.NDArray[np.float32] | None, rows: Sequence[Row]
-) -> dict[int, float]:
-    if vector is None:
-        return {}
-    return {
-        int(r[0]): float(np.dot(np.frombuffer(r[1], dtype="<f4"), vector)) for r in rows
-    }
-
-
 def _source_filter(column: str) -> tuple[str, list[object]]:
     """SQL keeping only sources whose profile feeds memory (muted sources are never found)."""
     exact = sources_with("episodes")
@@ -321,59 +314,90 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
+class Reads(Protocol):
+    """Where sources read from: the database's reader, or a `ReaderPool` (side by side)."""
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]: ...
+
+
+async def _knn(reads: Reads, table: str, key: str, query: RecallQuery, k: int,
+               among: Sequence[int] = ()) -> dict[int, float]:
+    """Cosine similarity of the query to the owner's nearest vectors in `table` (or to the
+    vectors of `among`, for keyword hits that the plain kNN did not reach)."""
+    if query.vector is None:
+        return {}
+    sql = (f"SELECT {key}, distance FROM {table} WHERE embedding MATCH ? AND owner_id = ?"
+           " AND k = ?")
+    params: list[object] = [as_blob(query.vector), query.owner_id, min(k, 4096)]
+    if among:
+        sql += f" AND {key} IN ({_marks(len(among))})"
+        params += list(among)
+    return {int(r[0]): 1.0 - float(r[1]) for r in await reads.fetchall(sql, params)}
+
+
+async def _nothing() -> dict[int, float]:
+    return {}
+
+
 @dataclass
 class EpisodeSource:
     """Live episodes (all levels) of the owner."""
 
     db: Database
+    reads: Reads | None = None
     kind: str = "episode"
     repo: EpisodeRepo = field(init=False)
 
     def __post_init__(self) -> None:
         self.repo = EpisodeRepo(self.db)
 
+    async def _keyword(self, reads: Reads, query: RecallQuery) -> dict[int, float]:
+        if query.match is None:
+            return {}
+        # bm25 costs a read of every match's position lists: only the newest `scan`
+        # matches are ranked (all of them unless the query's words are very common). The
+        # CROSS JOIN keeps the planner from running the MATCH once per episode row.
+        hits = await reads.fetchall(
+            "SELECT e.id, f.s FROM (SELECT rowid AS id,"
+            " bm25(episode_owner_fts, 0.0, 1.0, 1.0) AS s FROM episode_owner_fts"
+            " WHERE episode_owner_fts MATCH ? ORDER BY rowid DESC LIMIT ?) AS f"
+            " CROSS JOIN episodes e ON e.id = f.id"
+            " WHERE e.owner_id = ? AND e.tombstoned_at IS NULL ORDER BY f.s LIMIT ?",
+            (owner_scoped(query.match, query.owner_id, ("summary", "key_terms")),
+             query.scan, query.owner_id, query.k),
+        )
+        return {int(r[0]): float(r[1]) for r in hits}
+
     async def candidates(self, query: RecallQuery) -> list[Candidate]:
-        cos: dict[int, float] = {}
-        if query.vector is not None:
-            hits = await self.db.fetchall(
-                "SELECT episode_id, distance FROM episode_vec WHERE embedding MATCH ?"
-                " AND owner_id = ? AND k = ?",
-                (as_blob(query.vector), query.owner_id, min(query.k * OVERFETCH, 4096)),
-            )
-            cos = {int(r[0]): 1.0 - float(r[1]) for r in hits}
-        bm25: dict[int, float] = {}
-        if query.match is not None:
-            hits = await self.db.fetchall(
-                "SELECT e.id, bm25(episode_fts) AS s FROM episode_fts"
-                " JOIN episodes e ON e.id = episode_fts.rowid"
-                " WHERE episode_fts MATCH ? AND e.owner_id = ? AND e.tombstoned_at IS NULL"
-                " ORDER BY s LIMIT ?",
-                (query.match, query.owner_id, query.k),
-            )
-            bm25 = {int(r[0]): float(r[1]) for r in hits}
+        reads = self.reads or self.db
+        cos, bm25 = await asyncio.gather(
+            _knn(reads, "episode_vec", "episode_id", query, query.k * OVERFETCH),
+            self._keyword(reads, query),
+        )
         ids = list(cos.keys() | bm25.keys())
         if not ids:
             return []
-        rows = await self.db.fetchall(
-            "SELECT e.id, e.level, e.summary, e.salience, e.started_at, e.ended_at,"
-            " e.last_relevant_at, c.kind, c.platform, c.name, c.source FROM episodes e"
-            " JOIN channels c ON c.id = e.channel_id"
-            f" WHERE e.id IN ({_marks(len(ids))}) AND e.owner_id = ?"
-            " AND e.tombstoned_at IS NULL",
-            [*ids, query.owner_id],
+        missing = [i for i in bm25 if i not in cos]
+        rows, more, cited_rows = await asyncio.gather(
+            reads.fetchall(
+                "SELECT e.id, e.level, e.summary, e.salience, e.started_at, e.ended_at,"
+                " e.last_relevant_at, c.kind, c.platform, c.name, c.source FROM episodes e"
+                " JOIN channels c ON c.id = e.channel_id"
+                f" WHERE e.id IN ({_marks(len(ids))}) AND e.owner_id = ?"
+                " AND e.tombstoned_at IS NULL",
+                [*ids, query.owner_id],
+            ),
+            _knn(reads, "episode_vec", "episode_id", query, len(missing), missing)
+            if missing else _nothing(),
+            reads.fetchall(
+                "SELECT episode_id, row_id FROM episode_rows"
+                f" WHERE episode_id IN ({_marks(len(ids))}) ORDER BY row_id",
+                ids,
+            ),
         )
-        live = [int(r["id"]) for r in rows]
-        missing = [i for i in live if i not in cos]
-        if missing and query.vector is not None:
-            cos.update(_cosines(query.vector, await self.db.fetchall(
-                "SELECT episode_id, embedding FROM episode_vec"
-                f" WHERE episode_id IN ({_marks(len(missing))})", missing)))
+        cos.update(more)
         cited: dict[int, list[int]] = {}
-        for r in await self.db.fetchall(
-            f"SELECT episode_id, row_id FROM episode_rows WHERE episode_id IN ({_marks(len(live))})"
-            " ORDER BY row_id",
-            live,
-        ) if live else []:
+        for r in cited_rows:
             cited.setdefault(int(r[0]), []).append(int(r[1]))
         out = []
         for r in rows:
@@ -402,47 +426,54 @@ class TranscriptSource:
     """Live user and assistant message rows of the owner (never tool rows or compactions)."""
 
     db: Database
+    reads: Reads | None = None
     kind: str = "row"
 
-    async def candidates(self, query: RecallQuery) -> list[Candidate]:
+    def _filter(self, query: RecallQuery) -> tuple[str, list[object]]:
         allowed, params = _source_filter("t.source")
-        skip = "NOT (t.channel_id = ? AND t.id > ?)"
-        skip_params = [query.skip_channel_id or 0, query.skip_after_row_id]
-        cos: dict[int, float] = {}
-        if query.vector is not None:
-            hits = await self.db.fetchall(
-                "SELECT row_id, distance FROM transcript_vec WHERE embedding MATCH ?"
-                " AND owner_id = ? AND k = ?",
-                (as_blob(query.vector), query.owner_id, min(query.k * 2, 4096)),
-            )
-            cos = {int(r[0]): 1.0 - float(r[1]) for r in hits}
-        bm25: dict[int, float] = {}
-        if query.match is not None:
-            hits = await self.db.fetchall(
-                "SELECT t.id, bm25(transcript_fts) AS s FROM transcript_fts"
-                " JOIN transcript t ON t.id = transcript_fts.rowid"
-                " WHERE transcript_fts MATCH ? AND t.owner_id = ? AND t.kind = 'message'"
-                f" AND t.role IN ('user', 'assistant') AND {allowed} AND {skip}"
-                " ORDER BY s LIMIT ?",
-                [query.match, query.owner_id, *params, *skip_params, query.k],
-            )
-            bm25 = {int(r[0]): float(r[1]) for r in hits}
+        return (
+            f"t.owner_id = ? AND t.kind = 'message' AND t.role IN ('user', 'assistant')"
+            f" AND {allowed} AND NOT (t.channel_id = ? AND t.id > ?)",
+            [query.owner_id, *params, query.skip_channel_id or 0, query.skip_after_row_id],
+        )
+
+    async def _keyword(self, reads: Reads, query: RecallQuery) -> dict[int, float]:
+        if query.match is None:
+            return {}
+        where, params = self._filter(query)
+        hits = await reads.fetchall(
+            "SELECT t.id, f.s FROM (SELECT rowid AS id,"
+            " bm25(transcript_owner_fts, 0.0, 1.0) AS s FROM transcript_owner_fts"
+            " WHERE transcript_owner_fts MATCH ? ORDER BY rowid DESC LIMIT ?) AS f"
+            f" CROSS JOIN transcript t ON t.id = f.id WHERE {where} ORDER BY f.s LIMIT ?",
+            [owner_scoped(query.match, query.owner_id, ("content",)), query.scan, *params,
+             query.k],
+        )
+        return {int(r[0]): float(r[1]) for r in hits}
+
+    async def candidates(self, query: RecallQuery) -> list[Candidate]:
+        reads = self.reads or self.db
+        cos, bm25 = await asyncio.gather(
+            _knn(reads, "transcript_vec", "row_id", query, query.k * 2),
+            self._keyword(reads, query),
+        )
         ids = list(cos.keys() | bm25.keys())
         if not ids:
             return []
-        rows = await self.db.fetchall(
-            "SELECT t.id, t.ts, t.role, t.content, p.name AS speaker, c.kind, c.platform,"
-            " c.name, c.source FROM transcript t JOIN channels c ON c.id = t.channel_id"
-            " LEFT JOIN persons p ON p.id = t.person_id"
-            f" WHERE t.id IN ({_marks(len(ids))}) AND t.owner_id = ? AND t.kind = 'message'"
-            f" AND t.role IN ('user', 'assistant') AND {allowed} AND {skip}",
-            [*ids, query.owner_id, *params, *skip_params],
+        where, params = self._filter(query)
+        missing = [i for i in bm25 if i not in cos]
+        rows, more = await asyncio.gather(
+            reads.fetchall(
+                "SELECT t.id, t.ts, t.role, t.content, p.name AS speaker, c.kind, c.platform,"
+                " c.name, c.source FROM transcript t JOIN channels c ON c.id = t.channel_id"
+                " LEFT JOIN persons p ON p.id = t.person_id"
+                f" WHERE t.id IN ({_marks(len(ids))}) AND {where}",
+                [*ids, *params],
+            ),
+            _knn(reads, "transcript_vec", "row_id", query, len(missing), missing)
+            if missing else _nothing(),
         )
-        missing = [int(r["id"]) for r in rows if int(r["id"]) not in cos]
-        if missing and query.vector is not None:
-            cos.update(_cosines(query.vector, await self.db.fetchall(
-                "SELECT row_id, embedding FROM transcript_vec"
-                f" WHERE row_id IN ({_marks(len(missing))})", missing)))
+        cos.update(more)
         out = []
         for r in rows:
             said = "you said" if r["role"] == "assistant" else f"{r['speaker'] or 'they'} said"
@@ -483,9 +514,16 @@ class Recall:
         self.embedder = embedder
         self.clock = clock
         self.tuning = tuning or RecallTuning()
+        # Two sources × (vector, keyword) searches run side by side on these connections.
+        self.pool = ReaderPool(db, size=4)
         self.sources: list[CandidateSource] = (
-            list(sources) if sources is not None else [EpisodeSource(db), TranscriptSource(db)]
+            list(sources)
+            if sources is not None
+            else [EpisodeSource(db, self.pool), TranscriptSource(db, self.pool)]
         )
+
+    async def close(self) -> None:
+        await self.pool.close()
 
     def add_source(self, source: CandidateSource) -> None:
         """Add a candidate source (e.g. facts); its `kind` must be new."""
@@ -534,13 +572,14 @@ class Recall:
             vector=vector,
             now=now,
             k=self.tuning.candidates,
+            scan=self.tuning.keyword_scan,
             skip_channel_id=skip_channel_id,
             skip_after_row_id=skip_after_row_id,
         )
         candidates: list[Candidate] = []
         if budget > 0 and (q.match is not None or q.vector is not None):
-            for source in self.sources:
-                candidates += await source.candidates(q)
+            found = await asyncio.gather(*(source.candidates(q) for source in self.sources))
+            candidates = [c for batch in found for c in batch]
         items = select(score_candidates(candidates, query_terms, self.tuning), budget, self.tuning)
         elapsed = (time.perf_counter() - started) * 1000
         return RecallResult(tuple(items), len(candidates), round(elapsed, 3))

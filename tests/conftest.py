@@ -1,5 +1,6 @@
 """Shared fixtures: the fake OpenAI-compatible server, settings pointing at it, a real SQLite
-database (sqlite-vec loaded) in a temp folder, an injected clock, and an assembled `App`."""
+database (sqlite-vec loaded) in a temp folder, an injected clock, an assembled `App`, and the
+real Synapse homeservers (`synapse`, `synapse_strict`, session-scoped, from tests/fakes)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from bot.clock import ManualClock
 from bot.config import Settings, load_settings
 from memory.db import Database
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.synapse import synapse, synapse_strict  # noqa: F401 - shared pytest fixtures
 
 TEST_DIM = 64
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

@@ -1,4 +1,5 @@
-"""Core CLI commands: chat, db migrate, memory show/export, doctor."""
+"""Core CLI commands: chat, db migrate, memory show/export, doctor (more memory actions:
+`bot.cli.memory`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from bot.config import Settings
 from bot.errors import StrataError
 from bot.ports import Clock
 from memory.export import export_person
+from memory.facts import FactRepo
 from memory.persons import ChannelRepo, PersonRepo
 from memory.transcript import TranscriptRepo
 
@@ -89,6 +91,22 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
                 for c in chans
             ],
             "transcript_rows": await transcript.count(person.id),
+            "episodes": int(
+                await db.fetchval(
+                    "SELECT count(*) FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL",
+                    (person.id,),
+                )
+            ),
+            "facts": [
+                {
+                    "id": f.id,
+                    "kind": f.kind,
+                    "text": f.text,
+                    "since": f.valid_from.isoformat(),
+                    "source": f.source,
+                }
+                for f in await FactRepo(db).for_owner(person.id)
+            ],
         }
         if args.json:
             print(json.dumps(info, indent=2, ensure_ascii=False))
@@ -96,7 +114,10 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
         p = info["person"]
         print(f"{p['name']} (person {p['id']}), identities: {', '.join(info['identities'])}")
         print(f"  last active: {p['last_active_at'] or 'never'}; paused: {p['paused']}")
-        print(f"  transcript rows: {info['transcript_rows']}")
+        print(f"  transcript rows: {info['transcript_rows']}; episodes: {info['episodes']}")
+        print(f"  facts: {len(info['facts'])}")
+        for f in info["facts"]:
+            print(f"    #{f['id']} {f['kind']}: {f['text']} ({f['since'][:10]}, {f['source']})")
         for c in info["channels"]:
             print(
                 f"  channel {c['id']}: {c['platform']} {c['room']} ({c['kind']}, "

@@ -31,6 +31,8 @@ Simulation API (thread-safe, callable before or after ``start()``): ``push_priva
 ``documents``, ``files``, ``message_text()``, ``bot_messages()`` ... and waiting without
 blind sleeps: ``await fake.wait_for(predicate)`` / ``fake.wait_for_sync(predicate)``.
 
+``clear()`` resets all of that (e.g. to share one server across tests).
+
 Known simplifications: text length is counted in code points; Telegram's nesting rules for
 entities are not enforced; only the methods listed above exist (others answer 404 and are
 listed in ``unknown_methods``).
@@ -44,6 +46,7 @@ import json
 import logging
 import math
 import re
+import socket
 import threading
 import time
 from collections import deque
@@ -710,6 +713,8 @@ def _coerce(name: str, value: Any) -> Any:
     """Decode one request parameter the way the Bot API interprets it."""
     if not isinstance(value, str):
         return value
+    if name in ("chat_id", "from_chat_id"):  # an integer id or an @channelusername
+        return int(value) if re.fullmatch(r"\s*-?\d+\s*", value) else value
     try:
         if name in _JSON_PARAMS:
             return json.loads(value)
@@ -802,6 +807,7 @@ class FakeTelegramAPI:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
+        self._listener: socket.socket | None = None
         self._ready = threading.Event()
         self._startup_error: BaseException | None = None
         self._stopping = False
@@ -890,6 +896,7 @@ class FakeTelegramAPI:
         if self._thread is not None:
             raise RuntimeError("FakeTelegramAPI already started")
         self._stopping = False
+        self._startup_error = None
         self._ready.clear()
         self._thread = threading.Thread(target=self._serve, name="fake-telegram-api", daemon=True)
         self._thread.start()
@@ -956,15 +963,28 @@ class FakeTelegramAPI:
         app.router.add_route("*", "/{tail:.*}", self._handle_not_found)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, 0)
-        await site.start()
-        addresses = self._runner.addresses
-        self.port = int(addresses[0][1])
+        # Our own listening socket, so shutdown can stop accepting before closing it.
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind((self.host, 0))
+        listener.listen(128)
+        listener.setblocking(False)
+        self._listener = listener
+        await web.SockSite(self._runner, listener).start()
+        self.port = int(listener.getsockname()[1])
 
     async def _shutdown(self) -> None:
         self._wake_pollers()
-        if self._runner is not None:
-            await self._runner.cleanup()
+        if self._runner is None:
+            return
+        # Stop accepting first and let connections accepted just before that finish being set
+        # up. (Closing the listener while asyncio is still wiring up an accepted socket leaks
+        # that socket on Python 3.11, leaving its client waiting forever.) Connections still
+        # in the kernel backlog are reset when the listener closes.
+        if self._listener is not None:
+            asyncio.get_running_loop().remove_reader(self._listener.fileno())
+            await asyncio.sleep(0.02)
+        self._wake_pollers()
+        await self._runner.cleanup()
 
     # ---------------------------------------------------------------------------------------
     # HTTP plumbing
@@ -1181,6 +1201,31 @@ class FakeTelegramAPI:
         ``max_calls`` messages per chat within ``period`` seconds. ``None`` disables it."""
         with self._lock:
             self._flood_limit = None if max_calls is None else (max_calls, period)
+            self._flood_hits.clear()
+
+    def clear(self) -> None:
+        """Forget all chats, messages, updates, files, recordings and faults (the bot identity
+        and the running server stay), e.g. to reuse one server across tests."""
+        with self._lock:
+            self._updates.clear()
+            self._allowed_updates = None
+            self._webhook_url = ""
+            self._users.clear()
+            self._chats.clear()
+            self._blocked_users.clear()
+            self._next_message_id.clear()
+            self._messages.clear()
+            self._bot_message_keys.clear()
+            self._files.clear()
+            self._commands.clear()
+            self._sent.clear()
+            self._requests.clear()
+            self._chat_actions.clear()
+            self._errors.clear()
+            self._unknown_methods.clear()
+            self._faults.clear()
+            self._delays.clear()
+            self._flood_limit = None
             self._flood_hits.clear()
 
     def clear_faults(self) -> None:

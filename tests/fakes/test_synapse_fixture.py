@@ -32,8 +32,6 @@ from tests.fakes.synapse import (
     STRICT_MESSAGE_LIMIT,
     RegisteredUser,
     Synapse,
-    synapse,  # noqa: F401 - pytest fixture
-    synapse_strict,  # noqa: F401 - pytest fixture
 )
 
 pytestmark = pytest.mark.asyncio
@@ -121,14 +119,14 @@ async def _open_dm(server: Synapse) -> DM:
 
 
 @pytest_asyncio.fixture
-async def dm(synapse: Synapse) -> AsyncIterator[DM]:  # noqa: F811 - the fixture
+async def dm(synapse: Synapse) -> AsyncIterator[DM]:
     room = await _open_dm(synapse)
     yield room
     await room.alice.close()
     await room.bot.close()
 
 
-async def test_dm_invite_message_and_html_reply(synapse: Synapse) -> None:  # noqa: F811
+async def test_dm_invite_message_and_html_reply(synapse: Synapse) -> None:
     began = time.monotonic()
     room = await _open_dm(synapse)
     try:
@@ -225,7 +223,7 @@ async def test_edit_with_m_replace(dm: DM) -> None:
 
 
 async def test_strict_ratelimit_gives_429_and_nio_retries(
-    synapse_strict: Synapse,  # noqa: F811
+    synapse_strict: Synapse,
 ) -> None:
     user = synapse_strict.register(_name("spammer"))
     # No retries: the 429 comes straight back as a RoomSendError.

@@ -1,0 +1,104 @@
+"""Memory CLI actions for episodes and recall: `strata memory recall|episodes|cut`.
+
+`recall` runs the real turn-zero search for a person (or a room) and prints what would be
+injected (or JSON with scores and cited rows); `episodes` lists a person's episodes; `cut`
+closes idle windows into episodes and embeds pending rows, as the background jobs do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from bot.app import App
+from bot.clock import ManualClock, SystemClock, from_iso
+from bot.config import Settings
+from bot.errors import StrataError
+from bot.ports import Clock
+
+
+def _clock(args: argparse.Namespace) -> Clock:
+    return ManualClock(from_iso(args.now)) if args.now else SystemClock()
+
+
+async def _owner(app: App, name: str) -> int:
+    person = await app.persons.find(name)
+    if person is None:
+        raise StrataError(f"no person called {name!r} (try the name used with --user)")
+    return person.id
+
+
+async def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
+    app = await App.create(settings, clock=_clock(args))
+    try:
+        assert app.recall is not None
+        owner = await _owner(app, args.user)
+        result = await app.recall.search(owner, args.query, app.clock.now(), args.budget)
+        if args.json:
+            print(json.dumps({
+                "tokens": result.tokens, "considered": result.considered,
+                "elapsed_ms": result.elapsed_ms,
+                "items": [{"kind": i.kind, "id": i.id, "score": i.score,
+                           "relevance": i.relevance, "tokens": i.tokens,
+                           "cited_rows": list(i.cited_rows), "text": i.text}
+                          for i in result.items]}, indent=2, ensure_ascii=False))
+        else:
+            print(result.render() or "(nothing relevant is remembered)")
+    finally:
+        await app.close()
+    return 0
+
+
+async def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
+    app = await App.create(settings)
+    try:
+        assert app.episodes is not None
+        for e in await app.episodes.for_owner(await _owner(app, args.user),
+                                               live_only=not args.all):
+            state = "" if e.live else " (tombstoned)"
+            print(f"#{e.id} level {e.level} {e.method} {e.started_at:%Y-%m-%d %H:%M} "
+                  f"salience {e.salience:.2f} {e.emotion}{state}: {e.summary[:200]}")
+    finally:
+        await app.close()
+    return 0
+
+
+async def cmd_cut(args: argparse.Namespace, settings: Settings) -> int:
+    app = await App.create(settings, clock=_clock(args))
+    try:
+        assert app.cutter is not None and app.row_indexer is not None
+        rows = await app.row_indexer.index_all()
+        made = await app.cutter.cut_all(app.clock.now(), flush=args.flush)
+        print(f"{rows} rows embedded, {len(made)} episodes made")
+    finally:
+        await app.close()
+    return 0
+
+
+def _memory_group(sub: Any) -> Any:
+    """The subcommands of the existing `strata memory` group."""
+    parser = sub.choices["memory"]
+    for action in parser._actions:  # argparse keeps the sub-parsers action only here
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    raise RuntimeError("the memory command has no actions")
+
+
+def register(sub: Any) -> None:
+    memory = _memory_group(sub)
+    recall = memory.add_parser("recall", help="what turn-zero recall finds for a query")
+    recall.add_argument("--user", required=True, help="the person (or room) whose memory")
+    recall.add_argument("--budget", type=int, default=None, help="token budget")
+    recall.add_argument("--now", help="ISO time to search at (default: now)")
+    recall.add_argument("--json", action="store_true", help="scores and cited rows as JSON")
+    recall.add_argument("query")
+    recall.set_defaults(run=cmd_recall)
+    episodes = memory.add_parser("episodes", help="a person's episodes")
+    episodes.add_argument("--user", required=True)
+    episodes.add_argument("--all", action="store_true", help="include tombstoned ones")
+    episodes.set_defaults(run=cmd_episodes)
+    cut = memory.add_parser("cut", help="close idle windows into episodes, embed new rows")
+    cut.add_argument("--flush", action="store_true", help="close open windows too")
+    cut.add_argument("--now", help="ISO time to cut at (default: now)")
+    cut.set_defaults(run=cmd_cut)

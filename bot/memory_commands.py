@@ -1,0 +1,267 @@
+"""Memory you can see and correct: the `/memory`, `/forget`, `/export`, `/wipe`, `/pause` and
+`/resume` chat commands.
+
+Registered on the turn processor's `CommandRouter`, so every platform gets them; commands are
+handled before the transcript append, so none of them (nor what they name) is ever stored.
+All of them work only in a private chat: memory is never shown in a shared room. `/forget`
+asks first when the words match more than one fact or several exchanges; `/wipe` always asks.
+A pending confirmation is held in memory for a few minutes, per person.
+Imports `bot` modules and `memory`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from bot.clock import to_iso
+from bot.commands import CommandContext, CommandReply, CommandRouter
+from bot.ports import Clock, ContextSource
+from bot.types import Person
+from memory.db import Database
+from memory.export import export_person
+from memory.facts import FACT_KINDS, Fact, FactRepo
+from memory.forget import ForgetPlan, Forgetter
+from memory.persons import ChannelRepo, PersonRepo
+
+log = logging.getLogger(__name__)
+
+CONFIRM_TTL = timedelta(minutes=10)
+# Longer answers are sent as a file (every platform takes at least this much text).
+INLINE_LIMIT = 3500
+
+KIND_TITLES = {
+    "user_specific": "About you",
+    "behavioral_pattern": "Your habits",
+    "place": "Places",
+    "document": "Documents",
+    "discovery": "Things I found for you",
+    "note": "Notes you asked me to keep",
+    "reflection": "My own reflections",
+}
+
+PAUSED_NOTE = (
+    "Memory is paused: I still answer, but I don't remember anything new (no memories, no "
+    "facts) until you send /resume."
+)
+
+
+def fact_line(fact: Fact, where: str) -> str:
+    """`#12 Lives in Lyon (2026-01-05, from our chat on console)`."""
+    url = f" <{fact.url}>" if fact.url else ""
+    return f"#{fact.id} {fact.text}{url} ({fact.valid_from.date().isoformat()}, {where})"
+
+
+@dataclass
+class _Pending:
+    action: str  # "forget" or "wipe"
+    query: str
+    expires: datetime
+
+
+@dataclass
+class MemoryCommands:
+    db: Database
+    persons: PersonRepo
+    channels: ChannelRepo
+    forgetter: Forgetter
+    clock: Clock
+    # The turn processor's context source (portrait), looked up when needed: it is wired
+    # after the commands are registered.
+    context: Callable[[], ContextSource | None] = lambda: None
+    # Waits for after-turn work in flight (an episode being cut from rows about to be
+    # forgotten) before /forget, /wipe or /resume look at the memory.
+    settle: Callable[[], Awaitable[None]] | None = None
+    _pending: dict[int, _Pending] = field(default_factory=dict, init=False)
+
+    @property
+    def facts(self) -> FactRepo:
+        return self.forgetter.facts
+
+    def register(self, router: CommandRouter) -> None:
+        router.add("memory", "what I remember about you, and where it came from",
+                   self.show, private_only=True)
+        router.add("forget", "/forget <#id or words>: forget a fact or everything matching",
+                   self.forget, private_only=True)
+        router.add("export", "everything stored about you, as a JSON file", self.export,
+                   private_only=True)
+        router.add("wipe", "delete everything I remember about you (asks first)", self.wipe,
+                   private_only=True)
+        router.add("pause", "stop remembering new things (I still answer)", self.pause,
+                   private_only=True)
+        router.add("resume", "remember again after /pause", self.resume, private_only=True)
+
+    # -- /memory -------------------------------------------------------------------------------
+
+    async def _where(self, fact: Fact) -> str:
+        if fact.source == "dmn":
+            return "from my reflections"
+        if fact.source.startswith("external-agent:"):
+            return f"from {fact.source.partition(':')[2]}"
+        if fact.channel_id is not None:
+            channel = await self.channels.get(fact.channel_id)
+            if channel is not None:
+                return f"from our chat on {channel.platform}"
+        return f"from {fact.source}"
+
+    async def render(self, person: Person) -> str:
+        facts = await self.facts.for_owner(person.id)
+        lines = [f"What I remember about you, {person.name}:"]
+        if person.paused:
+            lines.append(PAUSED_NOTE)
+        context = self.context()
+        if context is not None:
+            portrait = await context.portrait(person.id)
+            if portrait:
+                lines += ["", "Portrait:", portrait.strip()]
+        for kind in FACT_KINDS:
+            mine = [f for f in facts if f.kind == kind]
+            if mine:
+                lines += ["", f"{KIND_TITLES[kind]}:"]
+                lines += [f"  {fact_line(f, await self._where(f))}" for f in mine]
+        if not facts:
+            lines += ["", "No facts yet."]
+        episodes = int(await self.db.fetchval(
+            "SELECT count(*) FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL",
+            (person.id,)))
+        rows = int(await self.db.fetchval(
+            "SELECT count(*) FROM transcript WHERE owner_id = ? AND kind = 'message'",
+            (person.id,)))
+        lines += ["", f"Also {episodes} conversation memories and {rows} stored messages.",
+                  "/forget <#id or words> removes something; /export sends everything; "
+                  "/wipe deletes it all."]
+        return "\n".join(lines)
+
+    async def show(self, ctx: CommandContext) -> CommandReply:
+        text = await self.render(ctx.person)
+        if len(text) <= INLINE_LIMIT:
+            return CommandReply(text)
+        return CommandReply(
+            "It's a long list, so it's attached as a file.",
+            attachment=("strata-memory.txt", text.encode("utf-8")),
+        )
+
+    # -- /forget -------------------------------------------------------------------------------
+
+    def _take_pending(self, person_id: int, action: str) -> _Pending | None:
+        pending = self._pending.get(person_id)
+        if pending is None or pending.action != action or pending.expires < self.clock.now():
+            return None
+        del self._pending[person_id]
+        return pending
+
+    async def forget(self, ctx: CommandContext) -> CommandReply:
+        args = ctx.args.strip()
+        pid = ctx.person.id
+        if not args:
+            return CommandReply("Tell me what to forget: /forget #12 for one fact (see "
+                                "/memory), or /forget <words> for everything matching them.")
+        if args.lower() in ("cancel", "no"):
+            self._pending.pop(pid, None)
+            return CommandReply("OK, I forget nothing.")
+        if self.settle is not None:
+            await self.settle()
+        if args.lower() in ("yes", "confirm"):
+            pending = self._take_pending(pid, "forget")
+            if pending is None:
+                return CommandReply("There is nothing waiting to be forgotten.")
+            return await self._do_forget(
+                await self.forgetter.plan_words(pid, pending.query)
+            )
+        ident = args.removeprefix("#")
+        if ident.isdigit():
+            one = await self.forgetter.plan_fact(pid, int(ident))
+            if one is None:
+                return CommandReply(f"I have no fact #{ident} about you (see /memory).")
+            return await self._do_forget(one)
+        plan = await self.forgetter.plan_words(pid, args)
+        if plan.empty:
+            return CommandReply("I don't remember anything matching that.")
+        if plan.ambiguous:
+            self._pending[pid] = _Pending("forget", args, self.clock.now() + CONFIRM_TTL)
+            lines = [f"That matches {plan.describe()}."]
+            lines += [f"  #{f.id} {f.text}" for f in plan.facts if f.live][:15]
+            lines.append("Send /forget yes to forget all of it, /forget #id for just one "
+                         "fact, or /forget cancel.")
+            return CommandReply("\n".join(lines))
+        return await self._do_forget(plan)
+
+    async def _do_forget(self, plan: ForgetPlan) -> CommandReply:
+        if plan.empty:
+            return CommandReply("I don't remember anything matching that any more.")
+        what = plan.describe()
+        await self.forgetter.forget(plan)
+        return CommandReply(f"Forgotten: {what}. It's gone from my memory for good.")
+
+    # -- /export, /wipe ------------------------------------------------------------------------
+
+    async def export(self, ctx: CommandContext) -> CommandReply:
+        data = await export_person(self.db, ctx.person.id)
+        blob = json.dumps(data, indent=2, ensure_ascii=False).encode("utf-8")
+        stamp = self.clock.now().strftime("%Y%m%d-%H%M%S")
+        return CommandReply(
+            f"Everything I store about you ({len(blob)} bytes of JSON) is attached.",
+            attachment=(f"strata-export-{ctx.person.id}-{stamp}.json", blob),
+        )
+
+    async def wipe(self, ctx: CommandContext) -> CommandReply:
+        pid = ctx.person.id
+        arg = ctx.args.strip().lower()
+        if arg in ("cancel", "no"):
+            self._pending.pop(pid, None)
+            return CommandReply("OK, nothing was deleted.")
+        if arg in ("confirm", "yes"):
+            if self._take_pending(pid, "wipe") is None:
+                return CommandReply("Send /wipe first; I ask before deleting everything.")
+            if self.settle is not None:
+                await self.settle()
+            report = await self.forgetter.wipe(pid)
+            return CommandReply(
+                f"Done: I deleted everything I remembered about you ({report.rows} messages, "
+                f"{report.episodes} memories, {report.facts} facts). We start fresh."
+            )
+        self._pending[pid] = _Pending("wipe", "", self.clock.now() + CONFIRM_TTL)
+        return CommandReply(
+            "This deletes everything I remember about you: our conversations, memories and "
+            "facts, on every platform. It cannot be undone (use /export first for a copy). "
+            "Send /wipe confirm within 10 minutes to go ahead, or /wipe cancel."
+        )
+
+    # -- /pause, /resume -----------------------------------------------------------------------
+
+    async def pause(self, ctx: CommandContext) -> CommandReply:
+        if ctx.person.paused:
+            return CommandReply("Memory was already paused. " + PAUSED_NOTE)
+        last = int(await self.db.fetchval("SELECT coalesce(max(id), 0) FROM transcript"))
+        await self.db.execute_write(
+            "INSERT OR REPLACE INTO memory_pauses (person_id, after_row_id, paused_at)"
+            " VALUES (?, ?, ?)",
+            (ctx.person.id, last, to_iso(self.clock.now())),
+        )
+        await self.persons.set_paused(ctx.person.id, True)
+        return CommandReply(PAUSED_NOTE)
+
+    async def resume(self, ctx: CommandContext) -> CommandReply:
+        if not ctx.person.paused:
+            return CommandReply("Memory isn't paused; I'm remembering as usual.")
+        after = await self.db.fetchval(
+            "SELECT after_row_id FROM memory_pauses WHERE person_id = ?", (ctx.person.id,)
+        )
+        # Forget while still paused, so nothing of the paused stretch becomes memory in between
+        # (the extractor re-checks `paused`; the episode cutter honours it too).
+        dropped = ""
+        if self.settle is not None:
+            await self.settle()
+        if after is not None:
+            plan = await self.forgetter.plan_since(ctx.person.id, int(after))
+            if not plan.empty:
+                await self.forgetter.forget(plan)
+                dropped = " What we said while paused is not kept."
+        await self.db.execute_write(
+            "DELETE FROM memory_pauses WHERE person_id = ?", (ctx.person.id,)
+        )
+        await self.persons.set_paused(ctx.person.id, False)
+        return CommandReply("Memory resumed: I'll remember what we talk about again." + dropped)

@@ -1,0 +1,71 @@
+"""Facts at turn zero: the data graph as a candidate source of recall (`memory.recall`).
+
+`FactCandidates` finds the owner's live facts for a query — vector kNN over the owner's
+partition of `fact_vec` and FTS5 over text and attribute key (`FactRepo.search`) — and hands
+them to recall with their raw signals (cosine, bm25), so they are scored, gated, deduplicated
+and budgeted with the same blend as episodes and rows: recency is the fact's per-kind decay
+weight, salience its confidence. Each is rendered with its provenance: `fact #id (kind)`,
+since when, and where it came from; the id lets the model correct it with the
+`correct_memory` tool. A superseded or retracted fact has no vector and is filtered from the
+keyword search, so it never comes back. Facts belong to the channel's owner, so a shared room
+(owned by its own scope) never sees a person's facts. Imports `bot` leaf modules and `memory`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from memory.decay import fact_weight
+from memory.facts import Fact, FactRepo, index_text
+from memory.persons import ChannelRepo
+from memory.recall import Candidate, RecallQuery
+
+
+class FactCandidates:
+    """A `memory.recall.CandidateSource` of kind "fact"."""
+
+    kind = "fact"
+
+    def __init__(self, repo: FactRepo, channels: ChannelRepo) -> None:
+        self.repo = repo
+        self.channels = channels
+
+    async def where(self, fact: Fact) -> str:
+        """Where the fact came from, in words."""
+        if fact.source == "dmn":
+            return "from my own reflections"
+        if fact.source.startswith("external-agent:"):
+            return f"from {fact.source.partition(':')[2]}"
+        channel = await self.channels.get(fact.channel_id) if fact.channel_id else None
+        if channel is None:
+            return f"from {fact.source}"
+        return f"from what was said in a {channel.kind.value} chat on {channel.platform}"
+
+    async def candidates(self, query: RecallQuery) -> list[Candidate]:
+        hits = await self.repo.search(query.owner_id, query.text, query.vector, limit=query.k,
+                                      match=query.match)
+        out = []
+        for hit in hits:
+            fact = hit.fact
+            url = f" <{fact.url}>" if fact.url else ""
+            out.append(Candidate(
+                kind=self.kind,
+                id=fact.id,
+                # With its key in words ("… (home city)"), as it was embedded and indexed.
+                text=index_text(fact.text, fact.attribute) + url,
+                label=f"fact #{fact.id} ({fact.kind})",
+                when=f"since {fact.valid_from.date().isoformat()}",
+                where=await self.where(fact),
+                recency=fact_weight(fact.kind, fact.last_relevant_at, query.now),
+                salience=fact.confidence,
+                # No cited rows: a fact is never dropped as "covered" by an episode about the
+                # same talk (its id is what the model corrects it by).
+                cited_rows=(),
+                cosine=hit.cosine,
+                bm25=hit.bm25,
+            ))
+        return out
+
+    async def touch(self, ids: Sequence[int], now: datetime) -> None:
+        await self.repo.touch(ids, now)

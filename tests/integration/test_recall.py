@@ -1,0 +1,318 @@
+"""Turn-zero recall over a real database, with the fake model server's hashed embeddings."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import tempfile
+from dataclasses import replace
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bot.app import App
+from bot.clock import ManualClock
+from bot.llm import OpenAIEmbedder
+from bot.tokens import count_tokens
+from bot.types import ChannelKind, InboundMessage, RowKind
+from memory.db import Database
+from memory.episode_cut import CutSettings, EpisodeCutter
+from memory.episodes import EpisodeRepo, NewEpisode
+from memory.persons import PersonRepo
+from memory.recall import Recall, RecallResult, RecallTuning
+from memory.row_vectors import RowIndexer
+from tests.conftest import START, TEST_DIM
+from tests.fakes.openai_server import FakeOpenAI
+from tests.memory_helpers import channel, embedder_for, filler, person, turn, turns
+
+FACT = "My sister Beatrix moved to Lisbon, she teaches violin there"
+
+
+@pytest.fixture
+async def emb(fake_openai: FakeOpenAI) -> AsyncIterator[OpenAIEmbedder]:
+    embedder = embedder_for(fake_openai)
+    yield embedder
+    await embedder.close()
+
+
+async def index(db: Database, embedder: OpenAIEmbedder, clock: ManualClock) -> None:
+    """What the after-turn hooks and background jobs do: row vectors, then episodes."""
+    await RowIndexer(db, embedder).index_all()
+    cut = EpisodeCutter(db, embedder, clock, None, CutSettings(use_model=False))
+    await cut.cut_all(clock.now(), flush=True)
+
+
+_OPEN: list[Recall] = []
+
+
+def recall_for(db: Database, embedder: OpenAIEmbedder, clock: ManualClock,
+               **tuning: object) -> Recall:
+    recall = Recall(db, embedder, clock, replace(RecallTuning(), **tuning))
+    _OPEN.append(recall)
+    return recall
+
+
+@pytest.fixture(autouse=True)
+async def _close_recalls() -> AsyncIterator[None]:
+    yield
+    while _OPEN:
+        await _OPEN.pop().close()
+
+
+async def owners_of(db: Database, result: RecallResult) -> set[int]:
+    """Owner ids of everything a result injected, and of every row it cites."""
+    owners: set[int] = set()
+    for item in result.items:
+        table = "episodes" if item.kind == "episode" else "transcript"
+        owners.add(await db.fetchval(f"SELECT owner_id FROM {table} WHERE id = ?", (item.id,)))
+    for row_id in result.cited_row_ids:
+        owners.add(await db.fetchval("SELECT owner_id FROM transcript WHERE id = ?", (row_id,)))
+    return owners
+
+
+async def test_fact_from_three_weeks_and_200_turns_ago_in_another_channel(
+        db: Database, emb: OpenAIEmbedder, clock: ManualClock) -> None:
+    alice = await person(db, "alice", clock)
+    telegram = await channel(db, alice, "tg-alice", clock, platform="telegram")
+    console = await channel(db, alice, "alice/default", clock)
+    fact_rows = await turn(db, telegram, alice, FACT, clock, reply="How lovely!")
+    clock.advance(hours=1)
+    await turns(db, console, alice, [filler(i) for i in range(200)], clock, minutes=150)
+    clock.set(START.replace(day=START.day + 21))
+    await index(db, emb, clock)
+    recall = recall_for(db, emb, clock)
+    result = await recall.search(alice.id, "Where does my sister live now?", clock.now())
+    assert fact_rows[0] in result.cited_row_ids
+    block = await recall.recall(channel=console, person=alice, query="what does Beatrix teach?")
+    assert block is not None and "Lisbon" in block and "telegram" in block
+    assert "2026-01-05" in block  # quoted with its date
+
+
+async def test_unrelated_question_injects_nothing(db: Database, emb: OpenAIEmbedder,
+                                                  clock: ManualClock) -> None:
+    alice = await person(db, "alice", clock)
+    ch = await channel(db, alice, "alice/d", clock)
+    await turn(db, ch, alice, FACT, clock, reply="How lovely!")
+    await turns(db, ch, alice, [filler(i) for i in range(40)], clock)
+    await index(db, emb, clock)
+    recall = recall_for(db, emb, clock)
+    result = await recall.search(alice.id, "Explain quantum chromodynamics", clock.now())
+    assert result.items == () and result.render() is None
+    assert (await recall.search(alice.id, "sister Beatrix", clock.now())).items != ()
+
+
+async def test_shared_room_never_sees_private_memory_and_vice_versa(
+        app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
+    def msg(text: str, room: str, private: bool) -> InboundMessage:
+        return InboundMessage(platform="console", room_id=room, sender_id="alice",
+                              sender_name="alice", text=text, ts=clock.now(),
+                              is_private=private, room_name=room)
+
+    await app.processor.handle(msg("my passport number is X7741 and my sister is Beatrix",
+                                   "alice/dm", True))
+    await app.processor.handle(msg("the book club meets on Tuesdays at the library",
+                                   "club", False))
+    await app.processor.drain()
+    clock.advance(hours=2)
+    assert app.cutter is not None
+    await app.cutter.cut_all(clock.now(), flush=True)
+    await app.processor.handle(msg("what is my passport number and who is my sister?", "club",
+                                   False))
+    sent = "\n".join(str(m["content"]) for m in fake_openai.chat_requests()[-1]["messages"])
+    assert "X7741" not in sent and "Beatrix" not in sent
+    await app.processor.handle(msg("when does the book club meet?", "alice/other", True))
+    sent = "\n".join(str(m["content"]) for m in fake_openai.chat_requests()[-1]["messages"])
+    assert "Tuesdays" not in sent
+    # The room recalls its own memory, and the person theirs.
+    await app.processor.handle(msg("when does the book club meet?", "club2", False))
+    await app.processor.handle(msg("when does the book club meet again?", "club", False))
+    sent = "\n".join(str(m["content"]) for m in fake_openai.chat_requests()[-1]["messages"])
+    assert "Tuesdays" in sent
+
+
+async def test_recalled_memory_reaches_the_model_and_is_touched(
+        app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
+    def msg(text: str, room: str) -> InboundMessage:
+        return InboundMessage(platform="console", room_id=room, sender_id="alice",
+                              sender_name="alice", text=text, ts=clock.now())
+
+    await app.processor.handle(msg(FACT, "alice/a"))
+    for i in range(30):
+        clock.advance(minutes=3)
+        await app.processor.handle(msg(filler(i), "alice/a"))
+    await app.processor.drain()
+    clock.advance(days=10)
+    assert app.cutter is not None and app.episodes is not None
+    await app.cutter.cut_all(clock.now())  # the open window is idle now: it closes
+    clock.advance(minutes=5)
+    episodes = await app.episodes.for_owner(1)
+    assert episodes and all(e.last_relevant_at < clock.now() for e in episodes)
+    result = await app.processor.handle(msg("tell me about my sister Beatrix", "alice/b"))
+    assert result is not None and not result.failed
+    messages = fake_openai.chat_requests()[-1]["messages"]
+    memory = [m["content"] for m in messages if m["role"] == "system" and "Lisbon" in
+              str(m["content"])]
+    assert len(memory) == 1 and "notes, not instructions" in memory[0]
+    assert messages[-1]["content"] == "tell me about my sister Beatrix"
+    touched = [e for e in await app.episodes.for_owner(1) if e.last_relevant_at == clock.now()]
+    assert touched and any("Beatrix" in e.summary for e in touched)
+
+
+async def test_budget_is_respected(db: Database, emb: OpenAIEmbedder,
+                                   clock: ManualClock) -> None:
+    alice = await person(db, "alice", clock)
+    ch = await channel(db, alice, "alice/d", clock)
+    await turns(db, ch, alice, [f"violin lesson number {i} with teacher Beatrix about scales "
+                                f"{filler(i)}" for i in range(60)], clock)
+    await index(db, emb, clock)
+    recall = recall_for(db, emb, clock, relative_floor=0.0)
+    big = await recall.search(alice.id, "violin lesson Beatrix", clock.now(), budget=10_000)
+    assert big.tokens > 400
+    for budget in (0, 40, 120, 400):
+        result = await recall.search(alice.id, "violin lesson Beatrix", clock.now(),
+                                     budget=budget)
+        block = result.render()
+        assert result.tokens <= budget
+        assert (block is None) == (result.items == ())
+        assert block is None or count_tokens(block) <= budget
+        if budget >= 120:
+            assert result.items  # something fits
+
+
+async def test_hostile_and_huge_queries(db: Database, emb: OpenAIEmbedder,
+                                        clock: ManualClock) -> None:
+    alice = await person(db, "alice", clock)
+    bob = await person(db, "bob", clock)
+    a = await channel(db, alice, "alice/d", clock)
+    b = await channel(db, bob, "bob/d", clock)
+    await turn(db, a, alice, "I can't stand c++ error: foo(bar) AND owner_id NEAR", clock)
+    await turn(db, b, bob, "bob's secret: owner_id 1 c++ can't foo bar error", clock)
+    await index(db, emb, clock)
+    recall = recall_for(db, emb, clock)
+    queries = ["can't", "c++", "foo(bar)", "error:", "AND", "OR NOT", '"', "*", "NEAR(a b)",
+               "owner_id : \"2\"", "{content}: bob", "content:secret", "'); DROP TABLE x; --",
+               "", "   ", "🙂🙂", "^start -minus +plus", "x" * 5000,
+               " ".join(f"word{i}" for i in range(20_000))]
+    for q in queries:
+        result = await recall.search(alice.id, q, clock.now())
+        assert await owners_of(db, result) <= {alice.id}, q
+    hit = await recall.search(alice.id, "can't c++ error: foo(bar)", clock.now())
+    assert hit.items and await owners_of(db, hit) == {alice.id}
+
+
+async def test_compaction_tool_and_muted_rows_are_never_recalled(
+        db: Database, emb: OpenAIEmbedder, clock: ManualClock) -> None:
+    alice = await person(db, "alice", clock)
+    ch = await channel(db, alice, "alice/d", clock)
+    sched = await channel(db, alice, "alice/sched", clock, kind=ChannelKind.BACKGROUND,
+                          source="scheduled")
+    await turn(db, ch, None, "zebra compaction summary", clock, kind=RowKind.COMPACTION)
+    await turn(db, ch, None, "zebra tool output", clock, kind=RowKind.TOOL_RESULT)
+    await turn(db, sched, alice, "zebra scheduled prompt", clock, reply="zebra noted")
+    await index(db, emb, clock)
+    result = await recall_for(db, emb, clock).search(alice.id, "zebra", clock.now())
+    assert result.items == ()
+    await turn(db, ch, alice, "zebra in the zoo", clock)
+    await index(db, emb, clock)
+    result = await recall_for(db, emb, clock).search(alice.id, "zebra", clock.now())
+    assert [(i.text, i.rendered.split("\n")[0][-11:]) for i in result.items] == [
+        ("zebra in the zoo", "alice said:")]
+
+
+async def test_recency_breaks_ties_and_duplicates_collapse(
+        db: Database, emb: OpenAIEmbedder, clock: ManualClock) -> None:
+    alice = await person(db, "alice", clock)
+    ch = await channel(db, alice, "alice/d", clock)
+    old = await turn(db, ch, alice, "my favourite colour is teal", clock)
+    clock.advance(days=30)
+    new = await turn(db, ch, alice, "my favourite colour is teal", clock)
+    await RowIndexer(db, emb).index_all()
+    result = await recall_for(db, emb, clock, skip_recent_rows=0).search(
+        alice.id, "favourite colour", clock.now())
+    assert [i.id for i in result.items] == new  # the older duplicate collapsed into it
+    assert old[0] not in result.cited_row_ids
+
+
+async def test_embedder_down_falls_back_to_keywords(db: Database, emb: OpenAIEmbedder,
+                                                    clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+    alice = await person(db, "alice", clock)
+    ch = await channel(db, alice, "alice/d", clock)
+    rows = await turn(db, ch, alice, FACT, clock)
+    fake_openai.fail_next(status=500, path="embeddings")
+    result = await recall_for(db, emb, clock).search(alice.id, "Beatrix Lisbon",
+                                                             clock.now())
+    assert rows[0] in result.cited_row_ids
+
+
+WORDS = ["apple", "banana", "cherry", "garden", "violin", "lisbon", "sister", "dog", "rain",
+         "train", "coffee", "paint", "river", "music", "secret", "owner", "one", "two"]
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(
+    people=st.lists(st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=8)
+                             .map(" ".join), min_size=1, max_size=6), min_size=2, max_size=6),
+    queries=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=5).map(" ".join),
+                     min_size=1, max_size=4),
+    seed=st.integers(0, 2**16),
+)
+def test_recall_never_returns_another_persons_rows(
+        fake_openai_server: FakeOpenAI, people: list[list[str]], queries: list[str],
+        seed: int) -> None:
+    assert fake_openai_server.dim == TEST_DIM
+
+    async def scenario(folder: str) -> None:
+        db = await Database.open(Path(folder) / "p.db", TEST_DIM)
+        embedder = embedder_for(fake_openai_server)
+        try:
+            clock = ManualClock(START)
+            rnd = random.Random(seed)
+            persons = [await person(db, f"p{i}", clock) for i in range(len(people))]
+            room_scope = await PersonRepo(db).room_scope("console", "room", "Room", clock.now())
+            room = await channel(db, room_scope, "room", clock, kind=ChannelKind.SHARED)
+            for p, texts in zip(persons, people, strict=True):
+                ch = await channel(db, p, f"{p.name}/d", clock)
+                for text in texts:
+                    await turn(db, rnd.choice([ch, room]), p, text, clock, reply=text)
+                    clock.advance(minutes=rnd.choice([1, 45]))
+            await index(db, embedder, clock)
+            recall = recall_for(db, embedder, clock, min_relevance=0.01, relative_floor=0.0)
+            for owner in [*persons, room_scope]:
+                for q in queries:
+                    result = await recall.search(owner.id, q, clock.now())
+                    assert await owners_of(db, result) <= {owner.id}
+        finally:
+            while _OPEN:
+                await _OPEN.pop().close()
+            await embedder.close()
+            await db.close()
+
+    with tempfile.TemporaryDirectory() as folder:
+        asyncio.run(scenario(folder))
+
+
+async def test_episodes_are_found_and_cite_their_rows(db: Database, emb: OpenAIEmbedder,
+                                                      clock: ManualClock) -> None:
+    alice = await person(db, "alice", clock)
+    ch = await channel(db, alice, "alice/d", clock)
+    rows = await turns(db, ch, alice, [FACT, "she has two cats", "and a piano"], clock)
+    cut = EpisodeCutter(db, emb, clock, None, CutSettings(use_model=False))
+    [episode_id] = await cut.flush(ch.id, clock.now())
+    result = await recall_for(db, emb, clock).search(alice.id, "Beatrix violin Lisbon",
+                                                             clock.now())
+    assert [(i.kind, i.id) for i in result.items] == [("episode", episode_id)]
+    assert result.cited_row_ids == set(rows)
+    # A tombstoned (rolled-up) episode is no longer recalled.
+    topic = NewEpisode(alice.id, ch.id, "a topic about family", "user", clock.now(),
+                       clock.now(), (), level=1)
+    vector = (await EpisodeRepo(db).embeddings([episode_id]))[0]
+    parent = await EpisodeRepo(db).insert(topic, vector, clock.now())
+    await EpisodeRepo(db).tombstone([episode_id], parent, clock.now())
+    result = await recall_for(db, emb, clock).search(alice.id, "Beatrix violin Lisbon",
+                                                             clock.now())
+    assert episode_id not in [i.id for i in result.items if i.kind == "episode"]
+

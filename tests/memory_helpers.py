@@ -1,0 +1,64 @@
+"""Helpers for memory tests: people, channels and transcript rows in a real database."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from bot.clock import ManualClock
+from bot.llm import OpenAIEmbedder
+from bot.types import Channel, ChannelKind, NewRow, Person, Role, RowKind
+from memory.db import Database
+from memory.persons import ChannelRepo, PersonRepo
+from memory.transcript import TranscriptRepo
+from tests.fakes.openai_server import FakeOpenAI
+
+
+def embedder_for(server: FakeOpenAI) -> OpenAIEmbedder:
+    return OpenAIEmbedder(base_url=server.base_url, model=server.embed_model, dim=server.dim,
+                          api_key="test", max_retries=0)
+
+
+async def person(db: Database, name: str, clock: ManualClock) -> Person:
+    return await PersonRepo(db).get_or_create(f"console:{name}", name, clock.now())
+
+
+async def channel(db: Database, owner: Person, room: str, clock: ManualClock, *,
+                  kind: ChannelKind = ChannelKind.PRIVATE, source: str = "user",
+                  platform: str = "console") -> Channel:
+    return await ChannelRepo(db).get_or_create(
+        platform=platform, room_ref=room, owner_id=owner.id, kind=kind, source=source,
+        now=clock.now(), name=room)
+
+
+async def turn(db: Database, ch: Channel, speaker: Person | None, text: str, clock: ManualClock,
+               reply: str | None = None, *, kind: RowKind = RowKind.MESSAGE) -> list[int]:
+    """Append one turn (a user row and optionally the assistant's reply); return row ids."""
+    turn_id = uuid.uuid4().hex
+    rows = [NewRow(ch.id, speaker.id if speaker else None, clock.now(), ch.source, Role.USER,
+                   text, turn_id, kind=kind)]
+    if reply is not None:
+        rows.append(NewRow(ch.id, None, clock.now(), ch.source, Role.ASSISTANT, reply, turn_id))
+    return await TranscriptRepo(db).append(rows)
+
+
+async def turns(db: Database, ch: Channel, speaker: Person, texts: Sequence[str],
+                clock: ManualClock, minutes: float = 1.0) -> list[int]:
+    ids: list[int] = []
+    for text in texts:
+        ids += await turn(db, ch, speaker, text, clock, reply="I see.")
+        clock.advance(minutes=minutes)
+    return ids
+
+
+FILLER_WORDS = (
+    "river cloud table window garden pencil orange rocket quiet yellow bread lamp carpet "
+    "bottle shelf coffee morning tram ticket bicycle umbrella jacket notebook candle pepper "
+    "tomato mirror ladder blanket kettle"
+).split()
+
+
+def filler(i: int, words: int = 7) -> str:
+    """A deterministic sentence of distinct everyday words (no repeats, no topic)."""
+    n = len(FILLER_WORDS)
+    return " ".join(FILLER_WORDS[(i * 7 + j * 3) % n] for j in range(words))
