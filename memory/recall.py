@@ -73,7 +73,7 @@ class RecallTuning:
     min_relevance: float = 0.25
     min_top_relevance: float = 0.7
     w_relevance: float = 0.7
-    w_recency: float = 0.2
+    w_recency: float = 0.05
     w_salience: float = 0.1
     sim_zero: float = 0.15
     sim_full: float = 0.65
