@@ -5,9 +5,13 @@ import `adapters` and `cognition`.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bot.clock import SystemClock
 from bot.commands import CommandRouter
@@ -16,9 +20,17 @@ from bot.link import LinkCommand
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
 from bot.memory_commands import MemoryCommands
 from bot.memory_tools import MemoryTools
+from bot.outbound import Outbound
 from bot.ports import Adapter, AfterTurn, Clock
 from bot.turns import ToolRegistry, TurnProcessor
 from bot.types import Channel, Person
+from cognition.ambient import AmbientContext
+from cognition.registry import default_registry
+from cognition.reminders import register_commands, register_tools
+from cognition.runner import Runner
+from cognition.services import Services
+from memory.clustering import ClusterParams
+from memory.compaction import CompactionHook, CompactionPolicy
 from memory.db import Database
 from memory.episode_cut import CutSettings, EpisodeCutter
 from memory.episodes import EpisodeRepo
@@ -26,8 +38,10 @@ from memory.fact_extraction import FactExtractor, model_completer
 from memory.fact_recall import FactCandidates
 from memory.facts import FactRepo, FactStore
 from memory.forget import Forgetter
+from memory.lifecycle import LifecyclePolicy
 from memory.persons import ChannelRepo, PersonRepo
 from memory.recall import Recall, RecallTuning
+from memory.rollup import RollupPolicy
 from memory.row_vectors import RowIndexer
 from memory.transcript import TranscriptRepo
 
@@ -61,6 +75,25 @@ def make_embedder(settings: Settings) -> OpenAIEmbedder:
     )
 
 
+def make_lifecycle_policy(settings: Settings) -> LifecyclePolicy:
+    s = settings.lifecycle
+    return LifecyclePolicy(
+        compaction=CompactionPolicy(
+            trigger_tokens=s.compact_tokens,
+            keep_tokens=s.compact_keep_tokens,
+            input_tokens=s.compact_input_tokens,
+        ),
+        rollup=RollupPolicy(
+            leaf_round_at=s.leaf_round_at,
+            era_round_at=s.era_round_at,
+            use_model=s.rollup_use_model,
+            cluster=ClusterParams(
+                min_cluster_size=s.min_cluster_size, random_state=s.random_state
+            ),
+        ),
+    )
+
+
 def recall_tuning(settings: Settings) -> RecallTuning:
     """Recall's knobs from the `[recall]` section."""
     return RecallTuning(**settings.recall.model_dump(exclude={"enabled"}))
@@ -81,7 +114,7 @@ async def open_db(settings: Settings) -> Database:
     return await Database.open(Path(settings.db.path).expanduser(), settings.embed.dim)
 
 
-def build_matrix_adapter(settings: Settings) -> Adapter | None:
+def build_matrix_adapter(settings: Settings, clock: Clock | None = None) -> Adapter | None:
     """The Matrix adapter when `matrix.homeserver`, `matrix.user` and a password or access
     token are configured (STRATA_MATRIX_*), else None."""
     m = settings.matrix
@@ -94,10 +127,27 @@ def build_matrix_adapter(settings: Settings) -> Adapter | None:
     )
 
 
-def build_adapters(settings: Settings) -> list[Adapter]:
+# A platform adapter factory: the adapter when its credentials are configured, else None.
+AdapterFactory = Callable[[Settings, Clock], Adapter | None]
+
+# The platform adapters `strata run` starts when configured (Discord and Telegram add theirs
+# here; the console adapter is started by `strata run --console`).
+ADAPTER_FACTORIES: list[AdapterFactory] = [build_matrix_adapter]
+
+
+def configured_adapters(settings: Settings, clock: Clock) -> list[Adapter]:
+    """Every platform adapter whose credentials are set, ready to start."""
+    adapters = []
+    for factory in ADAPTER_FACTORIES:
+        adapter = factory(settings, clock)
+        if adapter is not None:
+            adapters.append(adapter)
+    return adapters
+
+
+def build_adapters(settings: Settings, clock: Clock | None = None) -> list[Adapter]:
     """Every platform adapter whose credentials are configured (for `strata run`)."""
-    builders = [build_matrix_adapter]
-    return [a for a in (build(settings) for build in builders) if a is not None]
+    return configured_adapters(settings, clock or SystemClock())
 
 
 @dataclass
@@ -140,6 +190,9 @@ class App:
     recall: Recall | None = None
     cutter: EpisodeCutter | None = None
     row_indexer: RowIndexer | None = None
+    outbound: Outbound = field(default_factory=Outbound)
+    services: Services | None = None
+    runner: Runner | None = None
 
     @classmethod
     async def create(cls, settings: Settings, clock: Clock | None = None) -> App:
@@ -177,19 +230,87 @@ class App:
             if settings.facts.extract_after_turn
             else cutter,
         ]
+        if settings.lifecycle.compact_after_turn:
+            policy = make_lifecycle_policy(settings).compaction
+            processor.after_turn.append(CompactionHook(db, chat, clock, policy))
         if settings.facts.tools:
             MemoryTools(facts, transcript, clock).register(processor.tools)
         MemoryCommands(
             db, persons, channels, forgetter, clock, context=lambda: processor.context,
             settle=processor.drain,
         ).register(commands)
+        # Cognition: reminders and scheduled prompts (tools, /timezone), the ambient snapshot
+        # and portrait in every prompt, and the background runner with the nine jobs.
+        outbound = Outbound()
+        services = Services.build(
+            settings=settings,
+            db=db,
+            clock=clock,
+            chat=chat,
+            embedder=embedder,
+            processor=processor,
+            outbound=outbound,
+            facts=facts,
+            extractor=extractor,
+            lifecycle=make_lifecycle_policy(settings),
+            cutter=cutter,
+        )
+        register_tools(processor.tools, services)
+        register_commands(commands, services)
+        processor.context = AmbientContext(services)
+        runner = Runner(services, default_registry())
         return cls(
             settings, db, clock, chat, embedder, persons, channels, transcript, processor,
             facts, extractor, forgetter, commands, episodes=EpisodeRepo(db), recall=recall,
-            cutter=cutter, row_indexer=row_indexer,
+            cutter=cutter, row_indexer=row_indexer, outbound=outbound, services=services,
+            runner=runner,
         )
 
+    async def serve(
+        self, adapters: Sequence[Adapter], stop: asyncio.Event, *, end_with: Adapter | None = None
+    ) -> None:
+        """Run `adapters` and the cognition runner until `stop` is set (or `end_with` ends).
+
+        Each adapter's `send` is registered for outbound delivery (reminders, scheduled
+        prompts). On the way out adapters stop first, then the runner (a job in flight is
+        cancelled and redone at the next start), then after-turn work drains.
+        """
+        tasks: dict[asyncio.Task[Any], Adapter] = {}
+        for adapter in adapters:
+            self.outbound.register(adapter.platform, adapter.send)
+            tasks[asyncio.create_task(adapter.start(self.processor),
+                                      name=f"adapter-{adapter.platform}")] = adapter
+        if self.runner is not None and self.settings.cognition.enabled:
+            self.runner.start()
+        stopper = asyncio.create_task(stop.wait(), name="strata-stop")
+        try:
+            while not stop.is_set():
+                live: list[asyncio.Task[Any]] = [t for t in tasks if not t.done()]
+                done, _ = await asyncio.wait([stopper, *live], return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    ended = tasks.get(task)
+                    if ended is None:
+                        continue
+                    if not task.cancelled() and task.exception() is not None:
+                        log.error("the %s adapter stopped: %r", ended.platform, task.exception())
+                    self.outbound.unregister(ended.platform)
+                    if ended is end_with or all(t.done() for t in tasks):
+                        stop.set()
+        finally:
+            stopper.cancel()
+            for adapter in adapters:
+                with contextlib.suppress(Exception):
+                    await adapter.stop()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, stopper, return_exceptions=True)
+            if self.runner is not None:
+                await self.runner.stop()
+
+
     async def close(self) -> None:
+        if self.runner is not None:
+            await self.runner.stop()
         await self.processor.drain()
         if self.recall is not None:
             await self.recall.close()

@@ -91,6 +91,20 @@ class EpisodeSettings(_Section):
     use_model: bool = True
 
 
+class LifecycleSettings(_Section):
+    """Compaction, roll-up and pruning (DESIGN.md §3)."""
+
+    compact_tokens: int = Field(default=2400, gt=0)
+    compact_keep_tokens: int = Field(default=800, ge=0)
+    compact_input_tokens: int = Field(default=6000, gt=0)
+    compact_after_turn: bool = True
+    leaf_round_at: int = Field(default=50, ge=2)
+    era_round_at: int = Field(default=25, ge=2)
+    min_cluster_size: int = Field(default=10, ge=2)
+    random_state: int = 42
+    rollup_use_model: bool = True
+
+
 class FactSettings(_Section):
     tools: bool = True
     extract_after_turn: bool = False
@@ -134,6 +148,16 @@ class CognitionSettings(_Section):
     idle_minutes: float = Field(default=30.0, ge=0)
     research_hours: float = Field(default=6.0, gt=0)
     job_token_budget: int = Field(default=4000, gt=0)
+    disabled_jobs: tuple[str, ...] = ()
+    decay_hours: float = Field(default=1.0, gt=0)
+    late_after_minutes: float = Field(default=5.0, ge=0)
+    upcoming_hours: float = Field(default=36.0, gt=0)
+    calendars: tuple[str, ...] = ()
+    calendar_days: float = Field(default=14.0, gt=0)
+    searxng_url: str = ""
+    feeds: tuple[str, ...] = ()
+    research_max_results: int = Field(default=5, gt=0, le=50)
+    http_timeout: float = Field(default=15.0, gt=0)
 
 
 class Settings(_Section):
@@ -143,6 +167,7 @@ class Settings(_Section):
     bot: BotSettings = BotSettings()
     recall: RecallSettings = RecallSettings()
     episodes: EpisodeSettings = EpisodeSettings()
+    lifecycle: LifecycleSettings = LifecycleSettings()
     facts: FactSettings = FactSettings()
     access: AccessSettings = AccessSettings()
     discord: DiscordSettings = DiscordSettings()

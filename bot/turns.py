@@ -39,6 +39,7 @@ from bot.types import (
     ToolCall,
     ToolSpec,
     TurnResult,
+    Usage,
 )
 from memory.persons import ChannelRepo, PersonRepo
 from memory.transcript import TranscriptRepo, history_since_watermark
@@ -77,6 +78,32 @@ class ToolRegistry:
         if not isinstance(args, dict):
             return "error: the arguments must be a JSON object"
         return await handler(ctx, args)
+
+
+BACKGROUND_PLATFORM = "background"
+
+
+@dataclass(frozen=True, slots=True)
+class BackgroundResult:
+    """What a background turn produced: the stored reply and what it cost.
+
+    `resumed` is true when the turn had already finished before (a job redone after a restart
+    with the same turn id): the stored reply is returned and the model is not called again.
+    """
+
+    reply: str
+    turn_id: str
+    channel_id: int
+    tokens: int = 0
+    resumed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _TurnOptions:
+    history: bool = True
+    tools: bool = True
+    instructions: str | None = None
+    max_tokens: int | None = None
 
 
 def model_error_message(exc: ModelError) -> str:
@@ -267,18 +294,105 @@ class TurnProcessor:
                     rate_limited_message(wait), turn_id, channel.id, person.id, failed=True
                 )
         try:
-            reply = await self._answer(msg, person, channel, turn_id, on_partial)
+            reply, _ = await self._answer(msg, person, channel, turn_id, on_partial)
         except ModelError as exc:
             log.warning("turn %s: model failed: %s", turn_id, exc)
             return TurnResult(model_error_message(exc), turn_id, channel.id, person.id, failed=True)
         self._after(channel, person, turn_id)
         return TurnResult(reply, turn_id, channel.id, person.id)
 
+    # -- background turns ------------------------------------------------------------------------
+
+    async def background_channel(self, person: Person, source: str) -> Channel:
+        """The person's background channel for `source` (`dmn`, `scheduled`, …), created once.
+
+        Jobs' working channels (`job:*`) answer from the material they are given, so they do
+        not seed memory at turn zero; the DMN and scheduled prompts do.
+        """
+        return await self.channels.get_or_create(
+            platform=BACKGROUND_PLATFORM,
+            room_ref=f"{person.id}/{source}",
+            owner_id=person.id,
+            kind=ChannelKind.BACKGROUND,
+            source=source,
+            now=self.clock.now(),
+            name=source,
+            memory_seed=not source.startswith("job:"),
+        )
+
+    async def handle_background(
+        self,
+        person: Person,
+        source: str,
+        prompt: str,
+        *,
+        turn_id: str | None = None,
+        instructions: str | None = None,
+        history: bool = True,
+        tools: bool = False,
+        max_tokens: int | None = None,
+    ) -> BackgroundResult:
+        """A turn on the person's background channel of `source`, through the same steps as a
+        chat turn (recall, prompt, model, stored rows, after-turn work).
+
+        The prompt is stored as the turn's user row with that source (and no author), the
+        person is never marked active, and nothing is sent anywhere: the caller decides. A
+        given `turn_id` makes the turn idempotent: a finished turn with that id is returned as
+        stored, an unfinished one is completed without storing its prompt twice. A failing
+        model raises `ModelError` (the job runner records it).
+        """
+        channel = await self.background_channel(person, source)
+        turn_id = turn_id or uuid.uuid4().hex
+        lock = self._locks.setdefault(channel.id, asyncio.Lock())
+        async with lock:
+            done = await self.transcript.by_turn(turn_id)
+            replies = [r for r in done if r.role is Role.ASSISTANT and r.kind is RowKind.MESSAGE]
+            if replies:
+                return BackgroundResult(replies[-1].content, turn_id, channel.id, resumed=True)
+            now = self.clock.now()
+            if not done:
+                await self.transcript.append(
+                    [
+                        NewRow(
+                            channel_id=channel.id,
+                            person_id=None,
+                            ts=now,
+                            source=source,
+                            role=Role.USER,
+                            content=prompt,
+                            turn_id=turn_id,
+                        )
+                    ]
+                )
+            msg = InboundMessage(
+                platform=BACKGROUND_PLATFORM,
+                room_id=channel.room_ref,
+                sender_id=source,
+                text=prompt,
+                ts=now,
+            )
+            options = _TurnOptions(
+                history=history, tools=tools, instructions=instructions, max_tokens=max_tokens
+            )
+            reply, usage = await self._answer(msg, person, channel, turn_id, None, options)
+        self._after(channel, person, turn_id)
+        return BackgroundResult(reply, turn_id, channel.id, tokens=usage.total)
+
+    # -- prompt and model --------------------------------------------------------------------------
+
     async def _prompt(
-        self, msg: InboundMessage, person: Person, channel: Channel, turn_id: str
+        self,
+        msg: InboundMessage,
+        person: Person,
+        channel: Channel,
+        turn_id: str,
+        options: _TurnOptions | None = None,
     ) -> list[ChatMessage]:
+        options = options or _TurnOptions()
         mark, rows = await history_since_watermark(self.transcript, channel.id)
         rows = [r for r in rows if r.turn_id != turn_id]  # the message itself goes last
+        if not options.history:
+            mark, rows = None, []
         recalled = None
         if self.recaller is not None and channel.memory_seed and self.settings.recall.enabled:
             recalled = await self.recaller.recall(channel=channel, person=person, query=msg.text)
@@ -298,7 +412,7 @@ class TurnProcessor:
             persona=self.settings.bot.persona,
             message=text,
             history=rows,
-            channel_prompt=channel.system_prompt,
+            channel_prompt=options.instructions or channel.system_prompt,
             portrait=portrait,
             continuity=mark.content if mark else None,
             ambient=ambient,
@@ -323,15 +437,23 @@ class TurnProcessor:
         channel: Channel,
         turn_id: str,
         on_partial: PartialCallback | None,
-    ) -> str:
-        messages = await self._prompt(msg, person, channel, turn_id)
-        tools = list(self.tools.specs.values())
+        options: _TurnOptions | None = None,
+    ) -> tuple[str, Usage]:
+        """The reply (stored) and the tokens all model calls of the turn used."""
+        options = options or _TurnOptions()
+        messages = await self._prompt(msg, person, channel, turn_id, options)
+        tools = list(self.tools.specs.values()) if options.tools else []
         ctx = ToolContext(person, channel, turn_id)
-        rounds = self.settings.bot.max_tool_rounds
+        rounds = self.settings.bot.max_tool_rounds if tools else 0
         completion = Completion("")
+        used = Usage()
         for round_no in range(rounds + 1):
             offer = tools if round_no < rounds else []
-            completion = await self._call(messages, offer, channel, on_partial)
+            completion = await self._call(messages, offer, channel, on_partial, options.max_tokens)
+            used = Usage(
+                used.prompt_tokens + completion.usage.prompt_tokens,
+                used.completion_tokens + completion.usage.completion_tokens,
+            )
             if not completion.tool_calls:
                 break
             messages.append(
@@ -385,7 +507,7 @@ class TurnProcessor:
                 )
             ]
         )
-        return reply
+        return reply, used
 
     async def _call(
         self,
@@ -393,12 +515,17 @@ class TurnProcessor:
         tools: list[ToolSpec],
         channel: Channel,
         on_partial: PartialCallback | None,
+        max_tokens: int | None = None,
     ) -> Completion:
         if on_partial is None or not self.settings.bot.stream:
-            return await self.chat.complete(messages, tools=tools, model=channel.model)
+            return await self.chat.complete(
+                messages, tools=tools, model=channel.model, max_tokens=max_tokens
+            )
         shown = ""
         final: Completion | None = None
-        async for item in self.chat.stream(messages, tools=tools, model=channel.model):
+        async for item in self.chat.stream(
+            messages, tools=tools, model=channel.model, max_tokens=max_tokens
+        ):
             if isinstance(item, Completion):
                 final = item
             else:

@@ -91,6 +91,10 @@ class Database:
         self._writer = writer
         self._reader = reader
         self._lock = asyncio.Lock()
+        # One statement at a time on the reader: a SELECT left half-read by one coroutine
+        # keeps the reader's snapshot open, and another coroutine would then not see rows
+        # it has just committed through the writer (read-your-own-writes).
+        self._read_lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, path: str | Path, dim: int, *, migrate: bool = True) -> Database:
@@ -131,15 +135,35 @@ class Database:
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[aiosqlite.Connection]:
-        """A write transaction (BEGIN IMMEDIATE … COMMIT, rolled back on error), serialised."""
+        """A write transaction (BEGIN IMMEDIATE … COMMIT, rolled back on error), serialised.
+
+        Safe under cancellation (shutdown cancels background work mid-write): a cancelled
+        `await` does not stop the statement already queued on the writer's thread, so the
+        transaction is settled before the lock is released — otherwise the next writer's
+        BEGIN would fail with "cannot start a transaction within a transaction".
+        """
         async with self._lock:
-            await self._writer.execute("BEGIN IMMEDIATE")
+            try:
+                await self._writer.execute("BEGIN IMMEDIATE")
+            except BaseException:
+                await asyncio.shield(self._settle())
+                raise
             try:
                 yield self._writer
             except BaseException:
-                await self._writer.execute("ROLLBACK")
+                await asyncio.shield(self._settle())
                 raise
-            await self._writer.execute("COMMIT")
+            try:
+                await self._writer.execute("COMMIT")
+            except BaseException:
+                await asyncio.shield(self._settle())
+                raise
+
+    async def _settle(self) -> None:
+        """Wait for the writer's queued statements, then roll back a transaction left open."""
+        await self._writer.execute("SELECT 1")
+        if self._writer.in_transaction:
+            await self._writer.execute("ROLLBACK")
 
     async def execute_write(self, sql: str, params: Params = ()) -> int | None:
         """Run one write statement in its own transaction; return lastrowid."""
@@ -148,15 +172,17 @@ class Database:
             return cur.lastrowid
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        cur = await self._reader.execute(sql, params)
-        rows = await cur.fetchall()
-        await cur.close()
+        async with self._read_lock:
+            cur = await self._reader.execute(sql, params)
+            rows = await cur.fetchall()
+            await cur.close()
         return list(rows)
 
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
-        cur = await self._reader.execute(sql, params)
-        row = await cur.fetchone()
-        await cur.close()
+        async with self._read_lock:
+            cur = await self._reader.execute(sql, params)
+            row = await cur.fetchone()
+            await cur.close()
         return row
 
     async def fetchval(self, sql: str, params: Params = ()) -> Any:

@@ -19,6 +19,11 @@ OWNED_TABLES: list[tuple[str, str]] = [
     ("fact_sources", "owner_id"),
     ("fact_cursors", "owner_id"),
     ("memory_pauses", "person_id"),
+    ("reminders", "owner_id"),
+    ("portraits", "owner_id"),
+    ("calendar_events", "owner_id"),
+    ("job_runs", "person_id"),
+    ("job_cursors", "person_id"),
 ]
 
 

@@ -24,6 +24,10 @@ PROFILES: dict[str, SourceProfile] = {
     "user": SourceProfile(episodes=True, facts=True, geo=True, patterns=True, location=True),
     "dmn": SourceProfile(episodes=True, facts=True),
     "external-agent:*": SourceProfile(episodes=True, facts=True),
+    # Background sources that write facts directly but never episodes: proactive research
+    # (`discovery` facts with their URL) and connected services (calendar events).
+    "research": SourceProfile(facts=True),
+    "connector:*": SourceProfile(facts=True),
 }
 
 

@@ -137,21 +137,33 @@ class TranscriptRepo:
         )
 
 
-async def history_since_watermark(
-    repo: TranscriptRepo, channel_id: int, *, max_rows: int = 400
-) -> tuple[TranscriptRow | None, list[TranscriptRow]]:
-    """The channel's newest compaction row (the watermark) and the rows after it.
+async def watermark(db: Database, channel_id: int) -> tuple[TranscriptRow, int] | None:
+    """The channel's newest compaction row and the last row id its summary covers.
 
-    The prompt carries the compaction's summary plus these rows; with no compaction yet, the
-    newest `max_rows` rows of the channel.
+    The covered id is stored with the compaction (migration 0004): rows appended while the
+    summary was being written have ids below the compaction row's but are not in the summary.
     """
-    row = await repo.db.fetchone(
+    row = await db.fetchone(
         "SELECT * FROM transcript WHERE channel_id = ? AND kind = 'compaction'"
         " ORDER BY id DESC LIMIT 1",
         (channel_id,),
     )
-    mark = row_from_db(row) if row else None
+    if row is None:
+        return None
+    covers = row["covers_to"]
+    return row_from_db(row), int(covers if covers is not None else row["id"])
+
+
+async def history_since_watermark(
+    repo: TranscriptRepo, channel_id: int, *, max_rows: int = 400
+) -> tuple[TranscriptRow | None, list[TranscriptRow]]:
+    """The channel's newest compaction row (the watermark) and the rows after what it covers.
+
+    The prompt carries the compaction's summary plus these rows; with no compaction yet, the
+    newest `max_rows` rows of the channel.
+    """
+    mark = await watermark(repo.db, channel_id)
     rows = await repo.for_channel(
-        channel_id, after_id=mark.id if mark else 0, limit=max_rows, newest=True
+        channel_id, after_id=mark[1] if mark else 0, limit=max_rows, newest=True
     )
-    return mark, [r for r in rows if r.kind is not RowKind.COMPACTION]
+    return (mark[0] if mark else None), [r for r in rows if r.kind is not RowKind.COMPACTION]

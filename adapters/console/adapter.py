@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from pathlib import Path
 from typing import TextIO
 
@@ -50,15 +51,42 @@ class ConsoleAdapter:
     async def stop(self) -> None:
         self._stopped.set()
 
+    def _read_lines(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue[str]) -> None:
+        # A daemon thread, not the loop's executor: a read blocked on a quiet terminal must not
+        # keep the process alive at shutdown (SIGTERM during `strata run`).
+        while True:
+            line = self.stdin.readline()
+            try:
+                loop.call_soon_threadsafe(lines.put_nowait, line)
+            except RuntimeError:  # the loop is closed: nobody is listening any more
+                return
+            if line == "":
+                return
+
+    async def _next_line(self, lines: asyncio.Queue[str]) -> str:
+        getter = asyncio.ensure_future(lines.get())
+        stopper = asyncio.ensure_future(self._stopped.wait())
+        try:
+            await asyncio.wait({getter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+            if not getter.done():
+                getter.cancel()
+        return getter.result() if getter.done() and not getter.cancelled() else ""
+
     async def start(self, handler: TurnHandler) -> None:
         """Run the chat until end of input (or `stop()`)."""
         loop = asyncio.get_running_loop()
+        lines: asyncio.Queue[str] = asyncio.Queue()
+        threading.Thread(
+            target=self._read_lines, args=(loop, lines), name="console-stdin", daemon=True
+        ).start()
         if self.interactive:
             self._write("Strata — type a message, /help for commands, Ctrl-D to quit.\n")
         while not self._stopped.is_set():
             if self.interactive:
                 self._write("you> ")
-            line = await loop.run_in_executor(None, self.stdin.readline)
+            line = await self._next_line(lines)
             if line == "":
                 break
             msg = to_inbound(line, user=self.user, channel=self.channel, now=self.clock.now())

@@ -17,7 +17,10 @@ from bot.config import load_settings
 from bot.errors import StrataError
 
 # Subcommand modules, each with `register(subparsers)`; commands set `run=coroutine(args, s)`.
-MODULES = ["bot.cli.core", "bot.cli.memory", "bot.cli.recall", "bot.cli.eval"]
+MODULES = [
+    "bot.cli.core", "bot.cli.memory", "bot.cli.recall", "bot.cli.lifecycle", "bot.cli.jobs",
+    "bot.cli.run", "bot.cli.eval",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

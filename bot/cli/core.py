@@ -13,15 +13,33 @@ from bot.clock import ManualClock, SystemClock, from_iso
 from bot.config import Settings
 from bot.errors import StrataError
 from bot.ports import Clock
+from memory.calendar import CalendarRepo
 from memory.export import export_person
 from memory.facts import FactRepo
+from memory.lifecycle import hierarchy
 from memory.persons import ChannelRepo, PersonRepo
+from memory.portraits import PortraitRepo
+from memory.reminders import ReminderRepo
 from memory.transcript import TranscriptRepo
 
 
 def _clock(args: argparse.Namespace) -> Clock:
     now = getattr(args, "now", None)
     return ManualClock(from_iso(now)) if now else SystemClock()
+
+
+def subgroup(sub: Any, name: str, help_text: str) -> Any:
+    """The sub-action set of the `name` command group, creating the group if it is missing."""
+    parser = sub.choices.get(name)
+    if parser is None:
+        return sub.add_parser(name, help=help_text).add_subparsers(
+            dest=f"{name}_command", required=True, metavar="ACTION"
+        )
+    # argparse keeps a parser's subcommands in its (private) _SubParsersAction.
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    return parser.add_subparsers(dest=f"{name}_command", required=True, metavar="ACTION")
 
 
 async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
@@ -107,6 +125,8 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
                 }
                 for f in await FactRepo(db).for_owner(person.id)
             ],
+            "hierarchy": [h.as_dict() for h in await hierarchy(db, person.id)],
+            **await _cognition_info(db, person.id),
         }
         if args.json:
             print(json.dumps(info, indent=2, ensure_ascii=False))
@@ -123,9 +143,52 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
                 f"  channel {c['id']}: {c['platform']} {c['room']} ({c['kind']}, "
                 f"source {c['source']}): {c['rows']} rows"
             )
+        _print_hierarchy(info["hierarchy"])
+        _print_cognition(info)
     finally:
         await db.close()
     return 0
+
+
+async def _cognition_info(db: Any, person_id: int) -> dict[str, Any]:
+    """What background cognition keeps about a person: portrait, reminders, calendar."""
+    portrait = await PortraitRepo(db).latest(person_id)
+    return {
+        "portrait": {"text": portrait.text, "written_at": portrait.created_at.isoformat()}
+        if portrait else None,
+        "reminders": [
+            {"id": r.id, "kind": r.kind, "text": r.text, "due_at": r.due_at.isoformat(),
+             "recurrence": r.recurrence, "state": r.state, "deliveries": r.deliveries}
+            for r in await ReminderRepo(db).for_owner(person_id)
+        ],
+        "calendar_events": await CalendarRepo(db).count(person_id),
+    }
+
+
+def _print_cognition(info: dict[str, Any]) -> None:
+    portrait = info["portrait"]
+    if portrait:
+        print(f"  portrait ({portrait['written_at'][:16]}): {portrait['text']}")
+    else:
+        print("  portrait: none yet")
+    for r in info["reminders"]:
+        every = f", {r['recurrence']}" if r["recurrence"] else ""
+        print(f"  {r['kind']} #{r['id']} ({r['state']}, due {r['due_at'][:16]}{every}, "
+              f"delivered {r['deliveries']}x): {r['text']}")
+    print(f"  calendar events: {info['calendar_events']}")
+
+
+def _print_hierarchy(channels: list[dict[str, Any]]) -> None:
+    for h in channels:
+        live, apex = h["live"], h["apexes"]
+        print(f"  memory of channel {h['channel']} ({h['source']}):")
+        print("    " + ", ".join(f"{lvl}: {live[lvl]} live / {apex[lvl]} apex" for lvl in live)
+              + f"; tombstoned: {h['tombstoned']}")
+        mark = f"up to row {h['watermark']}" if h["watermark"] is not None else "none yet"
+        print(f"    continuity summaries: {h['compactions']} (watermark {mark})")
+        for e in h["top"]:
+            print(f"    apex #{e['id']} level {e['level']} ({e['started_at'][:10]} – "
+                  f"{e['ended_at'][:10]}, weight {e['weight']:.2f}): {e['summary'][:90]}")
 
 
 async def cmd_memory_export(args: argparse.Namespace, settings: Settings) -> int:

@@ -12,21 +12,13 @@ import json
 from typing import Any
 
 from bot.app import App
-from bot.clock import ManualClock, SystemClock, from_iso
+from bot.cli.core import _clock, _person_or_fail
+from bot.cli.memory import _memory_group
 from bot.config import Settings
-from bot.errors import StrataError
-from bot.ports import Clock
-
-
-def _clock(args: argparse.Namespace) -> Clock:
-    return ManualClock(from_iso(args.now)) if args.now else SystemClock()
 
 
 async def _owner(app: App, name: str) -> int:
-    person = await app.persons.find(name)
-    if person is None:
-        raise StrataError(f"no person called {name!r} (try the name used with --user)")
-    return person.id
+    return int((await _person_or_fail(app.persons, name)).id)
 
 
 async def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
@@ -74,15 +66,6 @@ async def cmd_cut(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         await app.close()
     return 0
-
-
-def _memory_group(sub: Any) -> Any:
-    """The subcommands of the existing `strata memory` group."""
-    parser = sub.choices["memory"]
-    for action in parser._actions:  # argparse keeps the sub-parsers action only here
-        if isinstance(action, argparse._SubParsersAction):
-            return action
-    raise RuntimeError("the memory command has no actions")
 
 
 def register(sub: Any) -> None:

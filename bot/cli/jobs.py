@@ -1,0 +1,129 @@
+"""`strata jobs`: see and run the background jobs. `jobs status` shows each job's last run,
+result, tokens and errors per person; `jobs run --job NAME|all` runs jobs once, now (or as if
+at `--now`), through the same runner and job registry as `strata run`, honouring the idle gate
+unless `--force`, and prints what each did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from bot.app import App, open_db
+from bot.cli.core import _person_or_fail, subgroup
+from bot.clock import ManualClock, SystemClock, from_iso
+from bot.config import Settings
+from bot.errors import StrataError
+from bot.ports import Clock
+from bot.types import OwnerKind
+from cognition.registry import default_registry
+from memory.jobruns import JobRunRepo
+from memory.persons import PersonRepo
+
+
+def _clock(now: str | None) -> Clock:
+    if not now:
+        return SystemClock()
+    try:
+        return ManualClock(from_iso(now))
+    except ValueError:
+        raise StrataError(f"--now {now!r} is not an ISO time like 2026-03-01T12:00:00Z") from None
+
+
+async def cmd_jobs_run(args: argparse.Namespace, settings: Settings) -> int:
+    app = await App.create(settings, clock=_clock(args.now))
+    try:
+        runner = app.runner
+        assert runner is not None
+        if args.job == "all":
+            jobs = [j for j in runner.registry if j.name not in settings.cognition.disabled_jobs]
+        else:
+            jobs = [runner.registry.get(args.job)]
+        if args.user:
+            owners = [await _person_or_fail(app.persons, args.user)]
+        else:
+            owners = await app.persons.all(None)  # people and shared rooms' scopes
+        await runner.start_up()
+        failed = False
+        out: list[dict[str, Any]] = []
+        for owner in owners:
+            for job in jobs:
+                if owner.kind is OwnerKind.ROOM and not job.for_rooms:
+                    continue
+                report = await runner.run_job(job, owner, force=args.force)
+                failed = failed or report.status == "error"
+                if args.json:
+                    out.append({"job": report.job, "owner": report.person, "ran": report.ran,
+                                "status": report.status, "detail": report.detail,
+                                "tokens": report.tokens, **report.details})
+                else:
+                    print(report.line())
+        await app.processor.drain()
+    finally:
+        await app.close()
+    if args.json:
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+    return 1 if failed else 0
+
+
+async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
+    db = await open_db(settings)
+    try:
+        persons, runs = PersonRepo(db), JobRunRepo(db)
+        if args.user:
+            people = [await _person_or_fail(persons, args.user)]
+        else:
+            people = await persons.all()
+        names = default_registry().names()
+        out: list[dict[str, Any]] = []
+        for person in people:
+            summary = {row.job: row for row in await runs.summary(person.id)}
+            for job in names + sorted(set(summary) - set(names)):
+                row = summary.get(job)
+                cursor = await runs.cursor(job, person.id)
+                last = row.last if row else None
+                out.append({
+                    "person": person.name,
+                    "job": job,
+                    "runs": row.runs if row else 0,
+                    "errors": row.errors if row else 0,
+                    "tokens": row.tokens if row else 0,
+                    "last_run": last.started_at.isoformat() if last else None,
+                    "last_status": last.status if last else None,
+                    "last_result": (last.error or last.result) if last else None,
+                    "last_checked": cursor.last_checked_at.isoformat()
+                    if cursor and cursor.last_checked_at else None,
+                    "last_check": cursor.last_check if cursor else None,
+                })
+    finally:
+        await db.close()
+    if args.json:
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        return 0
+    print(f"{'person':<12} {'job':<13} {'runs':>4} {'err':>3} {'tokens':>6}  {'last run':<16} "
+          f"{'status':<11} result")
+    for r in out:
+        when = r["last_run"][:16].replace("T", " ") if r["last_run"] else "never"
+        result = (r["last_result"] or r["last_check"] or "")[:70]
+        print(f"{r['person'][:12]:<12} {r['job']:<13} {r['runs']:>4} {r['errors']:>3} "
+              f"{r['tokens']:>6}  {when:<16} {r['last_status'] or '-':<11} {result}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    jobs = subgroup(sub, "jobs", "background jobs: status, run now")
+    status = jobs.add_parser("status", help="last run, result, tokens, errors per job and person")
+    status.add_argument("--user")
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(run=cmd_jobs_status)
+    names = default_registry().names()
+    run = jobs.add_parser("run", help="run background jobs once, now")
+    run.add_argument("--job", required=True, choices=[*names, "all"], metavar="NAME|all",
+                     help="one of: " + ", ".join(names) + ", or all")
+    run.add_argument("--user", help="only this person (default: everyone)")
+    run.add_argument("--now", help="run as if at this ISO time (e.g. 2026-01-05T09:00Z)")
+    run.add_argument("--force", action="store_true",
+                     help="ignore the idle gate and the jobs' minimum intervals")
+    run.add_argument("--json", action="store_true", help="print the reports as JSON")
+    run.set_defaults(run=cmd_jobs_run)

@@ -1,0 +1,40 @@
+"""Life-cycle operator commands: `strata memory map --user NAME --out PNG` draws a person's
+apex episodes by topic cluster. (`strata memory show` prints the hierarchy: see bot.cli.core;
+`strata jobs run --job consolidate|decay` runs the passes through the job registry: see
+bot.cli.jobs and cognition/jobs/consolidate.py, decay.py.)
+
+Adds its action to the `memory` group (made by `bot.cli.core`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from bot.app import make_lifecycle_policy, open_db
+from bot.cli.core import _person_or_fail, subgroup
+from bot.config import Settings
+from memory.persons import PersonRepo
+
+
+async def cmd_memory_map(args: argparse.Namespace, settings: Settings) -> int:
+    from memory.map import draw_map
+
+    db = await open_db(settings)
+    try:
+        person = await _person_or_fail(PersonRepo(db), args.user)
+        policy = make_lifecycle_policy(settings)
+        result = await draw_map(db, person.id, person.name, args.out, policy.rollup.cluster)
+    finally:
+        await db.close()
+    print(f"{result.path}: {result.points} apex episodes, {result.clusters} clusters, "
+          f"{result.noise} noise")
+    return 0
+
+
+def register(sub: Any) -> None:
+    memory = subgroup(sub, "memory", "see what is remembered")
+    draw = memory.add_parser("map", help="draw a person's apex episodes by topic (PNG)")
+    draw.add_argument("--user", required=True)
+    draw.add_argument("--out", required=True, help="the PNG file to write")
+    draw.set_defaults(run=cmd_memory_map)

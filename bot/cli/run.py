@@ -1,0 +1,54 @@
+"""`strata run`: the bot as a service. Starts every platform adapter whose credentials are
+configured (and the console with `--console`), plus the cognition runner, and shuts all of them
+down cleanly on SIGINT/SIGTERM (or at the end of console input, unless `--keep-running`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from typing import Any
+
+from bot.app import App, configured_adapters
+from bot.config import Settings
+from bot.ports import Adapter
+
+
+async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    from adapters.console.adapter import ConsoleAdapter
+
+    app = await App.create(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        adapters: list[Adapter] = list(configured_adapters(settings, app.clock))
+        console = None
+        if args.console:
+            console = ConsoleAdapter(user=args.user, channel=args.channel, clock=app.clock)
+            adapters.insert(0, console)
+        names = ", ".join(a.platform for a in adapters) or "no chat adapters"
+        runner = "the cognition runner" if settings.cognition.enabled else "no runner (disabled)"
+        print(f"strata: running {names} and {runner}; stop with Ctrl-C or SIGTERM",
+              file=sys.stderr, flush=True)
+        end_with = None if args.keep_running else console
+        await app.serve(adapters, stop, end_with=end_with)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await app.close()
+    print("strata: stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def register(sub: Any) -> None:
+    run = sub.add_parser("run", help="run the configured chat adapters and the background runner")
+    run.add_argument("--console", action="store_true", help="also chat in this terminal")
+    run.add_argument("--user", default="me", help="with --console: who you are (console:NAME)")
+    run.add_argument("--channel", default="default", help="with --console: which channel")
+    run.add_argument("--keep-running", action="store_true",
+                     help="with --console: keep running after the end of console input")
+    run.set_defaults(run=cmd_run)

@@ -1,0 +1,96 @@
+"""The ambient snapshot and the portrait, for every prompt (a `bot.ports.ContextSource`).
+
+Ambient: the person's local time and day, how long since they last spoke, their last known
+location (only from sources whose profile has `location` on), upcoming reminders and calendar
+events. In a shared room only the time is given: nothing from a person's private life goes
+there. The portrait is the synthesis job's newest one. May import `bot` and `memory`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from bot.clock import from_iso, to_iso
+from bot.types import Channel, ChannelKind, Person
+from cognition.reminders import describe, describe_recurrence, local
+from cognition.services import Services
+from memory.profiles import sources_with
+
+
+def ago(delta: timedelta) -> str:
+    minutes = int(delta.total_seconds() // 60)
+    if minutes < 2:
+        return "just now"
+    if minutes < 120:
+        return f"{minutes} minutes ago"
+    hours = minutes // 60
+    if hours < 48:
+        return f"{hours} hours ago"
+    return f"{hours // 24} days ago"
+
+
+class AmbientContext:
+    def __init__(self, services: Services) -> None:
+        self.s = services
+
+    async def portrait(self, owner_id: int) -> str | None:
+        latest = await self.s.portraits.latest(owner_id)
+        return latest.text if latest else None
+
+    async def ambient(self, person: Person, channel: Channel) -> str | None:
+        s = self.s
+        now = s.clock.now()
+        if channel.kind is ChannelKind.SHARED:
+            return f"Current time: {now:%A %d %B %Y, %H:%M} UTC."
+        tz = person.timezone
+        lines = [f"Current local time for {person.name}: {local(now, tz):%A %d %B %Y, %H:%M} "
+                 f"({tz})."]
+        last = await self._last_spoke(person, channel)
+        if last is not None:
+            lines.append(f"They last wrote {ago(now - last)} (before this conversation turn)."
+                         if channel.kind is not ChannelKind.BACKGROUND
+                         else f"They last wrote {ago(now - last)}.")
+        place = await self._last_location(person)
+        if place is not None:
+            lat, lon, ts = place
+            lines.append(f"Last known location: {lat:.4f}, {lon:.4f} ({ago(now - ts)}).")
+        horizon = now + timedelta(hours=s.settings.cognition.upcoming_hours)
+        upcoming = [r for r in await s.reminders.upcoming(person.id, limit=10)
+                    if r.due_at <= horizon]
+        if upcoming:
+            lines.append("Upcoming reminders and scheduled prompts:")
+            for r in upcoming:
+                rec = f" ({describe_recurrence(r.recurrence)})" if r.recurrence else ""
+                lines.append(f"- #{r.id} {describe(r.due_at, r.timezone, now)}{rec}: {r.text}")
+        events = await s.calendar.upcoming(person.id, now, horizon)
+        if events:
+            lines.append("Calendar:")
+            for e in events:
+                where = f" at {e.location}" if e.location else ""
+                lines.append(f"- {describe(e.starts_at, tz, now)}: {e.summary}{where}")
+        return "\n".join(lines)
+
+    async def _last_spoke(self, person: Person, channel: Channel) -> datetime | None:
+        # In a chat turn the newest user row is the message being answered: skip it.
+        skip = 0 if channel.kind is ChannelKind.BACKGROUND else 1
+        value = await self.s.db.fetchval(
+            "SELECT ts FROM transcript WHERE person_id = ? AND role = 'user' AND kind = 'message'"
+            " ORDER BY id DESC LIMIT 1 OFFSET ?",
+            (person.id, skip),
+        )
+        return from_iso(value) if value else None
+
+    async def _last_location(self, person: Person) -> tuple[float, float, datetime] | None:
+        allowed = sources_with("location")
+        if not allowed:
+            return None
+        marks = ",".join("?" * len(allowed))
+        row = await self.s.db.fetchone(
+            "SELECT lat, lon, ts FROM transcript WHERE owner_id = ? AND lat IS NOT NULL"
+            f" AND lon IS NOT NULL AND source IN ({marks}) AND ts <= ? ORDER BY id DESC LIMIT 1",
+            (person.id, *allowed, to_iso(self.s.clock.now())),
+        )
+        if row is None:
+            return None
+        return float(row["lat"]), float(row["lon"]), from_iso(row["ts"])
+

@@ -1,0 +1,174 @@
+"""Capability sync's plugin interface, and its one shipped connector: an iCalendar (ICS) feed
+from a URL or a file.
+
+A `Connector` fetches what a connected service holds for a person (None: the person has not
+connected it) as `SyncData`, with a fingerprint of the raw data so an unchanged source costs
+nothing downstream. The capability-sync job stores the events (for the ambient snapshot) and
+turns them into facts. Connectors for mail or contacts implement the same protocol and are
+added in `configured_connectors`. May import `bot` and `memory`; the `icalendar`, `dateutil`
+and `aiohttp` packages (the `calendar` extra) are imported when a sync runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from pathlib import Path
+from typing import Any, Protocol
+from zoneinfo import ZoneInfo
+
+from bot.clock import ensure_utc
+from bot.config import Settings
+from bot.errors import ConfigError, StrataError
+from bot.types import Person
+from memory.calendar import CalendarEvent
+
+log = logging.getLogger(__name__)
+
+MAX_FEED_BYTES = 5 * 1024 * 1024
+
+
+class ConnectorError(StrataError):
+    """A connected service could not be read (unreachable, not a calendar, too big)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncData:
+    connector: str
+    fingerprint: str
+    events: tuple[CalendarEvent, ...] = ()
+
+
+class Connector(Protocol):
+    name: str
+
+    async def fetch(
+        self, person: Person, identities: Sequence[str], now: datetime
+    ) -> SyncData | None: ...
+
+
+async def read_source(target: str, timeout: float) -> bytes:
+    """The bytes at an http(s) URL or a local path (`file://` allowed), at most 5 MB."""
+    if target.startswith(("http://", "https://")):
+        import aiohttp
+
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
+                session.get(target) as resp,
+            ):
+                if resp.status != 200:
+                    raise ConnectorError(f"{target}: HTTP {resp.status}")
+                data = await resp.content.read(MAX_FEED_BYTES + 1)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise ConnectorError(f"{target}: {type(exc).__name__}: {exc}") from exc
+    else:
+        path = Path(target.removeprefix("file://")).expanduser()
+        try:
+            data = await asyncio.to_thread(path.read_bytes)
+        except OSError as exc:
+            raise ConnectorError(f"{path}: {exc.strerror or exc}") from exc
+    if len(data) > MAX_FEED_BYTES:
+        raise ConnectorError(f"{target}: larger than {MAX_FEED_BYTES} bytes")
+    return data
+
+
+def _aware(value: date | datetime, tz: ZoneInfo) -> datetime:
+    """An ICS date (all-day) or floating time in the person's zone; aware times as given."""
+    if not isinstance(value, datetime):
+        value = datetime.combine(value, time(0, 0))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=tz)
+    return ensure_utc(value)
+
+
+def parse_ics(
+    data: bytes, *, tz: str, start: datetime, end: datetime
+) -> list[CalendarEvent]:
+    """The events of an ICS calendar overlapping [start, end), recurrences expanded."""
+    import icalendar
+    from dateutil.rrule import rrulestr
+
+    try:
+        cal = icalendar.Calendar.from_ical(data)
+    except ValueError as exc:
+        raise ConnectorError(f"not an iCalendar file: {exc}") from exc
+    zone = ZoneInfo(tz)
+    out: list[CalendarEvent] = []
+    for ev in cal.walk("VEVENT"):
+        if "DTSTART" not in ev:
+            continue
+        raw_start = ev.decoded("DTSTART")
+        first = _aware(raw_start, zone)
+        raw_end = ev.decoded("DTEND", None)
+        length = (_aware(raw_end, zone) - first) if raw_end is not None else timedelta(0)
+        uid = str(ev.get("UID", "")) or hashlib.sha1(ev.to_ical()).hexdigest()
+        summary = str(ev.get("SUMMARY", "")).strip() or "(untitled event)"
+        location = str(ev.get("LOCATION", "")).strip()
+        starts = [first]
+        rule = ev.get("RRULE")
+        if rule is not None:
+            anchor = raw_start if isinstance(raw_start, datetime) else first
+            if isinstance(anchor, datetime) and anchor.tzinfo is None:
+                anchor = anchor.replace(tzinfo=zone)
+            try:
+                rr = rrulestr(rule.to_ical().decode(), dtstart=anchor)
+                starts = [ensure_utc(s) for s in rr.between(start - length, end, inc=True)]
+            except (ValueError, TypeError) as exc:
+                log.info("skipping an unreadable recurrence of %s: %s", uid, exc)
+        for s in starts:
+            e = s + length
+            if s < end and max(e, s) >= start:
+                out.append(CalendarEvent(uid, summary, s, e if length else None, location))
+    out.sort(key=lambda e: (e.starts_at, e.uid))
+    return out
+
+
+class IcsConnector:
+    """Calendar events from an ICS URL or file, one per person identity (from config)."""
+
+    name = "ics"
+
+    def __init__(self, targets: dict[str, str], *, days: float, timeout: float) -> None:
+        self.targets = targets
+        self.days = days
+        self.timeout = timeout
+
+    async def fetch(
+        self, person: Person, identities: Sequence[str], now: datetime
+    ) -> SyncData | None:
+        target = next((self.targets[i] for i in identities if i in self.targets), None)
+        if target is None:
+            return None
+        data = await read_source(target, self.timeout)
+        fingerprint = hashlib.sha256(data).hexdigest()[:16]
+        events = parse_ics(data, tz=person.timezone, start=now - timedelta(days=1),
+                           end=now + timedelta(days=self.days))
+        return SyncData(self.name, fingerprint, tuple(events))
+
+
+def parse_targets(entries: Sequence[str], key: str) -> dict[str, str]:
+    """`IDENTITY=TARGET` config entries → {identity: target}; a bad entry names the key."""
+    out: dict[str, str] = {}
+    for entry in entries:
+        identity, sep, target = entry.partition("=")
+        if not sep or ":" not in identity or not target.strip():
+            raise ConfigError(
+                f"config key {key}: {entry!r} is not IDENTITY=URL_OR_PATH "
+                "(e.g. telegram:42=https://example.org/cal.ics)"
+            )
+        out[identity.strip()] = target.strip()
+    return out
+
+
+def configured_connectors(settings: Settings) -> list[Any]:
+    c = settings.cognition
+    connectors: list[Any] = []
+    if c.calendars:
+        connectors.append(IcsConnector(parse_targets(c.calendars, "cognition.calendars"),
+                                       days=c.calendar_days, timeout=c.http_timeout))
+    return connectors

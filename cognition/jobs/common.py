@@ -1,0 +1,73 @@
+"""Small helpers the jobs share: writing and reading facts, watermarks, local times."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from cognition.registry import JobContext
+from cognition.reminders import local
+from memory.facts import Fact, NewFact
+from memory.profiles import sources_with
+
+
+async def add_fact(
+    ctx: JobContext,
+    kind: str,
+    text: str,
+    source: str,
+    *,
+    row_ids: Sequence[int] = (),
+    url: str | None = None,
+) -> bool:
+    """Store a fact about the job's person through the data graph's write API; False when the
+    person already has it (the graph folds duplicates)."""
+    result = await ctx.services.facts.add(
+        NewFact(owner_id=ctx.person.id, kind=kind, text=text, source=source,
+                row_ids=tuple(row_ids), url=url),
+        ctx.now,
+    )
+    return result.fact_id is not None
+
+
+async def live_facts(ctx: JobContext, kinds: Sequence[str]) -> list[Fact]:
+    return await ctx.services.facts.repo.for_owner(ctx.person.id, kinds=kinds)
+
+
+def source_in(switch: str) -> tuple[str, list[str]]:
+    """SQL `source IN (…)` over the sources whose profile has `switch` on, with its params."""
+    allowed = sources_with(switch)
+    return f"source IN ({','.join('?' * len(allowed))})", allowed
+
+
+async def newest_row(ctx: JobContext, where: str, params: list[str]) -> str | None:
+    """`row:<id>` of the person's newest transcript row matching `where` (a job's watermark)."""
+    newest = await ctx.services.db.fetchval(
+        f"SELECT max(id) FROM transcript WHERE owner_id = ? AND {where}",
+        (ctx.person.id, *params),
+    )
+    return f"row:{newest}" if newest else None
+
+
+def row_cursor(value: str) -> int:
+    """`row:123` → 123 (0 for no cursor yet)."""
+    prefix, _, number = value.partition(":")
+    return int(number) if prefix == "row" and number.isdigit() else 0
+
+
+def when(ts: datetime, tz: str) -> str:
+    """`Tue 18:40` in the person's zone: habits are about local days and hours."""
+    return f"{local(ts, tz):%a %H:%M}"
+
+
+def part_of_day(ts: datetime, tz: str) -> str:
+    hour = local(ts, tz).hour
+    if hour < 6:
+        return "night"
+    if hour < 12:
+        return "morning"
+    if hour < 17:
+        return "afternoon"
+    if hour < 22:
+        return "evening"
+    return "night"

@@ -1,0 +1,42 @@
+"""Consolidate: the memory life cycle's `consolidate_owner` — compaction of each channel, then
+the episode roll-up rounds (UMAP → HDBSCAN) on each memory-producing channel — for a person or
+a shared room. Input watermark: the apex counts per channel and level plus the newest
+transcript row, so an owner whose memory did not change is not clustered again."""
+
+from __future__ import annotations
+
+from cognition.registry import BaseJob, JobContext, JobOutcome
+from memory.lifecycle import consolidate_owner
+
+
+class ConsolidateJob(BaseJob):
+    name = "consolidate"
+    description = "compaction and episode roll-up into topics and eras"
+    for_rooms = True
+
+    async def inputs(self, ctx: JobContext) -> str | None:
+        db = ctx.services.db
+        rows = await db.fetchall(
+            "SELECT channel_id, level, count(*) AS n FROM episodes WHERE owner_id = ?"
+            " AND parent_id IS NULL AND tombstoned_at IS NULL GROUP BY channel_id, level"
+            " ORDER BY channel_id, level",
+            (ctx.person.id,),
+        )
+        newest = await db.fetchval("SELECT max(id) FROM transcript WHERE owner_id = ?",
+                                   (ctx.person.id,))
+        if not rows and newest is None:
+            return None
+        return f"r{newest or 0};" + ";".join(
+            f"{r['channel_id']}/{r['level']}:{r['n']}" for r in rows)
+
+    async def run(self, ctx: JobContext) -> JobOutcome:
+        s = ctx.services
+        result = await consolidate_owner(s.db, s.chat, s.embedder, ctx.person.id, ctx.now,
+                                         s.lifecycle)
+        if result.errors:
+            # Recorded as a failed run; the watermark stays so the work is tried again.
+            raise RuntimeError("; ".join(result.errors))
+        return JobOutcome("; ".join(result.lines()), details={
+            "clusters": result.clusters, "parents": result.parents,
+            "tombstoned": result.tombstoned, "errors": list(result.errors),
+        })

@@ -1,0 +1,37 @@
+"""Decay: recompute episode weights, delete expired tombstones, prune the transcript (the
+memory life cycle's `decay_pass`), then per-kind fact decay and the purge of faded invalid
+facts (the data graph's `FactRepo.decay`) — direct calls, no model. Runs at most every `decay_hours`
+for each person and shared room; its input is time itself, one watermark per period."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from cognition.registry import BaseJob, JobContext, JobOutcome
+from memory.lifecycle import decay_pass
+
+
+class DecayJob(BaseJob):
+    name = "decay"
+    description = "weights, expired tombstones, transcript pruning"
+    for_rooms = True
+
+    def min_interval(self, ctx: JobContext) -> timedelta | None:
+        return timedelta(hours=ctx.services.settings.cognition.decay_hours)
+
+    async def inputs(self, ctx: JobContext) -> str | None:
+        period = ctx.services.settings.cognition.decay_hours * 3600
+        return f"t{int(ctx.now.timestamp() // period)}"
+
+    async def run(self, ctx: JobContext) -> JobOutcome:
+        result = await decay_pass(ctx.services.db, ctx.now, ctx.person.id)
+        facts_weighed, facts_purged = await ctx.services.facts.repo.decay(ctx.now, ctx.person.id)
+        lines = [*result.lines(), f"fact weights updated: {facts_weighed}, faded invalid facts "
+                                  f"purged: {facts_purged}"]
+        return JobOutcome("; ".join(lines), details={
+            "weights_updated": result.weights_updated,
+            "episodes_deleted": result.episodes_deleted,
+            "rows_pruned": result.rows_pruned,
+            "fact_weights_updated": facts_weighed,
+            "facts_purged": facts_purged,
+        })

@@ -1,0 +1,71 @@
+"""Fact extraction: the person's new episodes → the data graph.
+
+First the conversation windows the person left open are closed: they have been idle long
+enough that the conversation paused, so the episode cutter flushes them into episodes (only
+channels whose sources make episodes). Then the data graph's extractor
+(`memory.fact_extraction`, which keeps its own per-episode cursor and validates the model's
+answer) reads the new episodes, with its model call routed through a background turn on the
+muted `job:extract` channel. Input watermark: the newest unread episode and the newest row not
+yet cut into an episode."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.types import ChatMessage
+from cognition.registry import BaseJob, JobContext, JobOutcome
+from memory.profiles import sources_with
+
+SOURCE = "job:extract"
+MAX_BATCHES = 5  # per run (8 episodes each); the rest waits for the next run
+
+
+async def open_channels(ctx: JobContext) -> dict[int, int]:
+    """The person's memory-producing channels with rows after their episode cursor: {channel
+    id: newest row id}."""
+    allowed = sources_with("episodes")
+    rows = await ctx.services.db.fetchall(
+        "SELECT c.id, max(t.id) FROM channels c JOIN transcript t ON t.channel_id = c.id"
+        " LEFT JOIN episode_cursors k ON k.channel_id = c.id"
+        f" WHERE c.owner_id = ? AND c.source IN ({','.join('?' * len(allowed))})"
+        " AND t.id > coalesce(k.last_row_id, 0) GROUP BY c.id ORDER BY c.id",
+        (ctx.person.id, *allowed),
+    )
+    return {int(r[0]): int(r[1]) for r in rows}
+
+
+class FactExtractionJob(BaseJob):
+    name = "extract"
+    description = "close paused conversations into episodes; durable facts → data graph"
+
+    async def inputs(self, ctx: JobContext) -> str | None:
+        newest = await ctx.services.extractor.watermark(ctx.person.id)
+        open_rows = max((await open_channels(ctx)).values(), default=None)
+        if newest is None and open_rows is None:
+            return None
+        return f"ep:{newest or 0};open:{open_rows or 0}"
+
+    async def run(self, ctx: JobContext) -> JobOutcome:
+        s = ctx.services
+        cut = 0
+        if s.cutter is not None:
+            for channel_id in await open_channels(ctx):
+                cut += len(await s.cutter.flush(channel_id, ctx.now))
+        lines = [f"{cut} episodes cut from paused conversations"]
+        for _ in range(MAX_BATCHES):
+            if not await s.extractor.pending(ctx.person.id, limit=1) or ctx.remaining <= 0:
+                break
+            # The batch is named by where the extractor's cursor stands, so a batch redone
+            # after a restart reuses its finished turn instead of asking the model again.
+            position, _ = await s.extractor.cursor(ctx.person.id)
+
+            async def complete(messages: Sequence[ChatMessage], at: int = position) -> str:
+                system = "\n\n".join(m.content or "" for m in messages if m.role == "system")
+                user = "\n\n".join(m.content or "" for m in messages if m.role != "system")
+                return await ctx.turn(SOURCE, user, instructions=system, step=f"after{at}")
+
+            report = await s.extractor.run(ctx.person.id, complete, ctx.now)
+            lines.append(report.line())
+            if report.skipped:
+                break
+        return JobOutcome("; ".join(lines))

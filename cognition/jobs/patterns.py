@@ -1,0 +1,56 @@
+"""Pattern match: new user-behaviour transcript rows → `behavioral_pattern` facts, each mapped
+to the tool it relates to where one fits. A background turn on the muted `job:patterns`
+channel; input watermark: the newest of the person's own messages from pattern sources."""
+
+from __future__ import annotations
+
+from cognition.jobs.common import add_fact, newest_row, row_cursor, source_in, when
+from cognition.prompts import patterns as prompts
+from cognition.prompts import read_json
+from cognition.registry import BaseJob, JobContext, JobOutcome
+from memory.transcript import row_from_db
+
+SOURCE = "job:patterns"
+BATCH = 200
+
+
+def _where() -> tuple[str, list[str]]:
+    """The person's own messages from sources whose profile has `patterns` on."""
+    where, params = source_in("patterns")
+    return f"role = 'user' AND kind = 'message' AND {where}", params
+
+
+class PatternMatchJob(BaseJob):
+    name = "patterns"
+    description = "behavioural patterns from new messages → behavioral_pattern facts"
+
+    async def inputs(self, ctx: JobContext) -> str | None:
+        return await newest_row(ctx, *_where())
+
+    async def run(self, ctx: JobContext) -> JobOutcome:
+        s = ctx.services
+        where, params = _where()
+        rows = [row_from_db(r) for r in await s.db.fetchall(
+            f"SELECT * FROM transcript WHERE owner_id = ? AND {where} AND id > ? ORDER BY id"
+            " LIMIT ?",
+            (ctx.person.id, *params, row_cursor(ctx.previous), BATCH),
+        )]
+        if not rows:
+            return JobOutcome("no new messages")
+        tz = ctx.person.timezone
+        lines = [f"> [{when(r.ts, tz)}] {r.content[:300]}" for r in rows]
+        tools = [(spec.name, spec.description[:120]) for spec in s.processor.tools.specs.values()]
+        reply = await ctx.turn(SOURCE, prompts.prompt(lines, tools),
+                               instructions=prompts.INSTRUCTIONS)
+        found = read_json(reply, prompts.Patterns).patterns
+        names = {name for name, _ in tools}
+        stored = 0
+        for p in found:
+            text = p.pattern.strip()
+            if p.tool and p.tool in names:
+                text += f" (related tool: {p.tool})"
+            if await add_fact(ctx, "behavioral_pattern", text, "user",
+                              row_ids=[r.id for r in rows]):
+                stored += 1
+        return JobOutcome(f"read {len(rows)} messages; {stored} new patterns",
+                          cursor=f"row:{rows[-1].id}")

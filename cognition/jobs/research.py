@@ -1,0 +1,82 @@
+"""Proactive research, at most once every `research_hours`: search queries from the portrait's
+interests (a background turn), the configured search provider (SearXNG, feeds), then a second
+turn that keeps what genuinely interests the person. Only results not already known (by URL)
+are shown to the model, and only results from the list can be kept (grounded): each becomes a
+`discovery` fact with its source URL. Nothing is sent to chat."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from bot.turns import BACKGROUND_PLATFORM
+from cognition.jobs.common import add_fact, live_facts
+from cognition.prompts import read_json
+from cognition.prompts import research as prompts
+from cognition.registry import BaseJob, JobContext, JobOutcome
+from cognition.research import Finding
+
+SOURCE = "research"  # its turns are muted; its discoveries may feed facts (memory/profiles.py)
+
+
+class ResearchJob(BaseJob):
+    name = "research"
+    description = "grounded search over the portrait's interests → discovery facts"
+
+    def min_interval(self, ctx: JobContext) -> timedelta | None:
+        return timedelta(hours=ctx.services.settings.cognition.research_hours)
+
+    async def inputs(self, ctx: JobContext) -> str | None:
+        s = ctx.services
+        if s.search is None:
+            return None
+        portrait = await s.portraits.latest(ctx.person.id)
+        if portrait is None:
+            return None
+        # Results change with time even for the same portrait: one input per research period.
+        period = s.settings.cognition.research_hours * 3600
+        return f"p{portrait.id}:t{int(ctx.now.timestamp() // period)}"
+
+    async def run(self, ctx: JobContext) -> JobOutcome:
+        s = ctx.services
+        assert s.search is not None
+        portrait = await s.portraits.latest(ctx.person.id)
+        assert portrait is not None
+        reply = await ctx.turn(SOURCE, "Portrait:\n" + portrait.text,
+                               instructions=prompts.QUERY_INSTRUCTIONS, step="queries")
+        queries = [q.strip() for q in read_json(reply, prompts.Queries).queries if q.strip()][:3]
+        known = {f.url for f in await live_facts(ctx, ["discovery"]) if f.url}
+        shown = await self._shown_before(ctx)
+        fresh: list[Finding] = []
+        for query in queries:
+            for f in await s.search.search(query, s.settings.cognition.research_max_results):
+                if f.url not in known and f"— {f.url}\n" not in shown:
+                    known.add(f.url)
+                    fresh.append(f)
+        if not fresh:
+            return JobOutcome(f"{len(queries)} queries; nothing new found")
+        numbered = [(i + 1, f.title, f.url, f.snippet) for i, f in enumerate(fresh)]
+        picked = read_json(
+            await ctx.turn(SOURCE, prompts.select_prompt(portrait.text, numbered),
+                           instructions=prompts.SELECT_INSTRUCTIONS, step="select"),
+            prompts.Picks,
+        ).findings
+        stored = 0
+        for pick in picked:
+            if not 1 <= pick.n <= len(fresh):
+                continue  # not one of the results: ungrounded, dropped
+            f = fresh[pick.n - 1]
+            if await add_fact(ctx, "discovery", f"{f.title}: {pick.note.strip()} ({f.url})",
+                              SOURCE, url=f.url):
+                stored += 1
+        return JobOutcome(f"{len(queries)} queries, {len(fresh)} new results, "
+                          f"{stored} discoveries kept")
+
+    async def _shown_before(self, ctx: JobContext) -> str:
+        """The text of the recent result lists shown to the model (a result it passed over
+        once is not new the next time)."""
+        ref = f"{ctx.person.id}/{SOURCE}"
+        channel = await ctx.services.channels.by_ref(BACKGROUND_PLATFORM, ref)
+        if channel is None:
+            return ""
+        rows = await ctx.services.transcript.for_channel(channel.id, limit=40, newest=True)
+        return "\n".join(r.content for r in rows if r.role.value == "user")

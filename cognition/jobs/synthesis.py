@@ -1,0 +1,44 @@
+"""Synthesis: refresh the portrait ("who you are", in every prompt) when the person's traits,
+patterns or places changed since the last one. A background turn on the muted `job:synthesis`
+channel; input watermark: the ids of the live facts it is built from."""
+
+from __future__ import annotations
+
+import hashlib
+
+from cognition.jobs.common import live_facts
+from cognition.prompts import synthesis as prompts
+from cognition.registry import BaseJob, JobContext, JobOutcome
+
+SOURCE = "job:synthesis"
+KINDS = ("user_specific", "behavioral_pattern", "place")
+MAX_FACTS = 60
+
+
+class SynthesisJob(BaseJob):
+    name = "synthesis"
+    description = "refresh the portrait when traits or patterns changed"
+
+    async def inputs(self, ctx: JobContext) -> str | None:
+        facts = await live_facts(ctx, KINDS)
+        if not facts:
+            return None
+        ids = ",".join(str(f.id) for f in sorted(facts, key=lambda f: f.id))
+        return "facts:" + hashlib.sha1(ids.encode()).hexdigest()[:16]
+
+    async def run(self, ctx: JobContext) -> JobOutcome:
+        s = ctx.services
+        facts = sorted(await live_facts(ctx, KINDS),
+                       key=lambda f: f.created_at, reverse=True)[:MAX_FACTS]
+        previous = await s.portraits.latest(ctx.person.id)
+        reply = await ctx.turn(
+            SOURCE,
+            prompts.prompt([f"[{f.kind}] {f.text}" for f in facts],
+                           previous.text if previous else None),
+            instructions=prompts.INSTRUCTIONS,
+        )
+        text = reply.strip()[: prompts.MAX_CHARS]
+        if not text:
+            return JobOutcome("the model wrote an empty portrait; kept the old one")
+        await s.portraits.save(ctx.person.id, text, ctx.inputs, ctx.now)
+        return JobOutcome(f"portrait refreshed from {len(facts)} facts: {text[:60]}…")

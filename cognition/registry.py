@@ -1,0 +1,155 @@
+"""The job registry and what a job sees: the one list of background jobs that both the runner
+and `strata jobs run` use.
+
+A job has a `name`, an `inputs(ctx)` that cheaply computes its input watermark (None: nothing
+to work on at all), and a `run(ctx)` that does the work and returns a `JobOutcome`. The runner
+compares the watermark with the job's cursor and calls `run` only when it changed, so a job
+with nothing new makes no model call. Model work goes through `ctx.turn(...)`: a background
+turn of the one turn processor, idempotent per job, person and input watermark, and counted
+against the run's token budget. May import `bot` and `memory`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from bot.errors import StrataError
+from bot.types import Person
+from cognition.services import Services
+
+log = logging.getLogger(__name__)
+
+
+class BudgetExhaustedError(StrataError):
+    """The run used its token budget; what it did so far is kept, the rest waits."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobOutcome:
+    """What a run did, in one line for `strata jobs status`; `cursor` overrides the watermark
+    the run started from (for jobs that only got through part of their input)."""
+
+    summary: str
+    cursor: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)  # for `strata jobs run --json`
+
+
+@dataclass
+class JobContext:
+    services: Services
+    job: str
+    person: Person
+    now: datetime
+    budget: int
+    inputs: str = ""
+    previous: str = ""  # the cursor of the last successful run ("" for never)
+    tokens: int = 0
+    scratch: dict[str, Any] = field(default_factory=dict)  # inputs() → run() hand-over
+
+    @property
+    def remaining(self) -> int:
+        return max(self.budget - self.tokens, 0)
+
+    def turn_id(self, step: str = "main") -> str:
+        return f"job:{self.job}:{self.person.id}:{self.inputs}:{step}"
+
+    async def turn(
+        self,
+        source: str,
+        prompt: str,
+        *,
+        instructions: str,
+        step: str = "main",
+        history: bool = False,
+    ) -> str:
+        """A background turn on the person's `source` channel; returns the stored reply.
+
+        The turn id is fixed by job, person, input watermark and `step`, so a run redone after
+        a restart reuses a turn that had finished instead of calling the model twice.
+        """
+        if self.remaining <= 0:
+            raise BudgetExhaustedError(f"token budget of {self.budget} used up")
+        s = self.services
+        result = await s.processor.handle_background(
+            self.person,
+            source,
+            prompt,
+            turn_id=self.turn_id(step),
+            instructions=instructions,
+            history=history,
+            max_tokens=min(s.settings.llm.max_tokens, self.remaining),
+        )
+        self.tokens += result.tokens
+        return result.reply
+
+
+class Job(Protocol):
+    name: str
+    description: str
+    for_rooms: bool  # also runs for shared rooms' memory scopes (not only for persons)
+
+    def min_interval(self, ctx: JobContext) -> timedelta | None:
+        """At most one successful run per this interval (None: no limit)."""
+        ...
+
+    async def inputs(self, ctx: JobContext) -> str | None: ...
+
+    async def run(self, ctx: JobContext) -> JobOutcome: ...
+
+
+class BaseJob:
+    """Defaults for jobs: no interval limit."""
+
+    name = ""
+    description = ""
+    for_rooms = False
+
+    def min_interval(self, ctx: JobContext) -> timedelta | None:
+        return None
+
+
+class JobRegistry:
+    """Jobs by name, in the order the runner checks them."""
+
+    def __init__(self, jobs: list[Job] | None = None) -> None:
+        self._jobs: dict[str, Job] = {}
+        for job in jobs or []:
+            self.add(job)
+
+    def add(self, job: Job) -> None:
+        if job.name in self._jobs:
+            raise ValueError(f"job {job.name!r} is registered twice")
+        self._jobs[job.name] = job
+
+    def replace(self, job: Job) -> None:
+        if job.name not in self._jobs:
+            raise ValueError(f"no job {job.name!r} to replace")
+        self._jobs[job.name] = job
+
+    def get(self, name: str) -> Job:
+        try:
+            return self._jobs[name]
+        except KeyError:
+            raise StrataError(
+                f"no job called {name!r}; the jobs are: {', '.join(self._jobs)}"
+            ) from None
+
+    def names(self) -> list[str]:
+        return list(self._jobs)
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(list(self._jobs.values()))
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+
+def default_registry() -> JobRegistry:
+    """The nine background jobs of DESIGN.md §5, in the order a check runs them."""
+    from cognition.jobs import all_jobs
+
+    return JobRegistry(all_jobs())

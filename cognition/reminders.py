@@ -1,0 +1,330 @@
+"""Reminders and scheduled prompts: the model's tools to set, list and cancel them (in the
+person's time zone, which the person can set), recurrence, and delivery by the runner.
+
+Delivery is claim-then-deliver (see `memory.reminders`): the runner claims a due item, records
+the message in the channel it came from (turn id `reminder:<id>:<due>`, so a redelivery after a
+restart never stores it twice), sends it through the outbound registry to that channel's
+platform, then completes it. A delivery later than `late_after_minutes` says so. A scheduled
+prompt runs as a background turn on the person's muted `scheduled` channel and its answer is
+delivered like a reminder. May import `bot` and `memory`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import datetime, time, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from bot.clock import ensure_utc, to_iso
+from bot.commands import CommandContext, CommandReply, CommandRouter
+from bot.outbound import DeliveryUnavailableError
+from bot.turns import ToolContext, ToolRegistry
+from bot.types import ChannelKind, NewRow, Role, ToolSpec
+from cognition.services import Services
+from memory.reminders import Reminder
+
+log = logging.getLogger(__name__)
+
+SCHEDULED_SOURCE = "scheduled"
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_RECURRENCE = re.compile(r"^(daily|weekdays|weekly:(mon|tue|wed|thu|fri|sat|sun)) (\d\d):(\d\d)$")
+
+
+class ReminderInputError(ValueError):
+    """The model (or person) gave a time, zone or recurrence that cannot be used."""
+
+
+def zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ReminderInputError(
+            f"unknown time zone {name!r}; use an IANA name like Europe/Paris"
+        ) from None
+
+
+def local(ts: datetime, tz: str) -> datetime:
+    return ensure_utc(ts).astimezone(zone(tz))
+
+
+def describe(ts: datetime, tz: str, now: datetime | None = None) -> str:
+    """`Tue 6 Jan 09:00` in the person's zone (with the year when it is not this year's)."""
+    lt = local(ts, tz)
+    text = f"{lt:%a} {lt.day} {lt:%b} {lt:%H:%M}"
+    if now is not None and local(now, tz).year != lt.year:
+        text += f" {lt.year}"
+    return text
+
+
+def parse_when(when: str, tz: str, now: datetime) -> datetime:
+    """A local date-time (`2026-01-06 09:00`, ISO with or without offset) → aware UTC."""
+    text = when.strip().replace("T", " ")
+    if not text:
+        raise ReminderInputError("give the time as YYYY-MM-DD HH:MM in the person's time zone")
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise ReminderInputError(
+            f"cannot read the time {when!r}; use YYYY-MM-DD HH:MM (the person's local time)"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=zone(tz))
+    return ensure_utc(parsed)
+
+
+def parse_recurrence(every: str, at: str) -> str:
+    """`every` (day, weekday, or a weekday name) and `at` (HH:MM) → the stored form."""
+    kind = every.strip().lower()
+    match = re.fullmatch(r"(\d{1,2}):(\d\d)", at.strip())
+    if match is None or int(match.group(1)) > 23 or int(match.group(2)) > 59:
+        raise ReminderInputError(f"cannot read the time of day {at!r}; use HH:MM")
+    hhmm = f"{int(match.group(1)):02d}:{match.group(2)}"
+    if kind in ("day", "daily", "every day"):
+        return f"daily {hhmm}"
+    if kind in ("weekday", "weekdays"):
+        return f"weekdays {hhmm}"
+    short = kind[:3]
+    if short in WEEKDAYS:
+        return f"weekly:{short} {hhmm}"
+    raise ReminderInputError(
+        f"cannot read the repetition {every!r}; use day, weekday, or a weekday name"
+    )
+
+
+def next_occurrence(recurrence: str, tz: str, after: datetime) -> datetime:
+    """The first time strictly after `after` that `recurrence` names, as aware UTC."""
+    match = _RECURRENCE.match(recurrence)
+    if match is None:
+        raise ReminderInputError(f"bad recurrence {recurrence!r}")
+    kind, day, hh, mm = match.group(1), match.group(2), int(match.group(3)), int(match.group(4))
+    z = zone(tz)
+    start = local(after, tz).date()
+    for offset in range(0, 15):
+        date = start + timedelta(days=offset)
+        if kind == "weekdays" and date.weekday() >= 5:
+            continue
+        if day is not None and date.weekday() != WEEKDAYS.index(day):
+            continue
+        candidate = ensure_utc(datetime.combine(date, time(hh, mm), tzinfo=z))
+        if candidate > ensure_utc(after):
+            return candidate
+    raise AssertionError("a recurrence always comes round within two weeks")
+
+
+def describe_recurrence(recurrence: str) -> str:
+    kind, _, hhmm = recurrence.partition(" ")
+    if kind == "daily":
+        return f"every day at {hhmm}"
+    if kind == "weekdays":
+        return f"every weekday at {hhmm}"
+    return f"every {kind.split(':')[1].capitalize()} at {hhmm}"
+
+
+def reminder_line(r: Reminder, now: datetime) -> str:
+    what = "reminder" if r.kind == "reminder" else "scheduled prompt"
+    when = describe(r.due_at, r.timezone, now)
+    if r.recurrence:
+        when = f"{describe_recurrence(r.recurrence)}, next {when}"
+    return f"#{r.id} {what} — {when}: {r.text}"
+
+
+# -- tools ----------------------------------------------------------------------------------------
+
+_TEXT = {"type": "string"}
+
+
+def register_tools(tools: ToolRegistry, services: Services) -> None:
+    """Add the reminder, scheduled-prompt and time-zone tools to a turn processor's tools."""
+    s = services
+
+    async def set_reminder(ctx: ToolContext, args: dict[str, Any]) -> str:
+        person = await s.persons.get(ctx.person.id) or ctx.person
+        now = s.clock.now()
+        text = str(args.get("text") or "").strip()
+        if not text:
+            return "error: say what to remind the person of (text)"
+        try:
+            if args.get("in_minutes") not in (None, ""):
+                due = now + timedelta(minutes=float(args["in_minutes"]))
+            else:
+                due = parse_when(str(args.get("when") or ""), person.timezone, now)
+        except (ReminderInputError, ValueError, TypeError) as exc:
+            return f"error: {exc}"
+        if due <= now:
+            return (f"error: {describe(due, person.timezone, now)} is in the past (it is now "
+                    f"{describe(now, person.timezone)} in {person.timezone})")
+        r = await s.reminders.add(owner_id=person.id, channel_id=ctx.channel.id, kind="reminder",
+                                  text=text, due_at=due, timezone=person.timezone, now=now,
+                                  turn_id=ctx.turn_id)
+        return (f"ok: reminder #{r.id} set for {describe(due, person.timezone, now)} "
+                f"({person.timezone})")
+
+    async def schedule_prompt(ctx: ToolContext, args: dict[str, Any]) -> str:
+        if ctx.channel.kind is not ChannelKind.PRIVATE:
+            # Its answer is written from the person's own memory: never into a shared room.
+            return "error: scheduled prompts can only be set in a private chat with me"
+        person = await s.persons.get(ctx.person.id) or ctx.person
+        now = s.clock.now()
+        prompt = str(args.get("prompt") or "").strip()
+        if not prompt:
+            return "error: say what to do each time (prompt)"
+        try:
+            recurrence = parse_recurrence(str(args.get("every") or "day"),
+                                          str(args.get("at") or ""))
+            due = next_occurrence(recurrence, person.timezone, now)
+        except ReminderInputError as exc:
+            return f"error: {exc}"
+        r = await s.reminders.add(owner_id=person.id, channel_id=ctx.channel.id, kind="prompt",
+                                  text=prompt, due_at=due, timezone=person.timezone, now=now,
+                                  recurrence=recurrence, turn_id=ctx.turn_id)
+        return (f"ok: scheduled prompt #{r.id}, {describe_recurrence(recurrence)} "
+                f"({person.timezone}); first {describe(due, person.timezone, now)}")
+
+    async def list_reminders(ctx: ToolContext, args: dict[str, Any]) -> str:
+        now = s.clock.now()
+        items = await s.reminders.upcoming(ctx.person.id)
+        if not items:
+            return "no reminders or scheduled prompts"
+        return "\n".join(reminder_line(r, now) for r in items)
+
+    async def cancel_reminder(ctx: ToolContext, args: dict[str, Any]) -> str:
+        try:
+            rid = int(str(args.get("id", "")).lstrip("#"))
+        except ValueError:
+            return "error: give the number of the reminder (see list_reminders)"
+        if await s.reminders.cancel(ctx.person.id, rid):
+            return f"ok: #{rid} cancelled"
+        return f"error: there is no pending reminder #{rid} of this person"
+
+    async def set_timezone(ctx: ToolContext, args: dict[str, Any]) -> str:
+        name = str(args.get("timezone") or "").strip()
+        try:
+            zone(name)
+        except ReminderInputError as exc:
+            return f"error: {exc}"
+        await s.persons.set_timezone(ctx.person.id, name)
+        return f"ok: time zone set to {name}; it is now {describe(s.clock.now(), name)} there"
+
+    tools.add(ToolSpec(
+        "set_reminder",
+        "Remind the person of something once, at a time in their own time zone. Give `when` "
+        "as local date and time YYYY-MM-DD HH:MM (see the current local time in the context), "
+        "or `in_minutes` for a relative time.",
+        {"type": "object", "properties": {
+            "text": {"type": "string", "description": "what to remind them of"},
+            "when": {"type": "string", "description": "local YYYY-MM-DD HH:MM"},
+            "in_minutes": {"type": "number", "description": "instead of when: minutes from now"},
+        }, "required": ["text"]},
+    ), set_reminder)
+    tools.add(ToolSpec(
+        "schedule_prompt",
+        "Run a prompt regularly and send the person the answer, e.g. every morning at 08:00 a "
+        "summary of their day. `every`: day, weekday, or a weekday name; `at`: local HH:MM.",
+        {"type": "object", "properties": {
+            "prompt": {"type": "string", "description": "what to do each time"},
+            "every": {"type": "string", "description": "day | weekday | monday … sunday"},
+            "at": {"type": "string", "description": "local time of day, HH:MM"},
+        }, "required": ["prompt", "at"]},
+    ), schedule_prompt)
+    tools.add(ToolSpec("list_reminders",
+                       "List the person's pending reminders and scheduled prompts with ids.",
+                       {"type": "object", "properties": {}}), list_reminders)
+    tools.add(ToolSpec(
+        "cancel_reminder", "Cancel one of the person's reminders or scheduled prompts by id.",
+        {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
+    ), cancel_reminder)
+    tools.add(ToolSpec(
+        "set_timezone", "Set the person's time zone (IANA name like Europe/Paris).",
+        {"type": "object", "properties": {"timezone": _TEXT}, "required": ["timezone"]},
+    ), set_timezone)
+
+
+def register_commands(commands: CommandRouter, services: Services) -> None:
+    """`/timezone [NAME]` and `/reminders` chat commands."""
+    s = services
+
+    async def timezone_cmd(ctx: CommandContext) -> CommandReply:
+        now = s.clock.now()
+        if not ctx.args:
+            tz = ctx.person.timezone
+            return CommandReply(f"Your time zone is {tz} (it is {describe(now, tz)} there). "
+                                "Change it with /timezone Europe/Paris (any IANA name).")
+        try:
+            zone(ctx.args)
+        except ReminderInputError as exc:
+            return CommandReply(str(exc))
+        await s.persons.set_timezone(ctx.person.id, ctx.args)
+        return CommandReply(f"Time zone set to {ctx.args}; it is {describe(now, ctx.args)} there.")
+
+    async def reminders_cmd(ctx: CommandContext) -> CommandReply:
+        now = s.clock.now()
+        items = await s.reminders.upcoming(ctx.person.id)
+        if not items:
+            return CommandReply("You have no reminders or scheduled prompts.")
+        return CommandReply("\n".join(reminder_line(r, now) for r in items))
+
+    commands.add("timezone", "show or set your time zone (/timezone Europe/Paris)", timezone_cmd)
+    commands.add("reminders", "list your reminders and scheduled prompts", reminders_cmd)
+
+
+# -- delivery -------------------------------------------------------------------------------------
+
+async def deliver_due(services: Services, now: datetime) -> int:
+    """Deliver every due reminder and scheduled prompt once; return how many were delivered."""
+    s = services
+    delivered = 0
+    for reminder in await s.reminders.due(now):
+        channel = await s.channels.get(reminder.channel_id)
+        if channel is not None and not s.outbound.can_send(channel.platform):
+            continue  # its platform's adapter is not running (yet): it stays due, unclaimed
+        if not await s.reminders.claim(reminder, now):
+            continue  # another delivery has it
+        try:
+            await deliver(services, reminder, now)
+        except DeliveryUnavailableError as exc:
+            log.info("reminder %d waits: %s", reminder.id, exc)
+            await s.reminders.release(reminder.id)
+        except Exception:  # task boundary (runner): keep it for the next tick
+            log.exception("delivering reminder %d failed; it stays due", reminder.id)
+            await s.reminders.release(reminder.id)
+        else:
+            delivered += 1
+    return delivered
+
+
+async def deliver(services: Services, reminder: Reminder, now: datetime) -> None:
+    """Send one claimed reminder to the channel it came from, record it, complete it."""
+    s = services
+    channel = await s.channels.get(reminder.channel_id)
+    person = await s.persons.get(reminder.owner_id)
+    if channel is None or person is None:
+        await s.reminders.complete(reminder, now, None)  # its channel is gone: nothing to do
+        return
+    if not s.outbound.can_send(channel.platform):
+        raise DeliveryUnavailableError(f"no {channel.platform} adapter is running")
+    occurrence = to_iso(reminder.due_at)
+    if reminder.kind == "prompt":
+        result = await s.processor.handle_background(
+            person, SCHEDULED_SOURCE, reminder.text,
+            turn_id=f"scheduled:{reminder.id}:{occurrence}", history=False,
+        )
+        text = result.reply
+    else:
+        text = f"⏰ Reminder: {reminder.text}"
+    late = now - reminder.due_at
+    if late > timedelta(minutes=s.settings.cognition.late_after_minutes):
+        text = (f"(Late — this was due {describe(reminder.due_at, reminder.timezone, now)}; "
+                f"I could not send it then.)\n{text}")
+    turn_id = f"reminder:{reminder.id}:{occurrence}"
+    if not await s.transcript.by_turn(turn_id):
+        await s.transcript.append([NewRow(
+            channel_id=channel.id, person_id=None, ts=now, source=SCHEDULED_SOURCE,
+            role=Role.ASSISTANT, content=text, turn_id=turn_id,
+        )])
+    await s.outbound.send(channel.platform, channel.room_ref, text)
+    next_due = (next_occurrence(reminder.recurrence, reminder.timezone, now)
+                if reminder.recurrence else None)
+    await s.reminders.complete(reminder, now, next_due)
+    log.info("delivered %s %d to %s", reminder.kind, reminder.id, channel.platform)

@@ -1,0 +1,255 @@
+"""The cognition runner: one asyncio task owned by the app, on an injected clock.
+
+Shaped like discord.py's `ext.tasks` loop: `start()` creates the task, `stop()` cancels it and
+waits, `is_running()` tells. Every tick (default a minute) it delivers due reminders and
+scheduled prompts; every `job_interval_minutes` it checks each person's jobs. A job runs only
+when the person has been idle ≥ `idle_minutes` (activity = their own inbound turns, re-read
+before each job so new activity stops the jobs still waiting), when its minimum interval has
+passed, and when its input watermark moved since its last successful run (otherwise nothing
+happens: no run row, no model call). Each run is wrapped: an exception is logged with its
+context, recorded, and skipped; the other jobs and persons go on; cancellation propagates.
+
+Tests drive `tick()` / `check_jobs()` / `run_job()` directly after moving a `ManualClock`.
+May import `bot` and `memory`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from bot.clock import from_iso
+from bot.config import CognitionSettings
+from bot.errors import ConfigError
+from bot.types import OwnerKind, Person
+from cognition.registry import Job, JobContext, JobRegistry
+from cognition.reminders import deliver_due
+from cognition.services import Services
+
+log = logging.getLogger(__name__)
+
+Sleep = Callable[[float], Awaitable[None]]
+
+# Jobs that still run while a person has paused memory (they forget, never remember).
+RUN_WHILE_PAUSED = frozenset({"decay"})
+
+
+@dataclass(frozen=True, slots=True)
+class JobReport:
+    """One job looked at for one person: whether it ran, and what happened."""
+
+    job: str
+    person: str
+    ran: bool
+    status: str  # ok | error | skipped
+    detail: str
+    tokens: int = 0
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def line(self) -> str:
+        tail = f" ({self.tokens} tokens)" if self.tokens else ""
+        return f"{self.job:<13} {self.person:<16} {self.status:<8} {self.detail}{tail}"
+
+
+class Runner:
+    def __init__(
+        self,
+        services: Services,
+        registry: JobRegistry,
+        *,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.services = services
+        self.registry = registry
+        names = registry.names()
+        unknown = [n for n in services.settings.cognition.disabled_jobs if n not in names]
+        if unknown:
+            raise ConfigError(
+                f"config key cognition.disabled_jobs: no job called {unknown[0]!r}; the jobs "
+                f"are: {', '.join(names)}"
+            )
+        self._sleep = sleep
+        self._task: asyncio.Task[None] | None = None
+        # The loop's job check runs beside it, so a long pass never holds up a reminder.
+        self._jobs_task: asyncio.Task[None] | None = None
+        self._next_jobs_at: datetime | None = None
+        self._started = False
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    @property
+    def settings(self) -> CognitionSettings:
+        return self.services.settings.cognition
+
+    def start(self) -> asyncio.Task[None]:
+        """Start the loop as a task of the running event loop (once)."""
+        if self._task is not None and not self._task.done():
+            raise RuntimeError("the cognition runner is already running")
+        self._task = asyncio.create_task(self._loop(), name="strata-cognition")
+        return self._task
+
+    def is_running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def stop(self) -> None:
+        """Cancel the loop and wait for it; a job in flight is cancelled (and redone later)."""
+        for task in (self._task, self._jobs_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._task = self._jobs_task = None
+
+    async def _loop(self) -> None:
+        await self.start_up()
+        while True:
+            try:
+                await self.tick(wait=False)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # task boundary: one bad tick must not end the runner
+                log.exception("cognition tick failed")
+            await self._sleep(self.settings.tick_seconds)
+
+    async def start_up(self) -> None:
+        """Recover from a previous process: close its open runs, release its claims."""
+        if self._started:
+            return
+        self._started = True
+        now = self.services.clock.now()
+        stale = await self.services.runs.interrupt_stale(now)
+        released = await self.services.reminders.release_stale_claims()
+        if stale or released:
+            log.info("recovered %d interrupted job runs and %d claimed reminders", stale, released)
+
+    async def tick(self, *, wait: bool = True) -> list[JobReport]:
+        """Deliver what is due; check the jobs when their interval has come round.
+
+        `wait=False` (the loop) runs the job check as a task beside the loop, and starts none
+        while the previous one is still going; `wait=True` (tests, one-off runs) awaits it.
+        """
+        await self.start_up()
+        now = self.services.clock.now()
+        await deliver_due(self.services, now)
+        if self._next_jobs_at is not None and now < self._next_jobs_at:
+            return []
+        if not wait and self._jobs_task is not None and not self._jobs_task.done():
+            return []  # the previous check is still running: its persons are being served
+        self._next_jobs_at = now + timedelta(minutes=self.settings.job_interval_minutes)
+        if wait:
+            return await self.check_jobs()
+        self._jobs_task = asyncio.create_task(self._check_in_background(),
+                                              name="strata-cognition-jobs")
+        return []
+
+    async def _check_in_background(self) -> None:
+        try:
+            await self.check_jobs()
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # task boundary: the next interval checks again
+            log.exception("cognition job check failed")
+
+    # -- jobs -----------------------------------------------------------------------------------
+
+    async def check_jobs(self, persons: list[Person] | None = None) -> list[JobReport]:
+        """Every enabled job for every person (and the room jobs for every shared room's
+        memory scope), or for `persons`, one after another."""
+        reports = []
+        owners = persons if persons is not None else await self.services.persons.all(None)
+        for person in owners:
+            for job in self.registry:
+                if job.name in self.settings.disabled_jobs:
+                    continue
+                if person.kind is OwnerKind.ROOM and not job.for_rooms:
+                    continue
+                reports.append(await self.run_job(job, person))
+        return reports
+
+    async def idle_for(self, person: Person, now: datetime) -> timedelta | None:
+        """How long the person (or a shared room) has been quiet (None: never spoke)."""
+        last = person.last_active_at
+        if person.kind is OwnerKind.ROOM:
+            newest = await self.services.db.fetchval(
+                "SELECT max(ts) FROM transcript WHERE owner_id = ? AND role = 'user'",
+                (person.id,),
+            )
+            last = from_iso(newest) if newest else None
+        return None if last is None else now - last
+
+    async def run_job(
+        self, job: Job, person: Person, *, force: bool = False, now: datetime | None = None
+    ) -> JobReport:
+        """Run one job for one person if it is due and has something new; record the run.
+
+        `force` skips the idle gate and the job's minimum interval (never the watermark check:
+        a job with nothing new has nothing to do).
+        """
+        s = self.services
+        # Re-read: activity since the check started must stop jobs that have not started.
+        fresh = await s.persons.get(person.id)
+        if fresh is None:
+            return JobReport(job.name, person.name, False, "skipped", "person is gone")
+        person = fresh
+        now = now or s.clock.now()
+        idle = await self.idle_for(person, now)
+        gate = timedelta(minutes=self.settings.idle_minutes)
+        if not force and idle is not None and idle < gate:
+            left = int((gate - idle).total_seconds() // 60) + 1
+            return JobReport(job.name, person.name, False, "skipped",
+                             f"person active {int(idle.total_seconds() // 60)} min ago; "
+                             f"waits {left} more min")
+        if person.paused and job.name not in RUN_WHILE_PAUSED:
+            return JobReport(job.name, person.name, False, "skipped", "memory is paused")
+        cursor = await s.runs.cursor(job.name, person.id)
+        ctx = JobContext(
+            services=s,
+            job=job.name,
+            person=person,
+            now=now,
+            budget=self.settings.job_token_budget,
+            previous=cursor.cursor if cursor else "",
+        )
+        interval = job.min_interval(ctx)
+        if not force and interval is not None:
+            last = await s.runs.last_ok_started(job.name, person.id)
+            if last is not None and now - last < interval:
+                nxt = last + interval
+                return JobReport(job.name, person.name, False, "skipped",
+                                 f"ran at {last:%Y-%m-%d %H:%M}; next after {nxt:%H:%M} UTC")
+        try:
+            inputs = await job.inputs(ctx)
+        except Exception as exc:  # task boundary: a job's failure must not stop the others
+            log.exception("job %s for person %s: reading inputs failed", job.name, person.id)
+            run_id = await s.runs.start(job.name, person.id, now)
+            await s.runs.finish(run_id, now=s.clock.now(), status="error",
+                                error=f"{type(exc).__name__}: {exc}")
+            return JobReport(job.name, person.name, True, "error", f"{type(exc).__name__}: {exc}")
+        if inputs is None or inputs == ctx.previous:
+            what = "nothing to work on" if inputs is None else "nothing new"
+            await s.runs.checked(job.name, person.id, now, what)
+            return JobReport(job.name, person.name, False, "skipped", what)
+        ctx.inputs = inputs
+        run_id = await s.runs.start(job.name, person.id, now)
+        try:
+            outcome = await job.run(ctx)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await s.runs.finish(run_id, now=s.clock.now(), status="cancelled",
+                                    tokens=ctx.tokens, error="cancelled at shutdown")
+            raise
+        except Exception as exc:  # task boundary: recorded and skipped, the others go on
+            log.exception("job %s for person %s failed (run %d)", job.name, person.id, run_id)
+            await s.runs.finish(run_id, now=s.clock.now(), status="error", tokens=ctx.tokens,
+                                error=f"{type(exc).__name__}: {exc}")
+            return JobReport(job.name, person.name, True, "error",
+                             f"{type(exc).__name__}: {exc}", ctx.tokens)
+        await s.runs.finish(run_id, now=s.clock.now(), status="ok", result=outcome.summary,
+                            tokens=ctx.tokens, cursor=outcome.cursor or inputs)
+        return JobReport(job.name, person.name, True, "ok", outcome.summary, ctx.tokens,
+                         outcome.details)

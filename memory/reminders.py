@@ -1,0 +1,165 @@
+"""Reminders and scheduled prompts: storage and the claim-then-deliver state machine.
+
+A reminder is `pending` until due; the runner `claim`s it (pending → claimed, one winner),
+delivers it, then `complete`s it (→ delivered, or back to pending at the next occurrence for a
+recurring one) in one transaction. Claims left by a process that stopped are released at the
+next start, so a reminder that became due while the process was down, or whose delivery was
+cut off, is delivered once. Times are stored in UTC; `timezone` is the person's zone used for
+recurrence. Imports `bot` leaf modules and `memory.db`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.clock import from_iso, to_iso
+from memory.db import Database, Row
+
+KINDS = ("reminder", "prompt")
+
+
+@dataclass(frozen=True, slots=True)
+class Reminder:
+    id: int
+    owner_id: int
+    channel_id: int
+    kind: str
+    text: str
+    due_at: datetime
+    timezone: str
+    recurrence: str | None
+    state: str
+    deliveries: int
+    created_at: datetime
+    delivered_at: datetime | None = None
+
+
+def _reminder(row: Row) -> Reminder:
+    return Reminder(
+        id=row["id"],
+        owner_id=row["owner_id"],
+        channel_id=row["channel_id"],
+        kind=row["kind"],
+        text=row["text"],
+        due_at=from_iso(row["due_at"]),
+        timezone=row["timezone"],
+        recurrence=row["recurrence"],
+        state=row["state"],
+        deliveries=row["deliveries"],
+        created_at=from_iso(row["created_at"]),
+        delivered_at=from_iso(row["delivered_at"]) if row["delivered_at"] else None,
+    )
+
+
+class ReminderRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def add(
+        self,
+        *,
+        owner_id: int,
+        channel_id: int,
+        kind: str,
+        text: str,
+        due_at: datetime,
+        timezone: str,
+        now: datetime,
+        recurrence: str | None = None,
+        turn_id: str | None = None,
+    ) -> Reminder:
+        if kind not in KINDS:
+            raise ValueError(f"unknown reminder kind {kind!r}")
+        rid = await self.db.execute_write(
+            "INSERT INTO reminders (owner_id, channel_id, kind, text, due_at, timezone,"
+            " recurrence, created_at, turn_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (owner_id, channel_id, kind, text, to_iso(due_at), timezone, recurrence,
+             to_iso(now), turn_id),
+        )
+        got = await self.get(int(rid or 0))
+        assert got is not None
+        return got
+
+    async def get(self, reminder_id: int) -> Reminder | None:
+        row = await self.db.fetchone("SELECT * FROM reminders WHERE id = ?", (reminder_id,))
+        return _reminder(row) if row else None
+
+    async def upcoming(self, owner_id: int, limit: int = 20) -> list[Reminder]:
+        """The person's reminders still to be delivered, soonest first."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM reminders WHERE owner_id = ? AND state IN ('pending', 'claimed')"
+            " ORDER BY due_at, id LIMIT ?",
+            (owner_id, limit),
+        )
+        return [_reminder(r) for r in rows]
+
+    async def for_owner(self, owner_id: int) -> list[Reminder]:
+        rows = await self.db.fetchall(
+            "SELECT * FROM reminders WHERE owner_id = ? ORDER BY id", (owner_id,)
+        )
+        return [_reminder(r) for r in rows]
+
+    async def cancel(self, owner_id: int, reminder_id: int) -> bool:
+        """Cancel one of the owner's pending reminders; False if there is no such reminder."""
+        async with self.db.write() as conn:
+            cur = await conn.execute(
+                "UPDATE reminders SET state = 'cancelled' WHERE id = ? AND owner_id = ?"
+                " AND state = 'pending'",
+                (reminder_id, owner_id),
+            )
+            return (cur.rowcount or 0) == 1
+
+    async def due(self, now: datetime, limit: int = 100) -> list[Reminder]:
+        rows = await self.db.fetchall(
+            "SELECT * FROM reminders WHERE state = 'pending' AND due_at <= ?"
+            " ORDER BY due_at, id LIMIT ?",
+            (to_iso(now), limit),
+        )
+        return [_reminder(r) for r in rows]
+
+    async def claim(self, reminder: Reminder, now: datetime) -> bool:
+        """pending → claimed for this occurrence; True for exactly one caller."""
+        async with self.db.write() as conn:
+            cur = await conn.execute(
+                "UPDATE reminders SET state = 'claimed', claimed_at = ?"
+                " WHERE id = ? AND state = 'pending' AND due_at = ?",
+                (to_iso(now), reminder.id, to_iso(reminder.due_at)),
+            )
+            return (cur.rowcount or 0) == 1
+
+    async def release(self, reminder_id: int) -> None:
+        """Give a claim back (delivery failed; try again at the next tick)."""
+        await self.db.execute_write(
+            "UPDATE reminders SET state = 'pending', claimed_at = NULL"
+            " WHERE id = ? AND state = 'claimed'",
+            (reminder_id,),
+        )
+
+    async def release_stale_claims(self) -> int:
+        """At start-up: claims of a previous process were never completed; deliver them again."""
+        async with self.db.write() as conn:
+            cur = await conn.execute(
+                "UPDATE reminders SET state = 'pending', claimed_at = NULL"
+                " WHERE state = 'claimed'"
+            )
+            return int(cur.rowcount or 0)
+
+    async def complete(
+        self, reminder: Reminder, now: datetime, next_due: datetime | None
+    ) -> None:
+        """Claimed → delivered, or → pending at `next_due` for a recurring one."""
+        if next_due is None:
+            sql = (
+                "UPDATE reminders SET state = 'delivered', delivered_at = ?,"
+                " deliveries = deliveries + 1 WHERE id = ? AND state = 'claimed'"
+            )
+            params: tuple[object, ...] = (to_iso(now), reminder.id)
+        else:
+            sql = (
+                "UPDATE reminders SET state = 'pending', due_at = ?, claimed_at = NULL,"
+                " delivered_at = ?, deliveries = deliveries + 1"
+                " WHERE id = ? AND state = 'claimed'"
+            )
+            params = (to_iso(next_due), to_iso(now), reminder.id)
+        await self.db.execute_write(sql, params)

@@ -1,0 +1,81 @@
+"""A local web server for the cognition tests: a SearXNG-style JSON search API, an RSS and an
+Atom feed, and an ICS calendar, on 127.0.0.1 with a random port, in the test's event loop.
+
+Content is set by the test (`results`, `rss_items`, `ics`); every request path is recorded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from xml.sax.saxutils import escape
+
+from aiohttp import web
+
+
+class WebSources:
+    def __init__(self) -> None:
+        self.results: dict[str, list[dict[str, str]]] = {}  # query word → SearXNG results
+        self.rss_items: list[tuple[str, str, str]] = []  # (title, link, description)
+        self.atom_entries: list[tuple[str, str, str]] = []
+        self.ics: bytes = b""
+        self.requests: list[str] = []
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> WebSources:
+        app = web.Application()
+        app.router.add_get("/search", self._search)
+        app.router.add_get("/feed.xml", self._rss)
+        app.router.add_get("/atom.xml", self._atom)
+        app.router.add_get("/cal.ics", self._ics)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server: Any = site._server
+        self.port = server.sockets[0].getsockname()[1]
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def searches(self) -> list[str]:
+        return [r for r in self.requests if r.startswith("/search")]
+
+    async def _search(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append(str(request.rel_url))
+        if request.query.get("format") != "json":
+            return web.Response(status=403, text="format not allowed")
+        query = request.query.get("q", "").lower()
+        found = [r for word, rs in self.results.items() if word in query for r in rs]
+        return web.json_response({"query": query, "results": found})
+
+    async def _rss(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append(str(request.rel_url))
+        items = "".join(
+            f"<item><title>{escape(t)}</title><link>{escape(link)}</link>"
+            f"<description>{escape(d)}</description></item>"
+            for t, link, d in self.rss_items
+        )
+        body = ('<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>'
+                f"{items}</channel></rss>")
+        return web.Response(text=body, content_type="application/rss+xml")
+
+    async def _atom(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append(str(request.rel_url))
+        entries = "".join(
+            f'<entry><title>{escape(t)}</title><link href="{escape(link)}"/>'
+            f"<summary>{escape(d)}</summary></entry>"
+            for t, link, d in self.atom_entries
+        )
+        body = f'<feed xmlns="http://www.w3.org/2005/Atom"><title>t</title>{entries}</feed>'
+        return web.Response(text=body, content_type="application/atom+xml")
+
+    async def _ics(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append(str(request.rel_url))
+        return web.Response(body=self.ics, content_type="text/calendar")

@@ -1,0 +1,33 @@
+"""Fixtures shared by the integration tests of background cognition."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from bot.app import App
+from bot.clock import ManualClock
+from bot.config import Settings
+
+AppFactory = Callable[..., Awaitable[App]]
+
+
+@pytest.fixture
+async def make_app(settings: Settings, clock: ManualClock) -> AsyncIterator[AppFactory]:
+    apps: list[App] = []
+
+    async def make(**cognition: Any) -> App:
+        s = settings.model_copy(update={
+            "cognition": settings.cognition.model_copy(update=cognition),
+            # Extractive episodes: after-turn work takes no scripted reply meant for a turn.
+            "episodes": settings.episodes.model_copy(update={"use_model": False}),
+        })
+        application = await App.create(s, clock=clock)
+        apps.append(application)
+        return application
+
+    yield make
+    for a in apps:
+        await a.close()

@@ -1,0 +1,201 @@
+"""Episode roll-up with real UMAP + HDBSCAN (the first fit in a process costs seconds of JIT,
+the rest are fast), real SQLite and the fake model server. Embeddings are constructed:
+well separated groups, some too small (< 10) to be a topic of their own."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+from bot.app import App
+from bot.clock import ManualClock
+from bot.types import NewRow, Role
+from memory.clustering import cluster_labels
+from memory.episodes import ERA, LEAF, TOPIC
+from memory.lifecycle import consolidate_owner
+from memory.rollup import RollupPolicy, rollup_channel
+from tests.fakes.openai_server import FakeOpenAI
+from tests.lifecycle_helpers import add_episode, add_turn, blobs, make_scope
+
+# Three topics of 12 leaves and three side threads of 5, 5 and 4: the side threads are too
+# small for a cluster (min size 10).
+SIZES = (12, 12, 12, 5, 5, 4)
+
+
+def summarise(body: dict[str, Any]) -> str:
+    memories = body["messages"][-1]["content"].count("\n")
+    return json.dumps({"summary": f"a topic gathering {memories} memories",
+                       "key_terms": ["topic"]})
+
+
+@pytest.fixture
+def rollup_model(fake_openai: FakeOpenAI) -> FakeOpenAI:
+    fake_openai.responder = summarise
+    return fake_openai
+
+
+async def test_fiftieth_leaf_triggers_a_round_noise_stays_apex(
+        app: App, rollup_model: FakeOpenAI, clock: ManualClock) -> None:
+    scope = await make_scope(app.db, "fay", clock.now())
+    vecs = blobs(SIZES, app.db.dim, seed=0)
+    rows = [await add_turn(scope, n, clock.now(), words=3) for n in range(len(vecs))]
+    ids = [await add_episode(scope, vecs[i], clock.now(), summary=f"leaf {i}", rows=rows[i],
+                             salience=0.2 + 0.01 * i)
+           for i in range(49)]
+    clock.advance(hours=1)
+    none = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+                                clock.now())
+    assert not none.ran and none.apexes == 49 and rollup_model.chat_requests() == []
+
+    ids.append(await add_episode(scope, vecs[49], clock.now(), summary="leaf 49", rows=rows[49]))
+    result = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+                                  clock.now())
+    assert result.ran and result.apexes == 50 and not result.errors
+    assert len(result.parents) == result.clusters >= 3
+
+    episodes = {e.id: e for e in await scope.episodes.for_owner(scope.person.id,
+                                                                live_only=False)}
+    # Each of the three topics went whole into one parent of its own.
+    topic_parents = []
+    for start in (0, 12, 24):
+        parents = {episodes[i].parent_id for i in ids[start:start + 12]}
+        assert len(parents) == 1 and None not in parents
+        topic_parents.append(parents.pop())
+    assert len(set(topic_parents)) == 3
+    # Noise was not forced anywhere: it is still a live apex leaf, ready for the next round.
+    noise = [i for i in ids if episodes[i].parent_id is None]
+    assert len(noise) == result.noise >= 1
+    assert all(episodes[i].live for i in noise)
+    apexes = {e.id for e in await scope.episodes.apexes(scope.channel.id, LEAF)}
+    assert apexes == set(noise)
+    # Children are tombstoned (hidden from live queries), parents are level-1 apexes.
+    live = {e.id for e in await scope.episodes.for_owner(scope.person.id)}
+    assert live == set(noise) | set(result.parents)
+    assert result.tombstoned == len(ids) - len(noise)
+    for pid in result.parents:
+        parent = episodes[pid]
+        kids = [e for e in episodes.values() if e.parent_id == pid]
+        assert parent.level == TOPIC and parent.live and parent.parent_id is None
+        assert all(k.tombstoned_at == clock.now() for k in kids)
+        cited = set(await scope.episodes.cited_rows(pid))
+        assert cited == {r for k in kids for r in await scope.episodes.cited_rows(k.id)}
+        assert parent.started_at == min(k.started_at for k in kids)
+        assert parent.summary == f"a topic gathering {len(kids)} memories"
+        assert parent.salience >= max(k.salience for k in kids) * 0.7
+    # The parent's embedding is its own (of its summary), not a child's.
+    own = await scope.episodes.embeddings(list(result.parents))
+    assert np.allclose(np.linalg.norm(own, axis=1), 1.0, atol=1e-4)
+
+    # Below the threshold again: the next consolidate pass leaves the noise alone.
+    again = await consolidate_owner(app.db, app.chat, app.embedder, scope.person.id,
+                                    clock.now())
+    assert again.clusters == 0 and all(not r.ran for r in again.rounds)
+
+
+async def test_same_input_same_clusters() -> None:
+    vecs = blobs(SIZES, 64, seed=0)
+    first = cluster_labels(vecs)
+    assert (cluster_labels(vecs.copy()) == first).all()
+    assert len(set(first.tolist()) - {-1}) >= 3
+
+
+async def test_era_round_fires_at_25_topics(app: App, rollup_model: FakeOpenAI,
+                                            clock: ManualClock) -> None:
+    scope = await make_scope(app.db, "gus", clock.now())
+    vecs = blobs((13, 12), app.db.dim, seed=1)
+    ids = [await add_episode(scope, vecs[i], clock.now(), level=TOPIC) for i in range(24)]
+    assert not (await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, TOPIC,
+                                     clock.now())).ran
+    ids.append(await add_episode(scope, vecs[24], clock.now(), level=TOPIC))
+    result = await consolidate_owner(app.db, app.chat, app.embedder, scope.person.id,
+                                     clock.now())
+    era = next(r for r in result.rounds if r.level == TOPIC)
+    assert era.ran and era.clusters >= 1 and era.parents
+    for pid in era.parents:
+        parent = await scope.episodes.get(pid)
+        assert parent is not None and parent.level == ERA
+    assert [e.level for e in await scope.episodes.apexes(scope.channel.id, ERA)] \
+        == [ERA] * len(era.parents)
+    # Era digests never roll up further.
+    assert (await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, ERA,
+                                 clock.now())).ran is False
+
+
+async def test_failed_summary_keeps_that_cluster_as_apexes(
+        app: App, rollup_model: FakeOpenAI, clock: ManualClock) -> None:
+    scope = await make_scope(app.db, "hal", clock.now())
+    vecs = blobs(SIZES, app.db.dim, seed=0)
+    ids = [await add_episode(scope, v, clock.now()) for v in vecs[:50]]
+    rollup_model.fail_next(status=400, path="chat")  # the first cluster's summary is refused
+    result = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+                                  clock.now())
+    assert result.ran and len(result.errors) == 1
+    assert len(result.parents) == result.clusters - 1
+    first_topic = [await scope.episodes.get(i) for i in ids[:12]]
+    assert all(e is not None and e.live and e.parent_id is None for e in first_topic)
+
+
+async def test_muted_channels_do_not_roll_up(app: App, rollup_model: FakeOpenAI,
+                                             clock: ManualClock) -> None:
+    scope = await make_scope(app.db, "ivy", clock.now(), source="scheduled")
+    for v in blobs(SIZES, app.db.dim, seed=0):
+        await add_episode(scope, v, clock.now())
+    result = await consolidate_owner(app.db, app.chat, app.embedder, scope.person.id,
+                                     clock.now())
+    assert result.rounds == () and rollup_model.chat_requests() == []
+
+
+async def test_extractive_parents_need_no_model(app: App, fake_openai: FakeOpenAI,
+                                                clock: ManualClock) -> None:
+    scope = await make_scope(app.db, "jon", clock.now())
+    vecs = blobs(SIZES, app.db.dim, seed=0)
+    for i, v in enumerate(vecs[:50]):
+        await add_episode(scope, v, clock.now(), summary=f"leaf number {i} said something")
+    policy = RollupPolicy(use_model=False)
+    result = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+                                  clock.now(), policy)
+    assert result.ran and result.parents and not result.errors
+    assert fake_openai.chat_requests() == []
+    parent = await scope.episodes.get(result.parents[0])
+    assert parent is not None and parent.method == "extractive"
+    assert "leaf number 0 said something" in parent.summary  # the first topic's first leaf
+
+
+async def test_recall_drops_tombstoned_children_at_once_and_never_shows_compactions(
+        app: App, rollup_model: FakeOpenAI, clock: ManualClock) -> None:
+    from memory.compaction import CompactionPolicy, compact_channel
+
+    scope = await make_scope(app.db, "kay", clock.now())
+    vecs = blobs(SIZES, app.db.dim, seed=0)
+    ids = [await add_episode(scope, v, clock.now(), summary=f"we talked about quokka{i}")
+           for i, v in enumerate(vecs[:50])]
+
+    async def found(word: str) -> list[tuple[str, int]]:
+        result = await app.recall.search(scope.person.id, word, clock.now())
+        return [(item.kind, item.id) for item in result.items]
+
+    assert ("episode", ids[0]) in await found("quokka0")
+    result = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+                                  clock.now())
+    assert ids[0] in {e.id for e in await scope.episodes.for_owner(scope.person.id,
+                                                                   live_only=False)
+                      if e.parent_id in result.parents}
+    assert ("episode", ids[0]) not in await found("quokka0")  # tombstoned: gone at once
+
+    # A continuity summary mentioning the word is never a recall candidate.
+    for n in range(8):
+        await add_turn(scope, n, clock.now())
+    rollup_model.responder = None
+    rollup_model.reply("the summary mentions quokka7 and everything else")
+    compaction = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(),
+                                       CompactionPolicy(trigger_tokens=100, keep_tokens=0))
+    assert compaction.compacted and compaction.row_id is not None
+    said = await scope.transcript.append([NewRow(
+        scope.channel.id, scope.person.id, clock.now(), "user", Role.USER,
+        "the summary mentions quokka7 and everything else", "t-last")])
+    hits = await found("quokka7 summary mentions")
+    assert ("row", said[0]) in hits  # a message row with the same words is found …
+    assert ("row", compaction.row_id) not in hits  # … the compaction row is not

@@ -1,0 +1,115 @@
+"""`strata run` and `strata jobs` as a user runs them: real subprocesses, the real clock for
+`run` (a short tick), the fake model server over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.fakes.openai_server import FakeOpenAI, Reply
+
+ROOT = Path(__file__).parents[2]
+
+
+def read_line(proc: subprocess.Popen[str], timeout: float = 15) -> str:
+    assert proc.stdout is not None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    if not sel.select(timeout):
+        raise AssertionError(f"no output within {timeout} s")
+    return proc.stdout.readline().rstrip("\n")
+
+
+def start_run(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "bot.cli", "run", *args],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, bufsize=1)
+
+
+def test_run_chats_delivers_a_reminder_and_stops_cleanly_on_sigterm(
+        fake_openai: FakeOpenAI, subprocess_env: dict[str, str]) -> None:
+    env = dict(subprocess_env, STRATA_COGNITION_TICK_SECONDS="0.2")
+    proc = start_run(env, "--console", "--user", "alice")
+    try:
+        assert proc.stdin is not None
+        fake_openai.reply(Reply(tool_calls=[("set_reminder", {"text": "stretch",
+                                                              "in_minutes": 0.03})]), "Will do.")
+        proc.stdin.write("remind me in two seconds to stretch\n")
+        proc.stdin.flush()
+        assert read_line(proc) == "Will do."
+        started = time.monotonic()
+        assert read_line(proc) == "⏰ Reminder: stretch"
+        assert time.monotonic() - started < 10
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        assert "strata: running console and the cognition runner" in err
+        assert "strata: stopped" in err and "Traceback" not in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+
+
+def test_run_stops_on_sigint_with_no_adapters_and_at_end_of_console_input(
+        fake_openai: FakeOpenAI, subprocess_env: dict[str, str]) -> None:
+    proc = start_run(subprocess_env)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert "no chat adapters" in line
+        os.kill(proc.pid, signal.SIGINT)
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    piped = subprocess.run([sys.executable, "-m", "bot.cli", "run", "--console", "--user", "bo"],
+                           input="hello\n", env=subprocess_env, cwd=ROOT, capture_output=True,
+                           text=True, timeout=60)
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout.splitlines() == ["You said: hello"]
+
+
+def test_jobs_run_and_status(fake_openai: FakeOpenAI, subprocess_env: dict[str, str]) -> None:
+    def strata(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=subprocess_env,
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+    chat = subprocess.run([sys.executable, "-m", "bot.cli", "chat", "--user", "alice"],
+                          input="hi\n", env=subprocess_env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert chat.returncode == 0, chat.stderr
+    # One JSON answer that fits every job's schema (each finds nothing).
+    fake_openai.responder = lambda body: json.dumps(
+        {"facts": [], "patterns": [], "places": [], "queries": [], "findings": []})
+    # Just spoke: the idle gate holds every job back.
+    held = strata("jobs", "run", "--job", "all", "--user", "alice")
+    assert held.returncode == 0, held.stderr
+    assert held.stdout.count("person active 0 min ago") == 9
+    # As if two hours later: decay runs; jobs with nothing to work on say so.
+    later = strata("jobs", "run", "--job", "all", "--user", "alice", "--now", "2099-01-01T10:00Z",
+                   "--json")
+    assert later.returncode == 0, later.stderr
+    reports = {r["job"]: r for r in json.loads(later.stdout)}
+    assert reports["decay"]["status"] == "ok" and "weights updated" in reports["decay"]["detail"]
+    assert "fact weights updated" in reports["decay"]["detail"]
+    assert reports["extract"]["status"] == "ok" and "1 episodes cut" in reports["extract"]["detail"]
+    assert reports["patterns"]["detail"] == "read 1 messages; 0 new patterns"
+    assert reports["research"]["detail"] == "nothing to work on"  # no search provider
+    forced = strata("jobs", "run", "--job", "decay", "--user", "alice", "--force")
+    assert forced.returncode == 0 and "decay" in forced.stdout
+    status = strata("jobs", "status", "--user", "alice", "--json")
+    rows = {r["job"]: r for r in json.loads(status.stdout)}
+    assert rows["decay"]["runs"] >= 1 and rows["decay"]["last_status"] == "ok"
+    assert rows["research"]["runs"] == 0 and rows["research"]["last_check"] == (
+        "nothing to work on")
+    bad = strata("jobs", "run", "--job", "dmn", "--user", "nobody")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: no person called 'nobody'")
