@@ -6,7 +6,7 @@ keyword search over ONE owner's memory, and return `Candidate`s with their raw s
 are turned into calibrated per-signal scores, each 0–1 and comparable across queries:
 
 - semantic: the cosine similarity mapped linearly from [`sim_zero`, `sim_full`] onto [0, 1]
-  (every candidate gets it, keyword hits too: their stored vector is compared to the query);
+  (for the kNN hits; a keyword hit outside them scores 0 here);
 - keyword: bm25 normalised per query and source (best hit 1), times the share of the query's
   terms the candidate contains, so matching one common word of a long question stays weak;
 - relevance = 1 − (1 − semantic)(1 − keyword): either signal can carry a candidate, both
@@ -170,7 +170,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _SUFFIXES = ("ing", "ed", "es", "ly", "s")
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A crude suffix strip, enough to match `sisters`/`sister` or `painted`/`paint`."""
     for suffix in _SUFFIXES:
@@ -179,10 +179,10 @@ def stem(word: str) -> str:
     return word
 
 
-@functools.lru_cache(maxsize=1 << 14)
+# Cached: the same candidate texts come back query after query (this is on the hot path).
+@functools.lru_cache(maxsize=4096)
 def word_set(text: str) -> frozenset[str]:
-    # Cached: the same episodes and rows come back as candidates query after query.
-    return frozenset(stem(w.lower()) for w in _WORD.findall(text))
+    return frozenset(map(stem, set(_WORD.findall(text.lower()))))
 
 
 def coverage(query_terms: Sequence[str], text: str) -> float:
@@ -320,23 +320,22 @@ class Reads(Protocol):
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]: ...
 
 
-async def _knn(reads: Reads, table: str, key: str, query: RecallQuery, k: int,
-               among: Sequence[int] = ()) -> dict[int, float]:
-    """Cosine similarity of the query to the owner's nearest vectors in `table` (or to the
-    vectors of `among`, for keyword hits that the plain kNN did not reach)."""
+async def _knn(reads: Reads, table: str, key: str, query: RecallQuery,
+               k: int) -> dict[int, float]:
+    """Cosine similarity of the query to the owner's `k` nearest vectors in `table`.
+
+    Keyword hits outside these get no semantic score: looking their vectors up costs as
+    much as the scan itself (vec0 reads whole chunks), and outside the top k their cosine
+    is low anyway.
+    """
     if query.vector is None:
         return {}
-    sql = (f"SELECT {key}, distance FROM {table} WHERE embedding MATCH ? AND owner_id = ?"
-           " AND k = ?")
-    params: list[object] = [as_blob(query.vector), query.owner_id, min(k, 4096)]
-    if among:
-        sql += f" AND {key} IN ({_marks(len(among))})"
-        params += list(among)
-    return {int(r[0]): 1.0 - float(r[1]) for r in await reads.fetchall(sql, params)}
-
-
-async def _nothing() -> dict[int, float]:
-    return {}
+    rows = await reads.fetchall(
+        f"SELECT {key}, distance FROM {table} WHERE embedding MATCH ? AND owner_id = ?"
+        " AND k = ?",
+        (as_blob(query.vector), query.owner_id, min(k, 4096)),
+    )
+    return {int(r[0]): 1.0 - float(r[1]) for r in rows}
 
 
 @dataclass
@@ -377,8 +376,7 @@ class EpisodeSource:
         ids = list(cos.keys() | bm25.keys())
         if not ids:
             return []
-        missing = [i for i in bm25 if i not in cos]
-        rows, more, cited_rows = await asyncio.gather(
+        rows, cited_rows = await asyncio.gather(
             reads.fetchall(
                 "SELECT e.id, e.level, e.summary, e.salience, e.started_at, e.ended_at,"
                 " e.last_relevant_at, c.kind, c.platform, c.name, c.source FROM episodes e"
@@ -387,15 +385,12 @@ class EpisodeSource:
                 " AND e.tombstoned_at IS NULL",
                 [*ids, query.owner_id],
             ),
-            _knn(reads, "episode_vec", "episode_id", query, len(missing), missing)
-            if missing else _nothing(),
             reads.fetchall(
                 "SELECT episode_id, row_id FROM episode_rows"
                 f" WHERE episode_id IN ({_marks(len(ids))}) ORDER BY row_id",
                 ids,
             ),
         )
-        cos.update(more)
         cited: dict[int, list[int]] = {}
         for r in cited_rows:
             cited.setdefault(int(r[0]), []).append(int(r[1]))
@@ -461,19 +456,13 @@ class TranscriptSource:
         if not ids:
             return []
         where, params = self._filter(query)
-        missing = [i for i in bm25 if i not in cos]
-        rows, more = await asyncio.gather(
-            reads.fetchall(
-                "SELECT t.id, t.ts, t.role, t.content, p.name AS speaker, c.kind, c.platform,"
-                " c.name, c.source FROM transcript t JOIN channels c ON c.id = t.channel_id"
-                " LEFT JOIN persons p ON p.id = t.person_id"
-                f" WHERE t.id IN ({_marks(len(ids))}) AND {where}",
-                [*ids, *params],
-            ),
-            _knn(reads, "transcript_vec", "row_id", query, len(missing), missing)
-            if missing else _nothing(),
+        rows = await reads.fetchall(
+            "SELECT t.id, t.ts, t.role, t.content, p.name AS speaker, c.kind, c.platform,"
+            " c.name, c.source FROM transcript t JOIN channels c ON c.id = t.channel_id"
+            " LEFT JOIN persons p ON p.id = t.person_id"
+            f" WHERE t.id IN ({_marks(len(ids))}) AND {where}",
+            [*ids, *params],
         )
-        cos.update(more)
         out = []
         for r in rows:
             said = "you said" if r["role"] == "assistant" else f"{r['speaker'] or 'they'} said"
