@@ -5,8 +5,9 @@ temporary folder: 50 people with a private channel each; the measured person own
 episodes, every other person `--others` episodes (so the owner partition has to do its job).
 Texts are synthetic (Zipf-distributed words from a made-up vocabulary, so FTS5 has real work)
 and vectors are clustered unit vectors; queries are noisy copies of random episodes of the
-measured person, with their embeddings precomputed, so no model is needed and the numbers are
-recall's own cost. In the same run, over the same vectors, it times:
+measured person (their content words: the 100 most frequent made-up words stand in for the
+stopwords a real query drops), with their embeddings precomputed, so no model is needed and the
+numbers are recall's own cost. In the same run, over the same vectors, it times:
 
 - `recall`: the real turn-zero recall search (`memory.recall`, default tuning), from the query
   text to the chosen items (vector and keyword search of episodes and rows, scoring, selection);
@@ -57,12 +58,18 @@ TOP_K = 40
 Vectors = npt.NDArray[np.float32]
 
 
+# The most frequent made-up words play the part of a language's function words, which a real
+# question's keyword search drops (memory.fts.STOPWORDS): queries never use them.
+FUNCTION_WORDS = 100
+
+
 @dataclass
 class Corpus:
     """Synthetic episode texts and vectors for one owner."""
 
     texts: list[str]
     vectors: Vectors
+    function_words: frozenset[str] = frozenset()
 
 
 def vocabulary(rng: np.random.Generator, n: int = 6000) -> list[str]:
@@ -83,7 +90,7 @@ def make_corpus(rng: np.random.Generator, vocab: Sequence[str], n: int, dim: int
     topic = rng.integers(0, len(centroids), size=n)
     vecs = centroids[topic] + rng.normal(0, 0.6 / math.sqrt(dim), size=(n, dim)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    return Corpus(texts, vecs.astype(np.float32))
+    return Corpus(texts, vecs.astype(np.float32), frozenset(vocab[:FUNCTION_WORDS]))
 
 
 async def insert_episodes(db: Database, channel: Channel, corpus: Corpus,
@@ -157,11 +164,12 @@ async def build(path: Path, args: argparse.Namespace, size: int, rng: np.random.
 
 
 def make_queries(rng: np.random.Generator, corpus: Corpus, n: int) -> list[tuple[str, Vectors]]:
-    """Noisy copies of random episodes: a few of their words, their vector plus noise."""
+    """Noisy copies of random episodes: a few of their content words, their vector plus noise."""
     out = []
     dim = corpus.vectors.shape[1]
     for k, i in enumerate(rng.integers(0, len(corpus.texts), size=n)):
-        words = corpus.texts[int(i)].split()
+        words = [w for w in corpus.texts[int(i)].split() if w not in corpus.function_words]
+        words = words or corpus.texts[int(i)].split()
         picked = rng.choice(len(words), size=min(6, len(words)), replace=False)
         text = f"q{k} what about " + " ".join(words[j] for j in sorted(picked))
         vec = corpus.vectors[int(i)] + rng.normal(0, 0.8 / math.sqrt(dim), size=dim)
