@@ -365,9 +365,12 @@ async def _ingest(app: App, clock: ManualClock, channel: Channel, person: Person
             turn_id=turn.turn_id,
         )])
         row_turn[row_id] = turn.turn_id
-        # Awaited in order (a chat runs them as background tasks): the same steps, reproducible.
-        for hook in app.processor.after_turn:
-            await hook(channel, person, turn.turn_id)
+        # The chat's memory-producing after-turn steps (row vectors, episode cut), awaited in
+        # order (a chat runs them as background tasks): the same code, reproducible. Compaction
+        # and fact extraction are left out: they shape the prompt or need the chat model.
+        for hook in (app.row_indexer, app.cutter):
+            if hook is not None:
+                await hook(channel, person, turn.turn_id)
     # The last window is still open (no pause yet): close it, as the idle job would.
     if app.cutter is not None:
         await app.cutter.flush(channel.id, clock.now())
