@@ -127,12 +127,21 @@ def build_matrix_adapter(settings: Settings, clock: Clock | None = None) -> Adap
     )
 
 
+def build_telegram_adapter(settings: Settings, clock: Clock | None = None) -> Adapter | None:
+    """The Telegram adapter when `telegram.token` (STRATA_TELEGRAM_TOKEN) is set, else None."""
+    if not settings.telegram.token:
+        return None  # python-telegram-bot is an optional extra: not imported unless configured
+    from adapters.telegram.adapter import build_telegram_adapter as build
+
+    return build(settings, clock)
+
+
 # A platform adapter factory: the adapter when its credentials are configured, else None.
 AdapterFactory = Callable[[Settings, Clock], Adapter | None]
 
-# The platform adapters `strata run` starts when configured (Discord and Telegram add theirs
-# here; the console adapter is started by `strata run --console`).
-ADAPTER_FACTORIES: list[AdapterFactory] = [build_matrix_adapter]
+# The platform adapters `strata run` starts when configured (Discord adds its own here; the
+# console adapter is started by `strata run --console`).
+ADAPTER_FACTORIES: list[AdapterFactory] = [build_matrix_adapter, build_telegram_adapter]
 
 
 def configured_adapters(settings: Settings, clock: Clock) -> list[Adapter]:

@@ -127,6 +127,8 @@ class DiscordSettings(_Section):
 class TelegramSettings(_Section):
     token: str = Field(default="", repr=False)
     base_url: str = ""
+    edit_interval: float = Field(default=1.0, ge=0)
+    live_location_minutes: float = Field(default=5.0, ge=0)
 
 
 class MatrixSettings(_Section):

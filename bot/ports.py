@@ -92,7 +92,13 @@ class Adapter(Protocol):
 class Recaller(Protocol):
     """Turn-zero recall: a quoted memory block for `query`, or None when nothing is relevant."""
 
-    async def recall(self, *, channel: Channel, person: Person, query: str) -> str | None: ...
+    async def recall(
+        self, *, channel: Channel, person: Person, query: str,
+        shown_from_row_id: int | None = None,
+    ) -> str | None:
+        """`shown_from_row_id`: the channel's rows from this id on are already in the prompt
+        (history and the message itself), so recalling them would only repeat them."""
+        ...
 
 
 class ContextSource(Protocol):

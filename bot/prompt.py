@@ -60,6 +60,12 @@ def budget_history(
     return kept
 
 
+def history_in_prompt(rows: Sequence[TranscriptRow], history_tokens: int) -> list[TranscriptRow]:
+    """The history rows `build_messages` will put in the prompt (one row at most a quarter of
+    the budget)."""
+    return budget_history(rows, history_tokens, max(history_tokens // 4, 1))
+
+
 def build_messages(
     parts: PromptParts, *, history_tokens: int, message_tokens: int = 8000
 ) -> list[ChatMessage]:
@@ -78,7 +84,7 @@ def build_messages(
             )
         )
     cap = max(history_tokens // 4, 1)
-    for row in budget_history(parts.history, history_tokens, cap):
+    for row in history_in_prompt(parts.history, history_tokens):
         messages.append(
             ChatMessage(row.role.value, truncate_to_tokens(_history_text(row, parts), cap))
         )

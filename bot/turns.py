@@ -25,7 +25,7 @@ from bot.commands import CommandContext, CommandRouter
 from bot.config import Settings
 from bot.errors import ModelError, ModelRateLimitedError, ModelRequestError
 from bot.ports import AfterTurn, ChatModel, Clock, ContextSource, PartialCallback, Recaller
-from bot.prompt import PromptParts, build_messages
+from bot.prompt import PromptParts, build_messages, history_in_prompt
 from bot.types import (
     Channel,
     ChannelKind,
@@ -389,13 +389,19 @@ class TurnProcessor:
         options: _TurnOptions | None = None,
     ) -> list[ChatMessage]:
         options = options or _TurnOptions()
-        mark, rows = await history_since_watermark(self.transcript, channel.id)
-        rows = [r for r in rows if r.turn_id != turn_id]  # the message itself goes last
+        mark, all_rows = await history_since_watermark(self.transcript, channel.id)
+        rows = [r for r in all_rows if r.turn_id != turn_id]  # the message itself goes last
+        own = [r.id for r in all_rows if r.turn_id == turn_id]
         if not options.history:
             mark, rows = None, []
         recalled = None
         if self.recaller is not None and channel.memory_seed and self.settings.recall.enabled:
-            recalled = await self.recaller.recall(channel=channel, person=person, query=msg.text)
+            # Rows already in the prompt are not recalled again; older ones of this channel
+            # that fell out of the history budget may be.
+            shown = history_in_prompt(rows, self.settings.bot.history_tokens)
+            first = shown[0].id if shown else min(own, default=None)
+            recalled = await self.recaller.recall(
+                channel=channel, person=person, query=msg.text, shown_from_row_id=first)
         portrait = ambient = None
         if self.context is not None:
             portrait = await self.context.portrait(channel.owner_id)

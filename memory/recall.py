@@ -592,16 +592,25 @@ class Recall:
         )
         return int(value) if value is not None else 0
 
-    async def recall(self, *, channel: Channel, person: Person, query: str) -> str | None:
+    async def recall(
+        self, *, channel: Channel, person: Person, query: str,
+        shown_from_row_id: int | None = None,
+    ) -> str | None:
         """The quoted memory block for a turn in `channel`, or None. The owner is the
-        channel's: the person for private and background channels, the room for a room."""
+        channel's: the person for private and background channels, the room for a room.
+        The channel's rows from `shown_from_row_id` on are in the prompt already and are left
+        out; without it, the newest `skip_recent_rows` are assumed to be."""
         now = self.clock.now()
+        if shown_from_row_id is not None:
+            skip_after = shown_from_row_id - 1
+        else:
+            skip_after = await self.recent_boundary(channel.id)
         result = await self.search(
             channel.owner_id,
             query,
             now,
             skip_channel_id=channel.id,
-            skip_after_row_id=await self.recent_boundary(channel.id),
+            skip_after_row_id=skip_after,
         )
         if result.items:
             await self.touch(result, now)

@@ -151,6 +151,15 @@ class MatrixAdapter:
         )
 
     async def start(self, handler: TurnHandler) -> None:
+        """Connect, then serve until `stop()` (as `App.serve` expects of every adapter)."""
+        await self.connect(handler)
+        task = self._loop_task
+        if task is not None:
+            await asyncio.wait([task])  # returns when stop() cancels it, without raising
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+
+    async def connect(self, handler: TurnHandler) -> None:
         """Log in, do the initial sync (joining pending invites, answering nothing), start the
         sync loop task and return."""
         s = self.settings

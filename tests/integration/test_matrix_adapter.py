@@ -161,7 +161,7 @@ async def start_bot(
             poll_timeout_ms=500,
             edit_interval=edit_interval,
         )
-        await adapter.start(processor or app.processor)
+        await adapter.connect(processor or app.processor)
         started.append(adapter)
         return adapter
 
@@ -294,7 +294,7 @@ async def test_backlog_is_not_answered_and_own_messages_ignored(
     # The same account comes back: the message is history, not a question.
     settings = first.settings
     again = MatrixAdapter(settings, bot_name="Strata", poll_timeout_ms=300)
-    await again.start(app.processor)
+    await again.connect(app.processor)
     try:
         await alice.say(room, "and a new one")
         await wait_turns(again, 1)
@@ -311,7 +311,10 @@ async def test_long_reply_is_split_into_events_under_the_limit(
     paragraphs = [f"Absatz {i}: " + "Grüße-aus-Köln,-schöne-Straße. " * 60 for i in range(50)]
     long_text = "\n\n".join(p.strip() for p in paragraphs)
     assert len(long_text.encode()) > EVENT_LIMIT
-    fake_openai.reply(long_text)
+    # Answer this turn only (not whatever background call comes first).
+    fake_openai.responder = lambda body: (
+        long_text if last_user_text(body) == "tell me everything" else None
+    )
     bot = await start_bot()
     alice = people("Alice")
     room = await open_room(alice, bot)
@@ -605,19 +608,27 @@ async def test_password_login_and_bad_credentials(
     [bot] = build_adapters(configured)
     assert isinstance(bot, MatrixAdapter)
     bot.poll_timeout_ms = 500
-    await bot.start(app.processor)
+    # start() serves until stop(), as `strata run` (App.serve) expects of every adapter.
+    serving = asyncio.create_task(bot.start(app.processor))
+    for _ in range(200):
+        if bot._loop_task is not None or serving.done():
+            break
+        await asyncio.sleep(0.05)
     try:
+        assert not serving.done()
         assert bot.client is not None and bot.client.device_id == "STRATATEST"
         alice = people("Alice")
         room = await open_room(alice, bot)
         await alice.say(room, "hi")
         await alice.sync_until(lambda: alice.bot_texts(room, bot.bot.user_id) == [
             "hello by password"])
+        assert not serving.done()
     finally:
         await bot.stop()
+        await asyncio.wait_for(serving, 10)
     wrong = MatrixAdapter(base.model_copy(update={"password": "wrong"}))
     with pytest.raises(PlatformError, match="login"):
-        await wrong.start(app.processor)
+        await wrong.connect(app.processor)
     bad_token = MatrixAdapter(base.model_copy(update={"access_token": "syt_nope"}))
     with pytest.raises(PlatformError, match="refused"):
-        await bad_token.start(app.processor)
+        await bad_token.connect(app.processor)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from bot.app import App
 from bot.clock import ManualClock
+from bot.config import Settings
 from bot.llm import OpenAIEmbedder
 from bot.tokens import count_tokens
 from bot.types import ChannelKind, InboundMessage, RowKind
@@ -326,3 +327,31 @@ async def test_episodes_are_found_and_cite_their_rows(db: Database, emb: OpenAIE
                                                              clock.now())
     assert episode_id not in [i.id for i in result.items if i.kind == "episode"]
 
+
+
+async def test_what_fell_out_of_a_small_history_window_is_recalled(
+        settings: Settings, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
+    """Rows of this channel outside the prompt's history budget are recall candidates even
+    when they are among the channel's newest rows (the recaller is told what is shown)."""
+    small = settings.model_copy(update={"bot": settings.bot.model_copy(
+        update={"history_tokens": 40})})
+    app = await App.create(small, clock=clock)
+    try:
+        def msg(text: str) -> InboundMessage:
+            return InboundMessage(platform="console", room_id="alice/a", sender_id="alice",
+                                  sender_name="alice", text=text, ts=clock.now())
+
+        await app.processor.handle(msg(FACT))
+        for i in range(3):
+            clock.advance(minutes=1)
+            await app.processor.handle(msg(filler(i)))
+        await app.processor.drain()
+        clock.advance(minutes=1)
+        await app.processor.handle(msg("what instrument does Beatrix teach?"))
+        body = next(b for b in reversed(fake_openai.chat_requests())
+                    if "Beatrix teach" in str(b["messages"][-1]["content"]))
+        history = [m for m in body["messages"][1:-1] if m["role"] in ("user", "assistant")]
+        assert all(FACT not in str(m["content"]) for m in history)  # not in the history...
+        assert FACT in "\n".join(str(m["content"]) for m in body["messages"])  # ...but recalled
+    finally:
+        await app.close()

@@ -1,0 +1,392 @@
+"""The Telegram adapter: a python-telegram-bot `Application` living inside the app's event loop.
+
+Lifecycle: `await adapter.connect(handler)` builds the Application (with `AIORateLimiter`,
+which paces requests under Telegram's flood limits), checks the token with getMe, starts long
+polling for messages and edited messages, and returns; `start(handler)` is `connect` and then
+serving until `stop()` (what `strata run` runs as a task); `await adapter.stop()` stops polling,
+lets turns in flight finish (bounded by `shutdown_grace`) and shuts the Application down.
+`run_polling()` is never used: it owns the event loop.
+
+Each update is mapped by `mapping.to_inbound`; a turn is a task, tasks of one chat run one after
+the other in arrival order, chats run concurrently. While the model works the chat shows
+"typing…"; in a private chat the reply streams into one message edited at most every
+`edit_interval` seconds (groups get the finished reply only: edits count against Telegram's
+20-messages-a-minute group limit); the final text is split at 4,096 characters (UTF-16 units)
+on paragraph/sentence boundaries. Replies go out as HTML (`formatting.to_html`); when Telegram
+rejects the entities ("can't parse entities") the same part is resent as plain text. A 429
+(`RetryAfter`) becomes `PlatformRateLimited`: a streaming edit is skipped, a send waits out
+`retry_after` a bounded number of times (`adapters.base`). "Message is not modified" counts as
+done. `/export` files go out with sendDocument. A private message from someone not on the
+allowlist gets one polite note (if `tell_unlisted`); group chatter is recorded, not answered;
+a live location's moves are recorded at most once per `live_location_every` seconds.
+
+Typing, streaming, splitting, sending the file and the callback boundary (an unexpected error
+is logged and the person gets a short `SORRY`, never a traceback) are `adapters.runtime`'s
+`deliver_turn`, shared with the other platforms. Imports `adapters.base`, `adapters.runtime`,
+`adapters.telegram.*`, `bot` config, errors, ports and types, and python-telegram-bot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import warnings
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from telegram import Bot, ReplyParameters, Update
+from telegram.constants import ChatAction, ParseMode
+from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
+from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
+
+from adapters.base import CHAT_COMMANDS, PlatformRateLimited
+from adapters.runtime import ReplyOps, deliver_turn, send_text
+from adapters.telegram import mapping
+from adapters.telegram.formatting import to_html
+from bot.config import Settings
+from bot.errors import StrataError
+from bot.ports import Adapter, Clock, TurnHandler
+from bot.types import InboundMessage
+
+log = logging.getLogger(__name__)
+
+MESSAGE_LIMIT = 4096
+TYPING_EVERY = 4.0  # Telegram shows "typing…" for about 5 s per chat action
+DEFAULT_API = "https://api.telegram.org/bot"
+
+UNLISTED = (
+    "Sorry — I only talk with people on my allowlist. If you know whoever runs me, ask them to "
+    "add telegram:{user_id}."
+)
+
+
+def utf16_len(text: str) -> int:
+    """Telegram counts message length in UTF-16 code units (an emoji can count twice)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _retry_seconds(exc: RetryAfter) -> float:
+    with warnings.catch_warnings():  # PTB 22 warns that the attribute's type will change
+        warnings.simplefilter("ignore", DeprecationWarning)
+        value: Any = exc.retry_after
+    return float(value.total_seconds() if isinstance(value, timedelta) else value)
+
+
+@contextlib.asynccontextmanager
+async def _flood_control() -> AsyncIterator[None]:
+    """Turn Telegram's 429 into the adapters' common `PlatformRateLimited`."""
+    try:
+        yield
+    except RetryAfter as exc:
+        raise PlatformRateLimited(_retry_seconds(exc)) from exc
+
+
+class _HandledRateLimitLog(logging.Filter):
+    """Drops PTB's error log for a 429 the rate limiter passes on: with `max_retries=0` every
+    429 is passed on by design and handled here (logged at INFO by `adapters.base`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Rate limit hit after maximum of 0 retries")
+
+
+def _quiet_handled_429s() -> None:
+    limiter_log = logging.getLogger("telegram.ext.AIORateLimiter")
+    if not any(isinstance(f, _HandledRateLimitLog) for f in limiter_log.filters):
+        limiter_log.addFilter(_HandledRateLimitLog())
+
+
+def _entities_rejected(exc: BadRequest) -> bool:
+    return "can't parse entities" in exc.message.lower()
+
+
+def _not_modified(exc: BadRequest) -> bool:
+    return "message is not modified" in exc.message.lower()
+
+
+def file_url_for(base_url: str) -> str:
+    """The file download URL that belongs to a Bot API `base_url` (`…/bot` → `…/file/bot`)."""
+    if base_url.endswith("/bot"):
+        return base_url[: -len("/bot")] + "/file/bot"
+    return base_url.rstrip("/") + "/file/bot"
+
+
+class _Chat:
+    """Sending into one chat: HTML with a plain-text fallback, 429 → `PlatformRateLimited`."""
+
+    def __init__(self, bot: Bot, chat_id: int, reply_to: int | None = None) -> None:
+        self.bot = bot
+        self.chat_id = chat_id
+        self.reply_to = reply_to  # in groups the first part answers the person's message
+
+    async def send(self, text: str) -> str:
+        reply = None
+        if self.reply_to is not None:
+            reply = ReplyParameters(self.reply_to, allow_sending_without_reply=True)
+        async with _flood_control():
+            try:
+                sent = await self.bot.send_message(
+                    self.chat_id, to_html(text), parse_mode=ParseMode.HTML, reply_parameters=reply
+                )
+            except BadRequest as exc:
+                if not _entities_rejected(exc):
+                    raise
+                log.info("telegram: HTML rejected (%s); sending plain text", exc.message)
+                sent = await self.bot.send_message(self.chat_id, text, reply_parameters=reply)
+        self.reply_to = None
+        return str(sent.message_id)
+
+    async def edit(self, message_id: str, text: str) -> None:
+        async with _flood_control():
+            try:
+                try:
+                    await self.bot.edit_message_text(
+                        to_html(text), self.chat_id, int(message_id), parse_mode=ParseMode.HTML
+                    )
+                except BadRequest as exc:
+                    if not _entities_rejected(exc):
+                        raise
+                    await self.bot.edit_message_text(text, self.chat_id, int(message_id))
+            except BadRequest as exc:
+                if not _not_modified(exc):
+                    raise
+
+    async def typing(self) -> None:
+        async with _flood_control():
+            await self.bot.send_chat_action(self.chat_id, ChatAction.TYPING)
+
+    async def send_file(self, name: str, data: bytes) -> str:
+        async with _flood_control():
+            sent = await self.bot.send_document(self.chat_id, document=data, filename=name)
+        return str(sent.message_id)
+
+
+class TelegramAdapter:
+    platform = mapping.PLATFORM
+    message_limit = MESSAGE_LIMIT
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        base_url: str = "",
+        base_file_url: str = "",
+        tell_unlisted: bool = True,
+        edit_interval: float = 1.0,
+        poll_timeout: float = 10.0,
+        shutdown_grace: float = 10.0,
+        live_location_every: float = 300.0,
+        commands: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        self.token = token
+        self.base_url = base_url or DEFAULT_API
+        self.base_file_url = base_file_url or file_url_for(self.base_url)
+        self.tell_unlisted = tell_unlisted
+        self.edit_interval = edit_interval
+        self.poll_timeout = poll_timeout
+        self.shutdown_grace = shutdown_grace
+        self.live_location_every = timedelta(seconds=live_location_every)
+        self.commands = [
+            (name, summary[:256]) for name, summary in commands
+            if re.fullmatch(r"[a-z0-9_]{1,32}", name) and summary
+        ]
+        self.identity: mapping.BotIdentity | None = None
+        self._app: Application[Any, Any, Any, Any, Any, Any] | None = None
+        self._handler: TurnHandler | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._chat_locks: dict[str, asyncio.Lock] = {}
+        self._told: set[str] = set()
+        self.updates_seen = 0  # updates PTB handed over (mapped or not): for tests and logs
+        self._live_recorded: dict[tuple[str, str | None], datetime] = {}
+        self._stopped = asyncio.Event()
+        self._closing = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self, handler: TurnHandler) -> None:
+        """Connect, then serve until `stop()` (the app runs this as a task)."""
+        await self.connect(handler)
+        await self._stopped.wait()
+
+    async def connect(self, handler: TurnHandler) -> None:
+        """Check the token (getMe), start polling inside the running loop, and return."""
+        if self._app is not None:
+            raise StrataError("the Telegram adapter is already started")
+        builder: Any = (  # Any: the builder's generic type changes with .rate_limiter()
+            ApplicationBuilder()
+            .token(self.token)
+            .base_url(self.base_url)
+            .base_file_url(self.base_file_url)
+            .rate_limiter(AIORateLimiter(max_retries=0))  # 429s are ours to handle (see top)
+        )
+        app = builder.build()
+        _quiet_handled_429s()
+        app.add_handler(TypeHandler(Update, self._on_update))
+        try:
+            await app.initialize()
+        except InvalidToken as exc:
+            raise StrataError("telegram: the bot token was refused (check STRATA_TELEGRAM_TOKEN)"
+                              ) from exc
+        except TelegramError as exc:
+            raise StrataError(f"telegram: cannot reach the Bot API: {exc.message}") from exc
+        me = app.bot.bot
+        self.identity = mapping.BotIdentity(id=me.id, username=me.username or "")
+        self._handler = handler
+        self._app = app
+        self._stopped.clear()
+        await app.start()
+        assert app.updater is not None
+        await app.updater.start_polling(
+            poll_interval=0,
+            timeout=timedelta(seconds=self.poll_timeout),
+            allowed_updates=[Update.MESSAGE, Update.EDITED_MESSAGE],
+        )
+        await self._publish_commands(app.bot)
+        log.info("telegram: polling as @%s", self.identity.username)
+
+    async def _publish_commands(self, bot: Bot) -> None:
+        """Show the chat commands in Telegram's "/" menu (nice to have: a failure is logged)."""
+        if not self.commands:
+            return
+        try:
+            await bot.set_my_commands(self.commands)
+        except TelegramError as exc:
+            log.warning("telegram: could not publish the command menu: %s", exc.message)
+
+    async def stop(self) -> None:
+        """Stop polling, let turns in flight finish (bounded), shut the Application down."""
+        app = self._app
+        if app is None or self._closing:
+            self._stopped.set()
+            return
+        self._closing = True
+        try:
+            if app.updater is not None and app.updater.running:
+                await app.updater.stop()
+            if self._tasks:  # they still send their replies, so the bot stays up meanwhile
+                _, pending = await asyncio.wait(set(self._tasks), timeout=self.shutdown_grace)
+                for task in pending:
+                    task.cancel()
+                if pending:
+                    await asyncio.wait(pending)
+            if app.running:
+                await app.stop()
+            await app.shutdown()
+        finally:
+            self._app = None
+            self._closing = False
+            self._stopped.set()
+
+    async def drain(self) -> None:
+        """Wait until every turn started so far has been answered (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+
+    # -- outbound ----------------------------------------------------------------------------
+
+    def _bot(self) -> Bot:
+        if self._app is None:
+            raise StrataError("the Telegram adapter is not started")
+        return self._app.bot
+
+    def _ops(self, chat: _Chat, *, answer: bool = True) -> ReplyOps:
+        """How to talk back in `chat`; with `answer=False` nothing is shown (not even SORRY)."""
+        if not answer:
+            return ReplyOps(send=_shown_nowhere, limit=MESSAGE_LIMIT, size=utf16_len)
+        return ReplyOps(
+            send=chat.send,
+            edit=chat.edit,
+            typing=chat.typing,
+            send_file=chat.send_file,
+            limit=MESSAGE_LIMIT,
+            size=utf16_len,
+            min_edit_interval=self.edit_interval,
+            typing_every=TYPING_EVERY,
+        )
+
+    async def send(self, room_id: str, text: str) -> list[str]:
+        """Send `text` to chat `room_id`: split at 4,096, HTML (plain fallback), 429s retried."""
+        return await send_text(self._ops(_Chat(self._bot(), int(room_id))), text)
+
+    # -- inbound -----------------------------------------------------------------------------
+
+    async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """PTB calls this for every update, one at a time: map it and queue its turn."""
+        self.updates_seen += 1
+        if self.identity is None:
+            return
+        msg = mapping.to_inbound(update, self.identity)
+        if msg is None or self._too_soon(msg):
+            return
+        message = update.effective_message
+        reply_to = message.message_id if message is not None and not msg.is_private else None
+        task = asyncio.create_task(self._turn(msg, reply_to), name=f"telegram-{msg.room_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _too_soon(self, msg: InboundMessage) -> bool:
+        """A live location moves every few seconds for hours: record one move per
+        `live_location_every` (by Telegram's edit time) so the transcript is not flooded."""
+        if msg.location is None or not msg.location.live:
+            return False
+        key = (msg.room_id, msg.edited_of or msg.message_id)
+        last = self._live_recorded.get(key)
+        if last is not None and msg.edited_of and msg.ts - last < self.live_location_every:
+            return True
+        self._live_recorded[key] = msg.ts
+        return False
+
+    async def _turn(self, msg: InboundMessage, reply_to: int | None) -> None:
+        # Tasks start in creation order and take the chat's (FIFO) lock first thing, so the
+        # turns of one chat run in arrival order.
+        assert self._handler is not None
+        lock = self._chat_locks.setdefault(msg.room_id, asyncio.Lock())
+        async with lock:
+            chat = _Chat(self._bot(), int(msg.room_id), reply_to)
+            # Not addressed (group chatter, an edit, a live-location move): recorded, not shown.
+            ops = self._ops(chat, answer=msg.addressed_to_bot)
+            # Groups get the finished reply: edits count against the 20-a-minute group limit.
+            done = await deliver_turn(self._handler, msg, ops, stream=msg.is_private)
+            if done.result is None and done.error is None and msg.addressed_to_bot:
+                await self._silence(msg, ops)
+
+    async def _silence(self, msg: InboundMessage, ops: ReplyOps) -> None:
+        # A private message is always addressed, so silence means "not on the allowlist".
+        if not (msg.is_private and self.tell_unlisted) or msg.sender_id in self._told:
+            return
+        self._told.add(msg.sender_id)
+        try:
+            await send_text(ops, UNLISTED.format(user_id=msg.sender_id))
+        except (TelegramError, PlatformRateLimited) as exc:
+            log.info("telegram: could not tell %s they are not on the allowlist: %s",
+                     msg.sender_id, exc)
+
+
+async def _shown_nowhere(text: str) -> str:
+    return ""
+
+
+def build_telegram_adapter(
+    settings: Settings,
+    clock: Clock | None = None,
+    *,
+    commands: Sequence[tuple[str, str]] = CHAT_COMMANDS,
+) -> Adapter | None:
+    """The Telegram adapter when a bot token is configured (STRATA_TELEGRAM_TOKEN), else None.
+
+    `commands` are the chat commands' (name, summary) pairs, shown in Telegram's "/" menu.
+    `clock` is not needed (Telegram dates every message); it keeps the adapter-factory shape.
+    """
+    s = settings.telegram
+    if not s.token:
+        return None
+    return TelegramAdapter(
+        s.token,
+        base_url=s.base_url,
+        tell_unlisted=settings.access.tell_unlisted,
+        edit_interval=s.edit_interval,
+        live_location_every=s.live_location_minutes * 60,
+        commands=commands,
+    )
