@@ -33,12 +33,14 @@ from typing import Any, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from bot.app import App
+from bot.app import App, make_lifecycle_policy
 from bot.clock import ManualClock, from_iso
 from bot.config import DbSettings, Settings
 from bot.errors import StrataError
 from bot.tokens import count_tokens
 from bot.types import Channel, ChannelKind, NewRow, Person, Role
+from memory.janitor import decay_pass
+from memory.rollup import consolidate_owner
 
 log = logging.getLogger(__name__)
 
@@ -305,6 +307,9 @@ class EvalOptions:
     limit_convs: int | None = None
     episodes: str = "extractive"
     abstention_per_conv: int = 40
+    # Run a full consolidate + decay pass (compaction, roll-up, janitor, pruning) after the
+    # ingest, as the background jobs would, before asking: roll-up must not make memory worse.
+    consolidate: bool = False
 
 
 class Progress:
@@ -347,9 +352,11 @@ def _settings_for(settings: Settings, folder: Path, options: EvalOptions,
     episodes = settings.episodes.model_copy(update={"use_model": options.episodes == "llm"})
     # The assistant side is a person too: episodes name it as the bot's own name.
     bot = settings.bot.model_copy(update={"name": assistant})
+    lifecycle = settings.lifecycle.model_copy(
+        update={"rollup_use_model": options.episodes == "llm", "compact_after_turn": False})
     return settings.model_copy(update={
         "db": DbSettings(path=str(folder / "eval.db")), "recall": recall, "episodes": episodes,
-        "bot": bot})
+        "bot": bot, "lifecycle": lifecycle})
 
 
 async def _ingest(app: App, clock: ManualClock, channel: Channel, person: Person,
@@ -433,6 +440,11 @@ async def _eval_conversation(
                 source="user", now=clock.now(), name=conv)
             row_turn = await _ingest(app, clock, channel, person, turns)
             progress.step(0, f"{conv}: {len(turns)} turns in")
+            if options.consolidate:
+                done = await consolidate_owner(app.db, app.chat, app.embedder, person.id,
+                                               clock.now(), make_lifecycle_policy(app.settings))
+                decayed = await decay_pass(app.db, clock.now(), person.id)
+                log.info("%s: consolidate %s; decay %s", conv, done, decayed)
             answers = []
             for q, is_abstention in [*((q, False) for q in own), *((q, True) for q in foreign)]:
                 clock.set(q.asked_at)

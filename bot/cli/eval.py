@@ -31,7 +31,8 @@ async def cmd_eval_recall(args: argparse.Namespace, settings: Settings) -> int:
     turns = load_turns(Path(args.turns))
     questions = load_questions(Path(args.questions))
     options = EvalOptions(budget=args.budget, limit_convs=args.limit_convs,
-                          episodes=args.episodes, abstention_per_conv=args.abstention)
+                          episodes=args.episodes, abstention_per_conv=args.abstention,
+                          consolidate=args.consolidate)
     recall = fts_baseline if args.method == "fts" else recall_once
     report, answers = await run_eval(settings, turns, questions, options, recall=recall,
                                      show_progress=not args.no_progress)
@@ -70,5 +71,7 @@ def register(sub: Any) -> None:
     rec.add_argument("--method", choices=("recall", "fts"), default="recall",
                      help="fts: the FORMAT.md reference (raw turns by FTS5 rank) instead of recall")
     rec.add_argument("--details", help="write one JSON line per question here")
+    rec.add_argument("--consolidate", action="store_true",
+                     help="run a full consolidate + decay pass after ingesting, before asking")
     rec.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     rec.set_defaults(run=cmd_eval_recall)

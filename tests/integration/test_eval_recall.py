@@ -112,6 +112,24 @@ def test_eval_recall_report(tmp_path: Path, subprocess_env: dict[str, str]) -> N
     assert all(r["tokens"] <= 200 for r in own)
 
 
+def test_eval_recall_after_a_consolidate_and_decay_pass(tmp_path: Path,
+                                                       subprocess_env: dict[str, str]) -> None:
+    """`--consolidate` runs the background life cycle before asking; the evidence survives
+    it (pruning keeps rows that live episodes cite)."""
+    turns, questions = write_data(tmp_path)
+    details = tmp_path / "details.jsonl"
+    with FakeOpenAI(dim=1024) as wide:
+        env = dict(subprocess_env, **strata_env(wide, tmp_path / "unused.db"))
+        run = strata(["eval", "recall", "--turns", str(turns), "--questions", str(questions),
+                      "--budget", "200", "--abstention", "1", "--consolidate", "--no-progress",
+                      "--details", str(details)], env)
+    assert run.returncode == 0, run.stderr
+    rows = {r["qid"]: r for r in map(json.loads, details.read_text().splitlines())
+            if not r["abstention"]}
+    assert "A:D1:3" in rows["A:q0"]["cited"]
+    assert "B:D1:1" in rows["B:q0"]["cited"]
+
+
 def test_eval_recall_reports_bad_input(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
     turns, questions = write_data(tmp_path)
     questions.write_text(questions.read_text() + '{"conv": "A", "qid": "x"}\n')
