@@ -127,6 +127,15 @@ def build_matrix_adapter(settings: Settings, clock: Clock | None = None) -> Adap
     )
 
 
+def build_discord_adapter(settings: Settings, clock: Clock | None = None) -> Adapter | None:
+    """The Discord adapter when `discord.token` (STRATA_DISCORD_TOKEN) is set, else None."""
+    if not settings.discord.token:
+        return None
+    from adapters.discord.adapter import build_discord_adapter as build  # an optional extra
+
+    return build(settings, clock)
+
+
 def build_telegram_adapter(settings: Settings, clock: Clock | None = None) -> Adapter | None:
     """The Telegram adapter when `telegram.token` (STRATA_TELEGRAM_TOKEN) is set, else None."""
     if not settings.telegram.token:
@@ -139,9 +148,13 @@ def build_telegram_adapter(settings: Settings, clock: Clock | None = None) -> Ad
 # A platform adapter factory: the adapter when its credentials are configured, else None.
 AdapterFactory = Callable[[Settings, Clock], Adapter | None]
 
-# The platform adapters `strata run` starts when configured (Discord adds its own here; the
-# console adapter is started by `strata run --console`).
-ADAPTER_FACTORIES: list[AdapterFactory] = [build_matrix_adapter, build_telegram_adapter]
+# The platform adapters `strata run` starts when configured (the console adapter is started by
+# `strata run --console`).
+ADAPTER_FACTORIES: list[AdapterFactory] = [
+    build_discord_adapter,
+    build_matrix_adapter,
+    build_telegram_adapter,
+]
 
 
 def configured_adapters(settings: Settings, clock: Clock) -> list[Adapter]:
@@ -277,13 +290,15 @@ class App:
 
     async def serve(
         self, adapters: Sequence[Adapter], stop: asyncio.Event, *, end_with: Adapter | None = None
-    ) -> None:
+    ) -> list[str]:
         """Run `adapters` and the cognition runner until `stop` is set (or `end_with` ends).
 
         Each adapter's `send` is registered for outbound delivery (reminders, scheduled
         prompts). On the way out adapters stop first, then the runner (a job in flight is
-        cancelled and redone at the next start), then after-turn work drains.
+        cancelled and redone at the next start), then after-turn work drains. Returns one line
+        per adapter that failed (empty when all ended cleanly).
         """
+        failures: list[str] = []
         tasks: dict[asyncio.Task[Any], Adapter] = {}
         for adapter in adapters:
             self.outbound.register(adapter.platform, adapter.send)
@@ -302,6 +317,7 @@ class App:
                         continue
                     if not task.cancelled() and task.exception() is not None:
                         log.error("the %s adapter stopped: %r", ended.platform, task.exception())
+                        failures.append(f"{ended.platform}: {task.exception()}")
                     self.outbound.unregister(ended.platform)
                     if ended is end_with or all(t.done() for t in tasks):
                         stop.set()
@@ -315,6 +331,7 @@ class App:
             await asyncio.gather(*tasks, stopper, return_exceptions=True)
             if self.runner is not None:
                 await self.runner.stop()
+        return failures
 
 
     async def close(self) -> None:

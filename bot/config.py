@@ -66,8 +66,9 @@ class RecallSettings(_Section):
     candidates: int = Field(default=40, gt=0, le=1000)
     relative_floor: float = Field(default=0.55, ge=0, le=1)
     min_relevance: float = Field(default=0.25, ge=0, le=1)
+    min_top_relevance: float = Field(default=0.7, ge=0, le=1)
     w_relevance: float = Field(default=0.7, ge=0)
-    w_recency: float = Field(default=0.2, ge=0)
+    w_recency: float = Field(default=0.05, ge=0)
     w_salience: float = Field(default=0.1, ge=0)
     # Cosine similarity mapped onto the 0–1 semantic score: at or below sim_zero counts as
     # unrelated, at or above sim_full as fully relevant (sentence models: related ~0.3–0.6).
@@ -121,6 +122,8 @@ class AccessSettings(_Section):
 
 class DiscordSettings(_Section):
     token: str = Field(default="", repr=False)
+    edit_interval: float = Field(default=1.0, ge=0)  # seconds between streamed-reply edits
+    sync_commands: bool = True  # register the chat commands as slash commands at start
 
 
 class TelegramSettings(_Section):

@@ -12,12 +12,14 @@ are turned into calibrated per-signal scores, each 0–1 and comparable across q
 - relevance = 1 − (1 − semantic)(1 − keyword): either signal can carry a candidate, both
   together count more.
 
-A candidate below the absolute gate `min_relevance` is dropped (so an unrelated question gets
-nothing); the rest are ranked by a blend of relevance, recency (the decay weight of
-memory/decay.py) and salience, and anything scoring below `relative_floor` × the best score is
-dropped. Then, best first: near-duplicate texts and rows already cited by a chosen episode are
-collapsed, and items are taken while they fit the token budget (ceil(chars/4)). The result is
-rendered as quoted data with date and provenance, never as instructions.
+Two absolute gates: when even the best candidate's relevance is below `min_top_relevance`, the
+query is about nothing remembered and nothing is injected (one weakly related item is not a
+reason to inject); a candidate below `min_relevance` is dropped. The rest are ranked by a blend
+of relevance, recency (the decay weight of memory/decay.py) and salience, and anything scoring
+below `relative_floor` × the best score is dropped. Then, best first: near-duplicate texts and
+rows already cited by a chosen episode are collapsed, and items are taken while they fit the
+token budget (ceil(chars/4)). The result is rendered as quoted data with date and provenance,
+never as instructions.
 
 Recall never crosses owners: a person's recall covers all of their channels (private and
 background); a shared room's owner is the room's own scope, so a room only recalls itself.
@@ -69,8 +71,9 @@ class RecallTuning:
     candidates: int = 40
     relative_floor: float = 0.55
     min_relevance: float = 0.25
+    min_top_relevance: float = 0.7
     w_relevance: float = 0.7
-    w_recency: float = 0.2
+    w_recency: float = 0.05
     w_salience: float = 0.1
     sim_zero: float = 0.15
     sim_full: float = 0.65
@@ -234,6 +237,8 @@ def score_candidates(
             + tuning.w_salience * c.salience
         ) / weights
         scored.append(Scored(c, relevance, blend))
+    if not scored or max(s.relevance for s in scored) < tuning.min_top_relevance:
+        return []
     scored.sort(key=lambda s: (-s.score, s.candidate.kind, s.candidate.id))
     if scored:
         floor = tuning.relative_floor * scored[0].score

@@ -19,7 +19,7 @@ from bot.errors import StrataError
 # Subcommand modules, each with `register(subparsers)`; commands set `run=coroutine(args, s)`.
 MODULES = [
     "bot.cli.core", "bot.cli.memory", "bot.cli.recall", "bot.cli.lifecycle", "bot.cli.jobs",
-    "bot.cli.run",
+    "bot.cli.run", "bot.cli.eval",
 ]
 
 

@@ -35,13 +35,15 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"strata: running {names} and {runner}; stop with Ctrl-C or SIGTERM",
               file=sys.stderr, flush=True)
         end_with = None if args.keep_running else console
-        await app.serve(adapters, stop, end_with=end_with)
+        failures = await app.serve(adapters, stop, end_with=end_with)
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         await app.close()
+    for line in failures:
+        print(f"strata: adapter failed: {line}", file=sys.stderr, flush=True)
     print("strata: stopped", file=sys.stderr, flush=True)
-    return 0
+    return 1 if failures else 0
 
 
 def register(sub: Any) -> None:

@@ -113,3 +113,16 @@ def test_jobs_run_and_status(fake_openai: FakeOpenAI, subprocess_env: dict[str, 
         "nothing to work on")
     bad = strata("jobs", "run", "--job", "dmn", "--user", "nobody")
     assert bad.returncode == 2 and bad.stderr.startswith("error: no person called 'nobody'")
+
+
+def test_run_exits_non_zero_when_its_only_adapter_fails(subprocess_env: dict[str, str]) -> None:
+    """A Telegram endpoint that refuses connections: the adapter fails, `strata run` says so
+    in one line and exits 1 (a service manager then sees the failure)."""
+    env = dict(subprocess_env, STRATA_TELEGRAM_TOKEN="123:abc",
+               STRATA_TELEGRAM_BASE_URL="http://127.0.0.1:9/bot",
+               STRATA_COGNITION_ENABLED="false")
+    out = subprocess.run([sys.executable, "-m", "bot.cli", "run"], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1, out.stderr
+    assert "adapter failed: telegram" in out.stderr
+    assert "Traceback" not in out.stderr

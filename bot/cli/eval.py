@@ -1,0 +1,77 @@
+"""`strata eval recall`: turn-zero recall measured on a conversation data set (LoCoMo format).
+
+The logic lives in `bot.evaluation`; this module parses the arguments, prints the table on
+stdout and writes the JSON report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from bot.config import Settings
+from bot.evaluation import (
+    EPISODE_MODES,
+    EvalOptions,
+    answer_record,
+    format_table,
+    fts_baseline,
+    load_questions,
+    load_turns,
+    recall_once,
+    run_eval,
+    write_json,
+)
+
+
+async def cmd_eval_recall(args: argparse.Namespace, settings: Settings) -> int:
+    turns = load_turns(Path(args.turns))
+    questions = load_questions(Path(args.questions))
+    options = EvalOptions(budget=args.budget, limit_convs=args.limit_convs,
+                          episodes=args.episodes, abstention_per_conv=args.abstention,
+                          consolidate=args.consolidate)
+    recall = fts_baseline if args.method == "fts" else recall_once
+    report, answers = await run_eval(settings, turns, questions, options, recall=recall,
+                                     show_progress=not args.no_progress)
+    print(format_table(report))
+    if args.out:
+        write_json(Path(args.out), report)
+        print(f"wrote {args.out}")
+    else:
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    if args.details:
+        path = Path(args.details)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as fh:
+            for a in answers:
+                fh.write(json.dumps(answer_record(a)) + "\n")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add `strata eval recall`."""
+    evals = sub.add_parser("eval", help="measure memory quality on a data set").add_subparsers(
+        dest="eval_command", required=True, metavar="WHAT")
+    rec = evals.add_parser(
+        "recall", help="turn-zero recall on LoCoMo-format JSONL (see shared/datasets/FORMAT.md)")
+    rec.add_argument("--turns", required=True, help="turns.jsonl")
+    rec.add_argument("--questions", required=True, help="questions.jsonl")
+    rec.add_argument("--budget", type=int, default=1000, help="recall token budget (1000)")
+    rec.add_argument("--limit-convs", type=int, default=None,
+                     help="only the first N conversations")
+    rec.add_argument("--out", help="write the JSON report here (default: stdout)")
+    rec.add_argument("--episodes", choices=EPISODE_MODES, default="extractive",
+                     help="how episodes are built: the window's own text, or the configured model")
+    rec.add_argument("--abstention", type=int, default=40, metavar="N",
+                     help="questions from other conversations asked of each one (40)")
+    rec.add_argument("--method", choices=("recall", "fts"), default="recall",
+                     help="fts: the FORMAT.md reference (raw turns by FTS5 rank) instead of recall")
+    rec.add_argument("--details", help="write one JSON line per question here")
+    rec.add_argument("--consolidate", action="store_true",
+                     help="run a full consolidate + decay pass after ingesting, before asking")
+    rec.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    rec.set_defaults(run=cmd_eval_recall)

@@ -1,0 +1,143 @@
+"""`strata eval recall` as an operator runs it: a real subprocess against the fake embeddings,
+on two tiny conversations written here (not LoCoMo), with answers that can be reasoned out."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import strata_env
+from tests.fakes.openai_server import FakeOpenAI
+
+ROOT = Path(__file__).parents[2]
+
+# Conversation A never uses a word of conversation B's questions, and B never one of A's.
+TURNS_A = [
+    ("A:D1:1", "2025-03-01T10:00:00Z", "Alice", "user", "I finally baked sourdough bread today"),
+    ("A:D1:2", "2025-03-01T10:00:30Z", "Bob", "assistant", "Nice, how long did it rise?"),
+    ("A:D1:3", "2025-03-01T10:01:00Z", "Alice", "user",
+     "My starter is named Clint and it doubled overnight"),
+    ("A:D1:4", "2025-03-01T10:01:30Z", "Bob", "assistant", "Clint sounds like a strong yeast"),
+    ("A:D2:1", "2025-04-12T18:00:00Z", "Alice", "user", "I signed up for the Lisbon marathon"),
+    ("A:D2:2", "2025-04-12T18:00:30Z", "Bob", "assistant", "Good luck with training"),
+]
+TURNS_B = [
+    ("B:D1:1", "2025-05-02T21:00:00Z", "Carol", "user",
+     "Jupiter moons were visible through my telescope"),
+    ("B:D1:2", "2025-05-02T21:00:30Z", "Dan", "assistant", "Which ones could you see?"),
+    ("B:D1:3", "2025-05-02T21:01:00Z", "Carol", "user", "Io and Europa, both tiny dots",
+     "a photo of a telescope on a balcony"),
+]
+QUESTIONS = [
+    # Its evidence row holds every word of the question: any working recall must cite it.
+    {"conv": "A", "qid": "A:q0", "question": "starter named Clint doubled overnight",
+     "category": "single_hop", "evidence": ["A:D1:3"], "asked_at": "2025-04-12T18:01:30Z"},
+    {"conv": "A", "qid": "A:q1", "question": "Lisbon marathon", "category": "temporal",
+     "evidence": ["A:D2:1"], "asked_at": "2025-04-12T18:01:30Z"},
+    {"conv": "A", "qid": "A:q2", "question": "What did Bob bake?", "category": "adversarial",
+     "evidence": ["A:D1:1"], "asked_at": "2025-04-12T18:01:30Z"},
+    {"conv": "A", "qid": "A:q3", "question": "sourdough bread", "category": "open_domain",
+     "evidence": [], "asked_at": "2025-04-12T18:01:30Z"},
+    {"conv": "B", "qid": "B:q0", "question": "Jupiter moons visible through telescope",
+     "category": "single_hop", "evidence": ["B:D1:1"], "asked_at": "2025-05-02T21:02:00Z"},
+]
+
+
+def write_data(folder: Path) -> tuple[Path, Path]:
+    turns = folder / "turns.jsonl"
+    with turns.open("w") as fh:
+        for conv, rows in (("A", TURNS_A), ("B", TURNS_B)):
+            for tid, ts, speaker, role, text, *caption in rows:
+                rec: dict[str, Any] = {"conv": conv, "session": 1, "turn_id": tid, "ts": ts,
+                                       "speaker": speaker, "role": role, "text": text}
+                if caption:
+                    rec["img_caption"] = caption[0]
+                fh.write(json.dumps(rec) + "\n")
+    questions = folder / "questions.jsonl"
+    questions.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    return turns, questions
+
+
+def strata(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_eval_recall_report(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    turns, questions = write_data(tmp_path)
+    out, details = tmp_path / "report.json", tmp_path / "details.jsonl"
+    # Wide hashed vectors: at the suite's 64 dimensions, words of unrelated texts share
+    # buckets often enough to look related; at 1024 these texts' words never collide.
+    with FakeOpenAI(dim=1024) as wide:
+        env = dict(subprocess_env, **strata_env(wide, tmp_path / "unused.db"))
+        run = strata(["eval", "recall", "--turns", str(turns), "--questions", str(questions),
+                      "--budget", "200", "--abstention", "1", "--out", str(out),
+                      "--details", str(details)], env)
+    assert run.returncode == 0, run.stderr
+    assert "overall" in run.stdout and "false injection rate" in run.stdout
+
+    report = json.loads(out.read_text())
+    assert set(report) == {"questions", "budget_tokens", "overall", "by_category", "abstention"}
+    assert report["questions"] == 5 and report["budget_tokens"] == 200
+    keys = {"evidence_recall", "hit_rate", "mean_injected_tokens", "empty_rate",
+            "latency_ms_p50", "latency_ms_p95"}
+    assert set(report["overall"]) == keys
+    assert set(report["by_category"]) == {"single_hop", "temporal", "adversarial", "open_domain"}
+    assert all(set(m) == keys for m in report["by_category"].values())
+
+    rows = {r["qid"] + ("/abst" if r["abstention"] else ""): r
+            for r in map(json.loads, details.read_text().splitlines())}
+    assert len(rows) == 7  # five own questions, one foreign question asked of each conversation
+    assert "A:D1:3" in rows["A:q0"]["cited"]
+    assert "B:D1:1" in rows["B:q0"]["cited"]
+    # Nothing of one conversation's words is in the other's store: nothing may be injected.
+    foreign = [r for r in rows.values() if r["abstention"]]
+    assert {r["qid"][0] for r in foreign} == {"A", "B"}
+    assert all(r["tokens"] == 0 and r["cited"] == [] for r in foreign)
+    assert report["abstention"] == {"n": 2, "false_injection_rate": 0.0}
+
+    # The overall numbers are the scored questions' (A:q0, A:q1, B:q0; not the adversarial
+    # one, not the one without evidence), recomputed here from the per-question lines.
+    scored = [rows[q] for q in ("A:q0", "A:q1", "B:q0")]
+    share = [len(set(r["cited"]) & set(r["evidence"])) / len(r["evidence"]) for r in scored]
+    assert report["overall"]["evidence_recall"] == round(sum(share) / 3, 4)
+    assert report["overall"]["hit_rate"] == round(sum(s > 0 for s in share) / 3, 4)
+    own = [r for r in rows.values() if not r["abstention"]]
+    assert report["overall"]["mean_injected_tokens"] == round(
+        sum(r["tokens"] for r in own) / 5, 2)
+    assert 0 < report["overall"]["mean_injected_tokens"] <= 200
+    assert all(r["tokens"] <= 200 for r in own)
+
+
+def test_eval_recall_after_a_consolidate_and_decay_pass(tmp_path: Path,
+                                                       subprocess_env: dict[str, str]) -> None:
+    """`--consolidate` runs the background life cycle before asking; the evidence survives
+    it (pruning keeps rows that live episodes cite)."""
+    turns, questions = write_data(tmp_path)
+    details = tmp_path / "details.jsonl"
+    with FakeOpenAI(dim=1024) as wide:
+        env = dict(subprocess_env, **strata_env(wide, tmp_path / "unused.db"))
+        run = strata(["eval", "recall", "--turns", str(turns), "--questions", str(questions),
+                      "--budget", "200", "--abstention", "1", "--consolidate", "--no-progress",
+                      "--details", str(details)], env)
+    assert run.returncode == 0, run.stderr
+    rows = {r["qid"]: r for r in map(json.loads, details.read_text().splitlines())
+            if not r["abstention"]}
+    assert "A:D1:3" in rows["A:q0"]["cited"]
+    assert "B:D1:1" in rows["B:q0"]["cited"]
+
+
+def test_eval_recall_reports_bad_input(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    turns, questions = write_data(tmp_path)
+    questions.write_text(questions.read_text() + '{"conv": "A", "qid": "x"}\n')
+    run = strata(["eval", "recall", "--turns", str(turns), "--questions", str(questions)],
+                 subprocess_env)
+    assert run.returncode == 2
+    assert f"{questions}:6:" in run.stderr and "Traceback" not in run.stderr
+    turns.write_text(turns.read_text().replace('"role": "user"', '"role": "bot"', 1))
+    run = strata(["eval", "recall", "--turns", str(turns), "--questions", str(questions)],
+                 subprocess_env)
+    assert run.returncode == 2 and f"{turns}:1: role" in run.stderr
