@@ -341,7 +341,7 @@ async def test_reply_is_streamed_by_m_replace_edits(
     start_bot: StartBot, people: Callable[[str], Human], fake_openai: FakeOpenAI
 ) -> None:
     answer = "one two three four five six seven eight"
-    fake_openai.reply(answer)
+    fake_openai.responder = lambda body: answer if last_user_text(body) == "count for me" else None
     bot = await start_bot(edit_interval=0.0)
     alice = people("Alice")
     room = await open_room(alice, bot)
@@ -351,7 +351,7 @@ async def test_reply_is_streamed_by_m_replace_edits(
     events = alice.from_bot(room, bot.bot.user_id)
     first, edits = events[0], events[1:]
     assert first["content"]["body"].endswith(" …")  # a preview, not the answer
-    assert len(edits) >= 2
+    assert len(edits) >= 1  # at least the final text replaces the preview
     shown = []
     for ev in edits:
         relates = ev["content"]["m.relates_to"]
