@@ -89,7 +89,8 @@ class _Retrying:
         wait = self.backoff * (2**attempt) * (0.5 + random.random() / 2)
         if isinstance(exc, openai.APIStatusError):
             wait = max(wait, _retry_after(exc) or 0.0)
-        log.warning(
+        # INFO: the retry is routine; the final failure is reported by the caller.
+        log.info(
             "model call failed (%s), retry %d in %.2fs", type(exc).__name__, attempt + 1, wait
         )
         await self.sleep(wait)
