@@ -76,10 +76,12 @@ async def adapter(app: App, fake_discord: FakeDiscord) -> AsyncIterator[DiscordA
 
 
 def finished(fake: FakeDiscord, channel_id: int, count: int) -> list[RecordedMessage]:
-    """The bot's messages in `channel_id` once there are `count` and none is a partial."""
+    """The bot's messages in `channel_id` once there are `count`, none is a partial, and every
+    request has its answer recorded (the fake logs a request before it answers it)."""
     msgs = fake.bot_messages(channel_id)
     if len(msgs) >= count and not any(m.content.endswith(" …") for m in msgs):
-        return msgs
+        if all(r.status is not None for r in fake.requests):
+            return msgs
     return []
 
 
