@@ -167,11 +167,6 @@ def configured_adapters(settings: Settings, clock: Clock) -> list[Adapter]:
     return adapters
 
 
-def build_adapters(settings: Settings, clock: Clock | None = None) -> list[Adapter]:
-    """Every platform adapter whose credentials are configured (for `strata run`)."""
-    return configured_adapters(settings, clock or SystemClock())
-
-
 @dataclass
 class ExtractAfterTurn:
     """After-turn hook (`facts.extract_after_turn`): run `before` (the episode cutter), then

@@ -392,17 +392,6 @@ class FactRepo:
         rows = await self.db.fetchall(sql + " ORDER BY id", params)
         return [fact_from_db(r) for r in rows]
 
-    async def live_by_key(self, owner_id: int, subject: str, attribute: str) -> list[Fact]:
-        attribute = normalise_key(attribute)
-        if not attribute:
-            return []
-        rows = await self.db.fetchall(
-            "SELECT * FROM facts WHERE owner_id = ? AND subject = ? AND attribute = ?"
-            " AND status = 'live' ORDER BY id",
-            (owner_id, normalise_key(subject), attribute),
-        )
-        return [fact_from_db(r) for r in rows]
-
     async def sources(self, fact_id: int) -> Sources:
         rows = await self.db.fetchall(
             "SELECT episode_id, row_id FROM fact_sources WHERE fact_id = ? ORDER BY rowid",

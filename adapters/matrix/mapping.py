@@ -285,7 +285,3 @@ def content_size(text: str) -> int:
     fallback and its HTML), as the homeserver measures it (UTF-8, not \\u escapes)."""
     content = edit_content(_PLACEHOLDER_ID, text)
     return len(json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
-
-
-def location_text(lat: float, lon: float) -> str:
-    return f"geo:{lat:.6f},{lon:.6f}"

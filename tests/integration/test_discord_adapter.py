@@ -21,8 +21,8 @@ from adapters.discord.adapter import (
     build_discord_adapter,
 )
 from adapters.runtime import SORRY
-from bot.app import App, build_adapters, configured_adapters
-from bot.clock import ManualClock
+from bot.app import App, configured_adapters
+from bot.clock import ManualClock, SystemClock
 from bot.commands import CommandContext, CommandReply
 from bot.config import AccessSettings, DiscordSettings, LlmSettings, Settings
 from bot.errors import ConfigError, ModelUnavailableError
@@ -583,9 +583,9 @@ async def test_stop_is_quick_and_leaves_no_connection(app: App, fake_discord: Fa
 
 def test_build_discord_adapter_needs_a_token(settings: Settings, clock: ManualClock) -> None:
     assert build_discord_adapter(settings, clock) is None
-    assert [a.platform for a in build_adapters(settings)] == []
+    assert [a.platform for a in configured_adapters(settings, SystemClock())] == []
     configured = settings.model_copy(update={"discord": DiscordSettings(token="abc")})
-    [adapter] = build_adapters(configured)
+    [adapter] = configured_adapters(configured, SystemClock())
     assert isinstance(adapter, DiscordAdapter)
 
 

@@ -593,7 +593,8 @@ async def test_password_login_and_bad_credentials(
     synapse: Synapse, app: App, tmp_path: Path, people: Callable[[str], Human],
     fake_openai: FakeOpenAI,
 ) -> None:
-    from bot.app import build_adapters, build_matrix_adapter
+    from bot.app import build_matrix_adapter, configured_adapters
+    from bot.clock import SystemClock
     from bot.errors import PlatformError
 
     fake_openai.reply("hello by password")
@@ -605,7 +606,7 @@ async def test_password_login_and_bad_credentials(
     assert build_matrix_adapter(Settings(matrix=base)) is None  # no password or token
     configured = app.settings.model_copy(
         update={"matrix": base.model_copy(update={"password": "correct horse battery"})})
-    [bot] = build_adapters(configured)
+    [bot] = configured_adapters(configured, SystemClock())
     assert isinstance(bot, MatrixAdapter)
     bot.poll_timeout_ms = 500
     # start() serves until stop(), as `strata run` (App.serve) expects of every adapter.
