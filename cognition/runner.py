@@ -183,12 +183,14 @@ class Runner:
         return None if last is None else now - last
 
     async def run_job(
-        self, job: Job, person: Person, *, force: bool = False, now: datetime | None = None
+        self, job: Job, person: Person, *, force: bool = False, now: datetime | None = None,
+        asked: bool = False,
     ) -> JobReport:
         """Run one job for one person if it is due and has something new; record the run.
 
         `force` skips the idle gate and the job's minimum interval (never the watermark check:
-        a job with nothing new has nothing to do).
+        a job with nothing new has nothing to do). `asked` (someone named this job) skips only
+        the idle gate: the gate protects a person from background work, not from a request.
         """
         s = self.services
         # Re-read: activity since the check started must stop jobs that have not started.
@@ -199,7 +201,11 @@ class Runner:
         now = now or s.clock.now()
         idle = await self.idle_for(person, now)
         gate = timedelta(minutes=self.settings.idle_minutes)
-        if not force and idle is not None and idle < gate:
+        if not (force or asked) and idle is not None and idle < gate:
+            if idle < timedelta(0):  # a --now before the person's last message
+                return JobReport(job.name, person.name, False, "skipped",
+                                 f"person active at {now + -idle:%Y-%m-%d %H:%M} UTC, after "
+                                 f"this run's time {now:%Y-%m-%d %H:%M}")
             left = int((gate - idle).total_seconds() // 60) + 1
             return JobReport(job.name, person.name, False, "skipped",
                              f"person active {int(idle.total_seconds() // 60)} min ago; "

@@ -1,7 +1,8 @@
 """`strata jobs`: see and run the background jobs. `jobs status` shows each job's last run,
 result, tokens and errors per person; `jobs run --job NAME|all` runs jobs once, now (or as if
-at `--now`), through the same runner and job registry as `strata run`, honouring the idle gate
-unless `--force`, and prints what each did.
+at `--now`), through the same runner and job registry as `strata run`, and prints what each
+did. A named job runs past the idle gate (someone asked for it); `--job all` honours the gate,
+and `--force` also skips the jobs' minimum intervals.
 """
 
 from __future__ import annotations
@@ -51,7 +52,9 @@ async def cmd_jobs_run(args: argparse.Namespace, settings: Settings) -> int:
             for job in jobs:
                 if owner.kind is OwnerKind.ROOM and not job.for_rooms:
                     continue
-                report = await runner.run_job(job, owner, force=args.force)
+                # Naming one job is a request to run it now: past the idle gate.
+                report = await runner.run_job(job, owner, force=args.force,
+                                              asked=args.job != "all")
                 failed = failed or report.status == "error"
                 if args.json:
                     out.append({"job": report.job, "owner": report.person, "ran": report.ran,
@@ -101,6 +104,9 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
+    if not out:
+        print("no people yet: nobody has talked to Strata in this database")
+        return 0
     print(f"{'person':<12} {'job':<13} {'runs':>4} {'err':>3} {'tokens':>6}  {'last run':<16} "
           f"{'status':<11} result")
     for r in out:
@@ -124,6 +130,7 @@ def register(sub: Any) -> None:
     run.add_argument("--user", help="only this person (default: everyone)")
     run.add_argument("--now", help="run as if at this ISO time (e.g. 2026-01-05T09:00Z)")
     run.add_argument("--force", action="store_true",
-                     help="ignore the idle gate and the jobs' minimum intervals")
+                     help="also ignore the idle gate (for --job all) and the jobs' minimum "
+                     "intervals")
     run.add_argument("--json", action="store_true", help="print the reports as JSON")
     run.set_defaults(run=cmd_jobs_run)

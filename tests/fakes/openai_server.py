@@ -261,6 +261,11 @@ class FakeOpenAI:
         fault = await self._apply_fault("embeddings", request)
         if fault is not None:
             return fault
+        if body.get("model") != self.embed_model:
+            # As Ollama does: a model the server lacks is a 404 naming it.
+            return web.json_response(
+                {"error": {"message": f"model {body.get('model')!r} not found, try pulling it",
+                           "type": "not_found_error"}}, status=404)
         inputs = body["input"]
         if isinstance(inputs, str):
             inputs = [inputs]

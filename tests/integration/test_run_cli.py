@@ -111,6 +111,15 @@ def test_jobs_run_and_status(fake_openai: FakeOpenAI, subprocess_env: dict[str, 
     assert rows["decay"]["runs"] >= 1 and rows["decay"]["last_status"] == "ok"
     assert rows["research"]["runs"] == 0 and rows["research"]["last_check"] == (
         "nothing to work on")
+    # Naming one job asks for it now: the idle gate does not hold it back.
+    asked = strata("jobs", "run", "--job", "consolidate", "--user", "alice")
+    assert asked.returncode == 0, asked.stderr
+    assert "waits" not in asked.stdout and "consolidate" in asked.stdout
+    # A --now before alice's last message: the age is said as a time, never negative.
+    past = strata("jobs", "run", "--job", "all", "--user", "alice", "--now", "2020-03-01T12:00Z")
+    assert past.returncode == 0, past.stderr
+    assert "min ago" not in past.stdout
+    assert past.stdout.count("after this run's time 2020-03-01 12:00") == 9
     bad = strata("jobs", "run", "--job", "dmn", "--user", "nobody")
     assert bad.returncode == 2 and bad.stderr.startswith("error: no person called 'nobody'")
 
