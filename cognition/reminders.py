@@ -14,14 +14,16 @@ from __future__ import annotations
 import logging
 import re
 from datetime import datetime, time, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field
 
 from bot.clock import ensure_utc, to_iso
 from bot.commands import CommandContext, CommandReply, CommandRouter
 from bot.outbound import DeliveryUnavailableError
+from bot.tool_args import RowId, ToolArgs, add_tool
 from bot.turns import ToolContext, ToolRegistry
-from bot.types import ChannelKind, NewRow, Role, ToolSpec
+from bot.types import ChannelKind, NewRow, Role
 from cognition.services import Services
 from memory.reminders import Reminder
 
@@ -132,113 +134,111 @@ def reminder_line(r: Reminder, now: datetime) -> str:
 
 # -- tools ----------------------------------------------------------------------------------------
 
-_TEXT = {"type": "string"}
+class ReminderArgs(ToolArgs):
+    text: str = Field(description="what to remind them of")
+    when: str = Field(default="", description="local YYYY-MM-DD HH:MM")
+    in_minutes: float | None = Field(default=None, description="instead of when: minutes from now")
+
+
+class PromptArgs(ToolArgs):
+    prompt: str = Field(description="what to do each time")
+    every: str = Field(default="day", description="day | weekday | monday … sunday")
+    at: str = Field(description="local time of day, HH:MM")
+
+
+class NoArgs(ToolArgs):
+    pass
+
+
+class ReminderIdArgs(ToolArgs):
+    id: RowId = Field(description="the reminder's number, from list_reminders")
+
+
+class TimezoneArgs(ToolArgs):
+    timezone: str = Field(description="an IANA name like Europe/Paris")
 
 
 def register_tools(tools: ToolRegistry, services: Services) -> None:
     """Add the reminder, scheduled-prompt and time-zone tools to a turn processor's tools."""
     s = services
 
-    async def set_reminder(ctx: ToolContext, args: dict[str, Any]) -> str:
+    async def set_reminder(ctx: ToolContext, args: ReminderArgs) -> str:
         person = await s.persons.get(ctx.person.id) or ctx.person
         now = s.clock.now()
-        text = str(args.get("text") or "").strip()
-        if not text:
+        if not args.text:
             return "error: say what to remind the person of (text)"
         try:
-            if args.get("in_minutes") not in (None, ""):
-                due = now + timedelta(minutes=float(args["in_minutes"]))
+            if args.in_minutes is not None:
+                due = now + timedelta(minutes=args.in_minutes)
             else:
-                due = parse_when(str(args.get("when") or ""), person.timezone, now)
-        except (ReminderInputError, ValueError, TypeError) as exc:
+                due = parse_when(args.when, person.timezone, now)
+        except (ReminderInputError, OverflowError) as exc:
             return f"error: {exc}"
         if due <= now:
             return (f"error: {describe(due, person.timezone, now)} is in the past (it is now "
                     f"{describe(now, person.timezone)} in {person.timezone})")
         r = await s.reminders.add(owner_id=person.id, channel_id=ctx.channel.id, kind="reminder",
-                                  text=text, due_at=due, timezone=person.timezone, now=now,
+                                  text=args.text, due_at=due, timezone=person.timezone, now=now,
                                   turn_id=ctx.turn_id)
         return (f"ok: reminder #{r.id} set for {describe(due, person.timezone, now)} "
                 f"({person.timezone})")
 
-    async def schedule_prompt(ctx: ToolContext, args: dict[str, Any]) -> str:
+    async def schedule_prompt(ctx: ToolContext, args: PromptArgs) -> str:
         if ctx.channel.kind is not ChannelKind.PRIVATE:
             # Its answer is written from the person's own memory: never into a shared room.
             return "error: scheduled prompts can only be set in a private chat with me"
         person = await s.persons.get(ctx.person.id) or ctx.person
         now = s.clock.now()
-        prompt = str(args.get("prompt") or "").strip()
-        if not prompt:
+        if not args.prompt:
             return "error: say what to do each time (prompt)"
         try:
-            recurrence = parse_recurrence(str(args.get("every") or "day"),
-                                          str(args.get("at") or ""))
+            recurrence = parse_recurrence(args.every or "day", args.at)
             due = next_occurrence(recurrence, person.timezone, now)
         except ReminderInputError as exc:
             return f"error: {exc}"
         r = await s.reminders.add(owner_id=person.id, channel_id=ctx.channel.id, kind="prompt",
-                                  text=prompt, due_at=due, timezone=person.timezone, now=now,
-                                  recurrence=recurrence, turn_id=ctx.turn_id)
+                                  text=args.prompt, due_at=due, timezone=person.timezone,
+                                  now=now, recurrence=recurrence, turn_id=ctx.turn_id)
         return (f"ok: scheduled prompt #{r.id}, {describe_recurrence(recurrence)} "
                 f"({person.timezone}); first {describe(due, person.timezone, now)}")
 
-    async def list_reminders(ctx: ToolContext, args: dict[str, Any]) -> str:
+    async def list_reminders(ctx: ToolContext, args: NoArgs) -> str:
         now = s.clock.now()
         items = await s.reminders.upcoming(ctx.person.id)
         if not items:
             return "no reminders or scheduled prompts"
         return "\n".join(reminder_line(r, now) for r in items)
 
-    async def cancel_reminder(ctx: ToolContext, args: dict[str, Any]) -> str:
-        try:
-            rid = int(str(args.get("id", "")).lstrip("#"))
-        except ValueError:
-            return "error: give the number of the reminder (see list_reminders)"
-        if await s.reminders.cancel(ctx.person.id, rid):
-            return f"ok: #{rid} cancelled"
-        return f"error: there is no pending reminder #{rid} of this person"
+    async def cancel_reminder(ctx: ToolContext, args: ReminderIdArgs) -> str:
+        if await s.reminders.cancel(ctx.person.id, args.id):
+            return f"ok: #{args.id} cancelled"
+        return f"error: there is no pending reminder #{args.id} of this person"
 
-    async def set_timezone(ctx: ToolContext, args: dict[str, Any]) -> str:
-        name = str(args.get("timezone") or "").strip()
+    async def set_timezone(ctx: ToolContext, args: TimezoneArgs) -> str:
         try:
-            zone(name)
+            zone(args.timezone)
         except ReminderInputError as exc:
             return f"error: {exc}"
-        await s.persons.set_timezone(ctx.person.id, name)
-        return f"ok: time zone set to {name}; it is now {describe(s.clock.now(), name)} there"
+        await s.persons.set_timezone(ctx.person.id, args.timezone)
+        return (f"ok: time zone set to {args.timezone}; it is now "
+                f"{describe(s.clock.now(), args.timezone)} there")
 
-    tools.add(ToolSpec(
-        "set_reminder",
-        "Remind the person of something once, at a time in their own time zone. Give `when` "
-        "as local date and time YYYY-MM-DD HH:MM (see the current local time in the context), "
-        "or `in_minutes` for a relative time.",
-        {"type": "object", "properties": {
-            "text": {"type": "string", "description": "what to remind them of"},
-            "when": {"type": "string", "description": "local YYYY-MM-DD HH:MM"},
-            "in_minutes": {"type": "number", "description": "instead of when: minutes from now"},
-        }, "required": ["text"]},
-    ), set_reminder)
-    tools.add(ToolSpec(
-        "schedule_prompt",
-        "Run a prompt regularly and send the person the answer, e.g. every morning at 08:00 a "
-        "summary of their day. `every`: day, weekday, or a weekday name; `at`: local HH:MM.",
-        {"type": "object", "properties": {
-            "prompt": {"type": "string", "description": "what to do each time"},
-            "every": {"type": "string", "description": "day | weekday | monday … sunday"},
-            "at": {"type": "string", "description": "local time of day, HH:MM"},
-        }, "required": ["prompt", "at"]},
-    ), schedule_prompt)
-    tools.add(ToolSpec("list_reminders",
-                       "List the person's pending reminders and scheduled prompts with ids.",
-                       {"type": "object", "properties": {}}), list_reminders)
-    tools.add(ToolSpec(
-        "cancel_reminder", "Cancel one of the person's reminders or scheduled prompts by id.",
-        {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
-    ), cancel_reminder)
-    tools.add(ToolSpec(
-        "set_timezone", "Set the person's time zone (IANA name like Europe/Paris).",
-        {"type": "object", "properties": {"timezone": _TEXT}, "required": ["timezone"]},
-    ), set_timezone)
+    add_tool(tools, "set_reminder",
+             "Remind the person of something once, at a time in their own time zone. Give "
+             "`when` as local date and time YYYY-MM-DD HH:MM (see the current local time in "
+             "the context), or `in_minutes` for a relative time.", ReminderArgs, set_reminder)
+    add_tool(tools, "schedule_prompt",
+             "Run a prompt regularly and send the person the answer, e.g. every morning at "
+             "08:00 a summary of their day. `every`: day, weekday, or a weekday name; `at`: "
+             "local HH:MM.", PromptArgs, schedule_prompt)
+    add_tool(tools, "list_reminders",
+             "List the person's pending reminders and scheduled prompts with ids.", NoArgs,
+             list_reminders)
+    add_tool(tools, "cancel_reminder",
+             "Cancel one of the person's reminders or scheduled prompts by id.", ReminderIdArgs,
+             cancel_reminder)
+    add_tool(tools, "set_timezone", "Set the person's time zone (IANA name like Europe/Paris).",
+             TimezoneArgs, set_timezone)
 
 
 def register_commands(commands: CommandRouter, services: Services) -> None:

@@ -169,7 +169,7 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{p['name']} (person {p['id']}), identities: {', '.join(info['identities'])}")
         print(f"  last active: {p['last_active_at'] or 'never'}; paused: {p['paused']}")
         print(f"  transcript rows: {info['transcript_rows']}; episodes: {info['episodes']}")
-        print(f"  facts: {len(info['facts']) or 'none stored'}")
+        print(f"  facts: {len(info['facts'])}" + ("" if info["facts"] else " (none stored)"))
         for f in info["facts"]:
             print(f"    #{f['id']} {f['kind']}: {f['text']} ({f['since'][:10]}, {f['source']})")
         for c in info["channels"]:

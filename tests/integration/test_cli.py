@@ -152,7 +152,7 @@ def test_empty_listings_say_so(fake_openai: FakeOpenAI, subprocess_env: dict[str
     episodes = strata(["memory", "episodes", "--user", "alice"], subprocess_env)
     assert episodes.returncode == 0 and episodes.stdout.startswith("no episodes for alice yet")
     show = strata(["memory", "show", "--user", "alice"], subprocess_env)
-    assert "facts: none stored" in show.stdout and "reminders: none" in show.stdout
+    assert "facts: 0 (none stored)" in show.stdout and "reminders: none" in show.stdout
 
 
 def test_sigkill_mid_chat_loses_no_shown_reply(fake_openai: FakeOpenAI,
