@@ -122,7 +122,7 @@ class EpisodeSettings(_Section):
 
 
 class LifecycleSettings(_Section):
-    """Compaction, roll-up and pruning (DESIGN.md §3)."""
+    """Compaction, roll-up and pruning (docs/memory.md)."""
 
     compact_tokens: int = Field(default=2400, gt=0)
     compact_keep_tokens: int = Field(default=800, ge=0)
@@ -227,7 +227,7 @@ class Settings(BaseSettings):
         return (init_settings,)
 
 
-# Short names kept for convenience and for the README's quick start.
+# Short names kept for convenience.
 _ALIASES = {"STRATA_DB": ("db", "path")}
 
 

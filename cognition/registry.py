@@ -149,7 +149,7 @@ class JobRegistry:
 
 
 def default_registry() -> JobRegistry:
-    """The nine background jobs of DESIGN.md §5, in the order a check runs them."""
+    """The nine background jobs (docs/architecture.md), in the order a check runs them."""
     from cognition.jobs import all_jobs
 
     return JobRegistry(all_jobs())

@@ -1,6 +1,6 @@
 """Compaction: when a channel's un-compacted transcript grows past a token budget, the model
 writes a continuity summary that folds in the previous one; it is stored as a compaction row
-that becomes the channel's history watermark (DESIGN.md §3.1).
+that becomes the channel's history watermark (docs/memory.md).
 
 The summary covers the oldest rows after the current watermark, up to a turn boundary, and
 leaves a recent tail verbatim. A failed or empty summary stores nothing, so the watermark never

@@ -1,6 +1,6 @@
 """The data graph: typed facts about an owner, with validity, supersession and provenance.
 
-DESIGN.md §3. The kind set is closed (`FACT_KINDS`, mirrored by the CHECK constraint of
+docs/memory.md. The kind set is closed (`FACT_KINDS`, mirrored by the CHECK constraint of
 migration 0005): a write with an unknown kind raises `UnknownKindError` before anything is
 stored. A fact is live until it is superseded (a newer fact replaced it: it was true then) or
 retracted (the person corrected it: it was wrong); either way it is hidden from recall at once,
@@ -35,7 +35,7 @@ from memory.profiles import profile_for
 
 log = logging.getLogger(__name__)
 
-# Kinds of facts about a person (DESIGN.md §3) …
+# Kinds of facts about a person (docs/memory.md) …
 PERSON_KINDS: tuple[str, ...] = (
     "user_specific",
     "behavioral_pattern",
