@@ -1,6 +1,6 @@
 """Source profiles: the one allowlist that says what each transcript source may feed.
 
-docs/architecture.md. A source not listed (and every `delegate:*` or `scheduled` row) is
+See docs/architecture.md. A source not listed (and every `delegate:*` or `scheduled` row) is
 muted: it is kept in the transcript but produces no episodes, facts or patterns. Imports
 nothing.
 """
