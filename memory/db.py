@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import aiosqlite
 import sqlite_vec
@@ -28,6 +28,12 @@ log = logging.getLogger(__name__)
 
 Row = Any  # the driver's Row: index by position or by column name
 Params = Sequence[Any] | dict[str, Any]
+
+
+class Reads(Protocol):
+    """Anything reads can go through: a `Database` (its reader) or a `ReaderPool`."""
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]: ...
 
 
 def _connector(path: str) -> Any:
