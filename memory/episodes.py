@@ -124,8 +124,8 @@ async def insert_episode(conn: Any, new: NewEpisode, embedding: npt.NDArray[np.f
 
 async def cited_rows_by_episode(db: Reads, ids: Sequence[int]) -> dict[int, list[int]]:
     """The transcript rows behind each of `ids`: a leaf's own citations, a parent's through
-    its descendants still kept (none once the janitor deleted them and the rows were pruned;
-    the parent's span and channel remain its provenance)."""
+    its descendants' (none once those rows are pruned, which follows the roll-up; the
+    parent's span and channel remain its provenance)."""
     if not ids:
         return {}
     marks = ",".join("?" * len(ids))

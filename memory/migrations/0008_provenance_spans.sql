@@ -12,8 +12,8 @@ ALTER TABLE episodes ADD COLUMN child_count INTEGER NOT NULL DEFAULT 0;
 UPDATE episodes SET child_count = (SELECT count(*) FROM episodes c WHERE c.parent_id = episodes.id)
     WHERE level > 0;
 
--- Their inherited row citations go: the rows stay cited by the tombstoned children until the
--- janitor deletes those (30 days), then they can be pruned like any other rolled-up row.
+-- Their inherited row citations go. The rows are then cited by tombstoned leaves only, so the
+-- next decay pass prunes those below the watermark, like any other rolled-up leaf's rows.
 DELETE FROM episode_rows WHERE episode_id IN (SELECT id FROM episodes WHERE level > 0);
 
 -- Background channels (DMN, research, scheduled, delegates, external agents, jobs) never run
