@@ -82,6 +82,7 @@ def make_lifecycle_policy(settings: Settings) -> LifecyclePolicy:
             trigger_tokens=s.compact_tokens,
             keep_tokens=s.compact_keep_tokens,
             input_tokens=s.compact_input_tokens,
+            use_model=s.compact_use_model,
         ),
         rollup=RollupPolicy(
             leaf_round_at=s.leaf_round_at,

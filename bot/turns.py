@@ -81,6 +81,21 @@ class ToolRegistry:
 
 
 BACKGROUND_PLATFORM = "background"
+# Sources with no user present (DESIGN.md §3, "Recall at turn zero"): their turns never run
+# turn-zero recall; a job that needs memory states its inputs in its instructions instead.
+BACKGROUND_SOURCES = ("dmn", "research", "scheduled")
+BACKGROUND_PREFIXES = ("delegate:", "external-agent:", "job:")
+
+
+def is_background_source(source: str) -> bool:
+    return source in BACKGROUND_SOURCES or source.startswith(BACKGROUND_PREFIXES)
+
+
+def seeds_memory(channel: Channel) -> bool:
+    """Whether a turn on `channel` runs turn-zero recall: its `memory_seed` is on and it is
+    not a background channel (those never do, whatever an old row says)."""
+    return (channel.memory_seed and channel.kind is not ChannelKind.BACKGROUND
+            and not is_background_source(channel.source))
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,8 +321,8 @@ class TurnProcessor:
     async def background_channel(self, person: Person, source: str) -> Channel:
         """The person's background channel for `source` (`dmn`, `scheduled`, …), created once.
 
-        Jobs' working channels (`job:*`) answer from the material they are given, so they do
-        not seed memory at turn zero; the DMN and scheduled prompts do.
+        No background channel seeds memory at turn zero (no user is present; DMN reflections
+        fed by recall would feed on themselves): jobs answer from the material they are given.
         """
         return await self.channels.get_or_create(
             platform=BACKGROUND_PLATFORM,
@@ -317,7 +332,7 @@ class TurnProcessor:
             source=source,
             now=self.clock.now(),
             name=source,
-            memory_seed=not source.startswith("job:"),
+            memory_seed=False,
         )
 
     async def handle_background(
@@ -395,7 +410,7 @@ class TurnProcessor:
         if not options.history:
             mark, rows = None, []
         recalled = None
-        if self.recaller is not None and channel.memory_seed and self.settings.recall.enabled:
+        if self.recaller is not None and seeds_memory(channel) and self.settings.recall.enabled:
             # Rows already in the prompt are not recalled again; older ones of this channel
             # that fell out of the history budget may be.
             shown = history_in_prompt(rows, self.settings.bot.history_tokens)

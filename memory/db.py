@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import aiosqlite
 import sqlite_vec
@@ -28,6 +28,12 @@ log = logging.getLogger(__name__)
 
 Row = Any  # the driver's Row: index by position or by column name
 Params = Sequence[Any] | dict[str, Any]
+
+
+class Reads(Protocol):
+    """Anything reads can go through: a `Database` (its reader) or a `ReaderPool`."""
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]: ...
 
 
 def _connector(path: str) -> Any:
@@ -50,7 +56,8 @@ def _connector(path: str) -> Any:
     return connect
 
 
-def _prepare(path: str, dim: int, migrate: bool) -> tuple[list[str], dict[str, str]]:
+def _prepare(path: str, dim: int, migrate: bool,
+             until: int | None = None) -> tuple[list[str], dict[str, str]]:
     """Synchronously migrate (if asked) and read the meta table, on a short-lived connection."""
     try:
         conn = _connector(path)()
@@ -61,7 +68,7 @@ def _prepare(path: str, dim: int, migrate: bool) -> tuple[list[str], dict[str, s
         if migrate:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                applied = apply_migrations(conn, dim)
+                applied = apply_migrations(conn, dim, until)
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -97,8 +104,10 @@ class Database:
         self._read_lock = asyncio.Lock()
 
     @classmethod
-    async def open(cls, path: str | Path, dim: int, *, migrate: bool = True) -> Database:
-        """Open (creating if needed) and migrate the database at `path`.
+    async def open(cls, path: str | Path, dim: int, *, migrate: bool = True,
+                   until: int | None = None) -> Database:
+        """Open (creating if needed) and migrate the database at `path` (with `until`, only up
+        to that migration number: how an upgrade test makes a database of an older schema).
 
         Raises `DimensionMismatchError` when the file was created with another embedding
         dimension, `ExtensionUnavailableError` when sqlite-vec cannot be loaded.
@@ -108,7 +117,7 @@ class Database:
             parent = Path(path).expanduser().resolve().parent
             if not parent.is_dir():
                 raise StorageError(f"cannot open database {path}: folder {parent} does not exist")
-        applied, meta = await asyncio.to_thread(_prepare, path, dim, migrate)
+        applied, meta = await asyncio.to_thread(_prepare, path, dim, migrate, until)
         if applied:
             log.info("applied migrations: %s", ", ".join(applied))
         stored = meta.get("embed_dim")

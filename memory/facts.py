@@ -4,7 +4,9 @@ docs/memory.md. The kind set is closed (`FACT_KINDS`, mirrored by the CHECK cons
 migration 0005): a write with an unknown kind raises `UnknownKindError` before anything is
 stored. A fact is live until it is superseded (a newer fact replaced it: it was true then) or
 retracted (the person corrected it: it was wrong); either way it is hidden from recall at once,
-loses its vector, decays fast and is purged once its weight is negligible.
+loses its vector, decays fast and is purged once its weight is negligible. A live fact fades
+by its kind (`memory.decay.FACT_DECAY`): hidden from recall below the weight floor, purged by
+`decay` after the kind's grace.
 
 `FactRepo` is the storage (callers bring embeddings); `FactStore` is the write API the rest of
 the code uses: it embeds, refuses muted sources, folds duplicates into the existing fact and
@@ -28,7 +30,7 @@ from bot.clock import from_iso, to_iso
 from bot.errors import MutedSourceError, UnknownKindError
 from bot.ports import Embedder
 from memory.db import Database, Row
-from memory.decay import fact_weight
+from memory.decay import fact_expired, fact_weight
 from memory.episodes import as_blob
 from memory.fts import match_query, owner_scoped, terms
 from memory.profiles import profile_for
@@ -353,7 +355,9 @@ class FactRepo:
 
     async def decay(self, now: datetime, owner_id: int | None = None) -> tuple[int, int]:
         """Recompute the facts' weights (of `owner_id`, or everyone's) and purge invalid facts
-        that have faded. Returns (weights updated, facts purged). For the decay job."""
+        that have faded and live facts whose kind's grace after fading is over
+        (`memory.decay.FACT_DECAY`). Returns (weights updated, facts purged). For the decay
+        job."""
         sql = "SELECT id, kind, status, last_relevant_at FROM facts"
         rows = await self.db.fetchall(
             sql + (" WHERE owner_id = ?" if owner_id is not None else ""),
@@ -363,7 +367,9 @@ class FactRepo:
         purge: list[int] = []
         for r in rows:
             w = fact_weight(r["kind"], from_iso(r["last_relevant_at"]), now, r["status"] == LIVE)
-            if r["status"] != LIVE and w < PURGE_WEIGHT:
+            faded = (w < PURGE_WEIGHT if r["status"] != LIVE
+                     else fact_expired(r["kind"], from_iso(r["last_relevant_at"]), now))
+            if faded:
                 purge.append(r["id"])
             else:
                 updates.append((w, r["id"]))

@@ -248,6 +248,9 @@ class Forgetter:
                 chunk,
             )
             touched |= {r[0] for r in rows}
+        # Parents cite no rows (memory.rollup): the roll-ups of a touched episode are
+        # rebuilt too, so a forgotten turn does not live on in a topic or era summary.
+        touched |= await self._ancestors(touched)
         if patterns:
             rows = await self.db.fetchall(
                 "SELECT id, summary, key_terms FROM episodes WHERE owner_id = ?",
@@ -270,6 +273,19 @@ class Forgetter:
                 t for t in str(ep["key_terms"]).split() if not matches(t, patterns)
             ) if patterns else ep["key_terms"]
             plan.episodes.append(EpisodeFix(ep["id"], ep["owner_id"], summary, key_terms))
+
+    async def _ancestors(self, ids: set[int]) -> set[int]:
+        if not ids:
+            return set()
+        rows = await self.db.fetchall(
+            "WITH RECURSIVE up (id) AS ("
+            f" SELECT parent_id FROM episodes WHERE id IN ({_marks(list(ids))})"
+            " AND parent_id IS NOT NULL"
+            " UNION SELECT e.parent_id FROM episodes e JOIN up ON e.id = up.id"
+            " WHERE e.parent_id IS NOT NULL) SELECT id FROM up",
+            list(ids),
+        )
+        return {r[0] for r in rows}
 
     async def _rebuilt_summary(self, ep: Any, plan: ForgetPlan,
                                patterns: Sequence[re.Pattern[str]],

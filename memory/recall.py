@@ -48,7 +48,7 @@ from bot.tokens import count_tokens, truncate_to_tokens
 from bot.types import Channel, Person
 from memory.db import Database, Params, ReaderPool, Row
 from memory.decay import episode_weight
-from memory.episodes import LEAF, EpisodeRepo, as_blob
+from memory.episodes import LEAF, EpisodeRepo, as_blob, cited_rows_by_episode
 from memory.fts import match_query, owner_scoped, terms
 from memory.profiles import sources_with, wildcard_prefixes_with
 
@@ -376,7 +376,7 @@ class EpisodeSource:
         ids = list(cos.keys() | bm25.keys())
         if not ids:
             return []
-        rows, cited_rows = await asyncio.gather(
+        rows, cited = await asyncio.gather(
             reads.fetchall(
                 "SELECT e.id, e.level, e.summary, e.salience, e.started_at, e.ended_at,"
                 " e.last_relevant_at, c.kind, c.platform, c.name, c.source FROM episodes e"
@@ -385,15 +385,8 @@ class EpisodeSource:
                 " AND e.tombstoned_at IS NULL",
                 [*ids, query.owner_id],
             ),
-            reads.fetchall(
-                "SELECT episode_id, row_id FROM episode_rows"
-                f" WHERE episode_id IN ({_marks(len(ids))}) ORDER BY row_id",
-                ids,
-            ),
+            cited_rows_by_episode(reads, ids),  # a parent's: through its kept children
         )
-        cited: dict[int, list[int]] = {}
-        for r in cited_rows:
-            cited.setdefault(int(r[0]), []).append(int(r[1]))
         out = []
         for r in rows:
             start, end = _date(r["started_at"]), _date(r["ended_at"])

@@ -1,14 +1,22 @@
 """Episode roll-up (DESIGN.md §3.2): when a channel has ≥ 50 apex leaves (or ≥ 25 level-1
 apexes) their embeddings are clustered (memory.clustering) and each cluster gets a parent
 episode one level up: a model-written summary of its children, salience and emotion from the
-children, its own embedding (of its summary), citations = the union of the children's. The
-children are tombstoned in the same transaction (kept for provenance, hidden from recall,
-deleted by the janitor after 30 days). Noise points are never forced into a cluster: they stay
-apexes for the next round. Rounds are triggered by counts only, never by a similarity score.
-`consolidate_owner` runs a person's whole consolidate pass: compaction of each channel, then
-the rounds.
+children, its own embedding (of its summary). The parent does NOT inherit the children's row
+citations: its provenance is the link to its children (their `parent_id`, its `child_count`)
+and the span and channel it covers (`started_at`/`ended_at`, `channel_id`), which survive
+when the children are deleted. Only live leaves cite rows, so once a leaf is rolled up its rows
+below the watermark can be pruned (memory.prune): the parent, the continuity summary and the
+facts carry the meaning forward. The children are tombstoned in the same transaction (kept
+for provenance, hidden from recall, deleted by the janitor after 30 days). Noise points are
+never forced into a cluster: they stay apexes for the next round. Rounds are triggered by
+counts only, never by a similarity score. `consolidate_owner` runs a person's whole
+consolidate pass: compaction of each channel, then the rounds.
 
-A cluster whose summary or embedding fails is skipped (its children stay apexes); the other
+Summaries: with `use_model` off, or when the model answers something that does not fit the
+summary schema (memory.prompts.rollup), or fails for good (a refused request or a malformed
+response: asking again will not help), the parent is extractive: the children's most
+distinct sentences within the word budget. A retryable failure (endpoint down, rate limited) or a
+failed embedding skips that cluster (its children stay apexes for the next pass); the other
 clusters go on. Imports `bot` leaf modules and `memory` only.
 """
 
@@ -101,13 +109,28 @@ def _salience(children: Sequence[Episode]) -> float:
     return min(1.0, 0.7 * top + 0.3 * mean + 0.01 * len(children))
 
 
-async def _cited(db: Database, ids: Sequence[int]) -> tuple[int, ...]:
-    marks = ",".join("?" * len(ids))
-    rows = await db.fetchall(
-        f"SELECT DISTINCT row_id FROM episode_rows WHERE episode_id IN ({marks}) ORDER BY row_id",
-        list(ids),
-    )
-    return tuple(r[0] for r in rows)
+async def _model_summary(chat: ChatModel, children: Sequence[Episode], level: int,
+                         policy: RollupPolicy) -> tuple[str, str] | None:
+    """The model's (summary, key terms), or None when its answer does not fit the schema or
+    the request was refused for good (the caller then writes the extractive parent)."""
+    lines = [(f"{c.started_at:%Y-%m-%d} – {c.ended_at:%Y-%m-%d}",
+              truncate_to_tokens(c.summary, policy.child_tokens)) for c in children]
+    try:
+        completion = await chat.complete(
+            prompt.build_messages(lines, level, words=policy.summary_words),
+            max_tokens=policy.summary_tokens,
+            json_mode=True,
+        )
+    except ModelError as exc:
+        if exc.retryable and not isinstance(exc, ModelBadResponseError):
+            raise
+        log.warning("roll-up summary unusable (%s); writing an extractive parent", exc)
+        return None
+    parsed = prompt.parse_answer(completion.text)
+    if parsed is None:
+        log.warning("roll-up summary does not fit the schema (%r…); writing an extractive "
+                    "parent", completion.text[:80])
+    return parsed
 
 
 async def write_parent(
@@ -120,23 +143,14 @@ async def write_parent(
 ) -> int:
     """Summarise `children` into a parent one level up and tombstone them; return its id.
 
-    Raises `ModelError` when the summary or the embedding fails (nothing is written then).
+    Raises `ModelError` when a retryable summary call or the embedding fails (nothing is
+    written then); an unusable answer or a refused request gives an extractive parent.
     """
     children = sorted(children, key=lambda e: (e.started_at, e.id))
     level = children[0].level + 1
-    if policy.use_model:
-        lines = [(f"{c.started_at:%Y-%m-%d} – {c.ended_at:%Y-%m-%d}",
-                  truncate_to_tokens(c.summary, policy.child_tokens)) for c in children]
-        completion = await chat.complete(
-            prompt.build_messages(lines, level, words=policy.summary_words),
-            max_tokens=policy.summary_tokens,
-            json_mode=True,
-        )
-        parsed = prompt.parse_answer(completion.text)
-        if parsed is None:
-            raise ModelBadResponseError("the model wrote an empty roll-up summary")
-        summary, terms = parsed
-        method = "llm"
+    parsed = await _model_summary(chat, children, level, policy) if policy.use_model else None
+    if parsed is not None:
+        (summary, terms), method = parsed, "llm"
     else:
         summary, terms = prompt.extractive(
             [c.summary for c in children], [c.key_terms for c in children],
@@ -152,13 +166,14 @@ async def write_parent(
         source=children[0].source,
         started_at=min(c.started_at for c in children),
         ended_at=max(c.ended_at for c in children),
-        row_ids=await _cited(db, ids),
+        row_ids=(),  # provenance is the children and the span, not their rows
         level=level,
         key_terms=terms,
         salience=_salience(children),
         emotion=emotion,
         emotion_intensity=intensity,
         method=method,
+        child_count=len(children),
     )
     marks = ",".join("?" * len(ids))
     async with db.write() as conn:
