@@ -3,8 +3,9 @@
 `Database.open()` picks a driver that can load sqlite-vec (see `driver`), applies the pragmas,
 runs the numbered migrations and checks the embedding dimension recorded at creation. Writes go
 through `db.write()` (BEGIN IMMEDIATE … COMMIT under one lock); reads through `db.fetchall()` /
-`db.fetchone()` on a separate connection so they never wait on a writer. Imports `bot` leaf
-modules and `memory.driver` / `memory.migrations` only.
+`db.fetchone()` on a separate connection so they never wait on a writer. The file (and so its
+WAL and -shm) is 0600. Imports `bot` leaf modules and `memory.driver` / `memory.migrations`
+only.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import aiosqlite
 import sqlite_vec
 
 from bot.errors import DimensionMismatchError, StorageError
+from bot.private_files import private_file, tighten
 from memory.driver import sqlite_driver
 from memory.migrations import apply_migrations, read_meta
 
@@ -108,6 +110,13 @@ class Database:
             parent = Path(path).expanduser().resolve().parent
             if not parent.is_dir():
                 raise StorageError(f"cannot open database {path}: folder {parent} does not exist")
+            # Memory is personal: 0600 before SQLite first opens the file (its WAL and -shm
+            # copy the database file's mode); files an older version left open are narrowed.
+            try:
+                private_file(Path(path))
+                tighten(Path(f"{path}-wal"), Path(f"{path}-shm"))
+            except OSError as exc:
+                raise StorageError(f"cannot open database {path}: {exc}") from exc
         applied, meta = await asyncio.to_thread(_prepare, path, dim, migrate)
         if applied:
             log.info("applied migrations: %s", ", ".join(applied))

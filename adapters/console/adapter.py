@@ -22,6 +22,7 @@ from typing import TextIO
 
 from adapters.console.mapping import to_inbound
 from bot.ports import Clock, TurnHandler
+from bot.private_files import write_private
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +135,7 @@ class ConsoleAdapter:
             if result.attachment is not None:
                 name, data = result.attachment
                 path = Path(name)
-                path.write_bytes(data)
+                write_private(path, data)  # an export is personal memory: 0600
                 extra = f"\n[saved {path} ({len(data)} bytes)]"
             else:
                 extra = ""
