@@ -7,8 +7,9 @@ summaries match, matching sentences of compaction summaries, and matching rows o
 table registered in `memory.export.OWNED_TABLES`. `forget(plan)` then deletes or rebuilds all
 of it in one transaction: an episode that mixed the forgotten turns with other talk is rebuilt
 extractively from what remains (and re-embedded); one with nothing left is deleted.
-`wipe(person)` deletes everything the person owns (identities and channels stay, so the
-person can keep talking).
+`wipe(person)` deletes everything the person owns and then the person itself, with its
+identities and channels (they carry the name and the platform ids): no row names them any more.
+Their next message creates a new person, with a new id (ids are never reused).
 
 Afterwards `scrub()` leaves no trace in the bytes of the files: `secure_delete` is on (see
 `memory.db`), every FTS5 index is merged (`optimize`, which drops the deleted terms from its
@@ -367,6 +368,9 @@ class Forgetter:
                                          (person_id,))
                 other += max(cur.rowcount, 0)
             await self._fix_cursors(conn, plan.channels)
+            # Last: the person row, its identities, channels and link codes (cascade).
+            await conn.execute("DELETE FROM persons WHERE id = ? AND kind = 'person'",
+                               (person_id,))
         await self.scrub()
         log.info("wiped person %s", person_id)
         return WipeReport(len(fact_ids), len(plan.row_ids), len(own_eps), other)

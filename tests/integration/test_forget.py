@@ -267,3 +267,41 @@ async def test_forget_waits_for_an_episode_being_cut(app: App, fake_openai: Fake
                                  (alice.id,)) >= 1
     assert TOKEN.lower() not in await all_table_text(app.db)
     assert TOKEN.lower().encode() not in file_bytes(app.db)
+
+
+async def test_wipe_leaves_no_row_naming_the_person(app: App, fake_openai: FakeOpenAI,
+                                                    clock: ManualClock) -> None:
+    """After /wipe no table and no byte of the files names the person or their identity:
+    the person, identity and channel rows go too (issue 12, defect 7)."""
+    name = "Quorxinetta"
+    await say(app, clock, name, "I water the ferns on Tuesdays")
+    await say(app, clock, name, "/timezone Europe/Paris")
+    await say(app, clock, name, "/link")
+    await say(app, clock, name, "hello, book club", room_id="room1", is_private=False,
+              addressed_to_bot=True, room_name="Book club")
+    await say(app, clock, "bob", f"Mine is {BOB}", room_id="room1", is_private=False,
+              addressed_to_bot=True, room_name="Book club")
+    await say(app, clock, "bob", f"I like {BOB}")
+    before = await app.persons.find(name)
+    assert before is not None
+    assert name.lower() in await all_table_text(app.db)
+
+    await say(app, clock, name, "/wipe")
+    done = await say(app, clock, name, "/wipe confirm")
+    assert done.reply.startswith("Done: I deleted everything"), done.reply
+
+    text = await all_table_text(app.db)
+    raw = file_bytes(app.db)
+    for needle in (name.lower(), f"console:{name.lower()}"):
+        assert needle not in text, needle
+        assert needle.encode() not in raw, needle
+    assert await app.persons.find(name) is None
+    assert BOB.lower() in text  # bob's memory, private and shared, stays
+    assert await app.persons.find("bob") is not None
+
+    # The person can start again: a new person, never the old id.
+    again = await say(app, clock, name, "hello again")
+    assert not again.failed
+    after = await app.persons.find(name)
+    assert after is not None and after.id > before.id
+    assert await app.transcript.count(after.id) == 2
