@@ -40,8 +40,9 @@ _SPECIAL = {"identities", "channels", "transcript", "episodes", "facts", "fact_s
             "fact_cursors", "memory_pauses"}
 # Per-channel "last row handled" cursors (memory.cursors).
 CURSOR_TABLES = ("episode_cursors", "transcript_vec_cursors")
-# A forget that matches more than this many turns (or more than one fact) asks first.
-AMBIGUOUS_TURNS = 3
+# A forget that matches more than this many exchanges (or more than one fact) asks first:
+# "several exchanges" in the README's words; one exchange is what a person usually means.
+AMBIGUOUS_TURNS = 1
 MAX_EXTRACTIVE_CHARS = 1200
 
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+|\n+")

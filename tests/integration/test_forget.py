@@ -305,3 +305,29 @@ async def test_wipe_leaves_no_row_naming_the_person(app: App, fake_openai: FakeO
     after = await app.persons.find(name)
     assert after is not None and after.id > before.id
     assert await app.transcript.count(after.id) == 2
+
+
+async def test_forget_asks_before_deleting_several_exchanges(app: App, fake_openai: FakeOpenAI,
+                                                             clock: ManualClock) -> None:
+    """Words matching three exchanges are not deleted until `/forget yes` (issue 12, defect 7);
+    words matching one exchange and no more than one fact go at once."""
+    for text in (f"{TOKEN} likes tea", f"{TOKEN} hates rain", f"{TOKEN} sings loudly",
+                 f"My hobby is {KEEP}"):
+        await say(app, clock, "alice", text)
+    await app.processor.drain()
+    alice = await app.persons.find("alice")
+    assert alice is not None
+    before = await app.transcript.count(alice.id)
+
+    asked = await say(app, clock, "alice", f"/forget {TOKEN}")
+    assert "3 exchanges" in asked.reply and "/forget yes" in asked.reply, asked.reply
+    assert await app.transcript.count(alice.id) == before
+    assert TOKEN.lower() in await all_table_text(app.db)
+
+    done = await say(app, clock, "alice", "/forget yes")
+    assert done.reply.startswith("Forgotten: 3 exchanges"), done.reply
+    assert await app.transcript.count(alice.id) == before - 6
+    assert TOKEN.lower() not in await all_table_text(app.db)
+
+    one = await say(app, clock, "alice", f"/forget {KEEP}")
+    assert one.reply.startswith("Forgotten: 1 exchange"), one.reply
