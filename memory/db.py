@@ -52,8 +52,17 @@ def _connector(path: str) -> Any:
     return connect
 
 
-def _prepare(path: str, dim: int, migrate: bool) -> tuple[list[str], dict[str, str]]:
-    """Synchronously migrate (if asked) and read the meta table, on a short-lived connection."""
+def raw_connection(path: str | Path) -> Any:
+    """A plain synchronous connection with sqlite-vec loaded and the usual pragmas, no
+    migrations: for tools and upgrade tests that build an older schema (close it yourself)."""
+    return _connector(str(path))()
+
+
+def _prepare(
+    path: str, dim: int, migrate: bool, upto: int | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """Synchronously migrate (if asked; up to migration `upto`) and read the meta table, on a
+    short-lived connection."""
     try:
         conn = _connector(path)()
     except Exception as exc:
@@ -61,13 +70,23 @@ def _prepare(path: str, dim: int, migrate: bool) -> tuple[list[str], dict[str, s
     try:
         applied: list[str] = []
         if migrate:
+            # Foreign keys off while migrating (SQLite's table-rebuild procedure): dropping a
+            # table being rebuilt must not cascade into its children. The pragma is a no-op
+            # inside a transaction, hence before BEGIN; the keys are checked before COMMIT.
+            conn.execute("PRAGMA foreign_keys = OFF")
             conn.execute("BEGIN IMMEDIATE")
             try:
-                applied = apply_migrations(conn, dim)
+                applied = apply_migrations(conn, dim, upto=upto)
+                broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+                if broken:
+                    raise StorageError(
+                        f"migrating {path} would break {len(broken)} foreign keys "
+                        f"(first: {tuple(broken[0])}); nothing was changed")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+            conn.execute("PRAGMA foreign_keys = ON")
         return applied, read_meta(conn)
     finally:
         conn.close()
@@ -80,6 +99,13 @@ async def _open_connection(path: str) -> aiosqlite.Connection:
     except Exception as exc:
         raise StorageError(f"cannot open database {path}: {exc}") from exc
     return conn
+
+
+def migrate_file(path: str | Path, dim: int, *, upto: int | None = None) -> list[str]:
+    """Create or migrate the database at `path` up to migration `upto` (all when None) and
+    return what was applied; `Database.open` does this for the whole list."""
+    private_file(Path(path))
+    return _prepare(str(path), dim, True, upto)[0]
 
 
 class Database:

@@ -59,8 +59,12 @@ def read_meta(conn: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta").fetchall()}
 
 
-def apply_migrations(conn: Any, dim: int) -> list[str]:
-    """Apply every pending migration on `conn` (already inside a transaction)."""
+def apply_migrations(conn: Any, dim: int, *, upto: int | None = None) -> list[str]:
+    """Apply every pending migration on `conn` (already inside a transaction).
+
+    `upto` stops after that number: upgrade tests build a database of an older schema with it.
+    The caller turns foreign keys off first (a migration may rebuild a parent table).
+    """
     import sys
 
     complete = sys.modules[type(conn).__module__].complete_statement
@@ -81,7 +85,7 @@ def apply_migrations(conn: Any, dim: int) -> list[str]:
     done = {row[0] for row in conn.execute("SELECT id FROM migrations").fetchall()}
     applied = []
     for number, name, sql in available():
-        if number in done:
+        if number in done or (upto is not None and number > upto):
             continue
         for statement in split_statements(sql.replace("$DIM", str(dim)), complete):
             conn.execute(statement)

@@ -331,3 +331,49 @@ async def test_forget_asks_before_deleting_several_exchanges(app: App, fake_open
 
     one = await say(app, clock, "alice", f"/forget {KEEP}")
     assert one.reply.startswith("Forgotten: 1 exchange"), one.reply
+
+
+async def test_ids_are_never_reused_after_a_delete(app: App, fake_openai: FakeOpenAI,
+                                                   clock: ManualClock) -> None:
+    """An old `/forget #id` never hits a newer fact: forgetting the newest fact, exchange or
+    person does not hand its id to the next one (issue 12, defect 7)."""
+    await say(app, clock, "alice", "hello")
+    alice = await app.persons.find("alice")
+    assert alice is not None
+    first = await app.facts.add(NewFact(alice.id, "user_specific", "Plays the oboe", "user"),
+                                clock.now())
+    newest = await app.facts.add(NewFact(alice.id, "user_specific", "Owns a red kayak",
+                                         "user"), clock.now())
+    assert first.fact_id is not None and newest.fact_id is not None
+    forgot = await say(app, clock, "alice", f"/forget #{newest.fact_id}")
+    assert forgot.reply.startswith("Forgotten"), forgot.reply
+    later = await app.facts.add(NewFact(alice.id, "place", "Visits Ghent often", "user"),
+                                clock.now())
+    assert later.fact_id is not None and later.fact_id > newest.fact_id
+    stale = await say(app, clock, "alice", f"/forget #{newest.fact_id}")
+    assert stale.reply == f"I have no fact #{newest.fact_id} about you (see /memory).", stale.reply
+    assert await app.facts.repo.get(later.fact_id) is not None
+
+    # The newest exchange and the newest episode: their ids are not handed out again.
+    await app.processor.drain()
+    rows = await app.transcript.for_owner(alice.id)
+    top_row = max(r.id for r in rows)
+    ep = await episode(app, clock, alice, "They said hello.", [r.id for r in rows][:1])
+    await say(app, clock, "alice", "/forget hello")
+    assert await app.db.fetchval("SELECT count(*) FROM episodes WHERE id = ?", (ep,)) == 0
+    await say(app, clock, "alice", "a new message")
+    await app.processor.drain()
+    assert min(r.id for r in await app.transcript.for_owner(alice.id)) > top_row
+    ep2 = await episode(app, clock, alice, "A new message.",
+                        [r.id for r in await app.transcript.for_owner(alice.id)])
+    assert ep2 > ep
+
+    # The newest person: wiped, then a newcomer does not inherit the id.
+    await say(app, clock, "zed", "hi")
+    zed = await app.persons.find("zed")
+    assert zed is not None
+    await say(app, clock, "zed", "/wipe")
+    await say(app, clock, "zed", "/wipe confirm")
+    await say(app, clock, "yan", "hi")
+    yan = await app.persons.find("yan")
+    assert yan is not None and yan.id > zed.id
