@@ -338,7 +338,8 @@ class Forgetter:
         await self.scrub()
 
     async def wipe(self, person_id: int) -> WipeReport:
-        """Delete everything `person_id` owns and every turn they had in a shared room."""
+        """Delete everything `person_id` owns, every turn they had in a shared room, and then
+        the person row with its identities, channels and link codes (nothing names them)."""
         turns = await self.db.fetchall(
             "SELECT DISTINCT turn_id FROM transcript WHERE person_id = ? AND owner_id != ?",
             (person_id, person_id),
@@ -421,8 +422,9 @@ class Forgetter:
 
     @staticmethod
     async def _fix_cursors(conn: Any, channels: Iterable[int]) -> None:
-        """Keep each per-channel row cursor on a row that still exists, so a row id SQLite
-        reuses after the deletion is seen as new (by the episode cutter, the row indexer)."""
+        """Keep each per-channel row cursor on a row that still exists. Since migration 0010
+        row ids are never reused; a database older than that may still hand out an id freed
+        before the upgrade, which must then be seen as new (episode cutter, row indexer)."""
         for table in CURSOR_TABLES:
             for channel_id in channels:
                 await conn.execute(
