@@ -77,7 +77,7 @@ def _prepare(
             conn.execute("BEGIN IMMEDIATE")
             try:
                 applied = apply_migrations(conn, dim, upto=upto)
-                broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+                broken = applied and conn.execute("PRAGMA foreign_key_check").fetchall()
                 if broken:
                     raise StorageError(
                         f"migrating {path} would break {len(broken)} foreign keys "
