@@ -67,6 +67,9 @@ class LlmSettings(_Section):
     max_retries: int = Field(default=2, ge=0, le=10)
     retry_backoff: float = Field(default=0.5, ge=0)
     max_tokens: int = Field(default=1024, gt=0)
+    # One deadline for a whole chat turn (recall, every model call and tool round): a person
+    # waits at most this long before an honest message, whatever the retries would cost.
+    turn_deadline_seconds: float = Field(default=60.0, gt=0)
 
 
 class EmbedSettings(_Section):
@@ -107,6 +110,8 @@ class RecallSettings(_Section):
     near_duplicate: float = Field(default=0.85, gt=0, le=1)
     skip_recent_rows: int = Field(default=20, ge=0)
     keyword_scan: int = Field(default=2000, gt=0)
+    # The query's embedding may take this long; after that recall uses keywords only.
+    query_embed_seconds: float = Field(default=10.0, gt=0)
 
     @model_validator(mode="after")
     def _sim_order(self) -> RecallSettings:

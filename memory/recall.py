@@ -80,6 +80,7 @@ class RecallTuning:
     near_duplicate: float = 0.85
     skip_recent_rows: int = 20
     keyword_scan: int = 2000
+    query_embed_seconds: float = 10.0  # then keyword search only (a hanging embedder)
 
 
 @dataclass(frozen=True, slots=True)
@@ -518,10 +519,14 @@ class Recall:
         if not text.strip():
             return None
         try:
-            return (await self.embedder.embed([truncate_to_tokens(text, QUERY_TOKENS)]))[0]
+            async with asyncio.timeout(self.tuning.query_embed_seconds):
+                return (await self.embedder.embed([truncate_to_tokens(text, QUERY_TOKENS)]))[0]
         except ModelError as exc:
             log.warning("recall: query embedding failed, keyword search only: %s", exc)
-            return None
+        except TimeoutError:
+            log.warning("recall: no query embedding within %.1f s, keyword search only",
+                        self.tuning.query_embed_seconds)
+        return None
 
     async def search(
         self,

@@ -4,8 +4,8 @@ Serves `/v1/models`, `/v1/chat/completions` (plain and SSE streaming, tool calls
 `/v1/embeddings` (float or base64). Embeddings are deterministic hashed bags of words,
 L2-normalised, so texts that share words are near. Replies come from a queue of scripted
 answers, then from an optional `responder(request) -> Reply | None`, then a default echo.
-Faults (429, 500, slow, malformed JSON, empty answer, dropped connection) are injected per
-request with `fail_next`. Every request body is recorded in `requests`.
+Faults (429, 500, slow, hang for good, malformed JSON, empty answer, dropped connection) are
+injected per request with `fail_next`. Every request body is recorded in `requests`.
 
 Run standalone (for trying the CLI by hand): `python -m tests.fakes.openai_server --port 8000`.
 """
@@ -54,7 +54,7 @@ class Reply:
 
 @dataclass
 class Fault:
-    kind: str  # "status", "slow", "malformed", "empty", "disconnect"
+    kind: str  # "status", "slow", "hang", "malformed", "empty", "disconnect"
     status: int = 500
     seconds: float = 0.0
     retry_after: float | None = None
@@ -198,6 +198,12 @@ class FakeOpenAI:
         fault = self._take_fault(path)
         if fault is None:
             return None
+        if fault.kind == "hang":
+            # Accept the request and never answer (a wedged model server): the handler waits
+            # until the server stops; the client gives up by its own timeout or deadline.
+            assert self._closing is not None
+            await self._closing.wait()
+            return web.Response(status=503)
         if fault.kind == "slow":
             assert self._closing is not None
             try:  # wake early when the server stops, so shutdown never waits on a slow fault

@@ -16,7 +16,7 @@ from tests.conftest import TEST_DIM
 async def old_database(path: Path, clock: ManualClock) -> dict[str, list[int]]:
     """A 0007-schema database: a person's chat rows, three leaves citing them, a topic parent
     that inherited all their citations, a DMN channel stored with memory_seed on."""
-    db = await Database.open(path, TEST_DIM, until=7)
+    db = await Database.open(path, TEST_DIM, upto=7)
     now = to_iso(clock.now())
     ids: dict[str, list[int]] = {}
     try:
