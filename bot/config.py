@@ -152,6 +152,14 @@ class CognitionSettings(_Section):
     idle_minutes: float = Field(default=30.0, ge=0)
     research_hours: float = Field(default=6.0, gt=0)
     job_token_budget: int = Field(default=4000, gt=0)
+    # A failed job run waits this long before its next attempt, doubling per failure up to
+    # the cap (like discord.py's `ext.tasks` reconnect backoff).
+    job_retry_minutes: float = Field(default=5.0, gt=0)
+    job_retry_max_minutes: float = Field(default=360.0, gt=0)
+    # The same for a reminder whose delivery fails; after `reminder_max_attempts` it is dead.
+    reminder_retry_minutes: float = Field(default=1.0, gt=0)
+    reminder_retry_max_minutes: float = Field(default=60.0, gt=0)
+    reminder_max_attempts: int = Field(default=8, gt=0)
     disabled_jobs: tuple[str, ...] = ()
     decay_hours: float = Field(default=1.0, gt=0)
     late_after_minutes: float = Field(default=5.0, ge=0)
