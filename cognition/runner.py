@@ -30,6 +30,7 @@ from bot.clock import from_iso
 from bot.config import CognitionSettings
 from bot.errors import ConfigError
 from bot.types import OwnerKind, Person
+from cognition.backoff import retry_delay
 from cognition.registry import Job, JobContext, JobRegistry
 from cognition.reminders import deliver_due
 from cognition.services import Services
@@ -40,12 +41,6 @@ Sleep = Callable[[float], Awaitable[None]]
 
 # Jobs that still run while a person has paused memory (they forget, never remember).
 RUN_WHILE_PAUSED = frozenset({"decay"})
-
-
-def retry_delay(failures: int, base_minutes: float, cap_minutes: float) -> timedelta:
-    """How long to wait after the `failures`-th failure in a row: base, 2×base, 4×base … cap."""
-    exponent = min(max(failures - 1, 0), 30)  # 2**30 × base is past any sensible cap
-    return timedelta(minutes=min(base_minutes * 2**exponent, cap_minutes))
 
 
 @dataclass(frozen=True, slots=True)
