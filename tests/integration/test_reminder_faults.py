@@ -141,27 +141,41 @@ async def crash_during_delivery(apps: list[App], settings: Settings, clock: Manu
     apps.remove(app)
 
 
-async def test_a_crash_between_accept_and_delivered_costs_at_most_one_duplicate(
-        apps: list[App], settings: Settings, clock: ManualClock) -> None:
-    """At-least-once delivery: a send the process could not confirm is repeated once; a
-    second crash in the same place is not repeated again."""
+async def set_then_stop(apps: list[App], settings: Settings, clock: ManualClock,
+                        text: str) -> Reminder:
+    """A reminder for 09:10 set by a process that then stops; the clock moves to 09:10."""
     first = await open_app(apps, settings, clock, Platform())
-    r = await remind(first, clock, "call the plumber", NINE + timedelta(minutes=10))
+    r = await remind(first, clock, text, NINE + timedelta(minutes=10))
     await first.close()
     apps.remove(first)
     clock.set(NINE + timedelta(minutes=10))
-    crashing = AcceptThenCrash()
-    await crash_during_delivery(apps, settings, clock, crashing)  # the original send
-    await crash_during_delivery(apps, settings, clock, crashing)  # its one repeat
-    assert crashing.sent == ["⏰ Reminder: call the plumber"] * 2
+    return r
 
-    clock.advance(minutes=1)
+
+async def restart_and_tick(apps: list[App], settings: Settings,
+                           clock: ManualClock) -> tuple[Platform, App]:
+    """A new process with a working platform, ticking once a minute for three minutes."""
     platform = Platform()
     app = await open_app(apps, settings, clock, platform)
     assert app.runner is not None
     for _ in range(3):
         await app.runner.tick()
         clock.advance(minutes=1)
+    return platform, app
+
+
+async def test_a_crash_between_accept_and_delivered_costs_at_most_one_duplicate(
+        apps: list[App], settings: Settings, clock: ManualClock) -> None:
+    """At-least-once delivery: a send the process could not confirm is repeated once; a
+    second crash in the same place is not repeated again."""
+    r = await set_then_stop(apps, settings, clock, "call the plumber")
+    crashing = AcceptThenCrash()
+    await crash_during_delivery(apps, settings, clock, crashing)  # the original send
+    await crash_during_delivery(apps, settings, clock, crashing)  # its one repeat
+    assert crashing.sent == ["⏰ Reminder: call the plumber"] * 2
+
+    clock.advance(minutes=1)
+    platform, app = await restart_and_tick(apps, settings, clock)
     assert platform.sent == []  # no second duplicate
     got = await app.services.reminders.get(r.id)
     assert got is not None and got.state == "delivered"
@@ -169,19 +183,10 @@ async def test_a_crash_between_accept_and_delivered_costs_at_most_one_duplicate(
 
 async def test_one_crash_mid_delivery_is_repeated_once(
         apps: list[App], settings: Settings, clock: ManualClock) -> None:
-    first = await open_app(apps, settings, clock, Platform())
-    r = await remind(first, clock, "feed the cat", NINE + timedelta(minutes=10))
-    await first.close()
-    apps.remove(first)
-    clock.set(NINE + timedelta(minutes=10))
+    r = await set_then_stop(apps, settings, clock, "feed the cat")
     crashing = AcceptThenCrash()
     await crash_during_delivery(apps, settings, clock, crashing)
-    platform = Platform()
-    app = await open_app(apps, settings, clock, platform)
-    assert app.runner is not None
-    for _ in range(3):
-        await app.runner.tick()
-        clock.advance(minutes=1)
+    platform, app = await restart_and_tick(apps, settings, clock)
     assert crashing.sent == ["⏰ Reminder: feed the cat"]
     assert platform.sent == ["⏰ Reminder: feed the cat"]  # the one duplicate
     got = await app.services.reminders.get(r.id)
