@@ -118,7 +118,8 @@ async def compact_channel(
     chosen = choose_rows(rows, policy)
     if not any(r.kind is RowKind.MESSAGE for r in chosen):
         return CompactionResult(channel_id, pending)
-    messages = prompt.build_messages(previous, chosen, words=policy.summary_words)
+    messages = prompt.build_messages(previous, chosen, words=policy.summary_words,
+                                     budget_tokens=policy.input_tokens)
     try:
         completion = await chat.complete(messages, max_tokens=policy.summary_tokens)
     except ModelError as exc:
