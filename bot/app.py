@@ -87,6 +87,7 @@ def make_lifecycle_policy(settings: Settings) -> LifecyclePolicy:
             leaf_round_at=s.leaf_round_at,
             era_round_at=s.era_round_at,
             use_model=s.rollup_use_model,
+            input_tokens=s.rollup_input_tokens,
             cluster=ClusterParams(
                 min_cluster_size=s.min_cluster_size, random_state=s.random_state
             ),

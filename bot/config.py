@@ -103,6 +103,7 @@ class LifecycleSettings(_Section):
     min_cluster_size: int = Field(default=10, ge=2)
     random_state: int = 42
     rollup_use_model: bool = True
+    rollup_input_tokens: int = Field(default=6000, gt=0)  # one roll-up summary call's input
 
 
 class FactSettings(_Section):
