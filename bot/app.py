@@ -240,7 +240,8 @@ class App:
         cutter = EpisodeCutter(db, embedder, clock, chat, cut_settings(settings))
         forgetter = Forgetter(db, embedder)
         extractor = FactExtractor(db, facts, persons,
-                                  min_confidence=settings.facts.min_confidence)
+                                  min_confidence=settings.facts.min_confidence,
+                                  input_tokens=settings.facts.input_tokens)
         processor.recaller = recall
         processor.after_turn += [
             row_indexer,

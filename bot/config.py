@@ -111,6 +111,7 @@ class FactSettings(_Section):
     extract_after_turn: bool = False
     max_episodes: int = Field(default=8, gt=0)
     min_confidence: float = Field(default=0.5, ge=0, le=1)
+    input_tokens: int = Field(default=6000, gt=0)  # one extraction call's quoted text
 
 
 class AccessSettings(_Section):

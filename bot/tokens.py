@@ -8,9 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-# The fewest tokens `share_budget` leaves a text it cuts: enough for a few words of context.
-MIN_SHARE = 8
-
 
 def count_tokens(text: str) -> int:
     """Approximate token count of `text` (ceil(len / 4))."""
@@ -36,7 +33,8 @@ def share_budget(texts: Sequence[str], budget: int) -> list[str]:
     """Cut `texts` so that together they take at most about `budget` tokens.
 
     Short texts stay whole; the long ones share what is left equally (water-filling), so one
-    huge text cannot crowd out the rest, and every text keeps at least a few words.
+    huge text cannot crowd out the rest. The budget is never exceeded: with more texts than
+    it holds, a text's share can be empty.
     """
     sizes = [count_tokens(t) for t in texts]
     if sum(sizes) <= budget:
@@ -45,7 +43,7 @@ def share_budget(texts: Sequence[str], budget: int) -> list[str]:
     left, todo = max(budget, 0), sorted(range(len(texts)), key=lambda i: sizes[i])
     for n, i in enumerate(todo):
         fair = left // (len(todo) - n)
-        caps[i] = min(sizes[i], max(fair, MIN_SHARE))
+        caps[i] = min(sizes[i], fair)
         left = max(left - caps[i], 0)
     return [t if caps[i] >= sizes[i] else truncate_to_tokens(t, caps[i])
             for i, t in enumerate(texts)]
