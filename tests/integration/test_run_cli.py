@@ -165,3 +165,17 @@ def test_a_job_failing_on_a_bad_answer_backs_off_and_then_succeeds(
     status = {r["job"]: r for r in json.loads(
         strata("jobs", "status", "--user", "alice", "--json").stdout)}
     assert status["patterns"]["failures"] == 0 and status["patterns"]["next_retry"] is None
+
+
+def test_run_console_survives_zero_vectors(fake_openai: FakeOpenAI,
+                                           subprocess_env: dict[str, str]) -> None:
+    """`strata run --console` against an embedder answering zero vectors: every line is
+    answered and the process ends normally at end of input (it used to exit 1)."""
+    fake_openai.vectors, fake_openai.broken_texts = "nan", "all"
+    piped = subprocess.run([sys.executable, "-m", "bot.cli", "run", "--console", "--user", "zed"],
+                           input="*\nПривет, как дела?\nhello\n", env=subprocess_env, cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout.splitlines() == [
+        "You said: *", "You said: Привет, как дела?", "You said: hello"]
+    assert "Traceback" not in piped.stderr
