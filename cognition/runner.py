@@ -31,7 +31,7 @@ from bot.config import CognitionSettings
 from bot.errors import ConfigError
 from bot.types import OwnerKind, Person
 from cognition.backoff import retry_delay
-from cognition.registry import Job, JobContext, JobRegistry
+from cognition.registry import BudgetExhaustedError, Job, JobContext, JobRegistry
 from cognition.reminders import deliver_due
 from cognition.services import Services
 
@@ -254,7 +254,13 @@ class Runner:
             raise
         except Exception as exc:  # task boundary: recorded and skipped, the others go on
             log.exception("job %s for person %s failed (run %d)", job.name, person.id, run_id)
-            await self._failed(run_id, failures, ctx, exc)
+            if isinstance(exc, BudgetExhaustedError):
+                # Not a failure of the job: what it did is kept (its finished turns are
+                # reused), and the next check goes on with a fresh budget.
+                await s.runs.finish(run_id, now=s.clock.now(), status="error",
+                                    tokens=ctx.tokens, error=f"{type(exc).__name__}: {exc}")
+            else:
+                await self._failed(run_id, failures, ctx, exc)
             return JobReport(job.name, person.name, True, "error",
                              f"{type(exc).__name__}: {exc}", ctx.tokens)
         await s.runs.finish(run_id, now=s.clock.now(), status="ok", result=outcome.summary,

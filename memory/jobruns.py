@@ -104,8 +104,8 @@ class JobRunRepo:
         retry_at: datetime | None = None,
     ) -> None:
         """Close a run; with `cursor`, move the job's watermark in the same transaction (and
-        clear its failures). A failed run (`status` error) counts a failure and, with
-        `retry_at`, puts off the next attempt until then."""
+        clear its failures). A failed run (`status` error) with `retry_at` counts a failure
+        and puts off the next attempt until then."""
         async with self.db.write() as conn:
             cur = await conn.execute(
                 "UPDATE job_runs SET finished_at = ?, status = ?, result = ?, tokens = ?,"
@@ -123,7 +123,7 @@ class JobRunRepo:
                     " last_check = 'ran', failures = 0, retry_at = NULL",
                     (row[0], row[1], cursor, to_iso(now), to_iso(now)),
                 )
-            if status == "error" and row is not None and row[1] is not None:
+            if retry_at is not None and row is not None and row[1] is not None:
                 await conn.execute(
                     "INSERT INTO job_cursors (job, person_id, failures, retry_at)"
                     " VALUES (?, ?, 1, ?) ON CONFLICT (job, person_id) DO UPDATE SET"
