@@ -191,3 +191,24 @@ async def test_one_crash_mid_delivery_is_repeated_once(
     assert platform.sent == ["⏰ Reminder: feed the cat"]  # the one duplicate
     got = await app.services.reminders.get(r.id)
     assert got is not None and got.state == "delivered"
+
+
+async def test_a_recurring_reminder_that_keeps_failing_skips_to_its_next_occurrence(
+        apps: list[App], settings: Settings, clock: ManualClock) -> None:
+    platform = Platform(refuse="⏰ Reminder: stretch")
+    app = await open_app(apps, settings, clock, platform, reminder_retry_minutes=1.0,
+                         reminder_retry_max_minutes=1.0, reminder_max_attempts=2)
+    assert app.runner is not None
+    r = await remind(app, clock, "stretch", NINE + timedelta(minutes=30))
+    await app.db.execute_write("UPDATE reminders SET recurrence = 'daily 09:30' WHERE id = ?",
+                               (r.id,))
+    clock.set(NINE + timedelta(minutes=30))
+    for _ in range(4):
+        await app.runner.tick()
+        clock.advance(minutes=1)
+    assert len(platform.refused) == 2
+    got = await app.services.reminders.get(r.id)
+    assert got is not None and got.state == "pending" and got.attempts == 0
+    assert got.due_at == NINE + timedelta(days=1, minutes=30)
+    notices = [t for t in platform.sent if "could not deliver" in t]
+    assert len(notices) == 1 and "next one is still scheduled" in notices[0]
