@@ -139,6 +139,7 @@ class LifecycleSettings(_Section):
     min_cluster_size: int = Field(default=10, ge=2)
     random_state: int = 42
     rollup_use_model: bool = True
+    rollup_input_tokens: int = Field(default=6000, gt=0)  # one roll-up summary call's input
 
 
 class FactSettings(_Section):
@@ -146,6 +147,7 @@ class FactSettings(_Section):
     extract_after_turn: bool = False
     max_episodes: int = Field(default=8, gt=0)
     min_confidence: float = Field(default=0.5, ge=0, le=1)
+    input_tokens: int = Field(default=6000, gt=0)  # one extraction call's quoted text
 
 
 class AccessSettings(_Section):
@@ -188,6 +190,14 @@ class CognitionSettings(_Section):
     idle_minutes: float = Field(default=30.0, ge=0)
     research_hours: float = Field(default=6.0, gt=0)
     job_token_budget: int = Field(default=4000, gt=0)
+    # A failed job run waits this long before its next attempt, doubling per failure up to
+    # the cap (like discord.py's `ext.tasks` reconnect backoff).
+    job_retry_minutes: float = Field(default=5.0, gt=0)
+    job_retry_max_minutes: float = Field(default=360.0, gt=0)
+    # The same for a reminder whose delivery fails; after `reminder_max_attempts` it is dead.
+    reminder_retry_minutes: float = Field(default=1.0, gt=0)
+    reminder_retry_max_minutes: float = Field(default=60.0, gt=0)
+    reminder_max_attempts: int = Field(default=8, gt=0)
     disabled_jobs: StrList = ()
     decay_hours: float = Field(default=1.0, gt=0)
     late_after_minutes: float = Field(default=5.0, ge=0)

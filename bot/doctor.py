@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.config import Settings
-from bot.errors import ModelError, StrataError
+from bot.errors import ModelBadResponseError, ModelError, StrataError
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
 from memory.db import Database
 from memory.driver import sqlite_driver
@@ -114,7 +114,9 @@ async def _embed(settings: Settings) -> list[Check]:
         max_retries=0,
     )
     try:
-        await embedder.embed(["doctor"])
+        (vector,) = await embedder.embed(["doctor"])
+        if vector is None:
+            raise ModelBadResponseError("answers a zero, NaN or wrong-length vector")
     except ModelError as exc:
         offered = await _offered(settings)
         if offered is not None and not _offers(offered, s.model):

@@ -4,7 +4,11 @@ person's time zone, which the person can set), recurrence, and delivery by the r
 Delivery is claim-then-deliver (see `memory.reminders`): the runner claims a due item, records
 the message in the channel it came from (turn id `reminder:<id>:<due>`, so a redelivery after a
 restart never stores it twice), sends it through the outbound registry to that channel's
-platform, then completes it. A delivery later than `late_after_minutes` says so. A scheduled
+platform, then completes it. A delivery later than `late_after_minutes` says so. A failed
+delivery is retried with capped exponential backoff (`reminder_retry_minutes` …
+`reminder_retry_max_minutes`); after `reminder_max_attempts` a one-off reminder is dead and a
+recurring one skips to its next occurrence, and the person is told once, in the same channel.
+A send cut off by a crash is repeated at most once (see `memory.reminders`). A scheduled
 prompt runs as a background turn on the person's muted `scheduled` channel and its answer is
 delivered like a reminder. May import `bot` and `memory`.
 """
@@ -24,6 +28,7 @@ from bot.outbound import DeliveryUnavailableError
 from bot.tool_args import RowId, ToolArgs, add_tool
 from bot.turns import ToolContext, ToolRegistry
 from bot.types import ChannelKind, NewRow, Role
+from cognition.backoff import retry_delay
 from cognition.services import Services
 from memory.reminders import Reminder
 
@@ -286,12 +291,67 @@ async def deliver_due(services: Services, now: datetime) -> int:
         except DeliveryUnavailableError as exc:
             log.info("reminder %d waits: %s", reminder.id, exc)
             await s.reminders.release(reminder.id)
-        except Exception:  # task boundary (runner): keep it for the next tick
-            log.exception("delivering reminder %d failed; it stays due", reminder.id)
-            await s.reminders.release(reminder.id)
+        except Exception as exc:  # noqa: BLE001 - task boundary (runner); _failed logs it
+            await _failed(services, reminder, exc, now)
         else:
             delivered += 1
     return delivered
+
+
+async def _failed(services: Services, reminder: Reminder, exc: Exception,
+                  now: datetime) -> None:
+    """Count a failed delivery: back off, or give up after too many and tell the person."""
+    s, cfg = services, services.settings.cognition
+    attempts = reminder.attempts + 1
+    error = f"{type(exc).__name__}: {exc}"[:500]
+    if attempts == 1:  # the traceback once; repeats of the same failure in one line
+        log.exception("delivering %s %d failed (attempt 1)", reminder.kind, reminder.id)
+    if attempts < cfg.reminder_max_attempts:
+        wait = retry_delay(attempts, cfg.reminder_retry_minutes, cfg.reminder_retry_max_minutes)
+        if attempts > 1:
+            log.warning("delivering %s %d failed (attempt %d, next in %s): %s", reminder.kind,
+                        reminder.id, attempts, wait, error)
+        await s.reminders.failed(reminder, error, now + wait)
+        return
+    log.warning("giving up %s %d after %d attempts: %s", reminder.kind, reminder.id, attempts,
+                error)
+    if reminder.recurrence:  # this occurrence is lost; the next one is tried afresh
+        await s.reminders.complete(
+            reminder, now, next_occurrence(reminder.recurrence, reminder.timezone, now))
+    else:
+        await s.reminders.failed(reminder, error, None)
+    await _tell_given_up(services, reminder, attempts, now)
+
+
+async def _tell_given_up(services: Services, reminder: Reminder, attempts: int,
+                         now: datetime) -> None:
+    """Tell the person once, in the reminder's channel, that it could not be delivered.
+
+    The notice is stored in the channel first (the next conversation there shows it even if
+    the platform refuses this message too), then sent once, best effort.
+    """
+    s = services
+    channel = await s.channels.get(reminder.channel_id)
+    if channel is None:
+        return
+    what = "reminder" if reminder.kind == "reminder" else "scheduled prompt"
+    when = describe(reminder.due_at, reminder.timezone, now)
+    text = (f"I could not deliver your {what} for {when} after {attempts} attempts, so I "
+            f"stopped trying: “{reminder.text[:200]}”.")
+    if reminder.recurrence:
+        text += " The next one is still scheduled."
+    turn_id = f"reminder-given-up:{reminder.id}:{to_iso(reminder.due_at)}"
+    if await s.transcript.by_turn(turn_id):
+        return  # told already
+    await s.transcript.append([NewRow(
+        channel_id=channel.id, person_id=None, ts=now, source=SCHEDULED_SOURCE,
+        role=Role.ASSISTANT, content=text, turn_id=turn_id,
+    )])
+    await s.reminders.told_dead(reminder.id, now)
+    try:
+        await s.outbound.send(channel.platform, channel.room_ref, text)
+    except Exception:  # task boundary: the stored notice stands; never retried
+        log.warning("telling the person about %s %d failed", what, reminder.id, exc_info=True)
 
 
 async def deliver(services: Services, reminder: Reminder, now: datetime) -> None:
@@ -313,6 +373,13 @@ async def deliver(services: Services, reminder: Reminder, now: datetime) -> None
         text = result.reply
     else:
         text = f"⏰ Reminder: {reminder.text}"
+    if reminder.unconfirmed >= 2:
+        # Two sends of this occurrence were cut off after they may have reached the
+        # platform: a third could be a second duplicate. Count it as delivered.
+        log.warning("%s %d: sent twice unconfirmed; not sending again", reminder.kind,
+                    reminder.id)
+        await s.reminders.complete(reminder, now, _next_due(reminder, now))
+        return
     late = now - reminder.due_at
     if late > timedelta(minutes=s.settings.cognition.late_after_minutes):
         text = (f"(Late — this was due {describe(reminder.due_at, reminder.timezone, now)}; "
@@ -323,8 +390,12 @@ async def deliver(services: Services, reminder: Reminder, now: datetime) -> None
             channel_id=channel.id, person_id=None, ts=now, source=SCHEDULED_SOURCE,
             role=Role.ASSISTANT, content=text, turn_id=turn_id,
         )])
+    await s.reminders.sending(reminder.id, now)
     await s.outbound.send(channel.platform, channel.room_ref, text)
-    next_due = (next_occurrence(reminder.recurrence, reminder.timezone, now)
-                if reminder.recurrence else None)
-    await s.reminders.complete(reminder, now, next_due)
+    await s.reminders.complete(reminder, now, _next_due(reminder, now))
     log.info("delivered %s %d to %s", reminder.kind, reminder.id, channel.platform)
+
+
+def _next_due(reminder: Reminder, now: datetime) -> datetime | None:
+    return (next_occurrence(reminder.recurrence, reminder.timezone, now)
+            if reminder.recurrence else None)

@@ -111,7 +111,8 @@ async def _model_summary(chat: ChatModel, channel_id: int, previous: str | None,
     """The model's summary, or "" when its answer is unusable (empty, malformed) or the request
     was refused for good: the caller then writes the extractive one. A retryable failure
     raises `ModelError` (nothing is stored; the next check tries again)."""
-    messages = prompt.build_messages(previous, chosen, words=policy.summary_words)
+    messages = prompt.build_messages(previous, chosen, words=policy.summary_words,
+                                     budget_tokens=policy.input_tokens)
     try:
         completion = await chat.complete(messages, max_tokens=policy.summary_tokens)
     except ModelError as exc:

@@ -13,7 +13,8 @@ modules. Imports `bot` leaf modules and `memory.db`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -91,11 +92,26 @@ def as_blob(vec: npt.NDArray[np.floating]) -> bytes:
     return np.asarray(vec, dtype="<f4").tobytes()
 
 
-async def insert_episode(conn: Any, new: NewEpisode, embedding: npt.NDArray[np.floating],
-                         now: datetime, dim: int) -> int:
+def cosines(rows: Iterable[Sequence[Any]]) -> dict[int, float]:
+    """(id, cosine distance) rows of a vec0 kNN as {id: cosine similarity}.
+
+    A zero or NaN vector stored before vectors were checked has no distance (NULL or NaN):
+    it gets no semantic score rather than breaking the search.
+    """
+    out: dict[int, float] = {}
+    for key, distance in rows:
+        if distance is not None and math.isfinite(float(distance)):
+            out[int(key)] = 1.0 - float(distance)
+    return out
+
+
+async def insert_episode(conn: Any, new: NewEpisode,
+                         embedding: npt.NDArray[np.floating] | None, now: datetime,
+                         dim: int) -> int:
     """Insert an episode, its citations and its embedding on `conn`, inside the caller's
-    write transaction (so a caller can move a cursor in the same transaction)."""
-    if embedding.shape != (dim,):
+    write transaction (so a caller can move a cursor in the same transaction). Without an
+    embedding (the model gave no usable one) the episode is found by keywords only."""
+    if embedding is not None and embedding.shape != (dim,):
         raise ValueError(f"embedding has shape {embedding.shape}, expected ({dim},)")
     if new.level != LEAF and new.row_ids:
         raise ValueError("only leaf episodes cite transcript rows; a parent links its children")
@@ -115,10 +131,11 @@ async def insert_episode(conn: Any, new: NewEpisode, embedding: npt.NDArray[np.f
         "INSERT OR IGNORE INTO episode_rows (episode_id, row_id) VALUES (?, ?)",
         [(episode_id, r) for r in new.row_ids],
     )
-    await conn.execute(
-        "INSERT INTO episode_vec (episode_id, owner_id, embedding) VALUES (?, ?, ?)",
-        (episode_id, new.owner_id, as_blob(embedding)),
-    )
+    if embedding is not None:
+        await conn.execute(
+            "INSERT INTO episode_vec (episode_id, owner_id, embedding) VALUES (?, ?, ?)",
+            (episode_id, new.owner_id, as_blob(embedding)),
+        )
     return int(episode_id)
 
 

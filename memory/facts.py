@@ -18,6 +18,7 @@ scores in [0, 1]. Imports `bot` leaf modules and `memory` modules only.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from bot.errors import MutedSourceError, UnknownKindError
 from bot.ports import Embedder
 from memory.db import Database, Row
 from memory.decay import fact_expired, fact_weight
-from memory.episodes import as_blob
+from memory.episodes import as_blob, cosines
 from memory.fts import match_query, owner_scoped, terms
 from memory.profiles import profile_for
 
@@ -230,19 +231,20 @@ class FactRepo:
     async def add(
         self,
         new: NewFact,
-        embedding: npt.NDArray[np.floating],
+        embedding: npt.NDArray[np.floating] | None,
         now: datetime,
         *,
         supersede: Sequence[int] = (),
         retract: Sequence[int] = (),
     ) -> int:
         """Store a live fact (with sources and vector) and, in the same transaction, supersede
-        or retract the given live facts of the same owner. Unknown kind: nothing is stored."""
+        or retract the given live facts of the same owner. Unknown kind: nothing is stored.
+        Without an embedding (the model gave no usable one) the fact is found by keywords."""
         check_kind(new.kind)
         check_source(new.source)
         if not new.text.strip():
             raise ValueError("a fact needs text")
-        if embedding.shape != (self.db.dim,):
+        if embedding is not None and embedding.shape != (self.db.dim,):
             raise ValueError(f"embedding has shape {embedding.shape}, expected ({self.db.dim},)")
         async with self.db.write() as conn:
             cur = await conn.execute(
@@ -266,10 +268,11 @@ class FactRepo:
             )
             fact_id = cur.lastrowid
             assert fact_id is not None
-            await conn.execute(
-                "INSERT INTO fact_vec (fact_id, owner_id, embedding) VALUES (?, ?, ?)",
-                (fact_id, new.owner_id, as_blob(embedding)),
-            )
+            if embedding is not None:
+                await conn.execute(
+                    "INSERT INTO fact_vec (fact_id, owner_id, embedding) VALUES (?, ?, ?)",
+                    (fact_id, new.owner_id, as_blob(embedding)),
+                )
             await self._add_sources(conn, fact_id, new.owner_id, new.episode_ids, new.row_ids)
             await self._invalidate(conn, new.owner_id, supersede, SUPERSEDED, now, fact_id)
             await self._invalidate(conn, new.owner_id, retract, RETRACTED, now, None)
@@ -436,7 +439,7 @@ class FactRepo:
                 " AND owner_id = ?",
                 (as_blob(embedding), limit, owner_id),
             )
-            cosine = {r[0]: 1.0 - float(r[1]) for r in rows}
+            cosine = cosines(rows)
         bm25: dict[int, float] = {}
         query = match if match is not None else match_query(text)
         if query is not None:
@@ -459,7 +462,9 @@ class FactRepo:
                 f"SELECT fact_id, embedding FROM fact_vec WHERE fact_id IN ({_marks(missing)})",
                 missing,
             ):
-                cosine[r[0]] = float(np.dot(np.frombuffer(r[1], dtype="<f4"), query_vec))
+                sim = float(np.dot(np.frombuffer(r[1], dtype="<f4"), query_vec))
+                if math.isfinite(sim):  # a vector stored before they were checked: no cosine
+                    cosine[r[0]] = sim
         facts = await self.db.fetchall(
             f"SELECT * FROM facts WHERE id IN ({_marks(ids)}) AND owner_id = ?"
             " AND status = 'live'",

@@ -397,7 +397,7 @@ class Forgetter:
         """The new vectors of the episodes to rebuild, in order (before the transaction:
         the embedder is a network call)."""
         texts = [f.summary for f in fixes if f.summary is not None]
-        return list(await self.embedder.embed(texts)) if texts else []
+        return await self.embedder.embed(texts) if texts else []
 
     async def _apply_fixes(self, conn: Any, fixes: Sequence[EpisodeFix],
                            vectors: Sequence[Any]) -> None:
@@ -413,10 +413,12 @@ class Forgetter:
                 (fix.summary, fix.key_terms, fix.episode_id),
             )
             await conn.execute("DELETE FROM episode_vec WHERE episode_id = ?", (fix.episode_id,))
-            await conn.execute(
-                "INSERT INTO episode_vec (episode_id, owner_id, embedding) VALUES (?, ?, ?)",
-                (fix.episode_id, fix.owner_id, as_blob(next(rebuilt))),
-            )
+            vector = next(rebuilt)
+            if vector is not None:  # else found by keywords only
+                await conn.execute(
+                    "INSERT INTO episode_vec (episode_id, owner_id, embedding) VALUES (?, ?, ?)",
+                    (fix.episode_id, fix.owner_id, as_blob(vector)),
+                )
 
     @staticmethod
     async def _delete_rows(conn: Any, row_ids: Iterable[int]) -> None:

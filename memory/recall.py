@@ -48,7 +48,7 @@ from bot.tokens import count_tokens, truncate_to_tokens
 from bot.types import Channel, Person
 from memory.db import Database, Params, ReaderPool, Row
 from memory.decay import episode_weight
-from memory.episodes import LEAF, EpisodeRepo, as_blob, cited_rows_by_episode
+from memory.episodes import LEAF, EpisodeRepo, as_blob, cited_rows_by_episode, cosines
 from memory.fts import match_query, owner_scoped, terms
 from memory.profiles import sources_with, wildcard_prefixes_with
 
@@ -336,7 +336,7 @@ async def _knn(reads: Reads, table: str, key: str, query: RecallQuery,
         " AND k = ?",
         (as_blob(query.vector), query.owner_id, min(k, 4096)),
     )
-    return {int(r[0]): 1.0 - float(r[1]) for r in rows}
+    return cosines(rows)
 
 
 @dataclass

@@ -34,7 +34,7 @@ import numpy as np
 from bot.clock import to_iso
 from bot.errors import ModelBadResponseError, ModelError, StrataError
 from bot.ports import ChatModel, Embedder
-from bot.tokens import truncate_to_tokens
+from bot.tokens import count_tokens, share_budget, truncate_to_tokens
 from memory.clustering import ClusterParams, cluster_labels
 from memory.compaction import CompactionPolicy, CompactionResult, compact_until_under_budget
 from memory.db import Database
@@ -49,6 +49,10 @@ class RollupConflictError(StrataError):
     """A child was tombstoned or re-parented by someone else while its parent was written."""
 
 
+# A child's line in the roll-up prompt at its shortest: number, date range and a few words.
+LINE_TOKENS_MIN = 24
+
+
 @dataclass(frozen=True, slots=True)
 class RollupPolicy:
     leaf_round_at: int = 50  # apex leaves in a channel that start a leaf round
@@ -57,6 +61,13 @@ class RollupPolicy:
     summary_words: int = 180
     summary_tokens: int = 500  # max_tokens of one parent summary
     child_tokens: int = 200  # each child's summary is cut to this in the prompt
+    input_tokens: int = 6000  # ... and all of them together to about this (one call's input)
+
+    @property
+    def max_children(self) -> int:
+        """The most children one parent summary call can take within `input_tokens` (each
+        line costs its date range and a few words at least); a larger cluster is split."""
+        return max(self.input_tokens // LINE_TOKENS_MIN, 2)
     use_model: bool = True  # False: extractive parents (the children's summaries, cut), no model
 
     def threshold(self, level: int) -> int | None:
@@ -113,8 +124,11 @@ async def _model_summary(chat: ChatModel, children: Sequence[Episode], level: in
                          policy: RollupPolicy) -> tuple[str, str] | None:
     """The model's (summary, key terms), or None when its answer does not fit the schema or
     the request was refused for good (the caller then writes the extractive parent)."""
-    lines = [(f"{c.started_at:%Y-%m-%d} – {c.ended_at:%Y-%m-%d}",
-              truncate_to_tokens(c.summary, policy.child_tokens)) for c in children]
+    dates = [f"{c.started_at:%Y-%m-%d} – {c.ended_at:%Y-%m-%d}" for c in children]
+    room = policy.input_tokens - sum(count_tokens(f"{i}. ({d}) ") for i, d in enumerate(dates, 1))
+    texts = share_budget([truncate_to_tokens(c.summary, policy.child_tokens) for c in children],
+                         room)
+    lines = list(zip(dates, texts, strict=True))
     try:
         completion = await chat.complete(
             prompt.build_messages(lines, level, words=policy.summary_words),
@@ -130,7 +144,10 @@ async def _model_summary(chat: ChatModel, children: Sequence[Episode], level: in
     if parsed is None:
         log.warning("roll-up summary does not fit the schema (%r…); writing an extractive "
                     "parent", completion.text[:80])
-    return parsed
+        return None
+    # A model that ignores max_tokens must not store a huge summary either.
+    summary, terms = parsed
+    return truncate_to_tokens(summary, policy.summary_tokens), terms
 
 
 async def write_parent(
@@ -147,6 +164,9 @@ async def write_parent(
     written then); an unusable answer or a refused request gives an extractive parent.
     """
     children = sorted(children, key=lambda e: (e.started_at, e.id))
+    if len(children) > policy.max_children:
+        raise ValueError(f"{len(children)} children for one parent; at most "
+                         f"{policy.max_children} fit in input_tokens={policy.input_tokens}")
     level = children[0].level + 1
     parsed = await _model_summary(chat, children, level, policy) if policy.use_model else None
     if parsed is not None:
@@ -215,8 +235,12 @@ async def rollup_channel(
     parents: list[int] = []
     errors: list[str] = []
     tombstoned = 0
-    for label in sorted(groups):
-        children = groups[label]
+    # A cluster too big for one summary call becomes several parents (time-ordered chunks).
+    chunks = [ordered[i:i + policy.max_children]
+              for label in sorted(groups)
+              for ordered in [sorted(groups[label], key=lambda e: (e.started_at, e.id))]
+              for i in range(0, len(ordered), policy.max_children)]
+    for children in chunks:
         try:
             parents.append(await write_parent(db, chat, embedder, children, now, policy))
         except (ModelError, RollupConflictError) as exc:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from adapters.console.mapping import to_inbound
+from adapters.runtime import SORRY
 from bot.ports import Clock, TurnHandler
 from bot.private_files import write_private
 
@@ -118,31 +119,39 @@ class ConsoleAdapter:
             line = await self._next_line(lines)
             if line == "":
                 break
-            msg = to_inbound(line, user=self.user, channel=self.channel, now=self.clock.now())
-            shown = 0
-
-            async def partial(text: str) -> None:
-                nonlocal shown
-                if self.interactive:
-                    if shown == 0:
-                        self._write("strata> ")
-                    self._write(text[shown:])
-                    shown = len(text)
-
-            result = await handler.handle(msg, partial if self.interactive else None)
-            if result is None:
-                continue
-            if result.attachment is not None:
-                name, data = result.attachment
-                path = Path(name)
-                write_private(path, data)  # an export is personal memory: 0600
-                extra = f"\n[saved {path} ({len(data)} bytes)]"
-            else:
-                extra = ""
-            if self.interactive and shown and not result.failed and not result.command:
-                self._write(result.reply[shown:] + extra + "\n")
-            else:
-                prefix = "strata> " if self.interactive else ""
-                self._write(prefix + result.reply + extra + "\n")
+            try:
+                await self._answer(handler, line)
+            except Exception:  # task boundary: one failed turn never ends the chat
+                log.exception("console: the turn for an input line failed")
+                self._write(("strata> " if self.interactive else "") + SORRY + "\n")
         if self.interactive:
             self._write("\n")
+
+    async def _answer(self, handler: TurnHandler, line: str) -> None:
+        """Run one input line through `handler` and print the reply."""
+        msg = to_inbound(line, user=self.user, channel=self.channel, now=self.clock.now())
+        shown = 0
+
+        async def partial(text: str) -> None:
+            nonlocal shown
+            if self.interactive:
+                if shown == 0:
+                    self._write("strata> ")
+                self._write(text[shown:])
+                shown = len(text)
+
+        result = await handler.handle(msg, partial if self.interactive else None)
+        if result is None:
+            return
+        if result.attachment is not None:
+            name, data = result.attachment
+            path = Path(name)
+            write_private(path, data)  # an export is personal memory: 0600
+            extra = f"\n[saved {path} ({len(data)} bytes)]"
+        else:
+            extra = ""
+        if self.interactive and shown and not result.failed and not result.command:
+            self._write(result.reply[shown:] + extra + "\n")
+        else:
+            prefix = "strata> " if self.interactive else ""
+            self._write(prefix + result.reply + extra + "\n")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from bot.tokens import count_tokens, share_budget, truncate_to_tokens
 from bot.types import ChatMessage, Role, RowKind, TranscriptRow
 from memory.extractive import summarise
 
@@ -21,21 +22,30 @@ SYSTEM = (
 )
 
 
-def render_row(row: TranscriptRow) -> str | None:
-    """One transcript row as a line of the quoted conversation (tool rows are left out)."""
-    if row.kind is not RowKind.MESSAGE:
-        return None
+def _prefix(row: TranscriptRow) -> str:
     who = "person" if row.role is Role.USER else row.role.value
-    return f"[{row.ts:%Y-%m-%d %H:%M}] {who}: {row.content}"
+    return f"[{row.ts:%Y-%m-%d %H:%M}] {who}: "
 
 
 def build_messages(
-    previous: str | None, rows: Sequence[TranscriptRow], *, words: int = 250
+    previous: str | None, rows: Sequence[TranscriptRow], *, words: int = 250,
+    budget_tokens: int | None = None,
 ) -> list[ChatMessage]:
-    lines = [line for r in rows if (line := render_row(r)) is not None]
+    """The summary request. With `budget_tokens`, the previous summary and the rows' text
+    together take at most about that many tokens: long rows are cut to their share (a pasted
+    20 MB log must not go whole into one request). Tool rows are left out."""
+    messages = [r for r in rows if r.kind is RowKind.MESSAGE]
+    prefixes = [_prefix(r) for r in messages]
+    contents = [r.content for r in messages]
+    before = previous.strip() if previous else "(none yet)"
+    if budget_tokens is not None:
+        before = truncate_to_tokens(before, budget_tokens // 4)
+        room = budget_tokens - count_tokens(before) - sum(count_tokens(p) for p in prefixes)
+        contents = share_budget(contents, room)
+    lines = [p + c for p, c in zip(prefixes, contents, strict=True)]
     body = (
         "PREVIOUS SUMMARY:\n"
-        + (previous.strip() if previous else "(none yet)")
+        + before
         + "\n\nMESSAGES SINCE THEN:\n"
         + "\n".join(lines)
         + "\n\nWrite the new summary now."

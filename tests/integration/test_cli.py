@@ -180,3 +180,21 @@ def test_sigkill_mid_chat_loses_no_shown_reply(fake_openai: FakeOpenAI,
     for line in shown:
         assert line in contents
     assert "message 3" in contents  # the user row was durable before the model call
+
+
+def test_zero_vectors_never_end_a_chat(fake_openai: FakeOpenAI,
+                                       subprocess_env: dict[str, str]) -> None:
+    """An embedder answering zero vectors (here: for every text) costs no turn and no later
+    chat: the rows are kept without a vector and keyword recall still finds them."""
+    fake_openai.vectors, fake_openai.broken_texts = "zero", "all"
+    first = strata(["chat", "--user", "dora"], subprocess_env, "*\nПривет, как дела?\nhello\n")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == [
+        "You said: *", "You said: Привет, как дела?", "You said: hello"]
+    assert "Traceback" not in first.stderr
+    again = strata(["chat", "--user", "dora"], subprocess_env, "hello again\n")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines() == ["You said: hello again"]
+    data = json.loads(strata(["memory", "export", "--user", "dora"], subprocess_env).stdout)
+    assert [r["content"] for r in data["transcript"] if r["role"] == "user"] == [
+        "*", "Привет, как дела?", "hello", "hello again"]

@@ -8,6 +8,7 @@ import pytest
 
 from bot.app import App
 from bot.clock import ManualClock
+from bot.types import NewRow, Role
 from memory.compaction import CompactionHook, CompactionPolicy, compact_channel
 from memory.decay import episode_weight
 from memory.episodes import TOPIC, as_blob
@@ -213,3 +214,23 @@ async def test_after_turn_hook_waits_after_a_failure(app: App, fake_openai: Fake
     await hook(scope.channel, scope.person, "t")
     found = await watermark(app.db, scope.channel.id)
     assert found is not None and found[0].content == "a summary at last"
+
+
+async def test_a_20_mb_message_never_goes_whole_into_the_compaction_request(
+        app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
+    """`input_tokens` bounds the summary call's input: a huge row is cut to its share, the
+    summary is written and the watermark moves past it (compaction is not blocked)."""
+    scope = await make_scope(app.db, "huge", clock.now())
+    big = "lorem ipsum " * 1_750_000  # 21 MB
+    [big_id] = await scope.transcript.append([NewRow(
+        scope.channel.id, scope.person.id, clock.now(), "user", Role.USER, big, "big")])
+    for n in range(4):
+        await add_turn(scope, n, clock.now())
+    fake_openai.reply("SUMMARY: a very long paste.")
+    result = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), POLICY)
+    assert result.compacted and result.covers_to is not None and result.covers_to >= big_id
+    (size,) = [n for path, n in fake_openai.sizes if path == "chat"]
+    # 2000 tokens ≈ 8000 characters of transcript, plus the instructions and JSON framing.
+    assert size < 2000 * 4 + 3000
+    sent = fake_openai.chat_requests()[-1]["messages"][-1]["content"]
+    assert "lorem ipsum" in sent and sent.count("lorem") < 2000  # a share of it, not all

@@ -232,3 +232,29 @@ async def test_recall_drops_tombstoned_children_at_once_and_never_shows_compacti
     hits = await found("quokka7 summary mentions")
     assert ("row", said[0]) in hits  # a message row with the same words is found …
     assert ("row", compaction.row_id) not in hits  # … the compaction row is not
+
+
+async def test_a_huge_cluster_is_summarised_within_the_input_limit(
+        app: App, rollup_model: FakeOpenAI, clock: ManualClock) -> None:
+    """However long the children's summaries, one parent's summary request stays within
+    `input_tokens` (each child gets its share); more children than fit are refused (a round
+    splits such a cluster into several parents)."""
+    from memory.episodes import EpisodeRepo
+    from memory.rollup import write_parent
+
+    scope = await make_scope(app.db, "many", clock.now())
+    vecs = blobs((100,), app.db.dim, seed=5)
+    ids = [await add_episode(scope, v, clock.now(), summary=f"episode {i} " + "words " * 300)
+           for i, v in enumerate(vecs)]
+    repo = EpisodeRepo(app.db)
+    children = [e for i in ids if (e := await repo.get(i)) is not None]
+    policy = RollupPolicy(input_tokens=3000)
+    parent = await write_parent(app.db, app.chat, app.embedder, children, clock.now(), policy)
+    assert parent > 0
+    (size,) = [n for path, n in rollup_model.sizes if path == "chat"]
+    assert size < 3000 * 4 + 3000  # 100 × 300 words would be ~190 kB
+    sent = rollup_model.chat_requests()[-1]["messages"][-1]["content"]
+    assert "episode 0 " in sent and "episode 99 " in sent  # every child keeps a share
+    with pytest.raises(ValueError, match="at most 41"):
+        await write_parent(app.db, app.chat, app.embedder, children,
+                           clock.now(), RollupPolicy(input_tokens=1000))
