@@ -5,7 +5,12 @@ Serves `/v1/models`, `/v1/chat/completions` (plain and SSE streaming, tool calls
 L2-normalised, so texts that share words are near. Replies come from a queue of scripted
 answers, then from an optional `responder(request) -> Reply | None`, then a default echo.
 Faults (429, 500, slow, malformed JSON, empty answer, dropped connection) are injected per
-request with `fail_next`. Every request body is recorded in `requests`.
+request with `fail_next`. Every request body is recorded in `requests`. For latency and
+bad-vector experiments: `latency` (seconds before each chat answer), `chunk_delay` (seconds
+between streamed chunks), `slots` (at most this many chat answers at once, like a local server
+with one GPU; the rest queue) and `embed_fn` (text, dim -> vector; default
+`hashed_embedding`). `served` records each chat answer's (last user text, arrived, started,
+finished) on the `time.monotonic()` clock.
 
 Run standalone (for trying the CLI by hand): `python -m tests.fakes.openai_server --port 8000`.
 """
@@ -90,6 +95,13 @@ class FakeOpenAI:
         self.replies: deque[Reply | str] = deque()
         self.faults: deque[Fault] = deque()
         self.responder: Responder | None = None
+        self.latency = 0.0
+        self.chunk_delay = 0.0
+        self.slots: int | None = None
+        self.served: list[tuple[str, float, float, float]] = []
+        self._slot_sem: asyncio.Semaphore | None = None
+        self._slot_size = 0
+        self.embed_fn: Callable[[str, int], np.ndarray] = hashed_embedding
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -128,6 +140,10 @@ class FakeOpenAI:
             self.requests.clear()
             self.replies.clear()
             self.faults.clear()
+            self.served.clear()
+        self.latency = self.chunk_delay = 0.0
+        self.slots = None
+        self.embed_fn = hashed_embedding
 
     @property
     def base_url(self) -> str:
@@ -267,7 +283,7 @@ class FakeOpenAI:
         b64 = body.get("encoding_format") == "base64"
         data = []
         for i, text in enumerate(inputs):
-            vec = hashed_embedding(str(text), self.dim)
+            vec = np.asarray(self.embed_fn(str(text), self.dim), dtype=np.float32)
             emb: Any = (
                 base64.b64encode(vec.astype("<f4").tobytes()).decode()
                 if b64
@@ -294,12 +310,24 @@ class FakeOpenAI:
         return Reply(text=queued) if isinstance(queued, str) else queued
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
+        if self.slots is None:
+            return await self._chat_now(request, time.monotonic())
+        if self._slot_sem is None or self._slot_size != self.slots:  # a new limit
+            self._slot_sem, self._slot_size = asyncio.Semaphore(self.slots), self.slots
+        arrived = time.monotonic()
+        async with self._slot_sem:
+            return await self._chat_now(request, arrived)
+
+    async def _chat_now(self, request: web.Request, arrived: float) -> web.StreamResponse:
+        started = time.monotonic()
         body = await request.json()
         with self._lock:
             self.requests.append(("chat", body))
         fault = await self._apply_fault("chat", request)
         if fault is not None:
             return fault
+        if self.latency > 0:
+            await asyncio.sleep(self.latency)
         answer = self._answer(body)
         calls = [
             {
@@ -321,6 +349,7 @@ class FakeOpenAI:
             message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
             if calls:
                 message["tool_calls"] = calls
+            self._served(body, arrived, started)
             return web.json_response(
                 {
                     "id": "chatcmpl-fake",
@@ -352,6 +381,8 @@ class FakeOpenAI:
 
         await send({"role": "assistant", "content": ""})
         for piece in re.findall(r"\S+\s*|\s+", answer.text):
+            if self.chunk_delay > 0:
+                await asyncio.sleep(self.chunk_delay)
             await send({"content": piece})
         for i, call in enumerate(calls):
             await send({"tool_calls": [{"index": i, **call}]})
@@ -368,7 +399,12 @@ class FakeOpenAI:
             await resp.write(f"data: {json.dumps(usage_chunk)}\n\n".encode())
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
+        self._served(body, arrived, started)
         return resp
+
+    def _served(self, body: dict[str, Any], arrived: float, started: float) -> None:
+        with self._lock:
+            self.served.append((last_user_text(body), arrived, started, time.monotonic()))
 
 
 def main() -> None:
