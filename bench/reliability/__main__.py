@@ -22,15 +22,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                                      description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="the CI size (a few minutes)")
     parser.add_argument("--out", type=Path, required=True, help="the JSON report to write")
-    parser.add_argument("--only", default="",
-                        help=f"comma-separated cases to run (default all: {','.join(SUITE.names())})")
+    parser.add_argument("--only", default="", help="comma-separated cases to run "
+                        f"(default all: {','.join(SUITE.names())})")
     parser.add_argument("--seed", type=int, default=12, help="seed of every random choice")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     return parser.parse_args(argv)
 
 
-async def run(args: argparse.Namespace, workdir: Path) -> list[CaseResult]:
-    names = [n.strip() for n in args.only.split(",") if n.strip()] or SUITE.names()
+async def run(names: list[str], args: argparse.Namespace, workdir: Path) -> list[CaseResult]:
     results = []
     for name in names:
         case = SUITE.get(name)
@@ -47,6 +46,12 @@ async def run(args: argparse.Namespace, workdir: Path) -> list[CaseResult]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    names = [n.strip() for n in args.only.split(",") if n.strip()] or SUITE.names()
+    unknown = [n for n in names if n not in SUITE.names()]
+    if unknown:
+        print(f"error: no case {unknown[0]!r}; the cases are: {', '.join(SUITE.names())}",
+              file=sys.stderr)
+        return 2
     command = "python -m bench.reliability " + shlex.join(sys.argv[1:] if argv is None else argv)
     workdir = Path(tempfile.mkdtemp(prefix="strata-reliability-"))
     try:
@@ -54,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         # terminal: the table is the output.
         logging.basicConfig(filename=workdir / "suite.log", level=logging.WARNING,
                             format="%(asctime)s %(name)s %(levelname)s %(message)s")
-        results = asyncio.run(run(args, workdir))
+        results = asyncio.run(run(names, args, workdir))
     finally:
         if args.keep:
             print(f"reliability: scratch kept in {workdir}", file=sys.stderr)

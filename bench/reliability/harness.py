@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bot.app import App
-from bot.ports import Clock
 from bot.config import Settings, load_settings
+from bot.ports import Clock
 from memory.driver import sqlite_driver
 from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI

@@ -74,6 +74,14 @@ class Registry:
 
         return add
 
+    def order(self, names: Iterable[str]) -> None:
+        """Run the cases in this order; every registered case must be named exactly once."""
+        wanted = list(names)
+        if sorted(wanted) != sorted(self._cases):
+            raise ValueError(f"the order {wanted} does not name every case once: "
+                             f"{sorted(self._cases)}")
+        self._cases = {name: self._cases[name] for name in wanted}
+
     def names(self) -> list[str]:
         return list(self._cases)
 
@@ -92,7 +100,7 @@ async def run_case(case: Case, ctx: Context) -> CaseResult:
     started = time.monotonic()
     try:
         result = await case.run(ctx)
-    except Exception as exc:  # suite boundary: one broken case must not hide the others
+    except Exception as exc:  # noqa: BLE001 - suite boundary: one broken case must not hide the others
         tb = traceback.format_exc(limit=6)
         return CaseResult(case.name, f"case raised {type(exc).__name__}: {exc}"[:300], False,
                           time.monotonic() - started, {"traceback": tb})

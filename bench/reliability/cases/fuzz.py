@@ -105,7 +105,7 @@ async def fuzz(ctx: Context) -> CaseResult:
                 msg = to_inbound(m, clock.now(), n)
                 try:
                     result = await asyncio.wait_for(app.processor.handle(msg), 30)
-                except Exception as exc:  # the figure: every escaping exception is a crash
+                except Exception as exc:  # noqa: BLE001 - the figure: every escaping exception is a crash
                     crashes.append(f"{type(exc).__name__}: {exc} <- {m['text'][:60]!r}")
                     continue
                 if result is None:

@@ -2,14 +2,16 @@
 
 Two identical worlds (same persons, same chat, same injected clock steps) run the nine jobs;
 in one of them one job is swapped for a job that raises every time. The other eight jobs must
-run, or skip, and end the same way for every person in every pass in both worlds, and the failing job must back off:
-over N job checks it may run at most N/2 times, with gaps that never shrink.
+run, or skip, and end the same way for every person in every pass in both worlds, and the
+failing job must back off: over N job checks it may run at most N/2 times, with gaps that
+never shrink.
 """
 
 from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -99,9 +101,8 @@ async def job_fault(ctx: Context) -> CaseResult:
     per_person = len(failing.attempts) / persons
     first = failing.attempts[0][0] if failing.attempts else None
     mine = [when for who, when in failing.attempts if who == first]
-    gaps = [(b - a).total_seconds() / 60 for a, b in zip(mine, mine[1:], strict=False)]
-    backs_off = per_person <= checks / 2 and all(b >= a for a, b in zip(gaps, gaps[1:],
-                                                                        strict=False))
+    gaps = [(b - a).total_seconds() / 60 for a, b in pairwise(mine)]
+    backs_off = per_person <= checks / 2 and all(b >= a for a, b in pairwise(gaps))
     figure = (f"other 8 jobs x {persons} persons {'identical' if same else 'DIFFER'} "
               f"({ran_ok} ok runs); failing job ran {per_person:.0f} of {checks} checks "
               f"per person" + (f", gaps {', '.join(f'{g:.0f}' for g in gaps[:6])} min"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -69,11 +70,11 @@ async def load(ctx: Context) -> CaseResult:
                        if (m := REPLY.match(t)) and t == full_reply(m.group(1)))
 
         started = time.monotonic()
-        for m in range(per_person):
+        for k in range(per_person):
             for p, user in enumerate(users):
-                tag = f"p{p}m{m}"
+                tag = f"p{p}m{k}"
                 pushed_at[tag] = time.monotonic()
-                fake.push_private_message(user, f"[{tag}] hello, this is message {m}")
+                fake.push_private_message(user, f"[{tag}] hello, this is message {k}")
         budget = expected * LATENCY * 3 + 60
         await harness.wait_async(lambda: complete() >= expected, budget, poll=0.2)
         finished = time.monotonic()
@@ -88,11 +89,11 @@ async def load(ctx: Context) -> CaseResult:
     throughput = ideal / elapsed if elapsed > 0 else 0.0
     # Dropped and reordered, per chat.
     dropped = reordered = 0
-    for p, user in enumerate(users):
+    for user in users:
         got = [int(m.group(3)) for t in fake.bot_texts(user) if (m := REPLY.match(t))
                and t == full_reply(m.group(1))]
         dropped += per_person - len(set(got))
-        reordered += sum(1 for a, b in zip(got, got[1:], strict=False) if b < a)
+        reordered += sum(1 for a, b in pairwise(got) if b < a)
     # Turn overhead: outside the model and its queue.
     final_at: dict[str, float] = {}
     wall = time.time() - time.monotonic()  # the Telegram fake stamps with time.time()
