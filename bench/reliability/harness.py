@@ -208,14 +208,14 @@ def wait_polling(telegram: Any, proc: StrataProcess, timeout: float = 90) -> boo
 
 def deadline_setting() -> str | None:
     """The environment name of the per-turn deadline (STRATA_<SECTION>_<KEY> of the first
-    setting whose key mentions a deadline), or None when there is none."""
+    setting whose key mentions a deadline, or a turn timeout), or None when there is none."""
     from pydantic import BaseModel
 
     for section, field in Settings.model_fields.items():
         model = field.annotation
         if isinstance(model, type) and issubclass(model, BaseModel):
             for key in model.model_fields:
-                if "deadline" in key:
+                if "deadline" in key or ("turn" in key and "timeout" in key):
                     return f"STRATA_{section}_{key}".upper()
     return None
 

@@ -99,7 +99,7 @@ def prompt_of(requests: list[dict[str, Any]], text: str) -> tuple[str, str]:
             "shared rooms",
             "0 items recalled across persons; 0 private items in a shared room")
 async def isolation(ctx: Context) -> CaseResult:
-    humans, rooms, turns = (8, 2, 240) if ctx.quick else (24, 4, 1200)
+    humans, rooms, turns = (8, 2, 160) if ctx.quick else (24, 4, 1200)
     rng = random.Random(ctx.seed)
     world = World(rng, humans, rooms)
     clock = ManualClock(START)

@@ -82,6 +82,7 @@ async def sigkill(ctx: Context) -> CaseResult:
     pushed: list[tuple[int, str]] = []
     integrity: list[str] = []
     kills_in_turn = 0
+    confirmed: set[str] = set()  # confirmed to Telegram by a process that was then killed
     try:
         for round_no in range(rounds):
             proc.start()
@@ -96,6 +97,9 @@ async def sigkill(ctx: Context) -> CaseResult:
             stop.set()
             pusher.join(5)
             kills_in_turn += bool(in_flight)
+            # Nothing runs now: what Telegram still holds was not confirmed by the dead process.
+            pending = fake.pending_update_count
+            confirmed.update(tag for _, tag in pushed[:len(pushed) - pending])
             integrity.append(await asyncio.to_thread(harness.integrity, db))
             model.clear()
             model.latency = 0.15
@@ -131,13 +135,16 @@ async def sigkill(ctx: Context) -> CaseResult:
     duplicates = sum(1 for t in tags if users.get(t, 0) > 1)
     bad_rounds = [i for i, r in enumerate(integrity) if r != "ok"]
     lost = len(lost_rows) + len(lost_replies)
+    confirmed_unstored = sum(1 for t in lost_rows if t in confirmed)
     figure = (f"{lost} acknowledged turns lost of {len(tags)} messages over {rounds} SIGKILLs "
-              f"({len(lost_rows)} user rows, {len(lost_replies)} shown replies missing; "
-              f"{duplicates} stored twice); integrity_check ok "
+              f"({len(lost_rows)} user rows missing, {confirmed_unstored} of them confirmed to "
+              f"Telegram by the killed process before being stored; {len(lost_replies)} shown "
+              f"replies missing; {duplicates} stored twice); integrity_check ok "
               f"{len(integrity) - len(bad_rounds)}/{len(integrity)}")
     ok = lost == 0 and not bad_rounds and code == 0 and len(tags) > 0
     return CaseResult("sigkill", figure, ok, details={
-        "rounds": rounds, "messages": len(tags), "kills_during_model_calls": kills_in_turn,
+        "rounds": rounds, "messages": len(tags), "rounds_with_model_calls": kills_in_turn,
+        "confirmed_then_killed": len(confirmed), "lost_confirmed_unstored": confirmed_unstored,
         "lost_user_rows": lost_rows[:20], "lost_replies": lost_replies[:20],
         "replies_seen": len(seen_any), "replies_seen_in_full": len(seen_full),
         "integrity": integrity, "final_exit": code})
