@@ -4,11 +4,15 @@ Serves `/v1/models`, `/v1/chat/completions` (plain and SSE streaming, tool calls
 `/v1/embeddings` (float or base64). Embeddings are deterministic hashed bags of words,
 L2-normalised, so texts that share words are near. Replies come from a queue of scripted
 answers, then from an optional `responder(request) -> Reply | None`, then a default echo.
-Faults (429, 500, slow, hang for good, malformed JSON, empty answer, dropped connection) are injected per
-request with `fail_next`. `vectors` picks what `/v1/embeddings` returns: "hashed" (the
+Faults (429, 500, slow, hang for good, malformed JSON, empty answer, dropped connection) are
+injected per request with `fail_next`. `vectors` picks what `/v1/embeddings` returns: "hashed" (the
 default), or a broken embedder's "zero", "nan", "inf" or "short" (one dimension too few) vector
 for texts without a word character (like `*`, or every text with "all"). Every request body is
-recorded in `requests`, with its size in bytes in `sizes`.
+recorded in `requests`, with its size in bytes in `sizes`. For latency experiments:
+`latency` (seconds before each chat answer), `chunk_delay` (seconds between streamed chunks),
+`slots` (at most this many chat answers at once, like a local server with one GPU; the rest
+queue) and `embed_fn` (text, dim -> vector; default `hashed_embedding`). `served` records each
+chat answer's (last user text, arrived, started, finished) on the `time.monotonic()` clock.
 
 Run standalone (for trying the CLI by hand): `python -m tests.fakes.openai_server --port 8000`.
 """
@@ -96,6 +100,13 @@ class FakeOpenAI:
         self.vectors = "hashed"
         self.broken_texts = "wordless"  # or "all": which texts get the broken vector
         self.sizes: list[tuple[str, int]] = []
+        self.latency = 0.0
+        self.chunk_delay = 0.0
+        self.slots: int | None = None
+        self.served: list[tuple[str, float, float, float]] = []
+        self._slot_sem: asyncio.Semaphore | None = None
+        self._slot_size = 0
+        self.embed_fn: Callable[[str, int], np.ndarray] = hashed_embedding
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -136,9 +147,13 @@ class FakeOpenAI:
             self.vectors, self.broken_texts = "hashed", "wordless"
             self.replies.clear()
             self.faults.clear()
+            self.served.clear()
+        self.latency = self.chunk_delay = 0.0
+        self.slots = None
+        self.embed_fn = hashed_embedding
 
     def _vector(self, text: str) -> list[float]:
-        vec = hashed_embedding(text, self.dim)
+        vec = np.asarray(self.embed_fn(text, self.dim), dtype=np.float32)
         if self.vectors == "hashed" or (
             self.broken_texts == "wordless" and _WORD.search(text) is not None
         ):
@@ -332,10 +347,22 @@ class FakeOpenAI:
         return Reply(text=queued) if isinstance(queued, str) else queued
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
+        if self.slots is None:
+            return await self._chat_now(request, time.monotonic())
+        if self._slot_sem is None or self._slot_size != self.slots:  # a new limit
+            self._slot_sem, self._slot_size = asyncio.Semaphore(self.slots), self.slots
+        arrived = time.monotonic()
+        async with self._slot_sem:
+            return await self._chat_now(request, arrived)
+
+    async def _chat_now(self, request: web.Request, arrived: float) -> web.StreamResponse:
+        started = time.monotonic()
         body = await self._record("chat", request)
         fault = await self._apply_fault("chat", request)
         if fault is not None:
             return fault
+        if self.latency > 0:
+            await asyncio.sleep(self.latency)
         answer = self._answer(body)
         calls = [
             {
@@ -357,6 +384,7 @@ class FakeOpenAI:
             message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
             if calls:
                 message["tool_calls"] = calls
+            self._served(body, arrived, started)
             return web.json_response(
                 {
                     "id": "chatcmpl-fake",
@@ -388,6 +416,8 @@ class FakeOpenAI:
 
         await send({"role": "assistant", "content": ""})
         for piece in re.findall(r"\S+\s*|\s+", answer.text):
+            if self.chunk_delay > 0:
+                await asyncio.sleep(self.chunk_delay)
             await send({"content": piece})
         for i, call in enumerate(calls):
             await send({"tool_calls": [{"index": i, **call}]})
@@ -404,7 +434,12 @@ class FakeOpenAI:
             await resp.write(f"data: {json.dumps(usage_chunk)}\n\n".encode())
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
+        self._served(body, arrived, started)
         return resp
+
+    def _served(self, body: dict[str, Any], arrived: float, started: float) -> None:
+        with self._lock:
+            self.served.append((last_user_text(body), arrived, started, time.monotonic()))
 
 
 def main() -> None:
