@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence, Sized
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,12 @@ log = logging.getLogger(__name__)
 
 Row = Any  # the driver's Row: index by position or by column name
 Params = Sequence[Any] | dict[str, Any]
+
+
+def placeholders(items: Sized | int) -> str:
+    """`?,?,?`: one parameter mark per item (or `items` marks), for an `IN (…)` list."""
+    n = items if isinstance(items, int) else len(items)
+    return ",".join("?" * n)
 
 
 def _connector(path: str) -> Any:

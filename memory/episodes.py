@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bot.clock import from_iso, to_iso
-from memory.db import Database, Row
+from memory.db import Database, Row, placeholders
 
 LEAF, TOPIC, ERA = 0, 1, 2
 
@@ -146,7 +146,7 @@ class EpisodeRepo:
         index = {eid: i for i, eid in enumerate(ids)}
         for start in range(0, len(ids), 500):
             chunk = list(ids[start:start + 500])
-            marks = ",".join("?" * len(chunk))
+            marks = placeholders(chunk)
             rows = await self.db.fetchall(
                 f"SELECT episode_id, embedding FROM episode_vec WHERE episode_id IN ({marks})",
                 chunk,

@@ -27,7 +27,7 @@ import numpy.typing as npt
 from bot.clock import from_iso, to_iso
 from bot.errors import MutedSourceError, UnknownKindError
 from bot.ports import Embedder
-from memory.db import Database, Row
+from memory.db import Database, Row, placeholders
 from memory.decay import fact_weight
 from memory.episodes import as_blob
 from memory.fts import match_query, owner_scoped, terms
@@ -213,9 +213,6 @@ def fact_from_db(row: Row) -> Fact:
     )
 
 
-def _marks(items: Sequence[object]) -> str:
-    return ",".join("?" * len(items))
-
 
 class FactRepo:
     """Storage of facts, their sources, FTS and vectors. Embeddings come from the caller."""
@@ -346,8 +343,8 @@ class FactRepo:
         total = 0
         for start in range(0, len(ids), 500):
             chunk = list(ids[start : start + 500])
-            await execute(f"DELETE FROM fact_vec WHERE fact_id IN ({_marks(chunk)})", chunk)
-            cur = await execute(f"DELETE FROM facts WHERE id IN ({_marks(chunk)})", chunk)
+            await execute(f"DELETE FROM fact_vec WHERE fact_id IN ({placeholders(chunk)})", chunk)
+            cur = await execute(f"DELETE FROM facts WHERE id IN ({placeholders(chunk)})", chunk)
             total += cur.rowcount
         return total
 
@@ -387,7 +384,7 @@ class FactRepo:
             sql += " AND status = 'live'"
         if kinds is not None:
             wanted = [check_kind(k) for k in kinds]
-            sql += f" AND kind IN ({_marks(wanted)})"
+            sql += f" AND kind IN ({placeholders(wanted)})"
             params += wanted
         rows = await self.db.fetchall(sql + " ORDER BY id", params)
         return [fact_from_db(r) for r in rows]
@@ -450,12 +447,13 @@ class FactRepo:
         if missing and embedding is not None:
             query_vec = np.asarray(embedding, dtype=np.float32)
             for r in await self.db.fetchall(
-                f"SELECT fact_id, embedding FROM fact_vec WHERE fact_id IN ({_marks(missing)})",
+                "SELECT fact_id, embedding FROM fact_vec"
+                f" WHERE fact_id IN ({placeholders(missing)})",
                 missing,
             ):
                 cosine[r[0]] = float(np.dot(np.frombuffer(r[1], dtype="<f4"), query_vec))
         facts = await self.db.fetchall(
-            f"SELECT * FROM facts WHERE id IN ({_marks(ids)}) AND owner_id = ?"
+            f"SELECT * FROM facts WHERE id IN ({placeholders(ids)}) AND owner_id = ?"
             " AND status = 'live'",
             [*ids, owner_id],
         )

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from bot.clock import from_iso, to_iso
 from bot.types import Channel, ChannelKind, OwnerKind, Person
-from memory.db import Database, Row
+from memory.db import Database, Row, placeholders
 
 
 def _person(row: Row) -> Person:
@@ -138,7 +138,7 @@ class PersonRepo:
         ids = sorted({p for p in person_ids if p is not None})
         if not ids:
             return set()
-        marks = ",".join("?" * len(ids))
+        marks = placeholders(ids)
         rows = await self.db.fetchall(
             f"SELECT id FROM persons WHERE paused = 1 AND id IN ({marks})", ids
         )

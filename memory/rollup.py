@@ -29,7 +29,7 @@ from bot.ports import ChatModel, Embedder
 from bot.tokens import truncate_to_tokens
 from memory.clustering import ClusterParams, cluster_labels
 from memory.compaction import CompactionPolicy, CompactionResult, compact_until_under_budget
-from memory.db import Database
+from memory.db import Database, placeholders
 from memory.episodes import ERA, LEAF, TOPIC, Episode, EpisodeRepo, NewEpisode, insert_episode
 from memory.profiles import profile_for
 from memory.prompts import rollup as prompt
@@ -102,7 +102,7 @@ def _salience(children: Sequence[Episode]) -> float:
 
 
 async def _cited(db: Database, ids: Sequence[int]) -> tuple[int, ...]:
-    marks = ",".join("?" * len(ids))
+    marks = placeholders(ids)
     rows = await db.fetchall(
         f"SELECT DISTINCT row_id FROM episode_rows WHERE episode_id IN ({marks}) ORDER BY row_id",
         list(ids),
@@ -160,7 +160,7 @@ async def write_parent(
         emotion_intensity=intensity,
         method=method,
     )
-    marks = ",".join("?" * len(ids))
+    marks = placeholders(ids)
     async with db.write() as conn:
         parent_id = await insert_episode(conn, new, np.asarray(embedding), now, db.dim)
         cur = await conn.execute(
