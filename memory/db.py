@@ -199,6 +199,11 @@ class Database:
         async with self.write() as conn:
             await conn.executemany(sql, rows)
 
+    async def applied_migrations(self) -> list[tuple[int, str]]:
+        """The migrations applied to this file, (number, name), oldest first."""
+        rows = await self.fetchall("SELECT id, name FROM migrations ORDER BY id")
+        return [(int(r[0]), str(r[1])) for r in rows]
+
     async def checkpoint(self) -> None:
         """Fold the WAL back into the main file and truncate it."""
         async with self._lock:

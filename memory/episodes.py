@@ -110,6 +110,15 @@ async def insert_episode(conn: Any, new: NewEpisode, embedding: npt.NDArray[np.f
     return int(episode_id)
 
 
+@dataclass(frozen=True, slots=True)
+class ApexCount:
+    """How many live, not yet rolled-up episodes a channel holds at one level."""
+
+    channel_id: int
+    level: int
+    count: int
+
+
 class EpisodeRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -130,6 +139,43 @@ class EpisodeRepo:
             sql += " AND tombstoned_at IS NULL"
         rows = await self.db.fetchall(sql + " ORDER BY id", (owner_id,))
         return [episode_from_db(r) for r in rows]
+
+    async def count(self, owner_id: int) -> int:
+        """An owner's live episodes."""
+        return int(await self.db.fetchval(
+            "SELECT count(*) FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL",
+            (owner_id,),
+        ))
+
+    async def newest_id(self, owner_id: int, *, except_source: str) -> int | None:
+        """An owner's newest live episode not made from `except_source`'s rows."""
+        value = await self.db.fetchval(
+            "SELECT max(id) FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL"
+            " AND source != ?",
+            (owner_id, except_source),
+        )
+        return None if value is None else int(value)
+
+    async def recent_summaries(self, owner_id: int, *, except_source: str,
+                               limit: int) -> list[str]:
+        """The summaries of an owner's `limit` latest live episodes not from `except_source`,
+        oldest first."""
+        rows = await self.db.fetchall(
+            "SELECT summary FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL"
+            " AND source != ? ORDER BY ended_at DESC, id DESC LIMIT ?",
+            (owner_id, except_source, limit),
+        )
+        return [str(r["summary"]) for r in rows][::-1]
+
+    async def apex_counts(self, owner_id: int) -> list[ApexCount]:
+        """Per channel and level, an owner's live episodes with no parent yet."""
+        rows = await self.db.fetchall(
+            "SELECT channel_id, level, count(*) AS n FROM episodes WHERE owner_id = ?"
+            " AND parent_id IS NULL AND tombstoned_at IS NULL GROUP BY channel_id, level"
+            " ORDER BY channel_id, level",
+            (owner_id,),
+        )
+        return [ApexCount(int(r["channel_id"]), int(r["level"]), int(r["n"])) for r in rows]
 
     async def apexes(self, channel_id: int, level: int) -> list[Episode]:
         """Live episodes of `level` in a channel with no parent yet (candidates for roll-up)."""

@@ -42,6 +42,10 @@ class LinkCodes:
     def __init__(self, db: Database) -> None:
         self.db = db
 
+    async def merge(self, keep: int, gone: int) -> None:
+        """Join person `gone` into person `keep` (a redeemed code): see `merge_persons`."""
+        await merge_persons(self.db, keep, gone)
+
     async def issue(
         self, person_id: int, identity: str, now: datetime, ttl: timedelta
     ) -> str:

@@ -23,11 +23,7 @@ class DmnJob(BaseJob):
     async def inputs(self, ctx: JobContext) -> str | None:
         s = ctx.services
         portrait = await s.portraits.latest(ctx.person.id)
-        newest = await s.db.fetchval(
-            "SELECT max(id) FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL"
-            " AND source != ?",
-            (ctx.person.id, SOURCE),
-        )
+        newest = await s.episodes.newest_id(ctx.person.id, except_source=SOURCE)
         if portrait is None and newest is None:
             return None
         return f"p{portrait.id if portrait else 0}:e{newest or 0}"
@@ -35,12 +31,8 @@ class DmnJob(BaseJob):
     async def run(self, ctx: JobContext) -> JobOutcome:
         s = ctx.services
         portrait = await s.portraits.latest(ctx.person.id)
-        rows = await s.db.fetchall(
-            "SELECT summary FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL"
-            " AND source != ? ORDER BY ended_at DESC, id DESC LIMIT ?",
-            (ctx.person.id, SOURCE, RECENT),
-        )
-        episodes = [r["summary"][:600] for r in rows][::-1]
+        episodes = [summary[:600] for summary in await s.episodes.recent_summaries(
+            ctx.person.id, except_source=SOURCE, limit=RECENT)]
         # The material goes into the instructions, not the stored prompt: the DMN channel's
         # rows become episodes, and they should hold the findings, not copies of old memories.
         reply = await ctx.turn(
