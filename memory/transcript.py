@@ -77,6 +77,16 @@ class RowFilter:
         return " AND ".join(parts), params
 
 
+def _scope(owner_id: int | None, channel_id: int | None) -> tuple[str, list[object]]:
+    """SQL narrowing the transcript to an owner and/or a channel (neither: every row)."""
+    parts, params = ["1"], list[object]()
+    for column, value in (("owner_id", owner_id), ("channel_id", channel_id)):
+        if value is not None:
+            parts.append(f"{column} = ?")
+            params.append(value)
+    return " AND ".join(parts), params
+
+
 class TranscriptRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -163,35 +173,21 @@ class TranscriptRepo:
         messages_only: bool = False,
     ) -> int:
         """Rows of an owner (or all), optionally of one channel, optionally messages only."""
-        parts: list[str] = ["1"]
-        params: list[object] = []
-        if owner_id is not None:
-            parts.append("owner_id = ?")
-            params.append(owner_id)
-        if channel_id is not None:
-            parts.append("channel_id = ?")
-            params.append(channel_id)
+        clause, params = _scope(owner_id, channel_id)
         if messages_only:
-            parts.append("kind = 'message'")
-        sql = "SELECT count(*) FROM transcript WHERE " + " AND ".join(parts)
-        return int(await self.db.fetchval(sql, params))
+            clause += " AND kind = 'message'"
+        return int(await self.db.fetchval(
+            f"SELECT count(*) FROM transcript WHERE {clause}", params))
 
     async def newest_id(
         self, owner_id: int | None = None, where: RowFilter | None = None
     ) -> int | None:
         """The newest row id of an owner (or of the whole transcript), among `where`'s rows."""
-        parts: list[str] = ["1"]
-        params: list[object] = []
-        if owner_id is not None:
-            parts.append("owner_id = ?")
-            params.append(owner_id)
+        clause, params = _scope(owner_id, None)
         if where is not None:
-            clause, more = where.sql()
-            parts.append(clause)
-            params += more
-        value = await self.db.fetchval(
-            "SELECT max(id) FROM transcript WHERE " + " AND ".join(parts), params
-        )
+            more, more_params = where.sql()
+            clause, params = f"{clause} AND {more}", params + more_params
+        value = await self.db.fetchval(f"SELECT max(id) FROM transcript WHERE {clause}", params)
         return None if value is None else int(value)
 
     async def matching(
