@@ -24,22 +24,6 @@ EditFn = Callable[[str, str], Awaitable[None]]  # edit (message id, new text)
 TypingFn = Callable[[], Awaitable[None]]
 
 
-# The chat commands every platform offers (handled by the turn processor), as (name, summary)
-# pairs for a platform's command menu (Telegram's "/" menu, Discord's slash commands).
-CHAT_COMMANDS: tuple[tuple[str, str], ...] = (
-    ("help", "list the commands"),
-    ("memory", "what I remember about you"),
-    ("forget", "forget something: /forget <what>"),
-    ("export", "everything I keep about you, as a file"),
-    ("wipe", "erase everything I know about you"),
-    ("pause", "stop remembering for now"),
-    ("resume", "remember again"),
-    ("link", "link this account with your account on another platform"),
-    ("reminders", "your reminders and scheduled prompts"),
-    ("timezone", "show or set your time zone"),
-)
-
-
 class PlatformRateLimited(Exception):
     """Raised by a platform call that was refused with 429; `retry_after` in seconds."""
 

@@ -29,6 +29,7 @@ from cognition.registry import default_registry
 from cognition.reminders import register_commands, register_tools
 from cognition.runner import Runner
 from cognition.services import Services
+from memory.calendar import CalendarRepo
 from memory.clustering import ClusterParams
 from memory.compaction import CompactionHook, CompactionPolicy
 from memory.db import Database
@@ -38,9 +39,13 @@ from memory.fact_extraction import FactExtractor, model_completer
 from memory.fact_recall import FactCandidates
 from memory.facts import FactRepo, FactStore
 from memory.forget import Forgetter
+from memory.jobruns import JobRunRepo
 from memory.lifecycle import LifecyclePolicy
+from memory.linking import LinkCodes
 from memory.persons import ChannelRepo, PersonRepo
+from memory.portraits import PortraitRepo
 from memory.recall import Recall, RecallTuning
+from memory.reminders import ReminderRepo
 from memory.rollup import RollupPolicy
 from memory.row_vectors import RowIndexer
 from memory.transcript import TranscriptRepo
@@ -116,7 +121,13 @@ async def open_db(settings: Settings) -> Database:
     return await Database.open(Path(settings.db.path).expanduser(), settings.embed.dim)
 
 
-def build_matrix_adapter(settings: Settings, clock: Clock | None = None) -> Adapter | None:
+# A platform's command menu: (name, summary) of each chat command (`CommandRouter.menu`).
+Menu = Sequence[tuple[str, str]]
+
+
+def build_matrix_adapter(
+    settings: Settings, clock: Clock | None = None, commands: Menu = ()
+) -> Adapter | None:
     """The Matrix adapter when `matrix.homeserver`, `matrix.user` and a password or access
     token are configured (STRATA_MATRIX_*), else None."""
     m = settings.matrix
@@ -129,26 +140,30 @@ def build_matrix_adapter(settings: Settings, clock: Clock | None = None) -> Adap
     )
 
 
-def build_discord_adapter(settings: Settings, clock: Clock | None = None) -> Adapter | None:
+def build_discord_adapter(
+    settings: Settings, clock: Clock | None = None, commands: Menu = ()
+) -> Adapter | None:
     """The Discord adapter when `discord.token` (STRATA_DISCORD_TOKEN) is set, else None."""
     if not settings.discord.token:
         return None
     from adapters.discord.adapter import build_discord_adapter as build  # an optional extra
 
-    return build(settings, clock)
+    return build(settings, clock, commands=commands)
 
 
-def build_telegram_adapter(settings: Settings, clock: Clock | None = None) -> Adapter | None:
+def build_telegram_adapter(
+    settings: Settings, clock: Clock | None = None, commands: Menu = ()
+) -> Adapter | None:
     """The Telegram adapter when `telegram.token` (STRATA_TELEGRAM_TOKEN) is set, else None."""
     if not settings.telegram.token:
         return None  # python-telegram-bot is an optional extra: not imported unless configured
     from adapters.telegram.adapter import build_telegram_adapter as build
 
-    return build(settings, clock)
+    return build(settings, clock, commands=commands)
 
 
 # A platform adapter factory: the adapter when its credentials are configured, else None.
-AdapterFactory = Callable[[Settings, Clock], Adapter | None]
+AdapterFactory = Callable[[Settings, Clock, Menu], Adapter | None]
 
 # The platform adapters `strata run` starts when configured (the console adapter is started by
 # `strata run --console`).
@@ -159,11 +174,12 @@ ADAPTER_FACTORIES: list[AdapterFactory] = [
 ]
 
 
-def configured_adapters(settings: Settings, clock: Clock) -> list[Adapter]:
-    """Every platform adapter whose credentials are set, ready to start."""
+def configured_adapters(settings: Settings, clock: Clock, commands: Menu = ()) -> list[Adapter]:
+    """Every platform adapter whose credentials are set, ready to start; `commands` is the
+    command menu they offer (`App.commands.menu()`)."""
     adapters = []
     for factory in ADAPTER_FACTORIES:
-        adapter = factory(settings, clock)
+        adapter = factory(settings, clock, commands)
         if adapter is not None:
             adapters.append(adapter)
     return adapters
@@ -221,7 +237,7 @@ class App:
         embedder = make_embedder(settings)
         persons, channels, transcript = PersonRepo(db), ChannelRepo(db), TranscriptRepo(db)
         commands = CommandRouter()
-        LinkCommand(db, persons, clock).register(commands)
+        LinkCommand(LinkCodes(db), persons, clock).register(commands)
         facts = FactStore(FactRepo(db), embedder)
         processor = TurnProcessor(
             settings=settings,
@@ -255,9 +271,10 @@ class App:
             processor.after_turn.append(CompactionHook(db, chat, clock, policy))
         if settings.facts.tools:
             MemoryTools(facts, transcript, clock).register(processor.tools)
+        episodes = EpisodeRepo(db)
         MemoryCommands(
-            db, persons, channels, forgetter, clock, context=lambda: processor.context,
-            settle=processor.drain,
+            persons, channels, forgetter, clock, transcript, episodes,
+            context=lambda: processor.context, settle=processor.drain,
         ).register(commands)
         # Cognition: reminders and scheduled prompts (tools, /timezone), the ambient snapshot
         # and portrait in every prompt, and the background runner with the nine jobs.
@@ -273,6 +290,11 @@ class App:
             facts=facts,
             extractor=extractor,
             lifecycle=make_lifecycle_policy(settings),
+            episodes=episodes,
+            runs=JobRunRepo(db),
+            reminders=ReminderRepo(db),
+            portraits=PortraitRepo(db),
+            calendar=CalendarRepo(db),
             cutter=cutter,
         )
         register_tools(processor.tools, services)
@@ -281,7 +303,7 @@ class App:
         runner = Runner(services, default_registry())
         return cls(
             settings, db, clock, chat, embedder, persons, channels, transcript, processor,
-            facts, extractor, forgetter, commands, episodes=EpisodeRepo(db), recall=recall,
+            facts, extractor, forgetter, commands, episodes=episodes, recall=recall,
             cutter=cutter, row_indexer=row_indexer, outbound=outbound, services=services,
             runner=runner,
         )

@@ -48,6 +48,11 @@ class CommandRouter:
     def add(self, name: str, summary: str, handler: Handler, *, private_only: bool = False) -> None:
         self.commands[name] = Command(name, summary, handler, private_only)
 
+    def menu(self) -> tuple[tuple[str, str], ...]:
+        """(name, summary) of every command, in the order registered: a platform's command
+        menu (Telegram's "/" menu, Discord's slash commands) is built from this."""
+        return tuple((c.name, c.summary) for c in self.commands.values())
+
     @staticmethod
     def parse(text: str) -> tuple[str, str] | None:
         """(`name`, `args`) if `text` is a command like `/forget cats` (or `/forget@bot cats`)."""

@@ -10,8 +10,8 @@ from pathlib import Path
 from bot.config import Settings
 from bot.errors import ModelBadResponseError, ModelError, StrataError
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
-from memory.db import Database
 from memory.driver import sqlite_driver
+from memory.transcript import stored_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,15 +45,12 @@ async def _database(settings: Settings) -> list[Check]:
         )
         return checks
     try:
-        db = await Database.open(path, settings.embed.dim, migrate=False)
+        count = await stored_rows(path, settings.embed.dim)
     except StrataError as exc:
         checks.append(Check(False, f"database {path}", str(exc)))
         return checks
-    try:
-        count = await db.fetchval("SELECT count(*) FROM transcript")
-        checks.append(Check(True, f"database {path} ({count} transcript rows, dimension {db.dim})"))
-    finally:
-        await db.close()
+    checks.append(Check(True, f"database {path} ({count} transcript rows, "
+                              f"dimension {settings.embed.dim})"))
     return checks
 
 

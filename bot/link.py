@@ -15,8 +15,7 @@ from datetime import timedelta
 from bot.commands import CommandContext, CommandReply, CommandRouter
 from bot.ports import Clock
 from bot.types import OwnerKind
-from memory.db import Database
-from memory.linking import LinkCodes, format_code, merge_persons
+from memory.linking import LinkCodes, format_code
 from memory.persons import PersonRepo
 
 log = logging.getLogger(__name__)
@@ -25,10 +24,9 @@ CODE_TTL = timedelta(minutes=10)
 
 
 class LinkCommand:
-    def __init__(self, db: Database, persons: PersonRepo, clock: Clock) -> None:
-        self.db = db
+    def __init__(self, codes: LinkCodes, persons: PersonRepo, clock: Clock) -> None:
+        self.codes = codes
         self.persons = persons
-        self.codes = LinkCodes(db)
         self.clock = clock
 
     def register(self, router: CommandRouter) -> None:
@@ -66,7 +64,7 @@ class LinkCommand:
             )
         if target.id == ctx.person.id:
             return CommandReply("These accounts are already linked: they share one memory.")
-        await merge_persons(self.db, keep=target.id, gone=ctx.person.id)
+        await self.codes.merge(keep=target.id, gone=ctx.person.id)
         identities = await self.persons.identities(target.id)
         log.info("linked person %d into person %d", ctx.person.id, target.id)
         return CommandReply(

@@ -17,15 +17,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.clock import to_iso
 from bot.commands import CommandContext, CommandReply, CommandRouter
 from bot.ports import Clock, ContextSource
 from bot.types import Person
-from memory.db import Database
-from memory.export import export_person
+from memory.episodes import EpisodeRepo
 from memory.facts import FACT_KINDS, Fact, FactRepo
 from memory.forget import ForgetPlan, Forgetter
 from memory.persons import ChannelRepo, PersonRepo
+from memory.transcript import TranscriptRepo
 
 log = logging.getLogger(__name__)
 
@@ -64,11 +63,12 @@ class _Pending:
 
 @dataclass
 class MemoryCommands:
-    db: Database
     persons: PersonRepo
     channels: ChannelRepo
     forgetter: Forgetter
     clock: Clock
+    transcript: TranscriptRepo
+    episodes: EpisodeRepo
     # The turn processor's context source (portrait), looked up when needed: it is wired
     # after the commands are registered.
     context: Callable[[], ContextSource | None] = lambda: None
@@ -124,12 +124,8 @@ class MemoryCommands:
                 lines += [f"  {fact_line(f, await self._where(f))}" for f in mine]
         if not facts:
             lines += ["", "No facts yet."]
-        episodes = int(await self.db.fetchval(
-            "SELECT count(*) FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL",
-            (person.id,)))
-        rows = int(await self.db.fetchval(
-            "SELECT count(*) FROM transcript WHERE owner_id = ? AND kind = 'message'",
-            (person.id,)))
+        episodes = await self.episodes.count(person.id)
+        rows = await self.transcript.count(person.id, messages_only=True)
         lines += ["", f"Also {episodes} conversation memories and {rows} stored messages.",
                   "/forget <#id or words> removes something; /export sends everything; "
                   "/wipe deletes it all."]
@@ -199,7 +195,7 @@ class MemoryCommands:
     # -- /export, /wipe ------------------------------------------------------------------------
 
     async def export(self, ctx: CommandContext) -> CommandReply:
-        data = await export_person(self.db, ctx.person.id)
+        data = await self.persons.export(ctx.person.id)
         blob = json.dumps(data, indent=2, ensure_ascii=False).encode("utf-8")
         stamp = self.clock.now().strftime("%Y%m%d-%H%M%S")
         return CommandReply(
@@ -235,33 +231,22 @@ class MemoryCommands:
     async def pause(self, ctx: CommandContext) -> CommandReply:
         if ctx.person.paused:
             return CommandReply("Memory was already paused. " + PAUSED_NOTE)
-        last = int(await self.db.fetchval("SELECT coalesce(max(id), 0) FROM transcript"))
-        await self.db.execute_write(
-            "INSERT OR REPLACE INTO memory_pauses (person_id, after_row_id, paused_at)"
-            " VALUES (?, ?, ?)",
-            (ctx.person.id, last, to_iso(self.clock.now())),
-        )
-        await self.persons.set_paused(ctx.person.id, True)
+        await self.persons.pause(ctx.person.id, self.clock.now())
         return CommandReply(PAUSED_NOTE)
 
     async def resume(self, ctx: CommandContext) -> CommandReply:
         if not ctx.person.paused:
             return CommandReply("Memory isn't paused; I'm remembering as usual.")
-        after = await self.db.fetchval(
-            "SELECT after_row_id FROM memory_pauses WHERE person_id = ?", (ctx.person.id,)
-        )
+        after = await self.persons.paused_after(ctx.person.id)
         # Forget while still paused, so nothing of the paused stretch becomes memory in between
         # (the extractor re-checks `paused`; the episode cutter honours it too).
         dropped = ""
         if self.settle is not None:
             await self.settle()
         if after is not None:
-            plan = await self.forgetter.plan_since(ctx.person.id, int(after))
+            plan = await self.forgetter.plan_since(ctx.person.id, after)
             if not plan.empty:
                 await self.forgetter.forget(plan)
                 dropped = " What we said while paused is not kept."
-        await self.db.execute_write(
-            "DELETE FROM memory_pauses WHERE person_id = ?", (ctx.person.id,)
-        )
-        await self.persons.set_paused(ctx.person.id, False)
+        await self.persons.resume(ctx.person.id)
         return CommandReply("Memory resumed: I'll remember what we talk about again." + dropped)

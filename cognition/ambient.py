@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from bot.clock import from_iso, to_iso
 from bot.types import Channel, ChannelKind, Person
 from cognition.reminders import describe, describe_recurrence, local
 from cognition.services import Services
 from memory.profiles import sources_with
+from memory.transcript import RowFilter
 
 
 def ago(delta: timedelta) -> str:
@@ -73,24 +73,15 @@ class AmbientContext:
     async def _last_spoke(self, person: Person, channel: Channel) -> datetime | None:
         # In a chat turn the newest user row is the message being answered: skip it.
         skip = 0 if channel.kind is ChannelKind.BACKGROUND else 1
-        value = await self.s.db.fetchval(
-            "SELECT ts FROM transcript WHERE person_id = ? AND role = 'user' AND kind = 'message'"
-            " ORDER BY id DESC LIMIT 1 OFFSET ?",
-            (person.id, skip),
-        )
-        return from_iso(value) if value else None
+        return await self.s.transcript.last_said_at(person.id, skip=skip)
 
     async def _last_location(self, person: Person) -> tuple[float, float, datetime] | None:
-        allowed = sources_with("location")
+        allowed = tuple(sources_with("location"))
         if not allowed:
             return None
-        marks = ",".join("?" * len(allowed))
-        row = await self.s.db.fetchone(
-            "SELECT lat, lon, ts FROM transcript WHERE owner_id = ? AND lat IS NOT NULL"
-            f" AND lon IS NOT NULL AND source IN ({marks}) AND ts <= ? ORDER BY id DESC LIMIT 1",
-            (person.id, *allowed, to_iso(self.s.clock.now())),
-        )
-        if row is None:
+        where = RowFilter(allowed, located=True, until=self.s.clock.now())
+        rows = await self.s.transcript.matching(person.id, where, limit=1, newest=True)
+        if not rows or rows[0].lat is None or rows[0].lon is None:
             return None
-        return float(row["lat"]), float(row["lon"]), from_iso(row["ts"])
+        return rows[0].lat, rows[0].lon, rows[0].ts
 

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.clock import from_iso
 from bot.config import CognitionSettings
 from bot.errors import ConfigError
 from bot.types import OwnerKind, Person
@@ -179,11 +178,7 @@ class Runner:
         """How long the person (or a shared room) has been quiet (None: never spoke)."""
         last = person.last_active_at
         if person.kind is OwnerKind.ROOM:
-            newest = await self.services.db.fetchval(
-                "SELECT max(ts) FROM transcript WHERE owner_id = ? AND role = 'user'",
-                (person.id,),
-            )
-            last = from_iso(newest) if newest else None
+            last = await self.services.transcript.last_user_row_at(person.id)
         return None if last is None else now - last
 
     async def run_job(

@@ -67,10 +67,15 @@ class Services:
         facts: FactStore,
         extractor: FactExtractor,
         lifecycle: LifecyclePolicy,
+        episodes: EpisodeRepo,
+        runs: JobRunRepo,
+        reminders: ReminderRepo,
+        portraits: PortraitRepo,
+        calendar: CalendarRepo,
         cutter: EpisodeCutter | None = None,
     ) -> Services:
-        """The services over one database, with the connectors and search provider that the
-        configuration asks for."""
+        """The services over one database (the repositories built by the composition root),
+        with the connectors and search provider that the configuration asks for."""
         from cognition.connectors import configured_connectors
         from cognition.research import configured_search
 
@@ -85,11 +90,11 @@ class Services:
             persons=processor.persons,
             channels=processor.channels,
             transcript=processor.transcript,
-            episodes=EpisodeRepo(db),
-            runs=JobRunRepo(db),
-            reminders=ReminderRepo(db),
-            portraits=PortraitRepo(db),
-            calendar=CalendarRepo(db),
+            episodes=episodes,
+            runs=runs,
+            reminders=reminders,
+            portraits=portraits,
+            calendar=calendar,
             facts=facts,
             extractor=extractor,
             lifecycle=lifecycle,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence, Sized
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -36,6 +36,12 @@ class Reads(Protocol):
     """Anything reads can go through: a `Database` (its reader) or a `ReaderPool`."""
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]: ...
+
+
+def placeholders(items: Sized | int) -> str:
+    """`?,?,?`: one parameter mark per item (or `items` marks), for an `IN (…)` list."""
+    n = items if isinstance(items, int) else len(items)
+    return ",".join("?" * n)
 
 
 def _connector(path: str) -> Any:
@@ -235,6 +241,11 @@ class Database:
     async def executemany_write(self, sql: str, rows: Iterable[Params]) -> None:
         async with self.write() as conn:
             await conn.executemany(sql, rows)
+
+    async def applied_migrations(self) -> list[tuple[int, str]]:
+        """The migrations applied to this file, (number, name), oldest first."""
+        rows = await self.fetchall("SELECT id, name FROM migrations ORDER BY id")
+        return [(int(r[0]), str(r[1])) for r in rows]
 
     async def checkpoint(self) -> None:
         """Fold the WAL back into the main file and truncate it."""

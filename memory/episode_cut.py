@@ -29,7 +29,7 @@ from bot.ports import ChatModel, Clock, Embedder
 from bot.tokens import truncate_to_tokens
 from bot.types import Channel, Person, Role, RowKind, TranscriptRow
 from memory.cursors import move_cursor, pending_channels, read_cursor
-from memory.db import Database
+from memory.db import Database, placeholders
 from memory.episodes import LEAF, NewEpisode, insert_episode
 from memory.fts import terms
 from memory.persons import PersonRepo
@@ -312,7 +312,7 @@ class EpisodeCutter:
         ids = sorted({r.person_id for r in rows if r.person_id is not None})
         if not ids:
             return {}
-        marks = ",".join("?" * len(ids))
+        marks = placeholders(ids)
         found = await self.db.fetchall(f"SELECT id, name FROM persons WHERE id IN ({marks})", ids)
         return {r[0]: r[1] for r in found}
 

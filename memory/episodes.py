@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bot.clock import from_iso, to_iso
-from memory.db import Database, Reads, Row
+from memory.db import Database, Reads, Row, placeholders
 
 LEAF, TOPIC, ERA = 0, 1, 2
 
@@ -145,7 +145,7 @@ async def cited_rows_by_episode(db: Reads, ids: Sequence[int]) -> dict[int, list
     parent's span and channel remain its provenance)."""
     if not ids:
         return {}
-    marks = ",".join("?" * len(ids))
+    marks = placeholders(ids)
     rows = await db.fetchall(
         "WITH RECURSIVE tree (root, id) AS ("
         f" SELECT id, id FROM episodes WHERE id IN ({marks})"
@@ -158,6 +158,15 @@ async def cited_rows_by_episode(db: Reads, ids: Sequence[int]) -> dict[int, list
     for r in rows:
         out.setdefault(int(r[0]), []).append(int(r[1]))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class ApexCount:
+    """How many live, not yet rolled-up episodes a channel holds at one level."""
+
+    channel_id: int
+    level: int
+    count: int
 
 
 class EpisodeRepo:
@@ -181,6 +190,43 @@ class EpisodeRepo:
         rows = await self.db.fetchall(sql + " ORDER BY id", (owner_id,))
         return [episode_from_db(r) for r in rows]
 
+    async def count(self, owner_id: int) -> int:
+        """An owner's live episodes."""
+        return int(await self.db.fetchval(
+            "SELECT count(*) FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL",
+            (owner_id,),
+        ))
+
+    async def newest_id(self, owner_id: int, *, except_source: str) -> int | None:
+        """An owner's newest live episode not made from `except_source`'s rows."""
+        value = await self.db.fetchval(
+            "SELECT max(id) FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL"
+            " AND source != ?",
+            (owner_id, except_source),
+        )
+        return None if value is None else int(value)
+
+    async def recent_summaries(self, owner_id: int, *, except_source: str,
+                               limit: int) -> list[str]:
+        """The summaries of an owner's `limit` latest live episodes not from `except_source`,
+        oldest first."""
+        rows = await self.db.fetchall(
+            "SELECT summary FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL"
+            " AND source != ? ORDER BY ended_at DESC, id DESC LIMIT ?",
+            (owner_id, except_source, limit),
+        )
+        return [str(r["summary"]) for r in rows][::-1]
+
+    async def apex_counts(self, owner_id: int) -> list[ApexCount]:
+        """Per channel and level, an owner's live episodes with no parent yet."""
+        rows = await self.db.fetchall(
+            "SELECT channel_id, level, count(*) AS n FROM episodes WHERE owner_id = ?"
+            " AND parent_id IS NULL AND tombstoned_at IS NULL GROUP BY channel_id, level"
+            " ORDER BY channel_id, level",
+            (owner_id,),
+        )
+        return [ApexCount(int(r["channel_id"]), int(r["level"]), int(r["n"])) for r in rows]
+
     async def apexes(self, channel_id: int, level: int) -> list[Episode]:
         """Live episodes of `level` in a channel with no parent yet (candidates for roll-up)."""
         rows = await self.db.fetchall(
@@ -196,7 +242,7 @@ class EpisodeRepo:
         index = {eid: i for i, eid in enumerate(ids)}
         for start in range(0, len(ids), 500):
             chunk = list(ids[start:start + 500])
-            marks = ",".join("?" * len(chunk))
+            marks = placeholders(chunk)
             rows = await self.db.fetchall(
                 f"SELECT episode_id, embedding FROM episode_vec WHERE episode_id IN ({marks})",
                 chunk,

@@ -30,7 +30,7 @@ import numpy.typing as npt
 from bot.clock import from_iso, to_iso
 from bot.errors import MutedSourceError, UnknownKindError
 from bot.ports import Embedder
-from memory.db import Database, Row
+from memory.db import Database, Row, placeholders
 from memory.decay import fact_expired, fact_weight
 from memory.episodes import as_blob, cosines
 from memory.fts import match_query, owner_scoped, terms
@@ -216,8 +216,9 @@ def fact_from_db(row: Row) -> Fact:
     )
 
 
-def _marks(items: Sequence[object]) -> str:
-    return ",".join("?" * len(items))
+
+_NOT_OWN_FACTS = ("FROM facts WHERE owner_id = ? AND status = 'live' AND kind != 'reflection'"
+                  " AND source != ?")
 
 
 class FactRepo:
@@ -225,6 +226,24 @@ class FactRepo:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+
+    # -- reads for jobs --------------------------------------------------------------------------
+
+    async def newest_id(self, owner_id: int, *, except_source: str) -> int | None:
+        """An owner's newest live fact, reflections and `except_source`'s own facts left out
+        (a job's input watermark must not move on what the job itself wrote)."""
+        value = await self.db.fetchval(
+            f"SELECT max(id) {_NOT_OWN_FACTS}", (owner_id, except_source))
+        return None if value is None else int(value)
+
+    async def newer_than(self, owner_id: int, after_id: int, *, except_source: str,
+                         limit: int) -> list[tuple[str, str]]:
+        """(kind, text) of an owner's live facts after `after_id`, as `newest_id` chooses them:
+        the newest `limit`, oldest first."""
+        rows = await self.db.fetchall(
+            f"SELECT kind, text {_NOT_OWN_FACTS} AND id > ? ORDER BY id DESC LIMIT ?",
+            (owner_id, except_source, after_id, limit))
+        return [(str(r["kind"]), str(r["text"])) for r in rows][::-1]
 
     # -- writes ----------------------------------------------------------------------------------
 
@@ -351,8 +370,8 @@ class FactRepo:
         total = 0
         for start in range(0, len(ids), 500):
             chunk = list(ids[start : start + 500])
-            await execute(f"DELETE FROM fact_vec WHERE fact_id IN ({_marks(chunk)})", chunk)
-            cur = await execute(f"DELETE FROM facts WHERE id IN ({_marks(chunk)})", chunk)
+            await execute(f"DELETE FROM fact_vec WHERE fact_id IN ({placeholders(chunk)})", chunk)
+            cur = await execute(f"DELETE FROM facts WHERE id IN ({placeholders(chunk)})", chunk)
             total += cur.rowcount
         return total
 
@@ -396,7 +415,7 @@ class FactRepo:
             sql += " AND status = 'live'"
         if kinds is not None:
             wanted = [check_kind(k) for k in kinds]
-            sql += f" AND kind IN ({_marks(wanted)})"
+            sql += f" AND kind IN ({placeholders(wanted)})"
             params += wanted
         rows = await self.db.fetchall(sql + " ORDER BY id", params)
         return [fact_from_db(r) for r in rows]
@@ -459,14 +478,15 @@ class FactRepo:
         if missing and embedding is not None:
             query_vec = np.asarray(embedding, dtype=np.float32)
             for r in await self.db.fetchall(
-                f"SELECT fact_id, embedding FROM fact_vec WHERE fact_id IN ({_marks(missing)})",
+                "SELECT fact_id, embedding FROM fact_vec"
+                f" WHERE fact_id IN ({placeholders(missing)})",
                 missing,
             ):
                 sim = float(np.dot(np.frombuffer(r[1], dtype="<f4"), query_vec))
                 if math.isfinite(sim):  # a vector stored before they were checked: no cosine
                     cosine[r[0]] = sim
         facts = await self.db.fetchall(
-            f"SELECT * FROM facts WHERE id IN ({_marks(ids)}) AND owner_id = ?"
+            f"SELECT * FROM facts WHERE id IN ({placeholders(ids)}) AND owner_id = ?"
             " AND status = 'live'",
             [*ids, owner_id],
         )

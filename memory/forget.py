@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.ports import Embedder
-from memory.db import Database
+from memory.db import Database, placeholders
 from memory.episodes import as_blob
 from memory.export import OWNED_TABLES
 from memory.facts import Fact, FactRepo, fact_from_db, stem_of, word_pattern
@@ -126,9 +126,6 @@ class WipeReport:
     other: int
 
 
-def _marks(items: Sequence[object]) -> str:
-    return ",".join("?" * len(items))
-
 
 def _chunks(ids: Iterable[Any], size: int = 500) -> Iterable[list[Any]]:
     items = list(ids)
@@ -205,7 +202,7 @@ class Forgetter:
         sources = await self.facts.sources(fact_id)
         if sources.row_ids:
             rows = await self.db.fetchall(
-                f"SELECT turn_id FROM transcript WHERE id IN ({_marks(sources.row_ids)})"
+                f"SELECT turn_id FROM transcript WHERE id IN ({placeholders(sources.row_ids)})"
                 " AND (owner_id = ? OR person_id = ?)",
                 [*sources.row_ids, person_id, person_id],
             )
@@ -218,7 +215,7 @@ class Forgetter:
         pid = plan.person_id
         for chunk in _chunks(plan.turn_ids):
             rows = await self.db.fetchall(
-                f"SELECT id, channel_id FROM transcript WHERE turn_id IN ({_marks(chunk)})",
+                f"SELECT id, channel_id FROM transcript WHERE turn_id IN ({placeholders(chunk)})",
                 chunk,
             )
             plan.row_ids |= {r[0] for r in rows}
@@ -227,7 +224,8 @@ class Forgetter:
         known = {f.id for f in plan.facts}
         for chunk in _chunks(plan.row_ids):
             rows = await self.db.fetchall(
-                f"SELECT DISTINCT fact_id FROM fact_sources WHERE row_id IN ({_marks(chunk)})",
+                "SELECT DISTINCT fact_id FROM fact_sources"
+                f" WHERE row_id IN ({placeholders(chunk)})",
                 chunk,
             )
             for (fact_id,) in rows:
@@ -246,7 +244,8 @@ class Forgetter:
         touched: set[int] = set()
         for chunk in _chunks(plan.row_ids):
             rows = await self.db.fetchall(
-                f"SELECT DISTINCT episode_id FROM episode_rows WHERE row_id IN ({_marks(chunk)})",
+                "SELECT DISTINCT episode_id FROM episode_rows"
+                f" WHERE row_id IN ({placeholders(chunk)})",
                 chunk,
             )
             touched |= {r[0] for r in rows}
@@ -263,7 +262,7 @@ class Forgetter:
         if not touched:
             return
         episodes = await self.db.fetchall(
-            f"SELECT * FROM episodes WHERE id IN ({_marks(list(touched))})"
+            f"SELECT * FROM episodes WHERE id IN ({placeholders(list(touched))})"
             " ORDER BY level, id",
             list(touched),
         )
@@ -281,7 +280,7 @@ class Forgetter:
             return set()
         rows = await self.db.fetchall(
             "WITH RECURSIVE up (id) AS ("
-            f" SELECT parent_id FROM episodes WHERE id IN ({_marks(list(ids))})"
+            f" SELECT parent_id FROM episodes WHERE id IN ({placeholders(list(ids))})"
             " AND parent_id IS NOT NULL"
             " UNION SELECT e.parent_id FROM episodes e JOIN up ON e.id = up.id"
             " WHERE e.parent_id IS NOT NULL) SELECT id FROM up",
@@ -347,8 +346,8 @@ class Forgetter:
             await self._apply_fixes(conn, plan.episodes, vectors)
             for table, rowids in plan.generic.items():
                 for chunk in _chunks(rowids):
-                    await conn.execute(f"DELETE FROM {table} WHERE rowid IN ({_marks(chunk)})",
-                                       chunk)
+                    await conn.execute(
+                        f"DELETE FROM {table} WHERE rowid IN ({placeholders(chunk)})", chunk)
             await self._fix_cursors(conn, plan.channels)
         log.info("forgot for person %s: %s", plan.person_id, plan.describe())
         await self.scrub()
@@ -423,7 +422,7 @@ class Forgetter:
     @staticmethod
     async def _delete_rows(conn: Any, row_ids: Iterable[int]) -> None:
         for chunk in _chunks(sorted(row_ids)):
-            marks = _marks(chunk)
+            marks = placeholders(chunk)
             await conn.execute(f"DELETE FROM transcript_vec WHERE row_id IN ({marks})", chunk)
             await conn.execute(f"DELETE FROM fact_sources WHERE row_id IN ({marks})", chunk)
             await conn.execute(f"DELETE FROM transcript WHERE id IN ({marks})", chunk)
@@ -431,7 +430,7 @@ class Forgetter:
     @staticmethod
     async def _delete_episodes(conn: Any, ids: Sequence[int]) -> None:
         for chunk in _chunks(ids):
-            marks = _marks(chunk)
+            marks = placeholders(chunk)
             await conn.execute(f"DELETE FROM episode_vec WHERE episode_id IN ({marks})", chunk)
             await conn.execute(f"DELETE FROM fact_sources WHERE episode_id IN ({marks})", chunk)
             await conn.execute(f"UPDATE episodes SET parent_id = NULL WHERE parent_id IN"

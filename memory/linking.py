@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 import aiosqlite
 
 from bot.clock import to_iso
-from memory.db import Database
+from memory.db import Database, placeholders
 
 # No 0/O, 1/I/L: codes are read off one screen and typed on another.
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -41,6 +41,10 @@ class LinkCode:
 class LinkCodes:
     def __init__(self, db: Database) -> None:
         self.db = db
+
+    async def merge(self, keep: int, gone: int) -> None:
+        """Join person `gone` into person `keep` (a redeemed code): see `merge_persons`."""
+        await merge_persons(self.db, keep, gone)
 
     async def issue(
         self, person_id: int, identity: str, now: datetime, ttl: timedelta
@@ -127,7 +131,7 @@ async def _move_vec_rows(conn: aiosqlite.Connection, table: str, keep: int, gone
     if not rows:
         return
     await execute(f'DELETE FROM "{table}" WHERE owner_id = ?', (gone,))
-    marks = ", ".join("?" for _ in columns)
+    marks = placeholders(columns)
     owner = columns.index("owner_id")
     for row in rows:
         values = list(row)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from bot.clock import from_iso, to_iso
 from bot.types import Channel, ChannelKind, OwnerKind, Person
-from memory.db import Database, Row
+from memory.db import Database, Row, placeholders
+from memory.export import export_person
 
 
 def _person(row: Row) -> Person:
@@ -133,12 +135,40 @@ class PersonRepo:
             "UPDATE persons SET paused = ? WHERE id = ?", (int(paused), person_id)
         )
 
+    async def export(self, person_id: int) -> dict[str, Any]:
+        """Everything stored about a person, as JSON-ready data (`/export`)."""
+        return await export_person(self.db, person_id)
+
+    async def pause(self, person_id: int, now: datetime) -> None:
+        """Pause a person's memory (`/pause`), noting the newest transcript row so far: what
+        comes after it is forgotten on `/resume`."""
+        async with self.db.write() as conn:
+            await conn.execute(
+                "INSERT OR REPLACE INTO memory_pauses (person_id, after_row_id, paused_at)"
+                " SELECT ?, coalesce(max(id), 0), ? FROM transcript",
+                (person_id, to_iso(now)),
+            )
+            await conn.execute("UPDATE persons SET paused = 1 WHERE id = ?", (person_id,))
+
+    async def paused_after(self, person_id: int) -> int | None:
+        """The newest transcript row before the person's pause (None: no pause recorded)."""
+        value = await self.db.fetchval(
+            "SELECT after_row_id FROM memory_pauses WHERE person_id = ?", (person_id,)
+        )
+        return None if value is None else int(value)
+
+    async def resume(self, person_id: int) -> None:
+        """End a pause: the pause record goes, new memory is kept again."""
+        async with self.db.write() as conn:
+            await conn.execute("DELETE FROM memory_pauses WHERE person_id = ?", (person_id,))
+            await conn.execute("UPDATE persons SET paused = 0 WHERE id = ?", (person_id,))
+
     async def paused_among(self, person_ids: Iterable[int | None]) -> set[int]:
         """Which of `person_ids` have paused memory (`/pause`): they feed no episodes."""
         ids = sorted({p for p in person_ids if p is not None})
         if not ids:
             return set()
-        marks = ",".join("?" * len(ids))
+        marks = placeholders(ids)
         rows = await self.db.fetchall(
             f"SELECT id FROM persons WHERE paused = 1 AND id IN ({marks})", ids
         )

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.db import Database
+from memory.db import Database, placeholders
 from memory.profiles import profile_for
 from memory.transcript import watermark
 
@@ -89,7 +89,7 @@ async def prune_limit(db: Database, channel_id: int, source: str) -> int:
 async def count_vectors(conn: Any, table: str, key: str, ids: Sequence[int]) -> int:
     """How many of `ids` have a vector in the vec0 `table` (the vectors themselves leave with
     their rows, by the triggers of migration 0003)."""
-    marks = ",".join("?" * len(ids))
+    marks = placeholders(ids)
     cur = await conn.execute(f"SELECT count(*) FROM {table} WHERE {key} IN ({marks})", list(ids))
     row = await cur.fetchone()
     return int(row[0]) if row else 0
@@ -102,7 +102,7 @@ async def _delete(db: Database, ids: list[int]) -> int:
         chunk = ids[start:start + BATCH]
         async with db.write() as conn:
             vectors += await count_vectors(conn, "transcript_vec", "row_id", chunk)
-            marks = ",".join("?" * len(chunk))
+            marks = placeholders(chunk)
             await conn.execute(f"DELETE FROM transcript WHERE id IN ({marks})", chunk)
     return vectors
 
@@ -163,7 +163,7 @@ async def _delete_bulk(db: Database, ids: list[int]) -> set[int]:
         cache = int(row[0]) if row else -2000
         await conn.execute(f"PRAGMA cache_size = {-BULK_CACHE_KIB}")
         try:
-            marks = ",".join("?" * len(_FOLLOW_TRIGGERS))
+            marks = placeholders(_FOLLOW_TRIGGERS)
             cur = await conn.execute(
                 f"SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN ({marks})",
                 _FOLLOW_TRIGGERS)
@@ -176,7 +176,7 @@ async def _delete_bulk(db: Database, ids: list[int]) -> set[int]:
                 chunk = ids[start:start + BATCH]
                 cur = await conn.execute(
                     "SELECT row_id FROM transcript_vec WHERE row_id IN"
-                    f" ({','.join('?' * len(chunk))})", chunk)
+                    f" ({placeholders(chunk)})", chunk)
                 found = [r[0] for r in await cur.fetchall()]
                 await conn.executemany("DELETE FROM transcript_vec WHERE row_id = ?",
                                        [(i,) for i in found])
@@ -186,7 +186,7 @@ async def _delete_bulk(db: Database, ids: list[int]) -> set[int]:
             for start in range(0, len(ids), BATCH):
                 chunk = ids[start:start + BATCH]
                 await conn.execute(
-                    f"DELETE FROM transcript WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+                    f"DELETE FROM transcript WHERE id IN ({placeholders(chunk)})", chunk)
             for _, sql in triggers:
                 await conn.execute(sql)
             for name in _TRANSCRIPT_FTS:

@@ -46,7 +46,7 @@ from bot.errors import ModelError
 from bot.ports import Clock, Embedder
 from bot.tokens import count_tokens, truncate_to_tokens
 from bot.types import Channel, Person
-from memory.db import Database, Params, ReaderPool, Row
+from memory.db import Database, Params, ReaderPool, Row, placeholders
 from memory.decay import episode_weight
 from memory.episodes import LEAF, EpisodeRepo, as_blob, cited_rows_by_episode, cosines
 from memory.fts import match_query, owner_scoped, terms
@@ -303,16 +303,13 @@ def _date(ts: str) -> str:
 def _source_filter(column: str) -> tuple[str, list[object]]:
     """SQL keeping only sources whose profile feeds memory (muted sources are never found)."""
     exact = sources_with("episodes")
-    parts = [f"{column} IN ({_marks(len(exact))})"] if exact else []
+    parts = [f"{column} IN ({placeholders(exact)})"] if exact else []
     params: list[object] = list(exact)
     for prefix in wildcard_prefixes_with("episodes"):
         parts.append(f"substr({column}, 1, ?) = ?")
         params += [len(prefix), prefix]
     return "(" + (" OR ".join(parts) or "0") + ")", params
 
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
 
 
 class Reads(Protocol):
@@ -382,7 +379,7 @@ class EpisodeSource:
                 "SELECT e.id, e.level, e.summary, e.salience, e.started_at, e.ended_at,"
                 " e.last_relevant_at, c.kind, c.platform, c.name, c.source FROM episodes e"
                 " JOIN channels c ON c.id = e.channel_id"
-                f" WHERE e.id IN ({_marks(len(ids))}) AND e.owner_id = ?"
+                f" WHERE e.id IN ({placeholders(ids)}) AND e.owner_id = ?"
                 " AND e.tombstoned_at IS NULL",
                 [*ids, query.owner_id],
             ),
@@ -454,7 +451,7 @@ class TranscriptSource:
             "SELECT t.id, t.ts, t.role, t.content, p.name AS speaker, c.kind, c.platform,"
             " c.name, c.source FROM transcript t JOIN channels c ON c.id = t.channel_id"
             " LEFT JOIN persons p ON p.id = t.person_id"
-            f" WHERE t.id IN ({_marks(len(ids))}) AND {where}",
+            f" WHERE t.id IN ({placeholders(ids)}) AND {where}",
             [*ids, *params],
         )
         out = []

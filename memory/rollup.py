@@ -37,7 +37,7 @@ from bot.ports import ChatModel, Embedder
 from bot.tokens import count_tokens, share_budget, truncate_to_tokens
 from memory.clustering import ClusterParams, cluster_labels
 from memory.compaction import CompactionPolicy, CompactionResult, compact_until_under_budget
-from memory.db import Database
+from memory.db import Database, placeholders
 from memory.episodes import ERA, LEAF, TOPIC, Episode, EpisodeRepo, NewEpisode, insert_episode
 from memory.profiles import profile_for
 from memory.prompts import rollup as prompt
@@ -195,7 +195,7 @@ async def write_parent(
         method=method,
         child_count=len(children),
     )
-    marks = ",".join("?" * len(ids))
+    marks = placeholders(ids)
     async with db.write() as conn:
         parent_id = await insert_episode(conn, new, np.asarray(embedding), now, db.dim)
         cur = await conn.execute(

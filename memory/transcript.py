@@ -8,10 +8,13 @@ a join. Imports `bot` leaf types and `memory.db` / `memory.fts`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
 
 from bot.clock import from_iso, to_iso
 from bot.types import NewRow, Role, RowKind, TranscriptRow
-from memory.db import Database, Row
+from memory.db import Database, Row, placeholders
 from memory.fts import match_query
 
 
@@ -44,6 +47,44 @@ def clean_text(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text
+
+
+@dataclass(frozen=True, slots=True)
+class RowFilter:
+    """Which of an owner's rows a reader wants: from `sources` only (none: no rows), and
+    optionally of one role and kind, with a location, stamped no later than `until`."""
+
+    sources: tuple[str, ...]
+    role: Role | None = None
+    kind: RowKind | None = None
+    located: bool = False
+    until: datetime | None = None
+
+    def sql(self) -> tuple[str, list[object]]:
+        parts = [f"source IN ({placeholders(self.sources)})"]
+        params: list[object] = list(self.sources)
+        if self.role is not None:
+            parts.append("role = ?")
+            params.append(self.role.value)
+        if self.kind is not None:
+            parts.append("kind = ?")
+            params.append(self.kind.value)
+        if self.located:
+            parts.append("lat IS NOT NULL AND lon IS NOT NULL")
+        if self.until is not None:
+            parts.append("ts <= ?")
+            params.append(to_iso(self.until))
+        return " AND ".join(parts), params
+
+
+def _scope(owner_id: int | None, channel_id: int | None) -> tuple[str, list[object]]:
+    """SQL narrowing the transcript to an owner and/or a channel (neither: every row)."""
+    parts, params = ["1"], list[object]()
+    for column, value in (("owner_id", owner_id), ("channel_id", channel_id)):
+        if value is not None:
+            parts.append(f"{column} = ?")
+            params.append(value)
+    return " AND ".join(parts), params
 
 
 class TranscriptRepo:
@@ -127,14 +168,81 @@ class TranscriptRepo:
         )
         return [(row_from_db(r), float(r["score"])) for r in rows]
 
-    async def count(self, owner_id: int | None = None) -> int:
-        if owner_id is None:
-            return int(await self.db.fetchval("SELECT count(*) FROM transcript"))
-        return int(
-            await self.db.fetchval(
-                "SELECT count(*) FROM transcript WHERE owner_id = ?", (owner_id,)
-            )
+    async def count(
+        self, owner_id: int | None = None, *, channel_id: int | None = None,
+        messages_only: bool = False,
+    ) -> int:
+        """Rows of an owner (or all), optionally of one channel, optionally messages only."""
+        clause, params = _scope(owner_id, channel_id)
+        if messages_only:
+            clause += " AND kind = 'message'"
+        return int(await self.db.fetchval(
+            f"SELECT count(*) FROM transcript WHERE {clause}", params))
+
+    async def newest_id(
+        self, owner_id: int | None = None, where: RowFilter | None = None
+    ) -> int | None:
+        """The newest row id of an owner (or of the whole transcript), among `where`'s rows."""
+        clause, params = _scope(owner_id, None)
+        if where is not None:
+            more, more_params = where.sql()
+            clause, params = f"{clause} AND {more}", params + more_params
+        value = await self.db.fetchval(f"SELECT max(id) FROM transcript WHERE {clause}", params)
+        return None if value is None else int(value)
+
+    async def matching(
+        self, owner_id: int, where: RowFilter, *, after_id: int = 0, limit: int,
+        newest: bool = False,
+    ) -> list[TranscriptRow]:
+        """An owner's rows of `where` after `after_id`, oldest first (`newest`: the last
+        `limit` of them, still oldest first)."""
+        clause, params = where.sql()
+        order = "DESC" if newest else "ASC"
+        rows = [row_from_db(r) for r in await self.db.fetchall(
+            f"SELECT * FROM transcript WHERE owner_id = ? AND {clause} AND id > ?"
+            f" ORDER BY id {order} LIMIT ?",
+            (owner_id, *params, after_id, limit),
+        )]
+        return rows[::-1] if newest else rows
+
+    async def last_said_at(self, person_id: int, *, skip: int = 0) -> datetime | None:
+        """When `person_id` last sent a message (anywhere), passing over the newest `skip`."""
+        value = await self.db.fetchval(
+            "SELECT ts FROM transcript WHERE person_id = ? AND role = 'user' AND kind = 'message'"
+            " ORDER BY id DESC LIMIT 1 OFFSET ?",
+            (person_id, skip),
         )
+        return from_iso(value) if value else None
+
+    async def last_user_row_at(self, owner_id: int) -> datetime | None:
+        """The newest time stamp of a user row in an owner's memory (a shared room's last
+        word, whoever said it)."""
+        value = await self.db.fetchval(
+            "SELECT max(ts) FROM transcript WHERE owner_id = ? AND role = 'user'", (owner_id,)
+        )
+        return from_iso(value) if value else None
+
+    async def uncut_channels(self, owner_id: int, sources: Sequence[str]) -> dict[int, int]:
+        """An owner's channels from `sources` with rows after their episode cursor: {channel
+        id: newest row id}."""
+        rows = await self.db.fetchall(
+            "SELECT c.id, max(t.id) FROM channels c JOIN transcript t ON t.channel_id = c.id"
+            " LEFT JOIN episode_cursors k ON k.channel_id = c.id"
+            f" WHERE c.owner_id = ? AND c.source IN ({placeholders(sources)})"
+            " AND t.id > coalesce(k.last_row_id, 0) GROUP BY c.id ORDER BY c.id",
+            (owner_id, *sources),
+        )
+        return {int(r[0]): int(r[1]) for r in rows}
+
+
+async def stored_rows(path: str | Path, dim: int) -> int:
+    """Open the database file as it is (not migrated) and count its transcript rows; raises
+    what `Database.open` raises for a file that cannot be used."""
+    db = await Database.open(path, dim, migrate=False)
+    try:
+        return await TranscriptRepo(db).count()
+    finally:
+        await db.close()
 
 
 async def watermark(db: Database, channel_id: int) -> tuple[TranscriptRow, int] | None:

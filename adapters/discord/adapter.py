@@ -26,7 +26,7 @@ import aiohttp
 import discord
 from discord import app_commands
 
-from adapters.base import CHAT_COMMANDS, PlatformRateLimited
+from adapters.base import PlatformRateLimited
 from adapters.discord import mapping
 from adapters.runtime import ReplyOps, deliver_turn, send_text
 from bot.config import Settings
@@ -405,7 +405,7 @@ def build_discord_adapter(
     settings: Settings,
     clock: Clock | None = None,
     *,
-    commands: Sequence[tuple[str, str]] = CHAT_COMMANDS,
+    commands: Sequence[tuple[str, str]] = (),
 ) -> DiscordAdapter | None:
     """The Discord adapter when a bot token is configured (STRATA_DISCORD_TOKEN), else None.
 

@@ -42,7 +42,7 @@ from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
 
-from adapters.base import CHAT_COMMANDS, PlatformRateLimited
+from adapters.base import PlatformRateLimited
 from adapters.runtime import ReplyOps, deliver_turn, send_text
 from adapters.telegram import mapping
 from adapters.telegram.formatting import to_html
@@ -374,7 +374,7 @@ def build_telegram_adapter(
     settings: Settings,
     clock: Clock | None = None,
     *,
-    commands: Sequence[tuple[str, str]] = CHAT_COMMANDS,
+    commands: Sequence[tuple[str, str]] = (),
 ) -> Adapter | None:
     """The Telegram adapter when a bot token is configured (STRATA_TELEGRAM_TOKEN), else None.
 

@@ -17,6 +17,7 @@ from bot.errors import StrataError
 from bot.ports import Clock
 from memory import backup
 from memory.calendar import CalendarRepo
+from memory.episodes import EpisodeRepo
 from memory.export import export_person
 from memory.facts import FactRepo
 from memory.lifecycle import hierarchy
@@ -60,7 +61,7 @@ async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_db_migrate(args: argparse.Namespace, settings: Settings) -> int:
     db = await open_db(settings)
     try:
-        rows = await db.fetchall("SELECT id, name FROM migrations ORDER BY id")
+        rows = await db.applied_migrations()
         print(
             f"{db.path}: {len(rows)} migrations applied "
             f"(latest {rows[-1][0]:04d}_{rows[-1][1]}), embedding dimension {db.dim}"
@@ -114,12 +115,7 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
         persons, channels, transcript = PersonRepo(db), ChannelRepo(db), TranscriptRepo(db)
         person = await _person_or_fail(persons, args.user)
         chans = await channels.for_owner(person.id)
-        counts = {
-            c.id: int(
-                await db.fetchval("SELECT count(*) FROM transcript WHERE channel_id = ?", (c.id,))
-            )
-            for c in chans
-        }
+        counts = {c.id: await transcript.count(channel_id=c.id) for c in chans}
         info: dict[str, Any] = {
             "person": {
                 "id": person.id,
@@ -143,12 +139,7 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
                 for c in chans
             ],
             "transcript_rows": await transcript.count(person.id),
-            "episodes": int(
-                await db.fetchval(
-                    "SELECT count(*) FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL",
-                    (person.id,),
-                )
-            ),
+            "episodes": await EpisodeRepo(db).count(person.id),
             "facts": [
                 {
                     "id": f.id,

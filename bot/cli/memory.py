@@ -20,6 +20,7 @@ from bot.memory_commands import fact_line
 from memory.facts import FactRepo
 from memory.forget import Forgetter
 from memory.persons import PersonRepo
+from memory.transcript import TranscriptRepo
 
 
 def confirm(question: str) -> bool:
@@ -72,8 +73,7 @@ async def cmd_memory_wipe(args: argparse.Namespace, settings: Settings) -> int:
     embedder = make_embedder(settings)
     try:
         person = await _person_or_fail(PersonRepo(db), args.user)
-        rows = int(await db.fetchval("SELECT count(*) FROM transcript WHERE owner_id = ?",
-                                     (person.id,)))
+        rows = await TranscriptRepo(db).count(person.id)
         facts = await FactRepo(db).count(person.id, live_only=False)
         question = (f"Delete everything stored about {person.name} (person {person.id}): "
                     f"{rows} transcript rows, {facts} facts, all episodes?")

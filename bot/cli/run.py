@@ -25,7 +25,7 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        adapters: list[Adapter] = list(configured_adapters(settings, app.clock))
+        adapters: list[Adapter] = configured_adapters(settings, app.clock, app.commands.menu())
         console = None
         if args.console:
             console = ConsoleAdapter(user=args.user, channel=args.channel, clock=app.clock)

@@ -9,6 +9,7 @@ from cognition.registry import JobContext
 from cognition.reminders import local
 from memory.facts import Fact, NewFact
 from memory.profiles import sources_with
+from memory.transcript import RowFilter
 
 
 async def add_fact(
@@ -34,18 +35,14 @@ async def live_facts(ctx: JobContext, kinds: Sequence[str]) -> list[Fact]:
     return await ctx.services.facts.repo.for_owner(ctx.person.id, kinds=kinds)
 
 
-def source_in(switch: str) -> tuple[str, list[str]]:
-    """SQL `source IN (…)` over the sources whose profile has `switch` on, with its params."""
-    allowed = sources_with(switch)
-    return f"source IN ({','.join('?' * len(allowed))})", allowed
+def sources_for(switch: str) -> tuple[str, ...]:
+    """The sources whose profile has `switch` on."""
+    return tuple(sources_with(switch))
 
 
-async def newest_row(ctx: JobContext, where: str, params: list[str]) -> str | None:
+async def newest_row(ctx: JobContext, where: RowFilter) -> str | None:
     """`row:<id>` of the person's newest transcript row matching `where` (a job's watermark)."""
-    newest = await ctx.services.db.fetchval(
-        f"SELECT max(id) FROM transcript WHERE owner_id = ? AND {where}",
-        (ctx.person.id, *params),
-    )
+    newest = await ctx.services.transcript.newest_id(ctx.person.id, where)
     return f"row:{newest}" if newest else None
 
 

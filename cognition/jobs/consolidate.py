@@ -15,19 +15,13 @@ class ConsolidateJob(BaseJob):
     for_rooms = True
 
     async def inputs(self, ctx: JobContext) -> str | None:
-        db = ctx.services.db
-        rows = await db.fetchall(
-            "SELECT channel_id, level, count(*) AS n FROM episodes WHERE owner_id = ?"
-            " AND parent_id IS NULL AND tombstoned_at IS NULL GROUP BY channel_id, level"
-            " ORDER BY channel_id, level",
-            (ctx.person.id,),
-        )
-        newest = await db.fetchval("SELECT max(id) FROM transcript WHERE owner_id = ?",
-                                   (ctx.person.id,))
-        if not rows and newest is None:
+        s = ctx.services
+        apexes = await s.episodes.apex_counts(ctx.person.id)
+        newest = await s.transcript.newest_id(ctx.person.id)
+        if not apexes and newest is None:
             return None
         return f"r{newest or 0};" + ";".join(
-            f"{r['channel_id']}/{r['level']}:{r['n']}" for r in rows)
+            f"{a.channel_id}/{a.level}:{a.count}" for a in apexes)
 
     async def run(self, ctx: JobContext) -> JobOutcome:
         s = ctx.services

@@ -18,8 +18,6 @@ from cognition.registry import BaseJob, JobContext, JobOutcome
 SOURCE = "dmn"
 RECENT = 8
 NEW_FACTS = 10
-_FACTS_SQL = ("FROM facts WHERE owner_id = ? AND status = 'live' AND kind != 'reflection'"
-              " AND source != ?")
 
 
 def _fact_cursor(inputs: str) -> int:
@@ -37,12 +35,8 @@ class DmnJob(BaseJob):
     async def inputs(self, ctx: JobContext) -> str | None:
         s = ctx.services
         portrait = await s.portraits.latest(ctx.person.id)
-        newest = await s.db.fetchval(
-            "SELECT max(id) FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL"
-            " AND source != ?",
-            (ctx.person.id, SOURCE),
-        )
-        fact = await s.db.fetchval(f"SELECT max(id) {_FACTS_SQL}", (ctx.person.id, SOURCE))
+        newest = await s.episodes.newest_id(ctx.person.id, except_source=SOURCE)
+        fact = await s.facts.repo.newest_id(ctx.person.id, except_source=SOURCE)
         if portrait is None and newest is None and fact is None:
             return None
         return f"p{portrait.id if portrait else 0}:e{newest or 0}:f{fact or 0}"
@@ -50,17 +44,11 @@ class DmnJob(BaseJob):
     async def run(self, ctx: JobContext) -> JobOutcome:
         s = ctx.services
         portrait = await s.portraits.latest(ctx.person.id)
-        rows = await s.db.fetchall(
-            "SELECT summary FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL"
-            " AND source != ? ORDER BY ended_at DESC, id DESC LIMIT ?",
-            (ctx.person.id, SOURCE, RECENT),
-        )
-        episodes = [r["summary"][:600] for r in rows][::-1]
-        facts = await s.db.fetchall(
-            f"SELECT kind, text {_FACTS_SQL} AND id > ? ORDER BY id DESC LIMIT ?",
-            (ctx.person.id, SOURCE, _fact_cursor(ctx.previous), NEW_FACTS),
-        )
-        new_facts = [f"[{r['kind']}] {r['text'][:300]}" for r in facts][::-1]
+        episodes = [summary[:600] for summary in await s.episodes.recent_summaries(
+            ctx.person.id, except_source=SOURCE, limit=RECENT)]
+        facts = await s.facts.repo.newer_than(ctx.person.id, _fact_cursor(ctx.previous),
+                                              except_source=SOURCE, limit=NEW_FACTS)
+        new_facts = [f"[{kind}] {text[:300]}" for kind, text in facts]
         # The material goes into the instructions, not the stored prompt: the DMN channel's
         # rows become episodes, and they should hold the findings, not copies of old memories.
         reply = await ctx.turn(

@@ -23,15 +23,7 @@ MAX_BATCHES = 5  # per run (8 episodes each); the rest waits for the next run
 async def open_channels(ctx: JobContext) -> dict[int, int]:
     """The person's memory-producing channels with rows after their episode cursor: {channel
     id: newest row id}."""
-    allowed = sources_with("episodes")
-    rows = await ctx.services.db.fetchall(
-        "SELECT c.id, max(t.id) FROM channels c JOIN transcript t ON t.channel_id = c.id"
-        " LEFT JOIN episode_cursors k ON k.channel_id = c.id"
-        f" WHERE c.owner_id = ? AND c.source IN ({','.join('?' * len(allowed))})"
-        " AND t.id > coalesce(k.last_row_id, 0) GROUP BY c.id ORDER BY c.id",
-        (ctx.person.id, *allowed),
-    )
-    return {int(r[0]): int(r[1]) for r in rows}
+    return await ctx.services.transcript.uncut_channels(ctx.person.id, sources_with("episodes"))
 
 
 class FactExtractionJob(BaseJob):

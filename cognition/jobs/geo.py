@@ -8,21 +8,20 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from cognition.jobs.common import add_fact, newest_row, part_of_day, source_in
+from cognition.jobs.common import add_fact, newest_row, part_of_day, sources_for
 from cognition.prompts import geo as prompts
 from cognition.prompts import read_json
 from cognition.registry import BaseJob, JobContext, JobOutcome
 from cognition.reminders import local
-from memory.transcript import row_from_db
+from memory.transcript import RowFilter
 
 SOURCE = "job:geo"
 HISTORY = 500  # the newest location rows looked at (habits need more than the new ones)
 
 
-def _where() -> tuple[str, list[str]]:
+def _where() -> RowFilter:
     """Located rows from sources whose profile has `geo` on."""
-    where, params = source_in("geo")
-    return f"lat IS NOT NULL AND lon IS NOT NULL AND {where}", params
+    return RowFilter(sources_for("geo"), located=True)
 
 
 class GeoPatternsJob(BaseJob):
@@ -30,15 +29,11 @@ class GeoPatternsJob(BaseJob):
     description = "location habits from location-tagged messages → place facts"
 
     async def inputs(self, ctx: JobContext) -> str | None:
-        return await newest_row(ctx, *_where())
+        return await newest_row(ctx, _where())
 
     async def run(self, ctx: JobContext) -> JobOutcome:
-        s = ctx.services
-        where, params = _where()
-        rows = [row_from_db(r) for r in await s.db.fetchall(
-            f"SELECT * FROM transcript WHERE owner_id = ? AND {where} ORDER BY id DESC LIMIT ?",
-            (ctx.person.id, *params, HISTORY),
-        )][::-1]
+        rows = await ctx.services.transcript.matching(ctx.person.id, _where(), limit=HISTORY,
+                                                      newest=True)
         tz = ctx.person.timezone
         cells: dict[tuple[float, float], list] = defaultdict(list)
         for r in rows:

@@ -4,20 +4,20 @@ channel; input watermark: the newest of the person's own messages from pattern s
 
 from __future__ import annotations
 
-from cognition.jobs.common import add_fact, newest_row, row_cursor, source_in, when
+from bot.types import Role, RowKind
+from cognition.jobs.common import add_fact, newest_row, row_cursor, sources_for, when
 from cognition.prompts import patterns as prompts
 from cognition.prompts import read_json
 from cognition.registry import BaseJob, JobContext, JobOutcome
-from memory.transcript import row_from_db
+from memory.transcript import RowFilter
 
 SOURCE = "job:patterns"
 BATCH = 200
 
 
-def _where() -> tuple[str, list[str]]:
+def _where() -> RowFilter:
     """The person's own messages from sources whose profile has `patterns` on."""
-    where, params = source_in("patterns")
-    return f"role = 'user' AND kind = 'message' AND {where}", params
+    return RowFilter(sources_for("patterns"), role=Role.USER, kind=RowKind.MESSAGE)
 
 
 class PatternMatchJob(BaseJob):
@@ -25,16 +25,12 @@ class PatternMatchJob(BaseJob):
     description = "behavioural patterns from new messages → behavioral_pattern facts"
 
     async def inputs(self, ctx: JobContext) -> str | None:
-        return await newest_row(ctx, *_where())
+        return await newest_row(ctx, _where())
 
     async def run(self, ctx: JobContext) -> JobOutcome:
         s = ctx.services
-        where, params = _where()
-        rows = [row_from_db(r) for r in await s.db.fetchall(
-            f"SELECT * FROM transcript WHERE owner_id = ? AND {where} AND id > ? ORDER BY id"
-            " LIMIT ?",
-            (ctx.person.id, *params, row_cursor(ctx.previous), BATCH),
-        )]
+        rows = await s.transcript.matching(ctx.person.id, _where(),
+                                           after_id=row_cursor(ctx.previous), limit=BATCH)
         if not rows:
             return JobOutcome("no new messages")
         tz = ctx.person.timezone

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from adapters.base import CHAT_COMMANDS
 from adapters.discord.adapter import (
     DM_ONLY_TEXT,
     UNLISTED_TEXT,
@@ -602,14 +601,16 @@ async def test_served_like_strata_run(
     )
     app = await App.create(configured, clock=clock)
     try:
-        [adapter] = configured_adapters(configured, clock)
+        [adapter] = configured_adapters(configured, clock, app.commands.menu())
         assert isinstance(adapter, DiscordAdapter)
         stop = asyncio.Event()
         serving = asyncio.create_task(app.serve([adapter], stop))
         await fake_discord.wait_for(
             lambda f: f.connected_sessions == 1 and f.commands(), timeout=WAIT
         )
-        assert {c["name"] for c in fake_discord.commands()} == {n for n, _ in CHAT_COMMANDS}
+        menu = dict(app.commands.menu())
+        assert {"help", "memory", "forget", "link", "reminders", "timezone"} <= set(menu)
+        assert {c["name"]: c["description"] for c in fake_discord.commands()} == menu
         fake_openai.reply("hello from a served bot")
         msg = await dm_and_wait(fake_discord, ALICE, "alice", "hi")
         assert msg.content == "hello from a served bot"

@@ -338,7 +338,7 @@ async def test_export_attachment_goes_out_as_a_document(
     app: App, telegram_api: FakeTelegramAPI
 ) -> None:
     fake = telegram_api
-    menu = [(c.name, c.summary) for c in app.commands.commands.values()]
+    menu = list(app.commands.menu())
     async with running(app.processor, fake, commands=[*menu, ("Not-Valid", "x")]) as adapter:
         fake.push_private_message(ADA, "I grow tomatoes on my balcony", first_name="Ada")
         await settle(fake, adapter, 1)
