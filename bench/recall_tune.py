@@ -64,7 +64,6 @@ from memory.recall_rank import (  # noqa: E402
     greedy,
     keyword_coverage,
     query_stems,
-    tokens,
     unit_vectors,
     unknown_name,
     window_scores,
@@ -169,12 +168,11 @@ def ask(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning,
         return set(), ws.gate_z, cover
     units, seen = [], set()
     for i in top:
-        words = frozenset(tokens(c.fresh[i]["content"]))
-        if words and words in seen:
+        said = " ".join(str(c.fresh[i]["content"]).lower().split())
+        if said in seen:
             continue
-        seen.add(words)
-        members = tuple(int(m) for m in ws.members[i] if m >= 0) if rank.quote_neighbours \
-            else (i,)
+        seen.add(said)
+        members = tuple(int(m) for m in ws.members[i] if m >= 0)
         units.append(Unit(i, float(ws.score[i]), members, int(c.table.session[i])))
     sel = greedy(units, c.table, Cost(c.fresh), budget, rank, unit_vectors(c.table, units))
     return sel.rows, ws.gate_z, cover
@@ -248,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     base = dataclasses.replace(base, **fixed)  # type: ignore[arg-type]
     grid = [(k, [float(x) for x in v.split(",")]) for k, v in (g.split("=", 1)
                                                                 for g in args.grid)]
+    ints = {f.name for f in dataclasses.fields(RecallTuning) if f.type in ("int", int)}
+    grid = [(k, [int(x) if k in ints else x for x in v]) for k, v in grid]
     combos = list(itertools.product(*(vals for _, vals in grid))) or [()]
     for combo in combos:
         tuning = dataclasses.replace(base, **{k: v for (k, _), v in zip(grid, combo,

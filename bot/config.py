@@ -70,7 +70,7 @@ class RecallSettings(_Section):
     budget_tokens: int = Field(default=1000, ge=0)
     candidates: int = Field(default=40, gt=0, le=1000)
     # Windows (a row and its neighbours) the selection considers, best first.
-    pool: int = Field(default=200, gt=0, le=5000)
+    pool: int = Field(default=100, gt=0, le=5000)
     # score = w_keyword · bm25/best + w_semantic · (cos − mean)/(best − mean) + w_recency · decay:
     # both signals calibrated per query; recency only breaks ties.
     w_keyword: float = Field(default=1.0, ge=0)

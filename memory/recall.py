@@ -89,7 +89,7 @@ class RecallTuning:
 
     budget_tokens: int = 1000
     candidates: int = 40  # extra candidates (episodes, facts) per source and signal
-    pool: int = 200  # best windows the selection considers
+    pool: int = 100  # best windows the selection considers
     w_keyword: float = 1.0
     w_semantic: float = 0.5
     w_recency: float = 0.02
@@ -99,15 +99,8 @@ class RecallTuning:
     gate_cosine: float = 0.41
     gate_keyword: float = 6.56
     gate_unknown_name: float = 10.0
-    centroid: float = 1.0
-    quote_neighbours: bool = True
     cost_power: float = 0.5
-    semantic_z: bool = False
-    feedback: float = 0.0
-    feedback_windows: int = 3
     redundancy: float = 0.3
-    bm25_k1: float = 1.2
-    bm25_b: float = 0.75
     skip_recent_rows: int = 20
     keyword_scan: int = 2000
 
@@ -330,25 +323,34 @@ def row_line(row: Row) -> str:
     return "\n".join("  > " + line for line in text.splitlines() if line.strip())
 
 
-def render_span(rows: Sequence[Row]) -> str:
-    start, end = _date(rows[0]["ts"]), _date(rows[-1]["ts"])
+def _header(first: Row, last: Row) -> str:
+    start, end = _date(first["ts"]), _date(last["ts"])
     when = start if start == end else f"{start} to {end}"
-    r = rows[0]
-    where = _where(r["kind"], r["platform"], r["name"], r["source"])
-    return f"- {when}, {where}:\n" + "\n".join(row_line(x) for x in rows)
+    return f"- {when}, {_where(first['kind'], first['platform'], first['name'], first['source'])}:"
+
+
+def render_span(rows: Sequence[Row]) -> str:
+    """Neighbouring rows quoted under one header: date (range) and channel."""
+    return _header(rows[0], rows[-1]) + "\n" + "\n".join(row_line(x) for x in rows)
 
 
 @dataclass
 class _SpanCost:
-    """What a quoted span costs, memoised (`recall_rank.greedy` asks again and again)."""
+    """What a quoted span costs: exactly count_tokens(render_span(rows) + "\n"), from each
+    row's line and header parts computed once (`recall_rank.greedy` asks again and again)."""
 
     fresh: dict[int, Row]  # table index → the row as it is now
-    memo: dict[tuple[int, ...], int] = field(default_factory=dict)
+    lines: dict[int, int] = field(default_factory=dict)  # row → len(line) + 1
+
+    def _line(self, i: int) -> int:
+        if i not in self.lines:
+            self.lines[i] = len(row_line(self.fresh[i])) + 1
+        return self.lines[i]
 
     def __call__(self, run: tuple[int, ...]) -> int:
-        if run not in self.memo:
-            self.memo[run] = count_tokens(render_span([self.fresh[i] for i in run]) + "\n")
-        return self.memo[run]
+        first, last = self.fresh[run[0]], self.fresh[run[-1]]
+        chars = len(_header(first, last)) + 1 + sum(self._line(i) for i in run)
+        return -(-chars // 4)
 
 
 # -- the recaller -----------------------------------------------------------------------------
@@ -553,14 +555,14 @@ def _window_units(table: RowTable, ws: WindowScores, top: Sequence[int],
     """The selectable windows: rows still there, exact repeats of a better window's centre
     (the same words said again) left out."""
     units: list[Unit] = []
-    seen: set[frozenset[str]] = set()
+    seen: set[str] = set()
     for i in top:
         if i not in fresh:
             continue
-        words = frozenset(tokens(fresh[i]["content"]))
-        if words and words in seen:
+        said = " ".join(str(fresh[i]["content"]).lower().split())
+        if said in seen:
             continue
-        seen.add(words)
+        seen.add(said)
         members = tuple(int(m) for m in ws.members[i] if m >= 0 and int(m) in fresh)
         units.append(Unit(i, float(ws.score[i]), members, int(table.session[i])))
     return units

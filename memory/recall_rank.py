@@ -30,7 +30,6 @@ already in the block, and each window already taken from the same session costs
 from __future__ import annotations
 
 import functools
-import heapq
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -80,20 +79,13 @@ class RankTuning:
     w_recency: float = 0.02
     session_penalty: float = 0.0
     relative_floor: float = 0.0
-    pool: int = 200  # windows considered for selection, best first
+    pool: int = 100  # windows considered for selection, best first
     gate_bias: float = -1.6
     gate_cosine: float = 0.41
     gate_keyword: float = 6.56
     gate_unknown_name: float = 10.0
-    centroid: float = 1.0  # window cosine: this share the centroid's, the rest the best row's
-    quote_neighbours: bool = True  # select whole windows (else the centre row alone)
     cost_power: float = 0.5  # value per token^power: 0 ranks by score alone
-    semantic_z: bool = False  # semantic as z / sqrt(2 ln n) instead of (cos − mean)/(best − mean)
-    feedback: float = 0.0  # weight of the best windows' centroid added to the query vector
-    feedback_windows: int = 3
     redundancy: float = 0.3  # MMR: value − this × the best cosine to a window already taken
-    bm25_k1: float = 1.2
-    bm25_b: float = 0.75
 
 
 @dataclass
@@ -114,6 +106,8 @@ class RowTable:
     next: I64
     lengths: F64  # content words per row
     postings: dict[str, dict[int, int]] = field(default_factory=dict)
+    padded: F32 = field(default_factory=lambda: np.zeros((1, 1), np.float32))  # + a zero row
+    window_norm: F64 = field(default_factory=lambda: np.zeros(0))  # |sum of a window's vectors|
 
     @property
     def n(self) -> int:
@@ -156,9 +150,17 @@ def build_table(ids: Sequence[int], channel: Sequence[int], minutes: Sequence[fl
         for t in toks:
             bucket = postings.setdefault(t, {})
             bucket[i] = bucket.get(i, 0) + 1
-    return RowTable(np.asarray(ids, dtype=np.int64), ch, session, mins,
-                    np.asarray(vectors, dtype=np.float32), np.asarray(has_vec, dtype=bool),
-                    prev, nxt, lengths, postings)
+    vecs = np.asarray(vectors, dtype=np.float32)
+    if vecs.ndim != 2 or vecs.shape[0] != len(texts):
+        vecs = np.zeros((len(texts), vecs.shape[-1] if vecs.ndim == 2 else 1), np.float32)
+    padded = np.vstack([vecs, np.zeros((1, vecs.shape[1]), np.float32)])
+    n = len(texts)
+    p = np.where(prev >= 0, prev, n)
+    x = np.where(nxt >= 0, nxt, n)
+    norm = np.linalg.norm(padded[p] + padded[:n] + padded[x], axis=1) if n else np.zeros(0)
+    return RowTable(np.asarray(ids, dtype=np.int64), ch, session, mins, vecs,
+                    np.asarray(has_vec, dtype=bool), prev, nxt, lengths, postings, padded,
+                    norm.astype(np.float64))
 
 
 # -- per-query signals -----------------------------------------------------------------------
@@ -218,7 +220,7 @@ def window_scores(table: RowTable, stems: Sequence[str], vector: F32 | None,
     wlen = lengths[prev] + lengths[centre] + lengths[nxt]
     avg = float(wlen[mask].mean()) if mask.any() else 1.0
     bm25 = np.zeros(n, dtype=np.float64)
-    k1, b = tuning.bm25_k1, tuning.bm25_b
+    k1, b = BM25_K1, BM25_B
     norm = k1 * (1 - b + b * wlen / max(avg, 1.0))
     for t in stems:
         post = table.postings.get(t)
@@ -236,24 +238,17 @@ def window_scores(table: RowTable, stems: Sequence[str], vector: F32 | None,
     cosine = np.full(n, np.nan)
     gate_z = cos_mean = cos_best = float("nan")
     if vector is not None and table.has_vec.any():
-        vecs = np.vstack([table.vectors, np.zeros((1, table.vectors.shape[1]), np.float32)])
-        summed = vecs[prev] + vecs[centre] + vecs[nxt]
-        norms = np.linalg.norm(summed, axis=1)
+        norms = table.window_norm.copy()
+        # Windows whose neighbour is left out (already in the prompt) have another sum.
+        changed = np.flatnonzero((prev != np.where(table.prev >= 0, table.prev, sentinel))
+                                 | (nxt != np.where(table.next >= 0, table.next, sentinel)))
+        if changed.size:
+            v = table.padded
+            norms[changed] = np.linalg.norm(v[prev[changed]] + v[changed] + v[nxt[changed]],
+                                            axis=1)
         has = (norms > 0) & mask
-        sem = _semantic(vecs, summed, norms, has, prev, nxt, vector, tuning)
-        cosine, semantic, gate_z, cos_mean, cos_best = sem
-        if tuning.feedback > 0 and has.any():
-            # Pseudo-relevance feedback: the query moved towards its best windows, so that
-            # other sessions about the same thing are found too (not only paraphrases).
-            first = np.where(has, tuning.w_keyword * keyword + tuning.w_semantic * semantic,
-                             -np.inf)
-            top = np.argsort(-first)[: tuning.feedback_windows]
-            fb = summed[top].sum(axis=0)
-            fb /= max(float(np.linalg.norm(fb)), 1e-9)
-            moved = vector / max(float(np.linalg.norm(vector)), 1e-9) + tuning.feedback * fb
-            moved /= max(float(np.linalg.norm(moved)), 1e-9)
-            cosine, semantic, _, cos_mean, cos_best = _semantic(
-                vecs, summed, norms, has, prev, nxt, moved.astype(np.float32), tuning)
+        cosine, semantic, gate_z, cos_mean, cos_best = _semantic(
+            table.padded @ vector.astype(np.float32), norms, has, prev, nxt)
     score = (tuning.w_keyword * keyword + tuning.w_semantic * semantic
              + tuning.w_recency * recency)
     valid = mask & ((keyword > 0) | ~np.isnan(cosine))
@@ -261,30 +256,23 @@ def window_scores(table: RowTable, stems: Sequence[str], vector: F32 | None,
                         valid, gate_z, bm25_best, idf, cos_mean, cos_best, avg)
 
 
-def _semantic(vecs: F32, summed: F32, norms: F32, has: npt.NDArray[np.bool_], prev: I64,
-              nxt: I64, vector: F32, tuning: RankTuning
+def _semantic(sims: F32, norms: F64, has: npt.NDArray[np.bool_], prev: I64, nxt: I64
               ) -> tuple[F64, F64, float, float, float]:
-    """Window cosines, their per-query calibration, the gate's z and the background."""
+    """Window cosines (of the sum of the window's vectors), their per-query calibration
+    (cos − mean) / (best − mean), the gate's excess z and the background's mean and best."""
     n = has.shape[0]
     centre = np.arange(n)
-    sims = vecs @ vector.astype(np.float32)
     centroid = (sims[prev] + sims[centre] + sims[nxt]) / np.maximum(norms, 1e-9)
-    if tuning.centroid < 1.0:
-        pad = np.where(np.linalg.norm(vecs, axis=1) > 0, sims, -np.inf)
-        best_row = np.maximum(np.maximum(pad[prev], pad[centre]), pad[nxt])
-        best_row = np.where(np.isfinite(best_row), best_row, centroid)
-        centroid = tuning.centroid * centroid + (1 - tuning.centroid) * best_row
     cosine = np.where(has, centroid, np.nan)
     background = cosine[has]
     semantic = np.zeros(n)
     if not background.size:
         return cosine, semantic, float("nan"), float("nan"), float("nan")
     mean, best, sd = float(background.mean()), float(background.max()), float(background.std())
-    expected = math.sqrt(2.0 * math.log(max(background.size, 2)))
-    if tuning.semantic_z and sd > 1e-9:
-        semantic = np.where(has, (cosine - mean) / (sd * expected), 0.0)
-    elif best - mean > 1e-9:
+    if best - mean > 1e-9:
         semantic = np.where(has, (cosine - mean) / (best - mean), 0.0)
+    # The best of n unrelated windows already stands about sqrt(2 ln n) deviations out.
+    expected = math.sqrt(2.0 * math.log(max(background.size, 2)))
     gate_z = (best - mean) / sd - expected if sd > 1e-9 else 0.0
     return cosine, semantic, gate_z, mean, best
 
@@ -398,84 +386,88 @@ def added_cost(table: RowTable, chosen: set[int], new: Sequence[int],
 
 def greedy(units: Sequence[Unit], table: RowTable, span_cost: Callable[[tuple[int, ...]], int],
            budget: int, tuning: RankTuning, vectors: F32 | None = None) -> Selection:
-    """Lazy greedy: take the unit with the best current value that fits the budget. A window
-    that no longer fits whole may still bring its centre row alone. `vectors` (one unit
-    vector per unit, or zeros) make it MMR when `tuning.redundancy` is set."""
+    """Greedy by current value: score × the share of the unit's rows not yet quoted, per
+    (tokens it adds)^cost_power, less `redundancy` × its highest cosine to a unit already
+    taken (MMR; `vectors`: one unit vector per unit) and `session_penalty` per unit already
+    taken from its session. Values are updated only for the units next to what was taken. A
+    window that no longer fits whole may still bring its centre row alone."""
     sel = Selection()
-    if not units:
+    m = len(units)
+    if not m:
         return sel
-    best = max(u.score for u in units)
-    floor = tuning.relative_floor * best if best > 0 else -math.inf
-    heap = [(-u.score, i) for i, u in enumerate(units)]
-    heapq.heapify(heap)
-    closest = np.zeros(len(units)) if vectors is not None and tuning.redundancy > 0 else None
-
-    def value(i: int) -> float:
-        u = units[i]
+    score = np.array([u.score for u in units], dtype=np.float64)
+    best = float(score.max())
+    alive = score >= (tuning.relative_floor * best if best > 0 else -math.inf)
+    share = np.ones(m)
+    cost = np.array([span_cost(u.rows) if u.key >= 0 else u.cost for u in units], np.float64)
+    closest = np.zeros(m)
+    session = np.array([u.session for u in units], dtype=np.int64)
+    taken = np.zeros(int(session.max(initial=0)) + 2)
+    near: dict[int, list[int]] = {}  # row → windows that hold it or border on it
+    for j, u in enumerate(units):
         if u.key >= 0:
-            new = [r for r in u.rows if r not in sel.rows]
-            if not new:
-                return -math.inf
-            v = u.score * len(new) / len(u.rows)
-            if tuning.cost_power and v > 0:
-                cost = max(added_cost(table, sel.rows, new, span_cost), 1)
-                v = v / (cost / TYPICAL_COST) ** tuning.cost_power
-        else:
-            if u.rows and all(r in sel.rows for r in u.rows):
-                return -math.inf
-            v = u.score
-            if tuning.cost_power and v > 0:
-                v = v / (max(u.cost, 1) / TYPICAL_COST) ** tuning.cost_power
-        v -= tuning.session_penalty * sel.per_session.get(u.session, 0)
-        if closest is not None:
-            v -= tuning.redundancy * max(float(closest[i]), 0.0)
-        return v
-
-    while heap and sel.used < budget:
-        neg, i = heapq.heappop(heap)
-        u = units[i]
-        if u.score < floor:
-            break
-        v = value(i)
-        if v == -math.inf:
-            continue
-        if heap and v < -heap[0][0] - 1e-12 and v < -neg - 1e-12:
-            heapq.heappush(heap, (-v, i))  # stale: re-queue at its current value
-            continue
-        if u.key >= 0:
-            new = [r for r in u.rows if r not in sel.rows]
-            cost = added_cost(table, sel.rows, new, span_cost)
-            if sel.used + cost > budget:
-                if u.key in sel.rows:
-                    continue
-                new = [u.key]
-                cost = added_cost(table, sel.rows, new, span_cost)
-                if sel.used + cost > budget:
-                    continue
-            sel.rows.update(new)
-            sel.used += cost
-            for r in new:
-                sel.order.setdefault(r, u.score)
-        else:
+            for r in u.rows:
+                for x in (r, int(table.prev[r]), int(table.next[r])):
+                    if x >= 0:
+                        near.setdefault(x, []).append(j)
+    mmr = vectors is not None and tuning.redundancy > 0
+    # Stop once nothing left can fit: not the cheapest unit's current cost, not a lone row.
+    smallest = min(span_cost((u.key,)) if u.key >= 0 else u.cost for u in units)
+    while alive.any() and budget - sel.used >= min(smallest, float(cost[alive].min())):
+        value = score * share
+        if tuning.cost_power:
+            value = np.where(value > 0, value / (np.maximum(cost, 1.0) / TYPICAL_COST)
+                             ** tuning.cost_power, value)
+        value = value - tuning.session_penalty * taken[session] - tuning.redundancy * closest
+        value[~alive] = -np.inf
+        j = int(np.argmax(value))
+        alive[j] = False
+        u = units[j]
+        if u.key < 0:
             if sel.used + u.cost > budget:
                 continue
             sel.extras.append(-1 - u.key)
             sel.used += u.cost
+            added: list[int] = []
+        else:
+            new = [r for r in u.rows if r not in sel.rows]
+            extra = added_cost(table, sel.rows, new, span_cost)
+            if sel.used + extra > budget:
+                if u.key in sel.rows:
+                    continue
+                new = [u.key]
+                extra = added_cost(table, sel.rows, new, span_cost)
+                if sel.used + extra > budget:
+                    continue
+            sel.rows.update(new)
+            sel.used += extra
+            for r in new:
+                sel.order.setdefault(r, u.score)
+            added = new
         if u.session >= 0:
-            sel.per_session[u.session] = sel.per_session.get(u.session, 0) + 1
-        if closest is not None and vectors is not None:
-            np.maximum(closest, vectors @ vectors[i], out=closest)
+            taken[u.session] += 1
+        if mmr and vectors is not None:
+            np.maximum(closest, vectors @ vectors[j], out=closest)
+        for k in {k for r in added for k in near.get(r, ()) if alive[k]}:
+            rest = [r for r in units[k].rows if r not in sel.rows]
+            if not rest:
+                alive[k] = False
+                continue
+            share[k] = len(rest) / len(units[k].rows)
+            cost[k] = added_cost(table, sel.rows, rest, span_cost)
     return sel
 
 
 def unit_vectors(table: RowTable, units: Sequence[Unit]) -> F32:
     """Each unit's direction: the normalised sum of its rows' vectors (zeros for none)."""
-    out = np.zeros((len(units), table.vectors.shape[1]), dtype=np.float32)
+    n = table.n
+    idx = np.full((len(units), 3), n, dtype=np.int64)
     for j, u in enumerate(units):
-        if u.rows:
-            out[j] = table.vectors[list(u.rows)].sum(axis=0)
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return out / np.maximum(norms, 1e-9)
+        rows = u.rows[:3] if u.key >= 0 else ()
+        idx[j, : len(rows)] = rows
+    out = table.padded[idx].sum(axis=1)
+    return (out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)).astype(
+        np.float32)
 
 
 def spans(table: RowTable, rows: set[int]) -> list[tuple[int, ...]]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import random
 import tempfile
-from dataclasses import replace
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -245,8 +245,8 @@ async def test_recency_breaks_ties_and_duplicates_collapse(
     assert old[0] not in result.cited_row_ids
 
 
-async def test_embedder_down_falls_back_to_keywords(db: Database, emb: OpenAIEmbedder,
-                                                    clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+async def test_embedder_down_falls_back_to_keywords(
+        db: Database, emb: OpenAIEmbedder, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
     alice = await person(db, "alice", clock)
     ch = await channel(db, alice, "alice/d", clock)
     rows = await turn(db, ch, alice, FACT, clock)
