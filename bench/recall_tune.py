@@ -60,6 +60,7 @@ from memory.recall_rank import (  # noqa: E402
     RowTable,
     Unit,
     build_table,
+    gate_idf,
     gate_logit,
     greedy,
     keyword_coverage,
@@ -162,7 +163,7 @@ def ask(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning,
     if not top:
         return set(), ws.gate_z, 0.0
     gate_rows = sorted({int(m) for i in top[:GATE_WINDOWS] for m in ws.members[i] if m >= 0})
-    cover = keyword_coverage(c.table, gate_rows, without_names(q.question, ws.idf))
+    cover = keyword_coverage(c.table, gate_rows, without_names(q.question, gate_idf(c.table, stems)))
     stranger = unknown_name(q.question, c.table)
     if gate_logit(ws.gate_z, cover, stranger, rank) < 0:
         return set(), ws.gate_z, cover

@@ -54,6 +54,7 @@ from memory.recall_rank import (
     Unit,
     WindowScores,
     bm25_text,
+    gate_idf,
     gate_logit,
     greedy,
     keyword_coverage,
@@ -95,7 +96,7 @@ class RecallTuning:
     w_recency: float = 0.02
     session_penalty: float = 0.0
     relative_floor: float = 0.0
-    gate_bias: float = -1.6
+    gate_bias: float = -1.8
     gate_cosine: float = 0.41
     gate_keyword: float = 6.56
     gate_unknown_name: float = 10.0
@@ -452,16 +453,18 @@ class Recall:
             mask &= ~((table.channel == q.skip_channel_id) & (table.ids > q.skip_after_row_id))
         recency = recency_of(table.minutes, q.now, EPISODE_TAU_DAYS[LEAF])
         ws = window_scores(table, stems, q.vector, mask, recency, rank)
-        # Extra candidates: left out when every row they cite is a live row (a window).
+        # Extra candidates: left out when every row they cite is a live row that may be
+        # quoted (a window); notes about rows left out as already shown still compete.
         extras = [c for batch in found for c in batch
-                  if not (c.cited_rows and all(r in rows.position for r in c.cited_rows))]
+                  if not (c.cited_rows and all(r in rows.position and mask[rows.position[r]]
+                                               for r in c.cited_rows))]
         order = np.argsort(-ws.score, kind="stable")[: rank.pool]
         top = [int(i) for i in order if ws.valid[i]]
         if not top and not extras:
             return [], 0
         # The gate: how far the best window stands out, and how much of the query it holds.
         gate_rows = sorted({int(m) for i in top[:GATE_WINDOWS] for m in ws.members[i] if m >= 0})
-        content = without_names(q.text, ws.idf)
+        content = without_names(q.text, gate_idf(table, stems))
         cover = keyword_coverage(table, gate_rows, content)
         extra_scores = [self._extra_score(c, ws, rank) for c in extras]
         if extras:

@@ -80,7 +80,7 @@ class RankTuning:
     session_penalty: float = 0.0
     relative_floor: float = 0.0
     pool: int = 100  # windows considered for selection, best first
-    gate_bias: float = -1.6
+    gate_bias: float = -1.8
     gate_cosine: float = 0.41
     gate_keyword: float = 6.56
     gate_unknown_name: float = 10.0
@@ -186,6 +186,17 @@ class WindowScores:
 
 def idf_of(table: RowTable, stems: Sequence[str]) -> dict[str, float]:
     n = max(table.n, 1)
+    return {t: math.log(1.0 + (n - len(table.postings.get(t, ())) + 0.5)
+                        / (len(table.postings.get(t, ())) + 0.5)) for t in stems}
+
+
+# The gate's idf counts this many background documents that hold none of the query's words, so
+# that in a memory of a handful of rows a word said twice still outweighs one never said.
+GATE_PRIOR_DOCS = 50
+
+
+def gate_idf(table: RowTable, stems: Sequence[str]) -> dict[str, float]:
+    n = table.n + GATE_PRIOR_DOCS
     return {t: math.log(1.0 + (n - len(table.postings.get(t, ())) + 0.5)
                         / (len(table.postings.get(t, ())) + 0.5)) for t in stems}
 
