@@ -151,8 +151,8 @@ class Cost:
 
 
 def ask(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning,
-        budget: int) -> tuple[set[int], float, float]:
-    """The rows chosen for one question, and the gate's two features."""
+        budget: int) -> tuple[set[int], float, float, bool]:
+    """The rows chosen for one question, and the gate's features (z, coverage, stranger)."""
     rank = tuning.rank
     stems = query_stems(q.question)
     now = q.asked_at
@@ -161,12 +161,13 @@ def ask(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning,
     order = np.argsort(-ws.score, kind="stable")[: rank.pool]
     top = [int(i) for i in order if ws.valid[i]]
     if not top:
-        return set(), ws.gate_z, 0.0
+        return set(), ws.gate_z, 0.0, False
     gate_rows = sorted({int(m) for i in top[:GATE_WINDOWS] for m in ws.members[i] if m >= 0})
-    cover = keyword_coverage(c.table, gate_rows, without_names(q.question, gate_idf(c.table, stems)))
+    content = without_names(q.question, gate_idf(c.table, stems))
+    cover = keyword_coverage(c.table, gate_rows, content)
     stranger = unknown_name(q.question, c.table)
     if gate_logit(ws.gate_z, cover, stranger, rank) < 0:
-        return set(), ws.gate_z, cover
+        return set(), ws.gate_z, cover, stranger
     units, seen = [], set()
     for i in top:
         said = " ".join(str(c.fresh[i]["content"]).lower().split())
@@ -176,38 +177,44 @@ def ask(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning,
         members = tuple(int(m) for m in ws.members[i] if m >= 0)
         units.append(Unit(i, float(ws.score[i]), members, int(c.table.session[i])))
     sel = greedy(units, c.table, Cost(c.fresh), budget, rank, unit_vectors(c.table, units))
-    return sel.rows, ws.gate_z, cover
+    return sel.rows, ws.gate_z, cover, stranger
 
 
 def evaluate(convs: Sequence[Conv], tuning: RecallTuning, budget: int) -> dict[str, Any]:
     by_cat: dict[str, list[float]] = {}
     overall: list[float] = []
     false_inj: list[float] = []
-    feats: list[tuple[float, float, int]] = []
+    feats: list[tuple[float, float, bool, int]] = []
     for c in convs:
         tid = {t.turn_id: i for i, t in enumerate(c.turns)}
         for q in c.own:
-            rows, z, cov = ask(c, q, q.qid, tuning, budget)
+            rows, z, cov, stranger = ask(c, q, q.qid, tuning, budget)
             if q.category != ADVERSARIAL and q.evidence:
                 ev = [tid[e] for e in q.evidence]
                 r = sum(1 for e in ev if e in rows) / len(ev)
                 overall.append(r)
                 by_cat.setdefault(q.category, []).append(r)
-                feats.append((z, cov, 1))
+                feats.append((z, cov, stranger, 1))
         for q in c.foreign:
-            rows, z, cov = ask(c, q, q.qid + "/f", tuning, budget)
+            rows, z, cov, stranger = ask(c, q, q.qid + "/f", tuning, budget)
             false_inj.append(1.0 if rows else 0.0)
-            feats.append((z, cov, 0))
+            feats.append((z, cov, stranger, 0))
     return {"evidence_recall": round(float(np.mean(overall)), 4),
             "by_category": {k: round(float(np.mean(v)), 4) for k, v in sorted(by_cat.items())},
             "false_injection_rate": round(float(np.mean(false_inj)), 4), "features": feats}
 
 
-def fit_gate(feats: Sequence[tuple[float, float, int]], target: float) -> tuple[float, ...]:
-    """Logistic regression (gradient descent) on (z, coverage) → asked-here; then the bias is
-    moved so that the false-injection rate on these questions is at most `target`."""
+def fit_gate(feats: Sequence[tuple[float, float, bool, int]],
+             target: float) -> tuple[float, ...]:
+    """A stranger's name vetoes (`gate_unknown_name`); on the other questions, logistic
+    regression (gradient descent) of asked-here on (z, coverage); then the bias is moved so
+    that the false-injection rate over all these questions is at most `target`. Returns
+    (bias, cosine, keyword, share of asked-here questions kept)."""
+    n_neg = sum(1 for f in feats if f[3] == 0)
+    n_pos = len(feats) - n_neg
+    feats = [f for f in feats if not f[2]]
     x = np.array([[f[0] if not math.isnan(f[0]) else 0.0, f[1]] for f in feats])
-    y = np.array([f[2] for f in feats], dtype=float)
+    y = np.array([f[3] for f in feats], dtype=float)
     w = np.zeros(3)
     xb = np.hstack([np.ones((len(x), 1)), x])
     for _ in range(20000):
@@ -215,10 +222,9 @@ def fit_gate(feats: Sequence[tuple[float, float, int]], target: float) -> tuple[
         w -= 0.1 * xb.T @ (p - y) / len(y)
     logits = xb[:, 1:] @ w[1:]
     neg = np.sort(logits[y == 0])[::-1]
-    k = math.floor(target * len(neg))
+    k = math.floor(target * n_neg)
     bias = -(neg[k] + 1e-6) if k < len(neg) else w[0]
-    bias = min(bias, w[0]) if k < len(neg) else bias
-    kept = float(np.mean(logits[y == 1] + bias > 0))
+    kept = float(np.sum(logits[y == 1] + bias > 0)) / max(n_pos, 1)
     return float(bias), float(w[1]), float(w[2]), kept
 
 
