@@ -284,6 +284,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         results.append(await run_size(args, size))
     return {
         "benchmark": "turn-zero recall latency",
+        "command": "python bench/recall_latency.py " + " ".join(sys.argv[1:]),
         "dim": args.dim,
         "top_k": TOP_K,
         "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count(),
