@@ -31,6 +31,10 @@ from pydantic_settings.sources.utils import parse_env_vars
 from bot.errors import ConfigError
 
 OLLAMA_URL = "http://127.0.0.1:11434/v1"
+log = logging.getLogger(__name__)
+# [recall] knobs of the hand-calibrated scoring that recall no longer has.
+RETIRED_RECALL_KEYS = frozenset({"sim_zero", "sim_full", "min_relevance", "min_top_relevance",
+                                 "w_relevance", "w_salience", "near_duplicate"})
 
 
 def _split_list(value: Any) -> Any:
@@ -97,27 +101,42 @@ class RecallSettings(_Section):
     enabled: bool = True
     budget_tokens: int = Field(default=1000, ge=0)
     candidates: int = Field(default=40, gt=0, le=1000)
-    relative_floor: float = Field(default=0.55, ge=0, le=1)
-    min_relevance: float = Field(default=0.25, ge=0, le=1)
-    min_top_relevance: float = Field(default=0.7, ge=0, le=1)
-    w_relevance: float = Field(default=0.7, ge=0)
-    w_recency: float = Field(default=0.05, ge=0)
-    w_salience: float = Field(default=0.1, ge=0)
-    # Cosine similarity mapped onto the 0–1 semantic score: at or below sim_zero counts as
-    # unrelated, at or above sim_full as fully relevant (sentence models: related ~0.3–0.6).
-    sim_zero: float = Field(default=0.15, ge=-1, le=1)
-    sim_full: float = Field(default=0.65, ge=-1, le=1)
-    near_duplicate: float = Field(default=0.85, gt=0, le=1)
+    # Windows (a row and its neighbours) the selection considers, best first.
+    pool: int = Field(default=100, gt=0, le=5000)
+    # score = w_keyword · bm25/best + w_semantic · (cos − mean)/(best − mean) + w_recency · decay:
+    # both signals calibrated per query; recency only breaks ties.
+    w_keyword: float = Field(default=1.0, ge=0)
+    w_semantic: float = Field(default=0.5, ge=0)
+    w_recency: float = Field(default=0.02, ge=0)
+    # Selection: value per token^cost_power, less redundancy × cosine to what was taken (MMR),
+    # less session_penalty per window already quoted from the same session.
+    cost_power: float = Field(default=0.5, ge=0, le=2)
+    redundancy: float = Field(default=0.3, ge=0)
+    session_penalty: float = Field(default=0.0, ge=0)
+    relative_floor: float = Field(default=0.0, ge=0, le=1)
+    # The abstention gate: inject only if bias + cosine·z + keyword·coverage − unknown_name·[a
+    # name the memory never mentions] > 0. Fitted on data; its features are scale-free, so no
+    # retuning for another embedding model.
+    gate_bias: float = -1.8
+    gate_cosine: float = Field(default=0.41, ge=0)
+    gate_keyword: float = Field(default=6.56, ge=0)
+    gate_unknown_name: float = Field(default=10.0, ge=0)
     skip_recent_rows: int = Field(default=20, ge=0)
     keyword_scan: int = Field(default=2000, gt=0)
     # The query's embedding may take this long; after that recall uses keywords only.
     query_embed_seconds: float = Field(default=10.0, gt=0)
 
-    @model_validator(mode="after")
-    def _sim_order(self) -> RecallSettings:
-        if self.sim_full <= self.sim_zero:
-            raise ValueError("sim_full must be greater than sim_zero")
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _retired(cls, data: Any) -> Any:
+        """Knobs of the earlier hand-calibrated scoring are accepted and ignored."""
+        if isinstance(data, dict):
+            old = RETIRED_RECALL_KEYS & data.keys()
+            if old:
+                log.warning("config [recall]: %s no longer used (recall calibrates itself)",
+                            ", ".join(sorted(old)))
+                data = {k: v for k, v in data.items() if k not in old}
+        return data
 
 
 class EpisodeSettings(_Section):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import re
 import tempfile
 import time
 import zlib
@@ -39,10 +40,12 @@ from bot.config import DbSettings, Settings
 from bot.errors import StrataError
 from bot.tokens import count_tokens
 from bot.types import Channel, ChannelKind, NewRow, Person, Role
+from memory.fts import STOPWORDS
 from memory.janitor import decay_pass
 from memory.rollup import consolidate_owner
 
 log = logging.getLogger(__name__)
+_WORD = re.compile(r"\w+", re.UNICODE)
 
 ADVERSARIAL = "adversarial"
 EPISODE_MODES = ("extractive", "llm")
@@ -53,6 +56,7 @@ METRIC_KEYS = (
     "empty_rate",
     "latency_ms_p50",
     "latency_ms_p95",
+    "answer_coverage",
 )
 
 
@@ -91,6 +95,7 @@ class _QuestionIn(_Record):
     category: str = Field(min_length=1)
     evidence: list[str] = Field(default_factory=list)
     asked_at: str
+    answer: str | int | float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +117,7 @@ class EvalQuestion:
     category: str
     evidence: tuple[str, ...]
     asked_at: datetime
+    answer: str = ""
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -162,7 +168,7 @@ def load_questions(path: Path) -> list[EvalQuestion]:
     """The questions of `path` (questions.jsonl), in file order."""
     return [
         EvalQuestion(q.conv, q.qid, q.question, q.category, tuple(q.evidence),
-                     _time(path, q.qid, q.asked_at))
+                     _time(path, q.qid, q.asked_at), "" if q.answer is None else str(q.answer))
         for q in _read_jsonl(path, _QuestionIn)
     ]
 
@@ -190,6 +196,13 @@ class Answer:
     tokens: int
     latency_ms: float
     abstention: bool = False
+    block: str = ""  # the exact injected text ("" when nothing was injected)
+    answer: str = ""  # the gold answer
+
+    @property
+    def answer_coverage(self) -> float:
+        """The share of the gold answer's content words that the injected block contains."""
+        return answer_coverage(self.answer, self.block)
 
     @property
     def injected(self) -> bool:
@@ -204,6 +217,20 @@ class Answer:
     def recall(self) -> float:
         ev = set(self.evidence)
         return len(ev & self.cited) / len(ev) if ev else 0.0
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of `text` without stopwords (the answer-coverage vocabulary)."""
+    return {w for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
+
+
+def answer_coverage(answer: str, block: str) -> float:
+    """The share of `answer`'s content words found in `block` (0 when it has none)."""
+    want = content_words(answer)
+    if not want:
+        return 0.0
+    have = {w for w in _WORD.findall(block.lower())}
+    return len(want & have) / len(want)
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -227,6 +254,8 @@ def metrics(
         "empty_rate": round(_mean([0.0 if a.injected else 1.0 for a in answers]), 4),
         "latency_ms_p50": round(_pct(lat, 50), 2),
         "latency_ms_p95": round(_pct(lat, 95), 2),
+        "answer_coverage": round(_mean([a.answer_coverage for a in ev
+                                        if content_words(a.answer)]), 4),
     }
 
 
@@ -299,12 +328,16 @@ class RecallOutcome:
     tokens: int
     row_ids: frozenset[int]
     latency_ms: float
+    # Rows the block claims to quote word for word: each counts only if its text is there.
+    quoted: frozenset[int] = frozenset()
 
 
 @dataclass
 class EvalOptions:
     budget: int = 1000
     limit_convs: int | None = None
+    # Only these conversations (0-based positions in the turns file), e.g. a tuning split.
+    conversations: tuple[int, ...] | None = None
     episodes: str = "extractive"
     abstention_per_conv: int = 40
     # Run a full consolidate + decay pass (compaction, roll-up, janitor, pruning) after the
@@ -401,8 +434,9 @@ async def recall_once(app: App, channel: Channel, person: Person, query: str) ->
     result = await app.recall.search(channel.owner_id, query, app.clock.now(), vector=vector)
     elapsed = (time.perf_counter() - start) * 1000.0
     block = result.render()
+    quoted = frozenset(r for i in result.items if i.kind == "window" for r in i.cited_rows)
     return RecallOutcome(block, result.tokens if block else 0,
-                         frozenset(result.cited_row_ids), elapsed)
+                         frozenset(result.cited_row_ids), elapsed, quoted)
 
 
 async def fts_baseline(app: App, channel: Channel, person: Person, query: str) -> RecallOutcome:
@@ -419,7 +453,7 @@ async def fts_baseline(app: App, channel: Channel, person: Person, query: str) -
         rows.add(row.id)
         parts.append(row.content)
     return RecallOutcome("\n".join(parts) if parts else None, used, frozenset(rows),
-                         (time.perf_counter() - start) * 1000.0)
+                         (time.perf_counter() - start) * 1000.0, frozenset(rows))
 
 
 async def _eval_conversation(
@@ -439,6 +473,7 @@ async def _eval_conversation(
                 platform="eval", room_ref=conv, owner_id=person.id, kind=ChannelKind.PRIVATE,
                 source="user", now=clock.now(), name=conv)
             row_turn = await _ingest(app, clock, channel, person, turns)
+            texts = {t.turn_id: row_text(t) for t in turns}
             progress.step(0, f"{conv}: {len(turns)} turns in")
             if options.consolidate:
                 done = await consolidate_owner(app.db, app.chat, app.embedder, person.id,
@@ -449,10 +484,14 @@ async def _eval_conversation(
             for q, is_abstention in [*((q, False) for q in own), *((q, True) for q in foreign)]:
                 clock.set(q.asked_at)
                 outcome = await recall(app, channel, person, q.question)
-                cited = frozenset(row_turn[r] for r in outcome.row_ids if r in row_turn)
+                block = outcome.block or ""
+                cited = frozenset(
+                    row_turn[r] for r in outcome.row_ids if r in row_turn
+                    and (r not in outcome.quoted or quoted_in(texts[row_turn[r]], block)))
                 answers.append(Answer(
                     q.qid, conv, q.category, () if is_abstention else q.evidence, cited,
-                    outcome.tokens if outcome.block else 0, outcome.latency_ms, is_abstention))
+                    outcome.tokens if outcome.block else 0, outcome.latency_ms, is_abstention,
+                    block, "" if is_abstention else q.answer))
                 progress.step(1)
         finally:
             await app.close()
@@ -469,6 +508,12 @@ async def run_eval(
     if options.budget <= 0:
         raise StrataError("--budget must be a positive number of tokens")
     convs = conversations(turns)
+    if options.conversations is not None:
+        bad = [i for i in options.conversations if not 0 <= i < len(convs)]
+        if bad:
+            raise StrataError(f"--conversations: no conversation {bad[0]} (there are "
+                              f"{len(convs)}, numbered from 0)")
+        convs = [convs[i] for i in sorted(set(options.conversations))]
     if options.limit_convs is not None:
         convs = convs[: max(options.limit_convs, 0)]
     known = set(conversations(turns))
@@ -497,11 +542,19 @@ async def run_eval(
     return summarize(answers, options.budget), answers
 
 
+def quoted_in(text: str, block: str) -> bool:
+    """Whether a row's text is in the block (its first 60 characters, whitespace-normalised:
+    a long row is quoted cut at recall's per-row limit)."""
+    head = " ".join(text.split())[:60]
+    return head in " ".join(block.replace("\n  > ", " ").split())
+
+
 def answer_record(a: Answer) -> dict[str, Any]:
-    """One line of the `--details` file."""
+    """One line of the `--details` file, with the exact injected block."""
     return {"qid": a.qid, "conv": a.conv, "category": a.category, "abstention": a.abstention,
             "evidence": list(a.evidence), "cited": sorted(a.cited), "recall": round(a.recall, 4),
-            "tokens": a.tokens, "latency_ms": round(a.latency_ms, 2)}
+            "answer": a.answer, "answer_coverage": round(a.answer_coverage, 4),
+            "tokens": a.tokens, "latency_ms": round(a.latency_ms, 2), "injected": a.block}
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -266,6 +266,18 @@ class EpisodeRepo:
                 [(to_iso(now), i) for i in ids],
             )
 
+    async def live_citing(self, row_ids: Sequence[int]) -> list[int]:
+        """Live episodes that cite any of `row_ids`."""
+        out: set[int] = set()
+        for start in range(0, len(row_ids), 500):
+            part = list(row_ids[start:start + 500])
+            rows = await self.db.fetchall(
+                "SELECT DISTINCT r.episode_id FROM episode_rows r JOIN episodes e"
+                " ON e.id = r.episode_id WHERE e.tombstoned_at IS NULL"
+                f" AND r.row_id IN ({','.join('?' * len(part))})", part)
+            out.update(int(r[0]) for r in rows)
+        return sorted(out)
+
     async def tombstone(self, ids: Sequence[int], parent_id: int, now: datetime) -> None:
         """Children rolled up into `parent_id`: kept for provenance, hidden from recall."""
         await self.db.executemany_write(

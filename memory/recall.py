@@ -1,25 +1,23 @@
 """Turn-zero recall: what the bot remembers about a query, before the model sees the turn.
 
-Candidate sources (episodes and live transcript message rows here; facts can be added by
-`Recall.add_source`) each run vector kNN (sqlite-vec, `owner_id` partition + `k`) and FTS5
-keyword search over ONE owner's memory, and return `Candidate`s with their raw signals. Those
-are turned into calibrated per-signal scores, each 0–1 and comparable across queries:
+The unit of recall is a short window of the transcript: a row with its neighbours before and
+after in the same channel and session, built from the owner's live recallable rows
+(`memory.recall_index`) and ranked per query by `memory.recall_rank`: BM25 over the window's
+words divided by the best window's, plus twice the window's cosine relative to the query's own
+background over the same memory (so no cosine range of a particular embedding model is assumed),
+with recency only as a tie-break. Overlapping or touching windows merge into one quoted span,
+so the same turns are never paid for twice, and every further window from an already quoted
+session costs a little, so a many-part question finds several sessions.
 
-- semantic: the cosine similarity mapped linearly from [`sim_zero`, `sim_full`] onto [0, 1]
-  (for the kNN hits; a keyword hit outside them scores 0 here);
-- keyword: bm25 normalised per query and source (best hit 1), times the share of the query's
-  terms the candidate contains, so matching one common word of a long question stays weak;
-- relevance = 1 − (1 − semantic)(1 − keyword): either signal can carry a candidate, both
-  together count more.
+Other memories compete as extra candidates (`CandidateSource`: episodes here, facts added by
+`Recall.add_source`): they are found by vector kNN and FTS5 over one owner's memory and scored
+on the same per-query scale. An episode whose rows are all still live is left out (its rows are
+windows already); topic and period notes, and notes whose rows were pruned, stay.
 
-Two absolute gates: when even the best candidate's relevance is below `min_top_relevance`, the
-query is about nothing remembered and nothing is injected (one weakly related item is not a
-reason to inject); a candidate below `min_relevance` is dropped. The rest are ranked by a blend
-of relevance, recency (the decay weight of memory/decay.py) and salience, and anything scoring
-below `relative_floor` × the best score is dropped. Then, best first: near-duplicate texts and
-rows already cited by a chosen episode are collapsed, and items are taken while they fit the
-token budget (ceil(chars/4)). The result is rendered as quoted data with date and provenance,
-never as instructions.
+A logistic gate on the best window's cosine (as an excess z-score over the background) and the
+idf-weighted share of the query's terms the best windows contain decides whether anything is
+injected at all. The block is rendered as quoted data with date and provenance, never as
+instructions, read fresh from the database; it never exceeds the token budget (ceil(chars/4)).
 
 Recall never crosses owners: a person's recall covers all of their channels (private and
 background); a shared room's owner is the room's own scope, so a room only recalls itself.
@@ -29,12 +27,10 @@ Imports `bot` leaf modules and `memory`.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
-import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Protocol
 
@@ -46,41 +42,73 @@ from bot.errors import ModelError
 from bot.ports import Clock, Embedder
 from bot.tokens import count_tokens, truncate_to_tokens
 from bot.types import Channel, Person
-from memory.db import Database, Params, ReaderPool, Row, placeholders
-from memory.decay import episode_weight
+from memory.db import Database, ReaderPool, Reads, Row, placeholders
+from memory.decay import EPISODE_TAU_DAYS, episode_weight
 from memory.episodes import LEAF, EpisodeRepo, as_blob, cited_rows_by_episode, cosines
 from memory.fts import match_query, owner_scoped, terms
-from memory.profiles import sources_with, wildcard_prefixes_with
+from memory.recall_index import NAMED, RowIndex, recency_of
+from memory.recall_rank import (
+    RankTuning,
+    RowTable,
+    Selection,
+    Unit,
+    WindowScores,
+    bm25_text,
+    gate_idf,
+    gate_logit,
+    greedy,
+    keyword_coverage,
+    query_stems,
+    spans,
+    tokens,
+    unit_semantic,
+    unit_vectors,
+    unknown_name,
+    window_scores,
+    without_names,
+)
 
 log = logging.getLogger(__name__)
 
-# Rows carry no salience of their own; a neutral value keeps the blend fair to them.
-ROW_SALIENCE = 0.5
 # Vector kNN over-fetch: tombstoned episodes (kept 30 days after a roll-up) still sit in the
 # vector index and take slots that the live-filter then removes.
 OVERFETCH = 3
 QUERY_TOKENS = 512
+ROW_TOKENS = 300
+GATE_WINDOWS = 1  # the best windows whose words count for the gate's keyword feature
+EPISODE = "episode"
 LEVEL_LABEL = {0: "notes of a conversation", 1: "notes on a topic", 2: "notes on a period"}
 
 
 @dataclass(frozen=True, slots=True)
 class RecallTuning:
-    """Recall's knobs (built from `RecallSettings` by the app; see the example config)."""
+    """Recall's knobs (built from `RecallSettings` by the app; see the example config).
+
+    The gate's coefficients were fitted by logistic regression on a development split; its
+    features are scale-free, so they carry over to other embedding models.
+    """
 
     budget_tokens: int = 1000
-    candidates: int = 40
-    relative_floor: float = 0.55
-    min_relevance: float = 0.25
-    min_top_relevance: float = 0.7
-    w_relevance: float = 0.7
-    w_recency: float = 0.05
-    w_salience: float = 0.1
-    sim_zero: float = 0.15
-    sim_full: float = 0.65
-    near_duplicate: float = 0.85
+    candidates: int = 40  # extra candidates (episodes, facts) per source and signal
+    pool: int = 100  # best windows the selection considers
+    w_keyword: float = 1.0
+    w_semantic: float = 0.5
+    w_recency: float = 0.02
+    session_penalty: float = 0.0
+    relative_floor: float = 0.0
+    gate_bias: float = -1.8
+    gate_cosine: float = 0.41
+    gate_keyword: float = 6.56
+    gate_unknown_name: float = 10.0
+    cost_power: float = 0.5
+    redundancy: float = 0.3
     skip_recent_rows: int = 20
     keyword_scan: int = 2000
     query_embed_seconds: float = 10.0  # then keyword search only (a hanging embedder)
+
+    @property
+    def rank(self) -> RankTuning:
+        return RankTuning(**{f.name: getattr(self, f.name) for f in fields(RankTuning)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,126 +193,6 @@ class RecallResult:
         return "\n".join(i.rendered for i in self.items)
 
 
-# -- scoring (pure) ---------------------------------------------------------------------------
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-_SUFFIXES = ("ing", "ed", "es", "ly", "s")
-
-
-@functools.lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    """A crude suffix strip, enough to match `sisters`/`sister` or `painted`/`paint`."""
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
-# Cached: the same candidate texts come back query after query (this is on the hot path).
-@functools.lru_cache(maxsize=4096)
-def word_set(text: str) -> frozenset[str]:
-    return frozenset(map(stem, set(_WORD.findall(text.lower()))))
-
-
-def coverage(query_terms: Sequence[str], text: str) -> float:
-    """The share of `query_terms` that occur (stemmed) in `text`."""
-    if not query_terms:
-        return 0.0
-    words = word_set(text)
-    return sum(1 for t in query_terms if stem(t) in words) / len(query_terms)
-
-
-def semantic_score(cosine: float | None, tuning: RecallTuning) -> float:
-    if cosine is None:
-        return 0.0
-    span = max(tuning.sim_full - tuning.sim_zero, 1e-6)
-    return min(max((cosine - tuning.sim_zero) / span, 0.0), 1.0)
-
-
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    if not a or not b:
-        return 0.0
-    return len(a & b) / len(a | b)
-
-
-@dataclass(frozen=True, slots=True)
-class Scored:
-    candidate: Candidate
-    relevance: float
-    score: float
-
-
-def score_candidates(
-    candidates: Sequence[Candidate], query_terms: Sequence[str], tuning: RecallTuning
-) -> list[Scored]:
-    """Calibrated relevance, the absolute gate, the blend and the relative floor; best first."""
-    best_bm25: dict[str, float] = {}
-    for c in candidates:
-        if c.bm25 is not None and c.bm25 < 0:
-            best_bm25[c.kind] = min(best_bm25.get(c.kind, 0.0), c.bm25)
-    weights = tuning.w_relevance + tuning.w_recency + tuning.w_salience or 1.0
-    scored = []
-    for c in candidates:
-        sem = semantic_score(c.cosine, tuning)
-        kw = 0.0
-        if c.bm25 is not None and c.bm25 < 0 and best_bm25.get(c.kind):
-            kw = (c.bm25 / best_bm25[c.kind]) * coverage(query_terms, c.text)
-        relevance = 1.0 - (1.0 - sem) * (1.0 - kw)
-        if relevance < tuning.min_relevance or relevance <= 0.0:
-            continue
-        blend = (
-            tuning.w_relevance * relevance
-            + tuning.w_recency * c.recency
-            + tuning.w_salience * c.salience
-        ) / weights
-        scored.append(Scored(c, relevance, blend))
-    if not scored or max(s.relevance for s in scored) < tuning.min_top_relevance:
-        return []
-    scored.sort(key=lambda s: (-s.score, s.candidate.kind, s.candidate.id))
-    if scored:
-        floor = tuning.relative_floor * scored[0].score
-        scored = [s for s in scored if s.score >= floor]
-    return scored
-
-
-def render_item(c: Candidate) -> str:
-    """One quoted memory: a header with date and provenance, then the text as `>` lines."""
-    quoted = "\n".join("  > " + line for line in c.text.splitlines() if line.strip())
-    return f"- {c.when}, {c.where} — {c.label}:\n{quoted}"
-
-
-def select(scored: Sequence[Scored], budget: int, tuning: RecallTuning) -> list[RecallItem]:
-    """Best first: collapse duplicates, keep within `budget` tokens."""
-    chosen: list[tuple[Scored, RecallItem, frozenset[str]]] = []
-    covered: set[int] = set()
-    used = 0
-    for s in scored:
-        c = s.candidate
-        if c.kind == "row" and c.id in covered:
-            continue
-        cited = set(c.cited_rows)
-        if c.kind != "row" and cited and cited <= covered:
-            continue  # everything it is about is already in the block
-        words = word_set(c.text)
-        if any(jaccard(words, w) >= tuning.near_duplicate for _, _, w in chosen):
-            continue
-        rendered = render_item(c)
-        cost = count_tokens(rendered + "\n")
-        # An episode replaces the rows it cites that were chosen before it.
-        dropped = [x for x in chosen if x[1].kind == "row" and x[1].id in cited] if cited else []
-        freed = sum(x[1].tokens for x in dropped)
-        if used - freed + cost > budget:
-            continue
-        chosen = [x for x in chosen if x not in dropped]
-        used += cost - freed
-        cites = c.cited_rows if c.kind != "row" else (c.id,)
-        covered.update(cites)
-        item = RecallItem(c.kind, c.id, round(s.score, 4), round(s.relevance, 4), cost,
-                          tuple(cites), c.text, rendered)
-        chosen.append((s, item, words))
-    return [item for _, item, _ in chosen]
-
-
 # -- candidate sources ------------------------------------------------------------------------
 
 
@@ -298,24 +206,6 @@ def _where(kind: str, platform: str, name: str, source: str) -> str:
 
 def _date(ts: str) -> str:
     return ts[:10]
-
-
-def _source_filter(column: str) -> tuple[str, list[object]]:
-    """SQL keeping only sources whose profile feeds memory (muted sources are never found)."""
-    exact = sources_with("episodes")
-    parts = [f"{column} IN ({placeholders(exact)})"] if exact else []
-    params: list[object] = list(exact)
-    for prefix in wildcard_prefixes_with("episodes"):
-        parts.append(f"substr({column}, 1, ?) = ?")
-        params += [len(prefix), prefix]
-    return "(" + (" OR ".join(parts) or "0") + ")", params
-
-
-
-class Reads(Protocol):
-    """Where sources read from: the database's reader, or a `ReaderPool` (side by side)."""
-
-    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]: ...
 
 
 async def _knn(reads: Reads, table: str, key: str, query: RecallQuery,
@@ -407,73 +297,55 @@ class EpisodeSource:
         await self.repo.touch(ids, now)
 
 
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+
+
+def render_item(c: Candidate) -> str:
+    """One quoted memory: a header with date and provenance, then the text as `>` lines."""
+    quoted = "\n".join("  > " + line for line in c.text.splitlines() if line.strip())
+    return f"- {c.when}, {c.where} — {c.label}:\n{quoted}"
+
+
+def row_line(row: Row) -> str:
+    """A row as quoted lines, with who said it unless the text already begins with a name."""
+    text = truncate_to_tokens(row["content"], ROW_TOKENS)
+    if not NAMED.match(text):
+        who = "you" if row["role"] == "assistant" else (row["speaker"] or "they")
+        text = f"{who}: {text}"
+    return "\n".join("  > " + line for line in text.splitlines() if line.strip())
+
+
+def _header(first: Row, last: Row) -> str:
+    start, end = _date(first["ts"]), _date(last["ts"])
+    when = start if start == end else f"{start} to {end}"
+    return f"- {when}, {_where(first['kind'], first['platform'], first['name'], first['source'])}:"
+
+
+def render_span(rows: Sequence[Row]) -> str:
+    """Neighbouring rows quoted under one header: date (range) and channel."""
+    return _header(rows[0], rows[-1]) + "\n" + "\n".join(row_line(x) for x in rows)
+
+
 @dataclass
-class TranscriptSource:
-    """Live user and assistant message rows of the owner (never tool rows or compactions)."""
+class _SpanCost:
+    """What a quoted span costs: exactly count_tokens(render_span(rows) + "\n"), from each
+    row's line and header parts computed once (`recall_rank.greedy` asks again and again)."""
 
-    db: Database
-    reads: Reads | None = None
-    kind: str = "row"
+    fresh: dict[int, Row]  # table index → the row as it is now
+    lines: dict[int, int] = field(default_factory=dict)  # row → len(line) + 1
 
-    def _filter(self, query: RecallQuery) -> tuple[str, list[object]]:
-        allowed, params = _source_filter("t.source")
-        return (
-            f"t.owner_id = ? AND t.kind = 'message' AND t.role IN ('user', 'assistant')"
-            f" AND {allowed} AND NOT (t.channel_id = ? AND t.id > ?)",
-            [query.owner_id, *params, query.skip_channel_id or 0, query.skip_after_row_id],
-        )
+    def _line(self, i: int) -> int:
+        if i not in self.lines:
+            self.lines[i] = len(row_line(self.fresh[i])) + 1
+        return self.lines[i]
 
-    async def _keyword(self, reads: Reads, query: RecallQuery) -> dict[int, float]:
-        if query.match is None:
-            return {}
-        where, params = self._filter(query)
-        hits = await reads.fetchall(
-            "SELECT t.id, f.s FROM (SELECT rowid AS id,"
-            " bm25(transcript_owner_fts, 0.0, 1.0) AS s FROM transcript_owner_fts"
-            " WHERE transcript_owner_fts MATCH ? ORDER BY rowid DESC LIMIT ?) AS f"
-            f" CROSS JOIN transcript t ON t.id = f.id WHERE {where} ORDER BY f.s LIMIT ?",
-            [owner_scoped(query.match, query.owner_id, ("content",)), query.scan, *params,
-             query.k],
-        )
-        return {int(r[0]): float(r[1]) for r in hits}
-
-    async def candidates(self, query: RecallQuery) -> list[Candidate]:
-        reads = self.reads or self.db
-        cos, bm25 = await asyncio.gather(
-            _knn(reads, "transcript_vec", "row_id", query, query.k * 2),
-            self._keyword(reads, query),
-        )
-        ids = list(cos.keys() | bm25.keys())
-        if not ids:
-            return []
-        where, params = self._filter(query)
-        rows = await reads.fetchall(
-            "SELECT t.id, t.ts, t.role, t.content, p.name AS speaker, c.kind, c.platform,"
-            " c.name, c.source FROM transcript t JOIN channels c ON c.id = t.channel_id"
-            " LEFT JOIN persons p ON p.id = t.person_id"
-            f" WHERE t.id IN ({placeholders(ids)}) AND {where}",
-            [*ids, *params],
-        )
-        out = []
-        for r in rows:
-            said = "you said" if r["role"] == "assistant" else f"{r['speaker'] or 'they'} said"
-            out.append(Candidate(
-                kind=self.kind,
-                id=int(r["id"]),
-                text=truncate_to_tokens(r["content"], 300),
-                label=said,
-                when=_date(r["ts"]),
-                where=_where(r["kind"], r["platform"], r["name"], r["source"]),
-                recency=episode_weight(LEAF, from_iso(r["ts"]), query.now),
-                salience=ROW_SALIENCE,
-                cited_rows=(int(r["id"]),),
-                cosine=cos.get(int(r["id"])),
-                bm25=bm25.get(int(r["id"])),
-            ))
-        return out
-
-    async def touch(self, ids: Sequence[int], now: datetime) -> None:
-        return None  # a row's recency is its own time; it has no "last relevant" field
+    def __call__(self, run: tuple[int, ...]) -> int:
+        first, last = self.fresh[run[0]], self.fresh[run[-1]]
+        chars = len(_header(first, last)) + 1 + sum(self._line(i) for i in run)
+        return -(-chars // 4)
 
 
 # -- the recaller -----------------------------------------------------------------------------
@@ -494,12 +366,12 @@ class Recall:
         self.embedder = embedder
         self.clock = clock
         self.tuning = tuning or RecallTuning()
-        # Two sources × (vector, keyword) searches run side by side on these connections.
+        # The episode (vector, keyword) searches and the row index run on these connections.
         self.pool = ReaderPool(db, size=4)
+        self.index = RowIndex(self.pool, db.dim)
+        self.repo = EpisodeRepo(db)
         self.sources: list[CandidateSource] = (
-            list(sources)
-            if sources is not None
-            else [EpisodeSource(db, self.pool), TranscriptSource(db, self.pool)]
+            list(sources) if sources is not None else [EpisodeSource(db, self.pool)]
         )
 
     async def close(self) -> None:
@@ -507,7 +379,7 @@ class Recall:
 
     def add_source(self, source: CandidateSource) -> None:
         """Add a candidate source (e.g. facts); its `kind` must be new."""
-        if any(s.kind == source.kind for s in self.sources):
+        if any(s.kind == source.kind for s in self.sources) or source.kind == "window":
             raise ValueError(f"a candidate source of kind {source.kind!r} is already there")
         self.sources.append(source)
 
@@ -547,11 +419,10 @@ class Recall:
         if vector is None:
             vector = await self.embed_query(query)
         started = time.perf_counter()
-        query_terms = tuple(terms(query))
         q = RecallQuery(
             owner_id=owner_id,
             text=query,
-            terms=query_terms,
+            terms=tuple(terms(query)),
             match=match_query(query),
             vector=vector,
             now=now,
@@ -560,18 +431,76 @@ class Recall:
             skip_channel_id=skip_channel_id,
             skip_after_row_id=skip_after_row_id,
         )
-        candidates: list[Candidate] = []
-        if budget > 0 and (q.match is not None or q.vector is not None):
-            found = await asyncio.gather(*(source.candidates(q) for source in self.sources))
-            candidates = [c for batch in found for c in batch]
-        items = select(score_candidates(candidates, query_terms, self.tuning), budget, self.tuning)
+        items: list[RecallItem] = []
+        considered = 0
+        stems = query_stems(query)
+        if budget > 0 and (stems or vector is not None):
+            items, considered = await self._search(q, stems, budget)
         elapsed = (time.perf_counter() - started) * 1000
-        return RecallResult(tuple(items), len(candidates), round(elapsed, 3))
+        return RecallResult(tuple(items), considered, round(elapsed, 3))
+
+    async def _search(self, q: RecallQuery, stems: list[str],
+                      budget: int) -> tuple[list[RecallItem], int]:
+        rank = self.tuning.rank
+        (rows, table), found = await asyncio.gather(
+            self.index.table(q.owner_id),
+            asyncio.gather(*(source.candidates(q) for source in self.sources)),
+        )
+        mask = np.ones(table.n, dtype=bool)
+        if q.skip_channel_id is not None:
+            mask &= ~((table.channel == q.skip_channel_id) & (table.ids > q.skip_after_row_id))
+        recency = recency_of(table.minutes, q.now, EPISODE_TAU_DAYS[LEAF])
+        ws = window_scores(table, stems, q.vector, mask, recency, rank)
+        # Extra candidates: left out when every row they cite is a live row that may be
+        # quoted (a window); notes about rows left out as already shown still compete.
+        extras = [c for batch in found for c in batch
+                  if not (c.cited_rows and all(r in rows.position and mask[rows.position[r]]
+                                               for r in c.cited_rows))]
+        order = np.argsort(-ws.score, kind="stable")[: rank.pool]
+        top = [int(i) for i in order if ws.valid[i]]
+        if not top and not extras:
+            return [], 0
+        # The gate: how far the best window stands out, and how much of the query it holds.
+        gate_rows = sorted({int(m) for i in top[:GATE_WINDOWS] for m in ws.members[i] if m >= 0})
+        content = without_names(q.text, gate_idf(table, stems))
+        cover = keyword_coverage(table, gate_rows, content)
+        extra_scores = [self._extra_score(c, ws, rank) for c in extras]
+        if extras:
+            cover = max(cover, *(_text_coverage(c.text, content) for c in extras))
+        if gate_logit(ws.gate_z, cover, unknown_name(q.text, table), rank) < 0:
+            return [], len(top) + len(extras)
+        wanted = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})
+        fresh_rows = await self.index.texts(q.owner_id, [int(table.ids[i]) for i in wanted])
+        fresh = {i: fresh_rows[int(table.ids[i])] for i in wanted
+                 if int(table.ids[i]) in fresh_rows}
+        units = _window_units(table, ws, top, fresh)
+        rendered_extras = [render_item(c) for c in extras]
+        costs = [count_tokens(r + "\n") for r in rendered_extras]
+        for j, c in enumerate(extras):
+            cited = tuple(rows.position[r] for r in c.cited_rows if r in rows.position)
+            units.append(Unit(-1 - j, extra_scores[j], cited, -1, costs[j]))
+        span_cost = _SpanCost(fresh)
+        sel = greedy(units, table, span_cost, budget, rank, unit_vectors(table, units))
+        return _items(table, fresh, sel, span_cost, extras, extra_scores, rendered_extras,
+                      costs), len(top) + len(extras)
+
+    @staticmethod
+    def _extra_score(c: Candidate, ws: WindowScores, rank: RankTuning) -> float:
+        kw = 0.0
+        if ws.bm25_best > 0:
+            kw = min(bm25_text(c.text, ws.idf, ws.avg_len) / ws.bm25_best, 1.0)
+        return (rank.w_keyword * kw + rank.w_semantic * unit_semantic(c.cosine, ws)
+                + rank.w_recency * c.recency)
 
     async def touch(self, result: RecallResult, now: datetime) -> None:
-        """Refresh "last relevant" of everything `result` injected."""
+        """Refresh "last relevant" of everything `result` injected; quoted rows refresh the
+        live episodes that cite them (decay acts on what was actually useful)."""
+        quoted = sorted({r for i in result.items if i.kind == "window" for r in i.cited_rows})
+        covering = await self.repo.live_citing(quoted) if quoted else []
         for source in self.sources:
             ids = [i.id for i in result.items if i.kind == source.kind]
+            if source.kind == EPISODE:
+                ids = sorted(set(ids) | set(covering))
             if ids:
                 await source.touch(ids, now)
 
@@ -612,3 +541,50 @@ class Recall:
             log.debug("recall: %d items, %d tokens, %.1f ms", len(result.items),
                       result.tokens, result.elapsed_ms)
         return result.render()
+
+
+def _text_coverage(text: str, idf: dict[str, float]) -> float:
+    total = sum(idf.values())
+    if total <= 0:
+        return 0.0
+    words = set(tokens(text))
+    return sum(w for t, w in idf.items() if t in words) / total
+
+
+def _window_units(table: RowTable, ws: WindowScores, top: Sequence[int],
+                  fresh: dict[int, Row]) -> list[Unit]:
+    """The selectable windows: rows still there, exact repeats of a better window's centre
+    (the same words said again) left out."""
+    units: list[Unit] = []
+    seen: set[str] = set()
+    for i in top:
+        if i not in fresh:
+            continue
+        said = " ".join(str(fresh[i]["content"]).lower().split())
+        if said in seen:
+            continue
+        seen.add(said)
+        members = tuple(int(m) for m in ws.members[i] if m >= 0 and int(m) in fresh)
+        units.append(Unit(i, float(ws.score[i]), members, int(table.session[i])))
+    return units
+
+
+def _items(table: RowTable, fresh: dict[int, Row], sel: Selection, span_cost: _SpanCost,
+           extras: Sequence[Candidate], extra_scores: Sequence[float],
+           rendered_extras: Sequence[str], costs: Sequence[int]) -> list[RecallItem]:
+    """The chosen spans and extras as items, best first."""
+    out: list[tuple[float, RecallItem]] = []
+    for run in spans(table, sel.rows):
+        rendered = render_span([fresh[i] for i in run])
+        score = max(sel.order[i] for i in run)
+        text = "\n".join(str(fresh[i]["content"]) for i in run)
+        ids = tuple(int(table.ids[i]) for i in run)
+        out.append((score, RecallItem("window", ids[0], round(score, 4), round(score, 4),
+                                      span_cost(run), ids, text, rendered)))
+    for j in sel.extras:
+        c = extras[j]
+        out.append((extra_scores[j], RecallItem(c.kind, c.id, round(extra_scores[j], 4),
+                                                round(extra_scores[j], 4), costs[j],
+                                                c.cited_rows, c.text, rendered_extras[j])))
+    out.sort(key=lambda x: -x[0])
+    return [item for _, item in out]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,11 +32,15 @@ async def cmd_eval_recall(args: argparse.Namespace, settings: Settings) -> int:
     turns = load_turns(Path(args.turns))
     questions = load_questions(Path(args.questions))
     options = EvalOptions(budget=args.budget, limit_convs=args.limit_convs,
+                          conversations=args.conversations,
                           episodes=args.episodes, abstention_per_conv=args.abstention,
                           consolidate=args.consolidate)
     recall = fts_baseline if args.method == "fts" else recall_once
     report, answers = await run_eval(settings, turns, questions, options, recall=recall,
                                      show_progress=not args.no_progress)
+    # What produced the numbers, so a result file can be reproduced.
+    report["command"] = "strata " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    report["embedder"] = {"model": settings.embed.model, "dim": settings.embed.dim}
     print(format_table(report))
     if args.out:
         write_json(Path(args.out), report)
@@ -52,6 +57,16 @@ async def cmd_eval_recall(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _positions(text: str) -> tuple[int, ...]:
+    try:
+        out = tuple(int(p) for p in text.split(",") if p.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
+    if not out:
+        raise argparse.ArgumentTypeError("no conversation given")
+    return out
+
+
 def register(sub: Any) -> None:
     """Add `strata eval recall`."""
     evals = sub.add_parser("eval", help="measure memory quality on a data set").add_subparsers(
@@ -63,6 +78,8 @@ def register(sub: Any) -> None:
     rec.add_argument("--budget", type=int, default=1000, help="recall token budget (1000)")
     rec.add_argument("--limit-convs", type=int, default=None,
                      help="only the first N conversations")
+    rec.add_argument("--conversations", type=_positions, default=None, metavar="I,J,…",
+                     help="only these conversations (0-based positions in the turns file)")
     rec.add_argument("--out", help="write the JSON report here (default: stdout)")
     rec.add_argument("--episodes", choices=EPISODE_MODES, default="extractive",
                      help="how episodes are built: the window's own text, or the configured model")

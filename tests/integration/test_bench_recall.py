@@ -19,9 +19,11 @@ def test_bench_recall_smoke(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     report = json.loads(out.read_text())
     assert report["dim"] == 32
-    assert [r["episodes"] for r in report["results"]] == [30, 120]
+    # Memories are transcript rows now (recall's unit is a window of them).
+    assert [r["memories"] for r in report["results"]] == [30, 120]
     for r in report["results"]:
         assert r["people"] == 3 and r["queries"] == 8
+        assert r["index_build_ms"] > 0 and r["recall_mean_items"] > 0
         for part in ("recall", "vec_knn", "numpy_floor"):
             assert 0 < r[part]["p50_ms"] <= r[part]["p95_ms"], part
     assert "numpy p50" in run.stdout

@@ -98,10 +98,12 @@ async def test_dmn_findings_are_recalled_for_the_same_person_only(
         "Alice worries that her sore knee could stop her Lyon marathon in April."]
 
     clock.advance(hours=1)
-    await say(app, clock, "how should I train my knee for the marathon this week?")
+    # (Recall's gate abstains when most of a question's words never occur in the memory: the
+    # question uses the words of what was said.)
+    await say(app, clock, "what about my knee and the marathon?")
     sent = str(fake_openai.chat_requests()[-1]["messages"])
     assert "sore knee could stop her Lyon marathon" in sent
-    await say(app, clock, "how should I train my knee for the marathon this week?", user="bob")
+    await say(app, clock, "what about my knee and the marathon?", user="bob")
     sent = str(fake_openai.chat_requests()[-1]["messages"])
     assert "sore knee" not in sent and "Lyon" not in sent
 

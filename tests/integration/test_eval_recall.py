@@ -34,7 +34,8 @@ TURNS_B = [
 QUESTIONS = [
     # Its evidence row holds every word of the question: any working recall must cite it.
     {"conv": "A", "qid": "A:q0", "question": "starter named Clint doubled overnight",
-     "category": "single_hop", "evidence": ["A:D1:3"], "asked_at": "2025-04-12T18:01:30Z"},
+     "category": "single_hop", "evidence": ["A:D1:3"], "asked_at": "2025-04-12T18:01:30Z",
+     "answer": "It doubled overnight, the zeppelin"},
     {"conv": "A", "qid": "A:q1", "question": "Lisbon marathon", "category": "temporal",
      "evidence": ["A:D2:1"], "asked_at": "2025-04-12T18:01:30Z"},
     {"conv": "A", "qid": "A:q2", "question": "What did Bob bake?", "category": "adversarial",
@@ -80,10 +81,12 @@ def test_eval_recall_report(tmp_path: Path, subprocess_env: dict[str, str]) -> N
     assert "overall" in run.stdout and "false injection rate" in run.stdout
 
     report = json.loads(out.read_text())
-    assert set(report) == {"questions", "budget_tokens", "overall", "by_category", "abstention"}
+    assert set(report) == {"questions", "budget_tokens", "overall", "by_category", "abstention",
+                           "command", "embedder"}
+    assert report["command"].startswith("strata eval recall --turns ")
     assert report["questions"] == 5 and report["budget_tokens"] == 200
     keys = {"evidence_recall", "hit_rate", "mean_injected_tokens", "empty_rate",
-            "latency_ms_p50", "latency_ms_p95"}
+            "latency_ms_p50", "latency_ms_p95", "answer_coverage"}
     assert set(report["overall"]) == keys
     assert set(report["by_category"]) == {"single_hop", "temporal", "adversarial", "open_domain"}
     assert all(set(m) == keys for m in report["by_category"].values())
@@ -110,6 +113,32 @@ def test_eval_recall_report(tmp_path: Path, subprocess_env: dict[str, str]) -> N
         sum(r["tokens"] for r in own) / 5, 2)
     assert 0 < report["overall"]["mean_injected_tokens"] <= 200
     assert all(r["tokens"] <= 200 for r in own)
+    # Every line carries the exact block; what it cites is quoted in it.
+    assert all(r["injected"] == "" for r in foreign)
+    assert "Clint and it doubled overnight" in rows["A:q0"]["injected"]
+    assert rows["A:q0"]["tokens"] >= -(-len(rows["A:q0"]["injected"]) // 4)
+    # Answer coverage: "doubled" and "overnight" are in the block, "zeppelin" is not; only
+    # A:q0 has an answer with content words, so it is the overall mean as well.
+    assert rows["A:q0"]["answer_coverage"] == round(2 / 3, 4)
+    assert report["overall"]["answer_coverage"] == round(2 / 3, 4)
+    assert report["by_category"]["single_hop"]["answer_coverage"] == round(2 / 3, 4)
+
+
+def test_eval_recall_on_a_subset_of_conversations(tmp_path: Path,
+                                                  subprocess_env: dict[str, str]) -> None:
+    turns, questions = write_data(tmp_path)
+    details = tmp_path / "details.jsonl"
+    with FakeOpenAI(dim=1024) as wide:
+        env = dict(subprocess_env, **strata_env(wide, tmp_path / "unused.db"))
+        run = strata(["eval", "recall", "--turns", str(turns), "--questions", str(questions),
+                      "--conversations", "1", "--abstention", "1", "--no-progress",
+                      "--details", str(details)], env)
+        assert run.returncode == 0, run.stderr
+        lines = [json.loads(x) for x in details.read_text().splitlines()]
+        assert {r["conv"] for r in lines} == {"B"} and len(lines) == 2
+        bad = strata(["eval", "recall", "--turns", str(turns), "--questions", str(questions),
+                      "--conversations", "2"], env)
+    assert bad.returncode == 2 and "no conversation 2" in bad.stderr
 
 
 def test_eval_recall_after_a_consolidate_and_decay_pass(tmp_path: Path,

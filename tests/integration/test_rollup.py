@@ -229,9 +229,10 @@ async def test_recall_drops_tombstoned_children_at_once_and_never_shows_compacti
     said = await scope.transcript.append([NewRow(
         scope.channel.id, scope.person.id, clock.now(), "user", Role.USER,
         "the summary mentions quokka7 and everything else", "t-last")])
-    hits = await found("quokka7 summary mentions")
-    assert ("row", said[0]) in hits  # a message row with the same words is found …
-    assert ("row", compaction.row_id) not in hits  # … the compaction row is not
+    quoted = (await app.recall.search(scope.person.id, "quokka7 summary mentions",
+                                      clock.now())).cited_row_ids
+    assert said[0] in quoted  # a message row with the same words is found (quoted) …
+    assert compaction.row_id not in quoted  # … the compaction row is not
 
 
 async def test_a_huge_cluster_is_summarised_within_the_input_limit(

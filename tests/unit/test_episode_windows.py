@@ -1,4 +1,4 @@
-"""Pure parts of episode cutting and recall: windows, the summary parser, scoring."""
+"""Pure parts of episode cutting: windows, the summary parser, salience; the FTS scoping."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from bot.types import Role, RowKind, TranscriptRow
 from memory.episode_cut import cut_windows, heuristic_salience
 from memory.fts import owner_scoped
 from memory.prompts.episode_summary import build_messages, parse
-from memory.recall import Candidate, RecallTuning, coverage, score_candidates, select
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -50,7 +49,8 @@ def test_windows_close_at_n_turns_and_the_last_waits() -> None:
 
 def test_a_pause_closes_a_window_and_tool_rows_are_passed_over() -> None:
     rows = [row(1, "a", 0), row(2, "a", 0, Role.ASSISTANT, RowKind.TOOL_CALL),
-            row(3, "a", 0, Role.ASSISTANT), row(4, "b", 90), row(5, "c", 91, kind=RowKind.COMPACTION)]
+            row(3, "a", 0, Role.ASSISTANT), row(4, "b", 90),
+            row(5, "c", 91, kind=RowKind.COMPACTION)]
     got = cut_windows(rows, window_turns=10, pause=timedelta(minutes=30), now=T0, flush=True)
     assert ids(got) == [[1, 3], [4]]
     assert [w.last_row_id for w in got] == [3, 5]
@@ -86,39 +86,6 @@ def test_heuristic_salience_prefers_disclosure() -> None:
     big = [TranscriptRow(2, 1, 1, 1, T0, "user", Role.USER, RowKind.MESSAGE,
                          "I moved to Lisbon on 3 May with my sister! " * 10, "b")]
     assert 0.2 <= heuristic_salience(small) < heuristic_salience(big) <= 0.9
-
-
-def cand(i: int, text: str, cosine: float | None, bm25: float | None = None,
-         cited: tuple[int, ...] = (), kind: str = "row", recency: float = 1.0) -> Candidate:
-    return Candidate(kind, i, text, "said", "2026-01-05", "private chat", recency, 0.5,
-                     cited or ((i,) if kind == "row" else ()), cosine, bm25)
-
-
-def test_scores_are_calibrated_gated_and_floored() -> None:
-    tuning = RecallTuning()
-    # cosine 0.65 is fully relevant; 0.15 is nothing; keyword scores need the query's terms.
-    scored = score_candidates(
-        [cand(1, "sister lives in lisbon", 0.65), cand(2, "weather", 0.15),
-         cand(3, "sister", None, bm25=-2.0), cand(4, "sister lisbon", None, bm25=-4.0)],
-        ["sister", "lisbon"], tuning)
-    by_id = {s.candidate.id: s for s in scored}
-    assert by_id[1].relevance == pytest.approx(1.0)
-    assert 2 not in by_id  # below the absolute gate
-    assert by_id[4].relevance == pytest.approx(1.0) and 3 not in by_id  # 0.25 < floor
-    # Nothing relevant at all: nothing survives.
-    assert score_candidates([cand(1, "x", 0.2), cand(2, "y", None, -9.0)], ["zzz"], tuning) == []
-
-
-def test_select_collapses_and_respects_the_budget() -> None:
-    tuning = RecallTuning(relative_floor=0.0)
-    scored = score_candidates(
-        [cand(1, "my sister lives in lisbon", 0.6), cand(2, "my sister lives in Lisbon!", 0.6),
-         cand(3, "episode about sister and lisbon", 0.55, kind="episode", cited=(1, 5)),
-         cand(4, "sister " * 400, 0.5)], ["sister"], tuning)
-    items = select(scored, 200, tuning)
-    assert [(i.kind, i.id) for i in items] == [("episode", 3)]  # row 1 folded into it
-    assert sum(i.tokens for i in items) <= 200
-    assert coverage(["painted", "sisters"], "she paints with her sister") == 1.0
 
 
 def test_owner_scoped_match() -> None:

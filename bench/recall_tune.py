@@ -1,0 +1,274 @@
+"""Tune recall's ranking on a development split, fast: the ranking alone, no database.
+
+`strata eval recall` is the measurement of record (the real store, the chat's own after-turn
+steps, recall exactly as the bot runs it). Tuning needs hundreds of runs, so this script runs
+the same pure ranking (`memory.recall_rank`, through `memory.recall`'s rendering rules) on the
+rows of a LoCoMo-format data set held in memory, with vectors from an OpenAI-compatible
+embeddings endpoint (cached in a local file), and:
+
+- prints evidence recall, multi-hop recall and the false-injection rate for settings given on
+  the command line (`--set w_semantic=2.5 --set session_penalty=0.2`), or for a grid
+  (`--grid session_penalty=0,0.1,0.3`);
+- with `--fit-gate`, fits the abstention gate (logistic regression of "asked about this
+  conversation" on the two gate features) and prints coefficients for a target
+  false-injection rate.
+
+Only ever run it on the tuning conversations (`--conversations 0,1,2`); the others are for the
+report. Example:
+
+    python bench/recall_tune.py --turns $LOCOMO/turns.jsonl --questions $LOCOMO/questions.jsonl \\
+        --conversations 0,1,2 --base-url http://127.0.0.1:8088/v1 --fit-gate
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import dataclasses
+import hashlib
+import itertools
+import json
+import math
+import sys
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bot.evaluation import (  # noqa: E402 - after the path set-up
+    ADVERSARIAL,
+    EvalQuestion,
+    EvalTurn,
+    abstention_sample,
+    conversations,
+    load_questions,
+    load_turns,
+    row_text,
+    speakers,
+)
+from bot.tokens import count_tokens, truncate_to_tokens  # noqa: E402
+from memory.recall import GATE_WINDOWS, RecallTuning, row_line  # noqa: E402
+from memory.recall_index import SESSION_GAP_MINUTES, keyword_text, minutes_of, recency_of  # noqa: E402
+from memory.recall_rank import (  # noqa: E402
+    RowTable,
+    Unit,
+    build_table,
+    gate_idf,
+    gate_logit,
+    greedy,
+    keyword_coverage,
+    query_stems,
+    unit_vectors,
+    unknown_name,
+    window_scores,
+    without_names,
+)
+
+
+class Embeddings:
+    """Vectors from an OpenAI-compatible endpoint, cached in an .npz file per model."""
+
+    def __init__(self, base_url: str, model: str, cache: Path) -> None:
+        self.base_url, self.model, self.cache = base_url.rstrip("/"), model, cache
+        self.known: dict[str, np.ndarray] = {}
+        if cache.is_file():
+            data = np.load(cache)
+            self.known = {k: data[k] for k in data.files}
+
+    def _key(self, text: str) -> str:
+        return hashlib.sha1(f"{self.model}\0{text}".encode()).hexdigest()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        todo = list(dict.fromkeys(t for t in texts if self._key(t) not in self.known))
+        for start in range(0, len(todo), 256):
+            part = todo[start:start + 256]
+            body = json.dumps({"model": self.model, "input": part,
+                               "encoding_format": "base64"}).encode()
+            req = urllib.request.Request(f"{self.base_url}/embeddings", body,
+                                         {"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=600) as resp:
+                data = json.loads(resp.read())["data"]
+            for text, item in zip(part, data, strict=True):
+                vec = np.frombuffer(base64.b64decode(item["embedding"]), dtype="<f4")
+                self.known[self._key(text)] = vec / max(float(np.linalg.norm(vec)), 1e-12)
+        if todo:
+            np.savez(self.cache, **self.known)
+        return np.stack([self.known[self._key(t)] for t in texts]).astype(np.float32)
+
+
+@dataclass
+class Conv:
+    conv: str
+    turns: list[EvalTurn]
+    table: RowTable
+    fresh: dict[int, dict[str, Any]]
+    own: list[EvalQuestion]
+    foreign: list[EvalQuestion]
+    qvec: dict[str, np.ndarray]
+
+
+def prepare(turns: list[EvalTurn], questions: list[EvalQuestion], conv: str,
+            emb: Embeddings, per_conv: int) -> Conv:
+    ct = [t for t in turns if t.conv == conv]
+    user, _ = speakers(ct)
+    contents = [row_text(t) for t in ct]
+    vectors = emb.embed([truncate_to_tokens(c, 512) for c in contents])
+    keyword = [keyword_text({"content": c, "role": t.role.value, "speaker": user})  # type: ignore[arg-type]
+               for t, c in zip(ct, contents, strict=True)]
+    table = build_table(list(range(len(ct))), [1] * len(ct), [minutes_of(
+        t.ts.isoformat()) for t in ct], keyword, vectors, np.ones(len(ct), bool),
+        SESSION_GAP_MINUTES)
+    fresh = {i: {"content": c, "role": t.role.value, "speaker": user, "ts": t.ts.isoformat()}
+             for i, (t, c) in enumerate(zip(ct, contents, strict=True))}
+    own = [q for q in questions if q.conv == conv]
+    foreign = abstention_sample(questions, conv, per_conv)
+    qs = own + foreign
+    qv = emb.embed([truncate_to_tokens(q.question, 512) for q in qs])
+    return Conv(conv, ct, table, fresh, own, foreign,
+                {q.qid + ("/f" if i >= len(own) else ""): qv[i] for i, q in enumerate(qs)})
+
+
+HEADER = "- 2023-05-08 to 2023-05-08, private chat on eval:\n"
+
+
+class Cost:
+    def __init__(self, fresh: dict[int, dict[str, Any]]) -> None:
+        self.fresh = fresh
+        self.memo: dict[tuple[int, ...], int] = {}
+
+    def __call__(self, run: tuple[int, ...]) -> int:
+        if run not in self.memo:
+            text = HEADER + "\n".join(row_line(self.fresh[i]) for i in run)  # type: ignore[arg-type]
+            self.memo[run] = count_tokens(text + "\n")
+        return self.memo[run]
+
+
+def ask(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning,
+        budget: int) -> tuple[set[int], float, float, bool]:
+    """The rows chosen for one question, and the gate's features (z, coverage, stranger)."""
+    rank = tuning.rank
+    stems = query_stems(q.question)
+    now = q.asked_at
+    recency = recency_of(c.table.minutes, now, 14.0)
+    ws = window_scores(c.table, stems, c.qvec[key], np.ones(c.table.n, bool), recency, rank)
+    order = np.argsort(-ws.score, kind="stable")[: rank.pool]
+    top = [int(i) for i in order if ws.valid[i]]
+    if not top:
+        return set(), ws.gate_z, 0.0, False
+    gate_rows = sorted({int(m) for i in top[:GATE_WINDOWS] for m in ws.members[i] if m >= 0})
+    content = without_names(q.question, gate_idf(c.table, stems))
+    cover = keyword_coverage(c.table, gate_rows, content)
+    stranger = unknown_name(q.question, c.table)
+    if gate_logit(ws.gate_z, cover, stranger, rank) < 0:
+        return set(), ws.gate_z, cover, stranger
+    units, seen = [], set()
+    for i in top:
+        said = " ".join(str(c.fresh[i]["content"]).lower().split())
+        if said in seen:
+            continue
+        seen.add(said)
+        members = tuple(int(m) for m in ws.members[i] if m >= 0)
+        units.append(Unit(i, float(ws.score[i]), members, int(c.table.session[i])))
+    sel = greedy(units, c.table, Cost(c.fresh), budget, rank, unit_vectors(c.table, units))
+    return sel.rows, ws.gate_z, cover, stranger
+
+
+def evaluate(convs: Sequence[Conv], tuning: RecallTuning, budget: int) -> dict[str, Any]:
+    by_cat: dict[str, list[float]] = {}
+    overall: list[float] = []
+    false_inj: list[float] = []
+    feats: list[tuple[float, float, bool, int]] = []
+    for c in convs:
+        tid = {t.turn_id: i for i, t in enumerate(c.turns)}
+        for q in c.own:
+            rows, z, cov, stranger = ask(c, q, q.qid, tuning, budget)
+            if q.category != ADVERSARIAL and q.evidence:
+                ev = [tid[e] for e in q.evidence]
+                r = sum(1 for e in ev if e in rows) / len(ev)
+                overall.append(r)
+                by_cat.setdefault(q.category, []).append(r)
+                feats.append((z, cov, stranger, 1))
+        for q in c.foreign:
+            rows, z, cov, stranger = ask(c, q, q.qid + "/f", tuning, budget)
+            false_inj.append(1.0 if rows else 0.0)
+            feats.append((z, cov, stranger, 0))
+    return {"evidence_recall": round(float(np.mean(overall)), 4),
+            "by_category": {k: round(float(np.mean(v)), 4) for k, v in sorted(by_cat.items())},
+            "false_injection_rate": round(float(np.mean(false_inj)), 4), "features": feats}
+
+
+def fit_gate(feats: Sequence[tuple[float, float, bool, int]],
+             target: float) -> tuple[float, ...]:
+    """A stranger's name vetoes (`gate_unknown_name`); on the other questions, logistic
+    regression (gradient descent) of asked-here on (z, coverage); then the bias is moved so
+    that the false-injection rate over all these questions is at most `target`. Returns
+    (bias, cosine, keyword, share of asked-here questions kept)."""
+    n_neg = sum(1 for f in feats if f[3] == 0)
+    n_pos = len(feats) - n_neg
+    feats = [f for f in feats if not f[2]]
+    x = np.array([[f[0] if not math.isnan(f[0]) else 0.0, f[1]] for f in feats])
+    y = np.array([f[3] for f in feats], dtype=float)
+    w = np.zeros(3)
+    xb = np.hstack([np.ones((len(x), 1)), x])
+    for _ in range(20000):
+        p = 1 / (1 + np.exp(-(xb @ w)))
+        w -= 0.1 * xb.T @ (p - y) / len(y)
+    logits = xb[:, 1:] @ w[1:]
+    neg = np.sort(logits[y == 0])[::-1]
+    k = math.floor(target * n_neg)
+    bias = -(neg[k] + 1e-6) if k < len(neg) else w[0]
+    kept = float(np.sum(logits[y == 1] + bias > 0)) / max(n_pos, 1)
+    return float(bias), float(w[1]), float(w[2]), kept
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--turns", required=True)
+    ap.add_argument("--questions", required=True)
+    ap.add_argument("--conversations", default="0,1,2")
+    ap.add_argument("--base-url", default="http://127.0.0.1:8088/v1")
+    ap.add_argument("--model", default="all-MiniLM-L6-v2")
+    ap.add_argument("--cache", default="/tmp/recall_tune_vectors.npz")
+    ap.add_argument("--budget", type=int, default=1000)
+    ap.add_argument("--abstention", type=int, default=40)
+    ap.add_argument("--set", action="append", default=[], help="name=value of RecallTuning")
+    ap.add_argument("--grid", action="append", default=[], help="name=v1,v2,…")
+    ap.add_argument("--fit-gate", action="store_true")
+    ap.add_argument("--target-fir", type=float, default=0.05)
+    args = ap.parse_args(argv)
+    turns, questions = load_turns(Path(args.turns)), load_questions(Path(args.questions))
+    names = conversations(turns)
+    picked = [names[int(i)] for i in args.conversations.split(",")]
+    emb = Embeddings(args.base_url, args.model, Path(args.cache))
+    convs = [prepare(turns, questions, c, emb, args.abstention) for c in picked]
+    base = RecallTuning()
+    fixed = {k: float(v) for k, v in (s.split("=", 1) for s in args.set)}
+    base = dataclasses.replace(base, **fixed)  # type: ignore[arg-type]
+    grid = [(k, [float(x) for x in v.split(",")]) for k, v in (g.split("=", 1)
+                                                                for g in args.grid)]
+    ints = {f.name for f in dataclasses.fields(RecallTuning) if f.type in ("int", int)}
+    grid = [(k, [int(x) if k in ints else x for x in v]) for k, v in grid]
+    combos = list(itertools.product(*(vals for _, vals in grid))) or [()]
+    for combo in combos:
+        tuning = dataclasses.replace(base, **{k: v for (k, _), v in zip(grid, combo,
+                                                                         strict=True)})
+        res = evaluate(convs, tuning, args.budget)
+        label = " ".join(f"{k}={v}" for (k, _), v in zip(grid, combo, strict=True)) or "base"
+        print(f"{label:<40} recall {res['evidence_recall']:.4f} "
+              f"multi {res['by_category'].get('multi_hop', 0):.4f} "
+              f"FIR {res['false_injection_rate']:.3f} {res['by_category']}", flush=True)
+        if args.fit_gate:
+            print("gate (bias, cosine, keyword, share of asked-here kept):",
+                  fit_gate(res["features"], args.target_fir))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,493 @@
+"""Recall's ranking over one owner's transcript rows, pure (numpy, no SQL, no I/O).
+
+The unit of recall is a short window: a row with its neighbour before and after in the same
+channel and session (a pause longer than `session_gap_minutes` starts a new session). Every
+live row is the centre of one window, so windows overlap; when chosen windows overlap or touch,
+they merge into one span and the shared rows are paid for once.
+
+Each window gets two signals, both calibrated per query so that no absolute similarity scale
+has to be assumed for the embedding model:
+
+- keyword: BM25 of the query's (stemmed, stopword-free) terms over the window's text, with the
+  inverse document frequencies of the owner's own rows, divided by the best window's BM25;
+- semantic: the cosine of the query to the window (the normalised sum of its rows' vectors),
+  relative to the query's background over the same memory: (cos − mean) / (best − mean). So
+  the best window scores 1 and a typical one 0, whatever range the model's cosines live in.
+
+score = w_keyword·keyword + w_semantic·semantic + w_recency·recency (recency only breaks ties).
+
+Abstention is a logistic gate on two scale-free features: the best window's cosine as a z-score
+over the query's background, less the z-score the best of that many unrelated windows would
+reach anyway (sqrt(2 ln n)); and the idf-weighted share of the query's terms that the best
+windows contain (a term the owner never used has the largest idf, so a question about someone
+never mentioned stays low). Nothing is injected when the gate says no.
+
+Selection is greedy with a lazy re-check: a window's value shrinks with the share of its rows
+already in the block, and each window already taken from the same session costs
+`session_penalty`, so several distinct sessions are found for a multi-part question.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from memory.fts import STOPWORDS
+
+F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SUFFIXES = ("ing", "ed", "es", "ly", "s")
+BM25_K1 = 1.2
+BM25_B = 0.75
+TYPICAL_COST = 60.0  # tokens of a three-turn window, for `cost_power`
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A crude suffix strip, enough to match `sisters`/`sister` or `painted`/`paint`."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """Stemmed, lower-cased content words of `text` (stopwords dropped), with repeats."""
+    return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+
+
+def query_stems(text: str, limit: int = 32) -> list[str]:
+    """The query's distinct stems, in order."""
+    return list(dict.fromkeys(tokens(text)))[:limit]
+
+
+@dataclass(frozen=True, slots=True)
+class RankTuning:
+    """The ranking's knobs (a subset of `memory.recall.RecallTuning`)."""
+
+    w_keyword: float = 1.0
+    w_semantic: float = 0.5
+    w_recency: float = 0.02
+    session_penalty: float = 0.0
+    relative_floor: float = 0.0
+    pool: int = 100  # windows considered for selection, best first
+    gate_bias: float = -1.8
+    gate_cosine: float = 0.41
+    gate_keyword: float = 6.56
+    gate_unknown_name: float = 10.0
+    cost_power: float = 0.5  # value per token^power: 0 ranks by score alone
+    redundancy: float = 0.3  # MMR: value − this × the best cosine to a window already taken
+
+
+@dataclass
+class RowTable:
+    """One owner's live recallable rows, in id order, ready to rank.
+
+    `prev`/`next` link a row to its neighbour in the same channel and session (−1: none).
+    Built once per owner and extended as rows arrive (`memory.recall_index`).
+    """
+
+    ids: I64
+    channel: I64
+    session: I64
+    minutes: F64  # the row's time, minutes since the epoch
+    vectors: F32  # (n, dim), L2-normalised; zero where a row has no vector yet
+    has_vec: npt.NDArray[np.bool_]
+    prev: I64
+    next: I64
+    lengths: F64  # content words per row
+    postings: dict[str, dict[int, int]] = field(default_factory=dict)
+    padded: F32 = field(default_factory=lambda: np.zeros((1, 1), np.float32))  # + a zero row
+    window_norm: F64 = field(default_factory=lambda: np.zeros(0))  # |sum of a window's vectors|
+
+    @property
+    def n(self) -> int:
+        return int(self.ids.shape[0])
+
+
+def link_neighbours(channel: I64, minutes: F64, gap_minutes: float) -> tuple[I64, I64, I64]:
+    """prev, next and session index of each row (rows in id order)."""
+    n = channel.shape[0]
+    prev = np.full(n, -1, dtype=np.int64)
+    nxt = np.full(n, -1, dtype=np.int64)
+    session = np.zeros(n, dtype=np.int64)
+    last: dict[int, int] = {}
+    sessions = 0
+    for i in range(n):
+        ch = int(channel[i])
+        j = last.get(ch)
+        if j is not None and minutes[i] - minutes[j] <= gap_minutes:
+            prev[i], nxt[j] = j, i
+            session[i] = session[j]
+        else:
+            session[i] = sessions
+            sessions += 1
+        last[ch] = i
+    return prev, nxt, session
+
+
+def build_table(ids: Sequence[int], channel: Sequence[int], minutes: Sequence[float],
+                texts: Sequence[str], vectors: F32, has_vec: npt.NDArray[np.bool_],
+                gap_minutes: float) -> RowTable:
+    """A `RowTable` from rows in id order (`texts` is what keyword search sees)."""
+    ch = np.asarray(channel, dtype=np.int64)
+    mins = np.asarray(minutes, dtype=np.float64)
+    prev, nxt, session = link_neighbours(ch, mins, gap_minutes)
+    postings: dict[str, dict[int, int]] = {}
+    lengths = np.zeros(len(texts), dtype=np.float64)
+    for i, text in enumerate(texts):
+        toks = tokens(text)
+        lengths[i] = len(toks)
+        for t in toks:
+            bucket = postings.setdefault(t, {})
+            bucket[i] = bucket.get(i, 0) + 1
+    vecs = np.asarray(vectors, dtype=np.float32)
+    if vecs.ndim != 2 or vecs.shape[0] != len(texts):
+        vecs = np.zeros((len(texts), vecs.shape[-1] if vecs.ndim == 2 else 1), np.float32)
+    padded = np.vstack([vecs, np.zeros((1, vecs.shape[1]), np.float32)])
+    n = len(texts)
+    p = np.where(prev >= 0, prev, n)
+    x = np.where(nxt >= 0, nxt, n)
+    norm = np.linalg.norm(padded[p] + padded[:n] + padded[x], axis=1) if n else np.zeros(0)
+    return RowTable(np.asarray(ids, dtype=np.int64), ch, session, mins, vecs,
+                    np.asarray(has_vec, dtype=bool), prev, nxt, lengths, postings, padded,
+                    norm.astype(np.float64))
+
+
+# -- per-query signals -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WindowScores:
+    """Every window's signals for one query (index = the window's centre row)."""
+
+    members: I64  # (n, 3): prev, centre, next; −1 where absent
+    keyword: F64  # BM25 / best, 0–1
+    cosine: F64  # raw cosine of the window's centroid (nan without vectors)
+    semantic: F64  # (cos − mean) / (best − mean); 0 without vectors
+    score: F64
+    valid: npt.NDArray[np.bool_]
+    gate_z: float  # best cosine's excess z-score over the background (nan: no vectors)
+    bm25_best: float
+    idf: dict[str, float]
+    cos_mean: float
+    cos_best: float
+    avg_len: float  # words per window
+
+
+def idf_of(table: RowTable, stems: Sequence[str]) -> dict[str, float]:
+    n = max(table.n, 1)
+    return {t: math.log(1.0 + (n - len(table.postings.get(t, ())) + 0.5)
+                        / (len(table.postings.get(t, ())) + 0.5)) for t in stems}
+
+
+# The gate's idf counts this many background documents that hold none of the query's words, so
+# that in a memory of a handful of rows a word said twice still outweighs one never said.
+GATE_PRIOR_DOCS = 50
+
+
+def gate_idf(table: RowTable, stems: Sequence[str]) -> dict[str, float]:
+    n = table.n + GATE_PRIOR_DOCS
+    return {t: math.log(1.0 + (n - len(table.postings.get(t, ())) + 0.5)
+                        / (len(table.postings.get(t, ())) + 0.5)) for t in stems}
+
+
+def bm25_text(text: str, idf: dict[str, float], avg_len: float) -> float:
+    """BM25 of one text (an episode or fact) against the query's idf, window-length normed."""
+    toks = tokens(text)
+    tf: dict[str, int] = {}
+    for t in toks:
+        if t in idf:
+            tf[t] = tf.get(t, 0) + 1
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * len(toks) / max(avg_len, 1.0))
+    return sum(idf[t] * f * (BM25_K1 + 1) / (f + norm) for t, f in tf.items())
+
+
+def window_scores(table: RowTable, stems: Sequence[str], vector: F32 | None,
+                  mask: npt.NDArray[np.bool_], recency: F64, tuning: RankTuning) -> WindowScores:
+    """The signals of every window whose centre row is allowed by `mask`."""
+    n = table.n
+    sentinel = n  # a padded row with no words and a zero vector
+    allowed = np.append(mask, False)
+    prev = np.where(table.prev >= 0, table.prev, sentinel)
+    nxt = np.where(table.next >= 0, table.next, sentinel)
+    prev = np.where(allowed[prev], prev, sentinel)
+    nxt = np.where(allowed[nxt], nxt, sentinel)
+    centre = np.arange(n)
+    members = np.stack([np.where(prev == sentinel, -1, prev), centre,
+                        np.where(nxt == sentinel, -1, nxt)], axis=1)
+    idf = idf_of(table, stems)
+    # Keyword: BM25 over the window's three rows.
+    lengths = np.append(table.lengths, 0.0)
+    wlen = lengths[prev] + lengths[centre] + lengths[nxt]
+    avg = float(wlen[mask].mean()) if mask.any() else 1.0
+    bm25 = np.zeros(n, dtype=np.float64)
+    k1, b = BM25_K1, BM25_B
+    norm = k1 * (1 - b + b * wlen / max(avg, 1.0))
+    for t in stems:
+        post = table.postings.get(t)
+        if not post:
+            continue
+        tf = np.zeros(n + 1, dtype=np.float64)
+        tf[np.fromiter(post.keys(), dtype=np.int64)] = np.fromiter(post.values(),
+                                                                    dtype=np.float64)
+        wtf = tf[prev] + tf[centre] + tf[nxt]
+        bm25 += idf[t] * wtf * (k1 + 1) / (wtf + norm)
+    bm25 = np.where(mask, bm25, 0.0)
+    bm25_best = float(bm25.max()) if n else 0.0
+    keyword = bm25 / bm25_best if bm25_best > 0 else np.zeros(n)
+    semantic = np.zeros(n)
+    cosine = np.full(n, np.nan)
+    gate_z = cos_mean = cos_best = float("nan")
+    if vector is not None and table.has_vec.any():
+        norms = table.window_norm.copy()
+        # Windows whose neighbour is left out (already in the prompt) have another sum.
+        changed = np.flatnonzero((prev != np.where(table.prev >= 0, table.prev, sentinel))
+                                 | (nxt != np.where(table.next >= 0, table.next, sentinel)))
+        if changed.size:
+            v = table.padded
+            norms[changed] = np.linalg.norm(v[prev[changed]] + v[changed] + v[nxt[changed]],
+                                            axis=1)
+        has = (norms > 0) & mask
+        cosine, semantic, gate_z, cos_mean, cos_best = _semantic(
+            table.padded @ vector.astype(np.float32), norms, has, prev, nxt)
+    score = (tuning.w_keyword * keyword + tuning.w_semantic * semantic
+             + tuning.w_recency * recency)
+    valid = mask & ((keyword > 0) | ~np.isnan(cosine))
+    return WindowScores(members, keyword, cosine, semantic, np.where(valid, score, -np.inf),
+                        valid, gate_z, bm25_best, idf, cos_mean, cos_best, avg)
+
+
+def _semantic(sims: F32, norms: F64, has: npt.NDArray[np.bool_], prev: I64, nxt: I64
+              ) -> tuple[F64, F64, float, float, float]:
+    """Window cosines (of the sum of the window's vectors), their per-query calibration
+    (cos − mean) / (best − mean), the gate's excess z and the background's mean and best."""
+    n = has.shape[0]
+    centre = np.arange(n)
+    centroid = (sims[prev] + sims[centre] + sims[nxt]) / np.maximum(norms, 1e-9)
+    cosine = np.where(has, centroid, np.nan)
+    background = cosine[has]
+    semantic = np.zeros(n)
+    if not background.size:
+        return cosine, semantic, float("nan"), float("nan"), float("nan")
+    mean, best, sd = float(background.mean()), float(background.max()), float(background.std())
+    if best - mean > 1e-9:
+        semantic = np.where(has, (cosine - mean) / (best - mean), 0.0)
+    # The best of n unrelated windows already stands about sqrt(2 ln n) deviations out.
+    expected = math.sqrt(2.0 * math.log(max(background.size, 2)))
+    gate_z = (best - mean) / sd - expected if sd > 1e-9 else 0.0
+    return cosine, semantic, gate_z, mean, best
+
+
+def keyword_coverage(table: RowTable, rows: Sequence[int], idf: dict[str, float]) -> float:
+    """The idf-weighted share of the query's terms found in `rows`."""
+    total = sum(idf.values())
+    if total <= 0:
+        return 0.0
+    found = sum(w for t, w in idf.items()
+                if any(r in table.postings.get(t, ()) for r in rows))
+    return found / total
+
+
+_NAME = re.compile(r"\b[A-Z][\w'’-]*")
+# Capitalised, but about time, not someone: memory dates are numeric, so these need not occur.
+CALENDAR = frozenset(
+    """january february march april may june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday
+    saturday sunday""".split()  # noqa: SIM905 - easier to read as prose
+)
+
+
+def unknown_name(query: str, table: RowTable) -> bool:
+    """Whether the query names someone or something (a capitalised word, not the first) that
+    this memory never mentions: a question about a stranger."""
+    words = _NAME.findall(query)
+    first = _WORD.search(query)
+    if first and words and words[0] == first.group(0):
+        words = words[1:]
+    for w in words:
+        if w.lower() in CALENDAR:
+            continue
+        stems = tokens(w)
+        if stems and all(t not in table.postings for t in stems):
+            return True
+    return False
+
+
+def without_names(query: str, idf: dict[str, float]) -> dict[str, float]:
+    """The query's idf weights without its names (a name is checked by `unknown_name`; a
+    known name alone says nothing about whether this memory holds the answer)."""
+    names = {t for w in _NAME.findall(query) for t in tokens(w)}
+    content = {t: w for t, w in idf.items() if t not in names}
+    return content or idf  # a query of names only: the names are its content
+
+
+def gate_logit(z: float, coverage: float, stranger: bool, tuning: RankTuning) -> float:
+    """The abstention gate: inject only when this is above 0. Without vectors (the embedder is
+    down, or nothing is embedded yet) the cosine feature counts as 0."""
+    z_term = 0.0 if math.isnan(z) else tuning.gate_cosine * z
+    return (tuning.gate_bias + z_term + tuning.gate_keyword * coverage
+            - tuning.gate_unknown_name * float(stranger))
+
+
+def unit_semantic(cosine: float | None, ws: WindowScores) -> float:
+    """An extra candidate's (episode, fact) cosine on the windows' per-query scale."""
+    if cosine is None or math.isnan(ws.cos_mean):
+        return 0.0
+    spread = ws.cos_best - ws.cos_mean
+    return (cosine - ws.cos_mean) / spread if spread > 1e-9 else 0.0
+
+
+# -- selection -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """A selectable thing: a window (rows of the table) or an extra item with its own cost."""
+
+    key: int  # windows: the centre row index; extras: −1 − their position
+    score: float
+    rows: tuple[int, ...]  # table indices the unit brings (an extra: those it cites)
+    session: int  # −1: none
+    cost: int = 0  # extras only; windows are priced by the block they change
+
+
+@dataclass
+class Selection:
+    rows: set[int] = field(default_factory=set)
+    extras: list[int] = field(default_factory=list)
+    order: dict[int, float] = field(default_factory=dict)  # row index → best score taking it
+    per_session: dict[int, int] = field(default_factory=dict)
+    used: int = 0  # tokens
+
+
+def run_around(table: RowTable, rows: set[int], r: int) -> tuple[int, ...]:
+    """The run of neighbouring chosen rows (same channel and session) that holds `r`."""
+    before: list[int] = []
+    p = int(table.prev[r])
+    while p >= 0 and p in rows:
+        before.append(p)
+        p = int(table.prev[p])
+    after: list[int] = []
+    n = int(table.next[r])
+    while n >= 0 and n in rows:
+        after.append(n)
+        n = int(table.next[n])
+    return (*reversed(before), r, *after)
+
+
+def added_cost(table: RowTable, chosen: set[int], new: Sequence[int],
+               span_cost: Callable[[tuple[int, ...]], int]) -> int:
+    """What adding `new` rows costs: the runs they make, less the runs they absorb."""
+    after = chosen | set(new)
+    runs_after = {run_around(table, after, r) for r in new}
+    runs_before = {run_around(table, chosen, m) for run in runs_after for m in run
+                   if m in chosen}
+    return sum(map(span_cost, runs_after)) - sum(map(span_cost, runs_before))
+
+
+def greedy(units: Sequence[Unit], table: RowTable, span_cost: Callable[[tuple[int, ...]], int],
+           budget: int, tuning: RankTuning, vectors: F32 | None = None) -> Selection:
+    """Greedy by current value: score × the share of the unit's rows not yet quoted, per
+    (tokens it adds)^cost_power, less `redundancy` × its highest cosine to a unit already
+    taken (MMR; `vectors`: one unit vector per unit) and `session_penalty` per unit already
+    taken from its session. Values are updated only for the units next to what was taken. A
+    window that no longer fits whole may still bring its centre row alone."""
+    sel = Selection()
+    m = len(units)
+    if not m:
+        return sel
+    score = np.array([u.score for u in units], dtype=np.float64)
+    best = float(score.max())
+    alive = score >= (tuning.relative_floor * best if best > 0 else -math.inf)
+    share = np.ones(m)
+    cost = np.array([span_cost(u.rows) if u.key >= 0 else u.cost for u in units], np.float64)
+    closest = np.zeros(m)
+    session = np.array([u.session for u in units], dtype=np.int64)
+    taken = np.zeros(int(session.max(initial=0)) + 2)
+    near: dict[int, list[int]] = {}  # row → windows that hold it or border on it
+    for j, u in enumerate(units):
+        if u.key >= 0:
+            for r in u.rows:
+                for x in (r, int(table.prev[r]), int(table.next[r])):
+                    if x >= 0:
+                        near.setdefault(x, []).append(j)
+    mmr = vectors is not None and tuning.redundancy > 0
+    # Stop once nothing left can fit: not the cheapest unit's current cost, not a lone row.
+    smallest = min(span_cost((u.key,)) if u.key >= 0 else u.cost for u in units)
+    while alive.any() and budget - sel.used >= min(smallest, float(cost[alive].min())):
+        value = score * share
+        if tuning.cost_power:
+            value = np.where(value > 0, value / (np.maximum(cost, 1.0) / TYPICAL_COST)
+                             ** tuning.cost_power, value)
+        value = value - tuning.session_penalty * taken[session] - tuning.redundancy * closest
+        value[~alive] = -np.inf
+        j = int(np.argmax(value))
+        alive[j] = False
+        u = units[j]
+        if u.key < 0:
+            if sel.used + u.cost > budget:
+                continue
+            sel.extras.append(-1 - u.key)
+            sel.used += u.cost
+            added: list[int] = []
+        else:
+            new = [r for r in u.rows if r not in sel.rows]
+            extra = added_cost(table, sel.rows, new, span_cost)
+            if sel.used + extra > budget:
+                if u.key in sel.rows:
+                    continue
+                new = [u.key]
+                extra = added_cost(table, sel.rows, new, span_cost)
+                if sel.used + extra > budget:
+                    continue
+            sel.rows.update(new)
+            sel.used += extra
+            for r in new:
+                sel.order.setdefault(r, u.score)
+            added = new
+        if u.session >= 0:
+            taken[u.session] += 1
+        if mmr and vectors is not None:
+            np.maximum(closest, vectors @ vectors[j], out=closest)
+        for k in {k for r in added for k in near.get(r, ()) if alive[k]}:
+            rest = [r for r in units[k].rows if r not in sel.rows]
+            if not rest:
+                alive[k] = False
+                continue
+            share[k] = len(rest) / len(units[k].rows)
+            cost[k] = added_cost(table, sel.rows, rest, span_cost)
+    return sel
+
+
+def unit_vectors(table: RowTable, units: Sequence[Unit]) -> F32:
+    """Each unit's direction: the normalised sum of its rows' vectors (zeros for none)."""
+    n = table.n
+    idx = np.full((len(units), 3), n, dtype=np.int64)
+    for j, u in enumerate(units):
+        rows = u.rows[:3] if u.key >= 0 else ()
+        idx[j, : len(rows)] = rows
+    out = table.padded[idx].sum(axis=1)
+    return (out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)).astype(
+        np.float32)
+
+
+def spans(table: RowTable, rows: set[int]) -> list[tuple[int, ...]]:
+    """The chosen rows as runs of neighbours (same channel and session), each in order."""
+    seen: set[int] = set()
+    out = []
+    for r in sorted(rows):
+        if r not in seen:
+            run = run_around(table, rows, r)
+            seen.update(run)
+            out.append(run)
+    return out
