@@ -59,8 +59,9 @@ def read_meta(conn: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta").fetchall()}
 
 
-def apply_migrations(conn: Any, dim: int) -> list[str]:
-    """Apply every pending migration on `conn` (already inside a transaction)."""
+def apply_migrations(conn: Any, dim: int, *, until: int | None = None) -> list[str]:
+    """Apply every pending migration on `conn` (already inside a transaction); with `until`,
+    only those numbered up to it (an upgrade test builds the previous schema this way)."""
     import sys
 
     complete = sys.modules[type(conn).__module__].complete_statement
@@ -81,7 +82,7 @@ def apply_migrations(conn: Any, dim: int) -> list[str]:
     done = {row[0] for row in conn.execute("SELECT id FROM migrations").fetchall()}
     applied = []
     for number, name, sql in available():
-        if number in done:
+        if number in done or (until is not None and number > until):
             continue
         for statement in split_statements(sql.replace("$DIM", str(dim)), complete):
             conn.execute(statement)
