@@ -110,6 +110,8 @@ class FactSettings(_Section):
     extract_after_turn: bool = False
     max_episodes: int = Field(default=8, gt=0)
     min_confidence: float = Field(default=0.5, ge=0, le=1)
+    # Off: the background extract job closes paused conversations but asks no model for facts.
+    use_model: bool = True
 
 
 class AccessSettings(_Section):
