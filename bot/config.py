@@ -98,6 +98,7 @@ class LifecycleSettings(_Section):
     compact_keep_tokens: int = Field(default=800, ge=0)
     compact_input_tokens: int = Field(default=6000, gt=0)
     compact_after_turn: bool = True
+    compact_use_model: bool = True  # False: extractive continuity summaries (no model call)
     leaf_round_at: int = Field(default=50, ge=2)
     era_round_at: int = Field(default=25, ge=2)
     min_cluster_size: int = Field(default=10, ge=2)

@@ -152,9 +152,11 @@ async def storage_of(app: App, channel: Channel, person: Person, ingested: int) 
 
 
 def lived_settings(settings: Settings, options: EvalOptions) -> Settings:
-    """Facts from the chat model only when the episodes use it too."""
-    facts = settings.facts.model_copy(update={"use_model": options.episodes == "llm"})
-    return settings.model_copy(update={"facts": facts})
+    """The chat model for facts and continuity summaries only when the episodes use it too."""
+    model = options.episodes == "llm"
+    facts = settings.facts.model_copy(update={"use_model": model})
+    lifecycle = settings.lifecycle.model_copy(update={"compact_use_model": model})
+    return settings.model_copy(update={"facts": facts, "lifecycle": lifecycle})
 
 
 def lifecycle_runner(app: App) -> Any:
