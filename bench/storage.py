@@ -11,7 +11,7 @@ the file's size is read.
 Scenarios: 1, 100 and 10,000 people with one turn each, and 100 people with 1,000 turns each,
 plus the empty migrated store. `per_person_bytes` is (size − empty size) / people, the cost a
 person adds; the target (64 KB per person with one message) is checked in the same run for
-every one-message scenario. `by_table` (from SQLite's dbstat) says where the bytes are.
+every one-message scenario. `vector_chunk_bytes` says how much of it is vec0 chunk space.
 
     python bench/storage.py --out bench/results/storage.json
 
@@ -118,13 +118,13 @@ async def measure(dim: int, people: int, turns: int) -> dict[str, Any]:
                 await add_person(db, embedder, p, turns)
             await db.checkpoint()
             chunk = await db.fetchval("SELECT max(size) FROM transcript_vec_chunks")
-            by_table = await _by_table(db)
+            vector_bytes = await _vector_bytes(db)
         finally:
             await db.close()
         size = path.stat().st_size + _wal(path)
     return {"people": people, "turns_each": turns, "db_bytes": size,
             "vec0_chunk_size": chunk, "build_seconds": round(time.perf_counter() - t0, 1),
-            "by_table": by_table}
+            "vector_chunk_bytes": vector_bytes}
 
 
 def _wal(path: Path) -> int:
@@ -132,21 +132,11 @@ def _wal(path: Path) -> int:
     return wal.stat().st_size if wal.exists() else 0
 
 
-async def _by_table(db: Database) -> dict[str, int]:
-    """Bytes per table (its indexes and shadow tables folded in), largest first; {} when this
-    SQLite has no dbstat."""
-    try:
-        rows = await db.fetchall("SELECT name, sum(pgsize) FROM dbstat GROUP BY name")
-    except Exception:  # noqa: BLE001 - dbstat is optional in SQLite builds
-        return {}
-    names = [str(r[0]) for r in await db.fetchall(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE TABLE%'")]
-    out: dict[str, int] = {}
-    for name, size in rows:
-        base = next((v for v in names if str(name).startswith(v + "_")), str(name))
-        out[base] = out.get(base, 0) + int(size)
-    return dict(sorted(((k, v) for k, v in out.items() if v >= 64 * 1024),
-                       key=lambda kv: -kv[1]))
+async def _vector_bytes(db: Database) -> dict[str, int]:
+    """Bytes of vector chunk blobs per vec0 table (allocated slots, used or not)."""
+    return {t: int(await db.fetchval(
+        f"SELECT coalesce(sum(length(vectors)), 0) FROM {t}_vector_chunks00") or 0)
+        for t in ("transcript_vec", "episode_vec", "fact_vec")}
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
