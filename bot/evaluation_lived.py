@@ -136,8 +136,10 @@ class Grid:
 async def storage_of(app: App, channel: Channel, person: Person, ingested: int) -> dict[str, int]:
     """What the conversation's memory holds after living through it."""
     db = app.db
-    rows = await db.fetchval("SELECT count(*) FROM transcript WHERE channel_id = ?",
-                             (channel.id,))
+    # The ingested message rows still there (compaction rows are the summaries, not turns).
+    rows = await db.fetchval(
+        "SELECT count(*) FROM transcript WHERE channel_id = ? AND kind = 'message'",
+        (channel.id,))
     episodes = await db.fetchval(
         "SELECT count(*) FROM episodes WHERE owner_id = ? AND tombstoned_at IS NULL",
         (person.id,))
