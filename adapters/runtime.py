@@ -12,8 +12,9 @@ A platform adapter maps its event to an `InboundMessage`, describes how to talk 
 - a failed turn shows its short honest text (`TurnResult.reply`); an unexpected exception is
   logged and the person gets `SORRY`, never a traceback.
 
-`deliver_turn` is the adapter callback boundary: the one place (with `typing_while`) in
-`adapters/` allowed to catch `Exception`. Imports `adapters.base`, `bot.types` and `bot.ports`.
+`deliver_turn` is the adapter callback boundary: with `typing_while` and the console adapter's
+line loop (which prints `SORRY` the same way), the one place in `adapters/` allowed to catch
+`Exception`. Imports `adapters.base`, `bot.types` and `bot.ports`.
 
 Example (a platform with send/edit/typing coroutines)::
 

@@ -129,8 +129,8 @@ class PrecomputedEmbedder:
     def dim(self) -> int:
         return self._dim
 
-    async def embed(self, texts: Sequence[str]) -> Vectors:
-        return np.stack([self._table[t] for t in texts]).astype(np.float32)
+    async def embed(self, texts: Sequence[str]) -> list[Vectors | None]:
+        return [self._table[t].astype(np.float32) for t in texts]
 
 
 def pct(values: Sequence[float], q: float) -> float:

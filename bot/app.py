@@ -82,11 +82,13 @@ def make_lifecycle_policy(settings: Settings) -> LifecyclePolicy:
             trigger_tokens=s.compact_tokens,
             keep_tokens=s.compact_keep_tokens,
             input_tokens=s.compact_input_tokens,
+            use_model=s.compact_use_model,
         ),
         rollup=RollupPolicy(
             leaf_round_at=s.leaf_round_at,
             era_round_at=s.era_round_at,
             use_model=s.rollup_use_model,
+            input_tokens=s.rollup_input_tokens,
             cluster=ClusterParams(
                 min_cluster_size=s.min_cluster_size, random_state=s.random_state
             ),
@@ -239,7 +241,8 @@ class App:
         cutter = EpisodeCutter(db, embedder, clock, chat, cut_settings(settings))
         forgetter = Forgetter(db, embedder)
         extractor = FactExtractor(db, facts, persons,
-                                  min_confidence=settings.facts.min_confidence)
+                                  min_confidence=settings.facts.min_confidence,
+                                  input_tokens=settings.facts.input_tokens)
         processor.recaller = recall
         processor.after_turn += [
             row_indexer,

@@ -2,23 +2,52 @@
 
 Parsed once into a frozen `Settings` object that is passed down; nothing else reads the
 environment. A bad value is a `ConfigError` whose one-line message names the key. Pydantic is
-used here because configuration is untrusted input. Imports only `bot.errors`.
+used here because configuration is untrusted input, and pydantic-settings reads the
+environment (lists come as JSON or comma-separated). Imports only `bot.errors`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
+from pydantic_settings.sources.utils import parse_env_vars
 
 from bot.errors import ConfigError
 
 OLLAMA_URL = "http://127.0.0.1:11434/v1"
+
+
+def _split_list(value: Any) -> Any:
+    """A list from the environment: JSON (`["a", "b"]`) or comma-separated (`a, b`)."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text.startswith("["):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not valid JSON: {exc.msg}") from None
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+# A list of strings; from the environment as JSON or comma-separated (NoDecode: not JSON-only).
+StrList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_split_list)]
 
 
 class _Section(BaseModel):
@@ -26,7 +55,8 @@ class _Section(BaseModel):
 
 
 class DbSettings(_Section):
-    path: str = "strata.db"
+    # Empty: the default location, see `default_db_path`.
+    path: str = ""
 
 
 class LlmSettings(_Section):
@@ -37,6 +67,9 @@ class LlmSettings(_Section):
     max_retries: int = Field(default=2, ge=0, le=10)
     retry_backoff: float = Field(default=0.5, ge=0)
     max_tokens: int = Field(default=1024, gt=0)
+    # One deadline for a whole chat turn (recall, every model call and tool round): a person
+    # waits at most this long before an honest message, whatever the retries would cost.
+    turn_deadline_seconds: float = Field(default=60.0, gt=0)
 
 
 class EmbedSettings(_Section):
@@ -77,6 +110,8 @@ class RecallSettings(_Section):
     near_duplicate: float = Field(default=0.85, gt=0, le=1)
     skip_recent_rows: int = Field(default=20, ge=0)
     keyword_scan: int = Field(default=2000, gt=0)
+    # The query's embedding may take this long; after that recall uses keywords only.
+    query_embed_seconds: float = Field(default=10.0, gt=0)
 
     @model_validator(mode="after")
     def _sim_order(self) -> RecallSettings:
@@ -92,7 +127,7 @@ class EpisodeSettings(_Section):
 
 
 class LifecycleSettings(_Section):
-    """Compaction, roll-up and pruning (DESIGN.md §3)."""
+    """Compaction, roll-up and pruning (docs/memory.md)."""
 
     compact_tokens: int = Field(default=2400, gt=0)
     compact_keep_tokens: int = Field(default=800, ge=0)
@@ -104,6 +139,7 @@ class LifecycleSettings(_Section):
     min_cluster_size: int = Field(default=10, ge=2)
     random_state: int = 42
     rollup_use_model: bool = True
+    rollup_input_tokens: int = Field(default=6000, gt=0)  # one roll-up summary call's input
 
 
 class FactSettings(_Section):
@@ -111,14 +147,15 @@ class FactSettings(_Section):
     extract_after_turn: bool = False
     max_episodes: int = Field(default=8, gt=0)
     min_confidence: float = Field(default=0.5, ge=0, le=1)
+    input_tokens: int = Field(default=6000, gt=0)  # one extraction call's quoted text
     # Off: the background extract job closes paused conversations but asks no model for facts.
     use_model: bool = True
 
 
 class AccessSettings(_Section):
-    allow_users: tuple[str, ...] = ()
-    allow_rooms: tuple[str, ...] = ()
-    admins: tuple[str, ...] = ()
+    allow_users: StrList = ()
+    allow_rooms: StrList = ()
+    admins: StrList = ()
     tell_unlisted: bool = True
     model_calls_per_minute: int = Field(default=20, gt=0)
 
@@ -155,19 +192,35 @@ class CognitionSettings(_Section):
     idle_minutes: float = Field(default=30.0, ge=0)
     research_hours: float = Field(default=6.0, gt=0)
     job_token_budget: int = Field(default=4000, gt=0)
-    disabled_jobs: tuple[str, ...] = ()
+    # A failed job run waits this long before its next attempt, doubling per failure up to
+    # the cap (like discord.py's `ext.tasks` reconnect backoff).
+    job_retry_minutes: float = Field(default=5.0, gt=0)
+    job_retry_max_minutes: float = Field(default=360.0, gt=0)
+    # The same for a reminder whose delivery fails; after `reminder_max_attempts` it is dead.
+    reminder_retry_minutes: float = Field(default=1.0, gt=0)
+    reminder_retry_max_minutes: float = Field(default=60.0, gt=0)
+    reminder_max_attempts: int = Field(default=8, gt=0)
+    disabled_jobs: StrList = ()
     decay_hours: float = Field(default=1.0, gt=0)
     late_after_minutes: float = Field(default=5.0, ge=0)
     upcoming_hours: float = Field(default=36.0, gt=0)
-    calendars: tuple[str, ...] = ()
+    calendars: StrList = ()
     calendar_days: float = Field(default=14.0, gt=0)
     searxng_url: str = ""
-    feeds: tuple[str, ...] = ()
+    feeds: StrList = ()
     research_max_results: int = Field(default=5, gt=0, le=50)
     http_timeout: float = Field(default=15.0, gt=0)
 
 
-class Settings(_Section):
+class Settings(BaseSettings):
+    """Every section. `load_settings` builds it from the TOML file and the environment."""
+
+    model_config = SettingsConfigDict(
+        frozen=True, extra="forbid", env_prefix="STRATA_", env_nested_delimiter="_",
+        # STRATA_LLM_BASE_URL: the section is split off at the first `_`, the key keeps its own.
+        env_nested_max_split=1, case_sensitive=False,
+    )
+
     db: DbSettings = DbSettings()
     llm: LlmSettings = LlmSettings()
     embed: EmbedSettings = EmbedSettings()
@@ -182,34 +235,40 @@ class Settings(_Section):
     matrix: MatrixSettings = MatrixSettings()
     cognition: CognitionSettings = CognitionSettings()
 
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # load_settings merges file and environment itself (its env may be a test's mapping).
+        return (init_settings,)
 
-# Short names kept for convenience and for the README's quick start.
+
+# Short names kept for convenience.
 _ALIASES = {"STRATA_DB": ("db", "path")}
 
 
-def _env_value(raw: str, annotation: Any) -> Any:
-    """Turn an environment string into what the field wants (lists: JSON or comma-separated)."""
-    if "tuple" in str(annotation):
-        text = raw.strip()
-        if text.startswith("["):
-            return json.loads(text)
-        return [part.strip() for part in text.split(",") if part.strip()]
-    return raw
+class _EnvSource(EnvSettingsSource):
+    """`STRATA_<SECTION>_<KEY>` from a given mapping (the process environment by default).
+
+    The aliases are taken out: `STRATA_DB` would otherwise be read as the whole `[db]` section.
+    """
+
+    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
+        self._given = {k: v for k, v in env.items() if k.upper() not in _ALIASES}
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(self._given, self.case_sensitive, self.env_ignore_empty,
+                              self.env_parse_none_str)
 
 
-def _overrides(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for section_name, section_field in Settings.model_fields.items():
-        section_model = section_field.annotation
-        assert isinstance(section_model, type) and issubclass(section_model, BaseModel)
-        for key, key_field in section_model.model_fields.items():
-            name = f"STRATA_{section_name}_{key}".upper()
-            if name in env:
-                try:
-                    value = _env_value(env[name], key_field.annotation)
-                except json.JSONDecodeError as exc:
-                    raise ConfigError(f"{name}: not valid JSON: {exc.msg}") from None
-                out.setdefault(section_name, {})[key] = value
+def _overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    try:
+        out: dict[str, Any] = _EnvSource(Settings, env)()
+    except SettingsError as exc:
+        raise ConfigError(str(exc).replace("\n", " ")) from None
     for alias, (section_name, key) in _ALIASES.items():
         if alias in env:
             out.setdefault(section_name, {})[key] = env[alias]
@@ -232,8 +291,47 @@ def _describe(exc: ValidationError) -> str:
     return f"config key {key}{extra}: {err['msg']}"
 
 
-def load_settings(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
-    """Read `path` (or ./strata.toml if present), apply environment overrides, validate."""
+LEGACY_DB = "strata.db"
+
+
+def default_db_path(env: Mapping[str, str]) -> Path:
+    """Where the database lives when none is configured: `$XDG_DATA_HOME/strata/strata.db`,
+    else `~/.local/share/strata/strata.db` (the XDG base directory rules)."""
+    xdg = env.get("XDG_DATA_HOME", "")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "strata" / "strata.db"
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    return home / ".local" / "share" / "strata" / "strata.db"
+
+
+def _choose_db(env: Mapping[str, str], notice: Callable[[str], None]) -> str:
+    """The database file when none is configured. A `./strata.db` from before the default
+    moved is kept (switching silently would show an empty memory), with a one-line notice."""
+    default = default_db_path(env)
+    legacy = Path(LEGACY_DB)
+    if legacy.is_file():
+        notice(f"using ./{LEGACY_DB} in this folder; the default is now {default}. To move it: "
+               f"mkdir -p {default.parent} && mv {LEGACY_DB} {default} (or set STRATA_DB)")
+        return str(legacy.resolve())
+    # The data folder is Strata's own: made on first use, as XDG applications do.
+    with contextlib.suppress(OSError):  # unwritable: opening the database then says so
+        default.parent.mkdir(parents=True, exist_ok=True)
+    return str(default)
+
+
+def _log_notice(text: str) -> None:
+    logging.getLogger(__name__).warning("%s", text)
+
+
+def load_settings(
+    path: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    notice: Callable[[str], None] = _log_notice,
+) -> Settings:
+    """Read `path` (or ./strata.toml if present), apply environment overrides, validate.
+
+    `notice` receives a one-line message for the user (the CLI prints it on stderr).
+    """
     env = os.environ if env is None else env
     data: dict[str, Any] = {}
     if path is None and Path("strata.toml").is_file():
@@ -247,6 +345,10 @@ def load_settings(path: str | Path | None = None, env: Mapping[str, str] | None 
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"config file {file}: {exc}") from None
     try:
-        return Settings.model_validate(_merge(data, _overrides(env)))
+        settings = Settings(**_merge(data, _overrides(env)))
     except ValidationError as exc:
         raise ConfigError(_describe(exc)) from None
+    if not settings.db.path:
+        db = settings.db.model_copy(update={"path": _choose_db(env, notice)})
+        settings = settings.model_copy(update={"db": db})
+    return settings

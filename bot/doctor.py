@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.config import Settings
-from bot.errors import ModelError, StrataError
+from bot.errors import ModelBadResponseError, ModelError, StrataError
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
 from memory.db import Database
 from memory.driver import sqlite_driver
@@ -78,16 +78,29 @@ async def _chat(settings: Settings) -> list[Check]:
         ]
     finally:
         await model.close()
-    if s.model not in names and f"{s.model}:latest" not in names:
+    if not _offers(names, s.model):
         return [
             Check(
                 False,
-                f"chat model {s.model!r} not offered by {s.base_url}",
-                f"pull it (e.g. `ollama pull {s.model}`) or set STRATA_LLM_MODEL to one "
-                f"of: {', '.join(names[:8]) or 'none listed'}",
+                f"chat model {s.model!r} is not offered by {s.base_url}; it offers: "
+                f"{_listing(names)}",
+                f"pull it (e.g. `ollama pull {s.model}`) or set STRATA_LLM_MODEL (llm.model) "
+                "to one of those",
             )
         ]
     return [Check(True, f"chat endpoint {s.base_url} offers {s.model}")]
+
+
+def _offers(names: list[str], model: str) -> bool:
+    return model in names or f"{model}:latest" in names
+
+
+def _listing(names: list[str]) -> str:
+    """The models a server offers, for a one-line message (a long list is cut)."""
+    if not names:
+        return "no models (pull one first)"
+    shown = ", ".join(sorted(names)[:20])
+    return shown + (f" and {len(names) - 20} more" if len(names) > 20 else "")
 
 
 async def _embed(settings: Settings) -> list[Check]:
@@ -101,8 +114,21 @@ async def _embed(settings: Settings) -> list[Check]:
         max_retries=0,
     )
     try:
-        await embedder.embed(["doctor"])
+        (vector,) = await embedder.embed(["doctor"])
+        if vector is None:
+            raise ModelBadResponseError("answers a zero, NaN or wrong-length vector")
     except ModelError as exc:
+        offered = await _offered(settings)
+        if offered is not None and not _offers(offered, s.model):
+            return [
+                Check(
+                    False,
+                    f"embedding model {s.model!r} is not offered by {s.base_url}; it offers: "
+                    f"{_listing(offered)}",
+                    f"pull it (e.g. `ollama pull {s.model}`) or set STRATA_EMBED_MODEL "
+                    "(embed.model) and STRATA_EMBED_DIM to one of those",
+                )
+            ]
         return [
             Check(
                 False,
@@ -116,6 +142,21 @@ async def _embed(settings: Settings) -> list[Check]:
     return [
         Check(True, f"embedding endpoint {s.base_url} returns {s.dim}-dim vectors from {s.model}")
     ]
+
+
+async def _offered(settings: Settings) -> list[str] | None:
+    """The models the embedding server lists, or None when it does not answer the question."""
+    s = settings.embed
+    lister = OpenAIChatModel(
+        base_url=s.base_url, model=s.model, api_key=s.api_key, timeout=min(s.timeout, 10),
+        max_retries=0,
+    )
+    try:
+        return await lister.list_models()
+    except ModelError:
+        return None
+    finally:
+        await lister.close()
 
 
 async def run_doctor(settings: Settings) -> list[Check]:

@@ -255,6 +255,23 @@ class OpenAIChatModel:
         return await self._retry.run("chat endpoint", call)
 
 
+def usable_vector(raw: Sequence[float] | npt.NDArray[np.floating], dim: int,
+                  ) -> npt.NDArray[np.float32] | None:
+    """`raw` as an L2-normalised float32 vector, or None when it is no usable embedding.
+
+    Some servers answer text without word pieces they know (`*`, other scripts) with an all-zero
+    or NaN vector; stored, such a vector has no cosine (sqlite-vec gives NULL) and matches
+    nothing. A vector of the wrong length cannot go into the index at all.
+    """
+    vec = np.asarray(raw, dtype=np.float64)
+    if vec.shape != (dim,) or not np.all(np.isfinite(vec)):
+        return None
+    norm = float(np.linalg.norm(vec))
+    if not np.isfinite(norm) or norm < 1e-12:
+        return None
+    return (vec / norm).astype(np.float32)
+
+
 class OpenAIEmbedder:
     """`bot.ports.Embedder` over an OpenAI-compatible `/embeddings`."""
 
@@ -284,30 +301,34 @@ class OpenAIEmbedder:
     async def close(self) -> None:
         await self._client.close()
 
-    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+    async def embed(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32] | None]:
+        out: list[npt.NDArray[np.float32] | None] = []
         for start in range(0, len(texts), self.batch_size):
             batch = [t if t.strip() else " " for t in texts[start : start + self.batch_size]]
-            out[start : start + len(batch)] = await self._retry.run(
+            out += await self._retry.run(
                 "embedding model",
                 lambda b=batch: self._embed_batch(b),  # type: ignore[misc]
             )
         return out
 
-    async def _embed_batch(self, batch: list[str]) -> npt.NDArray[np.float32]:
+    async def _embed_batch(self, batch: list[str]) -> list[npt.NDArray[np.float32] | None]:
         resp = await self._client.embeddings.create(model=self.model, input=batch)
         data = sorted(resp.data, key=lambda d: d.index)
         if len(data) != len(batch):
             raise ModelBadResponseError(
                 f"embedding model: {len(data)} vectors for {len(batch)} texts"
             )
-        vecs = np.asarray([d.embedding for d in data], dtype=np.float32)
-        if vecs.ndim != 2 or vecs.shape[1] != self._dim:
-            got = vecs.shape[1] if vecs.ndim == 2 else "?"
+        lengths = {len(d.embedding) for d in data}
+        if self._dim not in lengths and len(lengths) == 1:
+            # Every vector has the same other length: the configuration is wrong, not a text.
             raise ModelRequestError(
-                f"embedding model {self.model} returns {got} dimensions but {self._dim} are "
-                "configured (embed.dim / STRATA_EMBED_DIM)"
+                f"embedding model {self.model} returns {lengths.pop()} dimensions but "
+                f"{self._dim} are configured (embed.dim / STRATA_EMBED_DIM)"
             )
-        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return (vecs / norms).astype(np.float32)
+        vecs = [usable_vector(d.embedding, self._dim) for d in data]
+        rejected = sum(v is None for v in vecs)
+        if rejected:
+            log.warning("embedding model %s: %d of %d vectors unusable (zero, NaN/inf or wrong"
+                        " length); those texts are kept without a vector",
+                        self.model, rejected, len(vecs))
+        return vecs

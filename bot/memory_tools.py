@@ -4,18 +4,23 @@ They act on the channel's memory scope (`channel.owner_id`: the person in a priv
 room in a shared one) and at once, which is how an explicit correction ("no, I moved to
 Lyon") retracts the wrong fact before the next turn. Recalled facts carry their ids
 (`fact #12`), which the model passes back here. While memory is paused nothing new is stored
-(retracting still works: it only removes). Imports `bot` modules and `memory`.
+(retracting still works: it only removes). Each tool's arguments are a pydantic model
+(`bot.tool_args`): its schema is what the model sees, and arguments that do not fit come back
+as an error naming the field. Imports `bot` modules and `memory`.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, StringConstraints
 
 from bot.errors import MutedSourceError, UnknownKindError
 from bot.ports import Clock
+from bot.tool_args import RowId, ToolArgs, add_tool
 from bot.turns import ToolContext, ToolRegistry
-from bot.types import Role, ToolSpec
+from bot.types import Role
 from memory.facts import FACT_KINDS, FactStore, NewFact
 from memory.transcript import TranscriptRepo
 
@@ -24,45 +29,41 @@ log = logging.getLogger(__name__)
 PAUSED = "memory is paused (/pause): nothing was stored"
 KIND_HELP = f"one of {', '.join(FACT_KINDS)}; use note when unsure"
 
-REMEMBER = ToolSpec(
-    "remember",
-    "Store one durable fact the person stated or asked you to remember about themselves. "
-    "Not for quotes of others, questions, hypotheticals or passing moods.",
-    {
-        "type": "object",
-        "properties": {
-            "text": {"type": "string", "description": "the fact, one short third-person line"},
-            "kind": {"type": "string", "enum": list(FACT_KINDS), "description": KIND_HELP},
-            "attribute": {"type": "string",
-                          "description": "snake_case key like home_city, job, diet (optional)"},
-        },
-        "required": ["text"],
-    },
-)
-CORRECT = ToolSpec(
-    "correct_memory",
-    "The person says a remembered fact (fact #id) is wrong or out of date: replace it with "
-    "the corrected text. The old fact is withdrawn at once.",
-    {
-        "type": "object",
-        "properties": {
-            "fact_id": {"type": "integer"},
-            "text": {"type": "string", "description": "the corrected fact"},
-        },
-        "required": ["fact_id", "text"],
-    },
-)
-FORGET = ToolSpec(
-    "forget_fact",
-    "Withdraw a remembered fact (fact #id) the person no longer wants used. For erasing "
-    "everything about a topic, tell them about the /forget command.",
-    {"type": "object", "properties": {"fact_id": {"type": "integer"}}, "required": ["fact_id"]},
-)
-SEARCH = ToolSpec(
-    "search_memory",
-    "Search the facts remembered about this person.",
-    {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
-)
+FactText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class RememberArgs(ToolArgs):
+    text: FactText = Field(description="the fact, one short third-person line")
+    # Checked by the fact store, whose error names the allowed kinds.
+    kind: str = Field(default="note", description=KIND_HELP,
+                      json_schema_extra={"enum": list(FACT_KINDS)})
+    attribute: str = Field(default="",
+                           description="snake_case key like home_city, job, diet (optional)")
+
+
+class CorrectArgs(ToolArgs):
+    fact_id: RowId = Field(description="the id of the remembered fact (fact #12: 12)")
+    text: str = Field(description="the corrected fact (empty: just withdraw the old one)")
+
+
+class FactIdArgs(ToolArgs):
+    fact_id: RowId = Field(description="the id of the remembered fact (fact #12: 12)")
+
+
+class SearchArgs(ToolArgs):
+    query: FactText
+
+
+REMEMBER = ("remember",
+            "Store one durable fact the person stated or asked you to remember about "
+            "themselves. Not for quotes of others, questions, hypotheticals or passing moods.")
+CORRECT = ("correct_memory",
+           "The person says a remembered fact (fact #id) is wrong or out of date: replace it "
+           "with the corrected text. The old fact is withdrawn at once.")
+FORGET = ("forget_fact",
+          "Withdraw a remembered fact (fact #id) the person no longer wants used. For erasing "
+          "everything about a topic, tell them about the /forget command.")
+SEARCH = ("search_memory", "Search the facts remembered about this person.")
 
 
 class MemoryTools:
@@ -72,24 +73,21 @@ class MemoryTools:
         self.clock = clock
 
     def register(self, registry: ToolRegistry) -> None:
-        registry.add(REMEMBER, self.remember)
-        registry.add(CORRECT, self.correct)
-        registry.add(FORGET, self.forget)
-        registry.add(SEARCH, self.search)
+        add_tool(registry, *REMEMBER, RememberArgs, self.remember)
+        add_tool(registry, *CORRECT, CorrectArgs, self.correct)
+        add_tool(registry, *FORGET, FactIdArgs, self.forget)
+        add_tool(registry, *SEARCH, SearchArgs, self.search)
 
     async def _user_rows(self, ctx: ToolContext) -> tuple[int, ...]:
         rows = await self.transcript.by_turn(ctx.turn_id)
         return tuple(r.id for r in rows if r.role is Role.USER)
 
-    async def remember(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+    async def remember(self, ctx: ToolContext, args: RememberArgs) -> str:
         if ctx.person.paused:
             return PAUSED
-        text = str(args.get("text", "")).strip()
-        if not text:
-            return "error: text is empty"
         new = NewFact(
-            owner_id=ctx.channel.owner_id, kind=str(args.get("kind") or "note"), text=text,
-            source=ctx.channel.source, attribute=str(args.get("attribute") or ""),
+            owner_id=ctx.channel.owner_id, kind=args.kind or "note", text=args.text,
+            source=ctx.channel.source, attribute=args.attribute,
             subject="self", confidence=0.9, channel_id=ctx.channel.id,
             row_ids=await self._user_rows(ctx),
         )
@@ -103,21 +101,17 @@ class MemoryTools:
             if result.superseded else ""
         return f"remembered as fact #{result.fact_id}{extra}"
 
-    async def _own_live(self, ctx: ToolContext, args: dict[str, Any]) -> Any:
-        try:
-            fact_id = int(args.get("fact_id"))  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            return None
+    async def _own_live(self, ctx: ToolContext, fact_id: int) -> Any:
         fact = await self.facts.repo.get(fact_id)
         if fact is None or fact.owner_id != ctx.channel.owner_id or not fact.live:
             return None
         return fact
 
-    async def correct(self, ctx: ToolContext, args: dict[str, Any]) -> str:
-        old = await self._own_live(ctx, args)
+    async def correct(self, ctx: ToolContext, args: CorrectArgs) -> str:
+        old = await self._own_live(ctx, args.fact_id)
         if old is None:
             return "error: no such remembered fact"
-        text = str(args.get("text", "")).strip()
+        text = args.text
         if ctx.person.paused or not text:
             await self.facts.retract(old.owner_id, [old.id], self.clock.now())
             return f"fact #{old.id} withdrawn" + (f"; {PAUSED}" if ctx.person.paused else "")
@@ -140,18 +134,15 @@ class MemoryTools:
         log.info("fact %s corrected by %s", old.id, result.fact_id)
         return f"fact #{old.id} withdrawn and replaced by fact #{result.fact_id}"
 
-    async def forget(self, ctx: ToolContext, args: dict[str, Any]) -> str:
-        old = await self._own_live(ctx, args)
+    async def forget(self, ctx: ToolContext, args: FactIdArgs) -> str:
+        old = await self._own_live(ctx, args.fact_id)
         if old is None:
             return "error: no such remembered fact"
         await self.facts.retract(old.owner_id, [old.id], self.clock.now())
         return f"fact #{old.id} withdrawn"
 
-    async def search(self, ctx: ToolContext, args: dict[str, Any]) -> str:
-        query = str(args.get("query", "")).strip()
-        if not query:
-            return "error: query is empty"
-        hits = await self.facts.search(ctx.channel.owner_id, query, limit=10)
+    async def search(self, ctx: ToolContext, args: SearchArgs) -> str:
+        hits = await self.facts.search(ctx.channel.owner_id, args.query, limit=10)
         hits = [h for h in hits if h.relevance >= 0.2]
         if not hits:
             return "nothing remembered matches"

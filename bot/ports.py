@@ -51,12 +51,17 @@ class ChatModel(Protocol):
         ...
 
 
+# One L2-normalised float32 embedding, shape (dim,).
+Vector = npt.NDArray[np.float32]
+
+
 class Embedder(Protocol):
     @property
     def dim(self) -> int: ...
 
-    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Return one L2-normalised float32 row per text, shape (len(texts), dim)."""
+    async def embed(self, texts: Sequence[str]) -> list[Vector | None]:
+        """Return one L2-normalised float32 vector per text, or None where the model gave no
+        usable vector (wrong length, NaN/inf, all zero): that text is kept without one."""
         ...
 
 

@@ -4,7 +4,8 @@ Order (DESIGN.md §4): resolve person and channel; access control and chat comma
 activity and append the user row durably; turn-zero recall; assemble the prompt; call the model
 (streaming when the adapter can show it) with bounded tool calls; append the reply and tool
 rows; return the reply to the adapter; after-turn work (episode cut, compaction) runs off the
-hot path. A failing model gives the person a short honest message; the user row stays.
+hot path. A failing model gives the person a short honest message; the user row stays. A
+chat turn has one overall deadline (`llm.turn_deadline_seconds`), met with an honest message.
 May import `memory`; never `adapters` or `cognition`.
 """
 
@@ -81,6 +82,21 @@ class ToolRegistry:
 
 
 BACKGROUND_PLATFORM = "background"
+# Sources with no user present (DESIGN.md §3, "Recall at turn zero"): their turns never run
+# turn-zero recall; a job that needs memory states its inputs in its instructions instead.
+BACKGROUND_SOURCES = ("dmn", "research", "scheduled")
+BACKGROUND_PREFIXES = ("delegate:", "external-agent:", "job:")
+
+
+def is_background_source(source: str) -> bool:
+    return source in BACKGROUND_SOURCES or source.startswith(BACKGROUND_PREFIXES)
+
+
+def seeds_memory(channel: Channel) -> bool:
+    """Whether a turn on `channel` runs turn-zero recall: its `memory_seed` is on and it is
+    not a background channel (those never do, whatever an old row says)."""
+    return (channel.memory_seed and channel.kind is not ChannelKind.BACKGROUND
+            and not is_background_source(channel.source))
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +133,14 @@ def model_error_message(exc: ModelError) -> str:
     else:
         why = "I can't reach my language model right now"
     return f"Sorry — {why}. Your message is saved; please try again in a moment."
+
+
+def deadline_message(seconds: float) -> str:
+    """The honest chat message when the turn's deadline passed before the model answered."""
+    return (
+        "Sorry — my language model is taking too long to answer (nothing within "
+        f"{seconds:g} seconds). Your message is saved; please try again in a moment."
+    )
 
 
 def rate_limited_message(wait_seconds: float) -> str:
@@ -293,11 +317,22 @@ class TurnProcessor:
                 return TurnResult(
                     rate_limited_message(wait), turn_id, channel.id, person.id, failed=True
                 )
+        deadline = self.settings.llm.turn_deadline_seconds
+        limit = asyncio.timeout(deadline)
         try:
-            reply, _ = await self._answer(msg, person, channel, turn_id, on_partial)
+            # One deadline for the whole answer (recall, every model call and retry, tools):
+            # a hanging server costs the person `deadline` seconds, not timeout × attempts.
+            async with limit:
+                reply, _ = await self._answer(msg, person, channel, turn_id, on_partial)
         except ModelError as exc:
             log.warning("turn %s: model failed: %s", turn_id, exc)
             return TurnResult(model_error_message(exc), turn_id, channel.id, person.id, failed=True)
+        except TimeoutError:
+            if not limit.expired():
+                raise
+            log.warning("turn %s: no answer within the %g s turn deadline", turn_id, deadline)
+            return TurnResult(deadline_message(deadline), turn_id, channel.id, person.id,
+                              failed=True)
         self._after(channel, person, turn_id)
         return TurnResult(reply, turn_id, channel.id, person.id)
 
@@ -306,8 +341,8 @@ class TurnProcessor:
     async def background_channel(self, person: Person, source: str) -> Channel:
         """The person's background channel for `source` (`dmn`, `scheduled`, …), created once.
 
-        Jobs' working channels (`job:*`) answer from the material they are given, so they do
-        not seed memory at turn zero; the DMN and scheduled prompts do.
+        No background channel seeds memory at turn zero (no user is present; DMN reflections
+        fed by recall would feed on themselves): jobs answer from the material they are given.
         """
         return await self.channels.get_or_create(
             platform=BACKGROUND_PLATFORM,
@@ -317,7 +352,7 @@ class TurnProcessor:
             source=source,
             now=self.clock.now(),
             name=source,
-            memory_seed=not source.startswith("job:"),
+            memory_seed=False,
         )
 
     async def handle_background(
@@ -395,7 +430,7 @@ class TurnProcessor:
         if not options.history:
             mark, rows = None, []
         recalled = None
-        if self.recaller is not None and channel.memory_seed and self.settings.recall.enabled:
+        if self.recaller is not None and seeds_memory(channel) and self.settings.recall.enabled:
             # Rows already in the prompt are not recalled again; older ones of this channel
             # that fell out of the history budget may be.
             shown = history_in_prompt(rows, self.settings.bot.history_tokens)
@@ -553,6 +588,9 @@ class TurnProcessor:
     ) -> None:
         try:
             await hook(channel, person, turn_id)
+        except ModelError as exc:  # a model or embedder that is down: one line, no traceback
+            log.warning("after-turn step %s skipped for turn %s: %s",
+                        type(hook).__name__, turn_id, exc)
         except Exception:  # task boundary: a failed after-turn step must not kill the bot
             log.exception("after-turn step %r failed for turn %s", hook, turn_id)
 

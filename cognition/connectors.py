@@ -5,8 +5,9 @@ A `Connector` fetches what a connected service holds for a person (None: the per
 connected it) as `SyncData`, with a fingerprint of the raw data so an unchanged source costs
 nothing downstream. The capability-sync job stores the events (for the ambient snapshot) and
 turns them into facts. Connectors for mail or contacts implement the same protocol and are
-added in `configured_connectors`. May import `bot` and `memory`; the `icalendar`, `dateutil`
-and `aiohttp` packages (the `calendar` extra) are imported when a sync runs.
+added in `configured_connectors`. May import `bot` and `memory`; the `icalendar`,
+`recurring-ical-events` and `aiohttp` packages (the `calendar` extra) are imported when a sync
+runs.
 """
 
 from __future__ import annotations
@@ -89,41 +90,39 @@ def _aware(value: date | datetime, tz: ZoneInfo) -> datetime:
 def parse_ics(
     data: bytes, *, tz: str, start: datetime, end: datetime
 ) -> list[CalendarEvent]:
-    """The events of an ICS calendar overlapping [start, end), recurrences expanded."""
+    """The events of an ICS calendar overlapping [start, end), recurrences expanded by
+    `recurring-ical-events`: EXDATE cancels an occurrence, RDATE adds one, and an event with
+    a RECURRENCE-ID replaces the occurrence it names (a moved or renamed meeting)."""
     import icalendar
-    from dateutil.rrule import rrulestr
+    import recurring_ical_events
 
     try:
         cal = icalendar.Calendar.from_ical(data)
     except ValueError as exc:
         raise ConnectorError(f"not an iCalendar file: {exc}") from exc
     zone = ZoneInfo(tz)
+    # Floating times and all-day dates are in the person's zone, which the library does not
+    # know: ask it for a window a day wider on each side and cut exactly below.
+    margin = timedelta(days=1)
+    try:
+        occurrences = recurring_ical_events.of(cal).between(start - margin, end + margin)
+    except (ValueError, TypeError) as exc:  # the library's errors for unreadable rules
+        raise ConnectorError(f"unreadable recurrence in the calendar: {exc}") from exc
     out: list[CalendarEvent] = []
-    for ev in cal.walk("VEVENT"):
-        if "DTSTART" not in ev:
+    for ev in occurrences:
+        if ev.name != "VEVENT" or "DTSTART" not in ev:
             continue
-        raw_start = ev.decoded("DTSTART")
-        first = _aware(raw_start, zone)
+        s = _aware(ev.decoded("DTSTART"), zone)
         raw_end = ev.decoded("DTEND", None)
-        length = (_aware(raw_end, zone) - first) if raw_end is not None else timedelta(0)
+        e = _aware(raw_end, zone) if raw_end is not None else None
+        if e is not None and e <= s:
+            e = None  # an instant, as an event without DTEND or DURATION is
+        if not (s < end and (e or s) >= start):
+            continue
         uid = str(ev.get("UID", "")) or hashlib.sha1(ev.to_ical()).hexdigest()
         summary = str(ev.get("SUMMARY", "")).strip() or "(untitled event)"
         location = str(ev.get("LOCATION", "")).strip()
-        starts = [first]
-        rule = ev.get("RRULE")
-        if rule is not None:
-            anchor = raw_start if isinstance(raw_start, datetime) else first
-            if isinstance(anchor, datetime) and anchor.tzinfo is None:
-                anchor = anchor.replace(tzinfo=zone)
-            try:
-                rr = rrulestr(rule.to_ical().decode(), dtstart=anchor)
-                starts = [ensure_utc(s) for s in rr.between(start - length, end, inc=True)]
-            except (ValueError, TypeError) as exc:
-                log.info("skipping an unreadable recurrence of %s: %s", uid, exc)
-        for s in starts:
-            e = s + length
-            if s < end and max(e, s) >= start:
-                out.append(CalendarEvent(uid, summary, s, e if length else None, location))
+        out.append(CalendarEvent(uid, summary, s, e, location))
     out.sort(key=lambda e: (e.starts_at, e.uid))
     return out
 

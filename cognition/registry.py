@@ -47,6 +47,7 @@ class JobContext:
     budget: int
     inputs: str = ""
     previous: str = ""  # the cursor of the last successful run ("" for never)
+    attempt: int = 0  # failed runs since the last successful one
     tokens: int = 0
     scratch: dict[str, Any] = field(default_factory=dict)  # inputs() → run() hand-over
 
@@ -55,7 +56,9 @@ class JobContext:
         return max(self.budget - self.tokens, 0)
 
     def turn_id(self, step: str = "main") -> str:
-        return f"job:{self.job}:{self.person.id}:{self.inputs}:{step}"
+        base = f"job:{self.job}:{self.person.id}:{self.inputs}:{step}"
+        # A retry after a failed run is a new turn: the failed answer is never replayed.
+        return f"{base}:retry{self.attempt}" if self.attempt else base
 
     async def turn(
         self,
@@ -68,8 +71,9 @@ class JobContext:
     ) -> str:
         """A background turn on the person's `source` channel; returns the stored reply.
 
-        The turn id is fixed by job, person, input watermark and `step`, so a run redone after
-        a restart reuses a turn that had finished instead of calling the model twice.
+        The turn id is fixed by job, person, input watermark, `step` and the attempt, so a run
+        redone after a restart reuses a turn that had finished instead of calling the model
+        twice, while a retry after a failed run asks the model again.
         """
         if self.remaining <= 0:
             raise BudgetExhaustedError(f"token budget of {self.budget} used up")
@@ -149,7 +153,7 @@ class JobRegistry:
 
 
 def default_registry() -> JobRegistry:
-    """The nine background jobs of DESIGN.md §5, in the order a check runs them."""
+    """The nine background jobs (docs/architecture.md), in the order a check runs them."""
     from cognition.jobs import all_jobs
 
     return JobRegistry(all_jobs())

@@ -4,7 +4,11 @@ person's time zone, which the person can set), recurrence, and delivery by the r
 Delivery is claim-then-deliver (see `memory.reminders`): the runner claims a due item, records
 the message in the channel it came from (turn id `reminder:<id>:<due>`, so a redelivery after a
 restart never stores it twice), sends it through the outbound registry to that channel's
-platform, then completes it. A delivery later than `late_after_minutes` says so. A scheduled
+platform, then completes it. A delivery later than `late_after_minutes` says so. A failed
+delivery is retried with capped exponential backoff (`reminder_retry_minutes` …
+`reminder_retry_max_minutes`); after `reminder_max_attempts` a one-off reminder is dead and a
+recurring one skips to its next occurrence, and the person is told once, in the same channel.
+A send cut off by a crash is repeated at most once (see `memory.reminders`). A scheduled
 prompt runs as a background turn on the person's muted `scheduled` channel and its answer is
 delivered like a reminder. May import `bot` and `memory`.
 """
@@ -14,14 +18,17 @@ from __future__ import annotations
 import logging
 import re
 from datetime import datetime, time, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field
 
 from bot.clock import ensure_utc, to_iso
 from bot.commands import CommandContext, CommandReply, CommandRouter
 from bot.outbound import DeliveryUnavailableError
+from bot.tool_args import RowId, ToolArgs, add_tool
 from bot.turns import ToolContext, ToolRegistry
-from bot.types import ChannelKind, NewRow, Role, ToolSpec
+from bot.types import ChannelKind, NewRow, Role
+from cognition.backoff import retry_delay
 from cognition.services import Services
 from memory.reminders import Reminder
 
@@ -132,113 +139,111 @@ def reminder_line(r: Reminder, now: datetime) -> str:
 
 # -- tools ----------------------------------------------------------------------------------------
 
-_TEXT = {"type": "string"}
+class ReminderArgs(ToolArgs):
+    text: str = Field(description="what to remind them of")
+    when: str = Field(default="", description="local YYYY-MM-DD HH:MM")
+    in_minutes: float | None = Field(default=None, description="instead of when: minutes from now")
+
+
+class PromptArgs(ToolArgs):
+    prompt: str = Field(description="what to do each time")
+    every: str = Field(default="day", description="day | weekday | monday … sunday")
+    at: str = Field(description="local time of day, HH:MM")
+
+
+class NoArgs(ToolArgs):
+    pass
+
+
+class ReminderIdArgs(ToolArgs):
+    id: RowId = Field(description="the reminder's number, from list_reminders")
+
+
+class TimezoneArgs(ToolArgs):
+    timezone: str = Field(description="an IANA name like Europe/Paris")
 
 
 def register_tools(tools: ToolRegistry, services: Services) -> None:
     """Add the reminder, scheduled-prompt and time-zone tools to a turn processor's tools."""
     s = services
 
-    async def set_reminder(ctx: ToolContext, args: dict[str, Any]) -> str:
+    async def set_reminder(ctx: ToolContext, args: ReminderArgs) -> str:
         person = await s.persons.get(ctx.person.id) or ctx.person
         now = s.clock.now()
-        text = str(args.get("text") or "").strip()
-        if not text:
+        if not args.text:
             return "error: say what to remind the person of (text)"
         try:
-            if args.get("in_minutes") not in (None, ""):
-                due = now + timedelta(minutes=float(args["in_minutes"]))
+            if args.in_minutes is not None:
+                due = now + timedelta(minutes=args.in_minutes)
             else:
-                due = parse_when(str(args.get("when") or ""), person.timezone, now)
-        except (ReminderInputError, ValueError, TypeError) as exc:
+                due = parse_when(args.when, person.timezone, now)
+        except (ReminderInputError, OverflowError) as exc:
             return f"error: {exc}"
         if due <= now:
             return (f"error: {describe(due, person.timezone, now)} is in the past (it is now "
                     f"{describe(now, person.timezone)} in {person.timezone})")
         r = await s.reminders.add(owner_id=person.id, channel_id=ctx.channel.id, kind="reminder",
-                                  text=text, due_at=due, timezone=person.timezone, now=now,
+                                  text=args.text, due_at=due, timezone=person.timezone, now=now,
                                   turn_id=ctx.turn_id)
         return (f"ok: reminder #{r.id} set for {describe(due, person.timezone, now)} "
                 f"({person.timezone})")
 
-    async def schedule_prompt(ctx: ToolContext, args: dict[str, Any]) -> str:
+    async def schedule_prompt(ctx: ToolContext, args: PromptArgs) -> str:
         if ctx.channel.kind is not ChannelKind.PRIVATE:
             # Its answer is written from the person's own memory: never into a shared room.
             return "error: scheduled prompts can only be set in a private chat with me"
         person = await s.persons.get(ctx.person.id) or ctx.person
         now = s.clock.now()
-        prompt = str(args.get("prompt") or "").strip()
-        if not prompt:
+        if not args.prompt:
             return "error: say what to do each time (prompt)"
         try:
-            recurrence = parse_recurrence(str(args.get("every") or "day"),
-                                          str(args.get("at") or ""))
+            recurrence = parse_recurrence(args.every or "day", args.at)
             due = next_occurrence(recurrence, person.timezone, now)
         except ReminderInputError as exc:
             return f"error: {exc}"
         r = await s.reminders.add(owner_id=person.id, channel_id=ctx.channel.id, kind="prompt",
-                                  text=prompt, due_at=due, timezone=person.timezone, now=now,
-                                  recurrence=recurrence, turn_id=ctx.turn_id)
+                                  text=args.prompt, due_at=due, timezone=person.timezone,
+                                  now=now, recurrence=recurrence, turn_id=ctx.turn_id)
         return (f"ok: scheduled prompt #{r.id}, {describe_recurrence(recurrence)} "
                 f"({person.timezone}); first {describe(due, person.timezone, now)}")
 
-    async def list_reminders(ctx: ToolContext, args: dict[str, Any]) -> str:
+    async def list_reminders(ctx: ToolContext, args: NoArgs) -> str:
         now = s.clock.now()
         items = await s.reminders.upcoming(ctx.person.id)
         if not items:
             return "no reminders or scheduled prompts"
         return "\n".join(reminder_line(r, now) for r in items)
 
-    async def cancel_reminder(ctx: ToolContext, args: dict[str, Any]) -> str:
-        try:
-            rid = int(str(args.get("id", "")).lstrip("#"))
-        except ValueError:
-            return "error: give the number of the reminder (see list_reminders)"
-        if await s.reminders.cancel(ctx.person.id, rid):
-            return f"ok: #{rid} cancelled"
-        return f"error: there is no pending reminder #{rid} of this person"
+    async def cancel_reminder(ctx: ToolContext, args: ReminderIdArgs) -> str:
+        if await s.reminders.cancel(ctx.person.id, args.id):
+            return f"ok: #{args.id} cancelled"
+        return f"error: there is no pending reminder #{args.id} of this person"
 
-    async def set_timezone(ctx: ToolContext, args: dict[str, Any]) -> str:
-        name = str(args.get("timezone") or "").strip()
+    async def set_timezone(ctx: ToolContext, args: TimezoneArgs) -> str:
         try:
-            zone(name)
+            zone(args.timezone)
         except ReminderInputError as exc:
             return f"error: {exc}"
-        await s.persons.set_timezone(ctx.person.id, name)
-        return f"ok: time zone set to {name}; it is now {describe(s.clock.now(), name)} there"
+        await s.persons.set_timezone(ctx.person.id, args.timezone)
+        return (f"ok: time zone set to {args.timezone}; it is now "
+                f"{describe(s.clock.now(), args.timezone)} there")
 
-    tools.add(ToolSpec(
-        "set_reminder",
-        "Remind the person of something once, at a time in their own time zone. Give `when` "
-        "as local date and time YYYY-MM-DD HH:MM (see the current local time in the context), "
-        "or `in_minutes` for a relative time.",
-        {"type": "object", "properties": {
-            "text": {"type": "string", "description": "what to remind them of"},
-            "when": {"type": "string", "description": "local YYYY-MM-DD HH:MM"},
-            "in_minutes": {"type": "number", "description": "instead of when: minutes from now"},
-        }, "required": ["text"]},
-    ), set_reminder)
-    tools.add(ToolSpec(
-        "schedule_prompt",
-        "Run a prompt regularly and send the person the answer, e.g. every morning at 08:00 a "
-        "summary of their day. `every`: day, weekday, or a weekday name; `at`: local HH:MM.",
-        {"type": "object", "properties": {
-            "prompt": {"type": "string", "description": "what to do each time"},
-            "every": {"type": "string", "description": "day | weekday | monday … sunday"},
-            "at": {"type": "string", "description": "local time of day, HH:MM"},
-        }, "required": ["prompt", "at"]},
-    ), schedule_prompt)
-    tools.add(ToolSpec("list_reminders",
-                       "List the person's pending reminders and scheduled prompts with ids.",
-                       {"type": "object", "properties": {}}), list_reminders)
-    tools.add(ToolSpec(
-        "cancel_reminder", "Cancel one of the person's reminders or scheduled prompts by id.",
-        {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
-    ), cancel_reminder)
-    tools.add(ToolSpec(
-        "set_timezone", "Set the person's time zone (IANA name like Europe/Paris).",
-        {"type": "object", "properties": {"timezone": _TEXT}, "required": ["timezone"]},
-    ), set_timezone)
+    add_tool(tools, "set_reminder",
+             "Remind the person of something once, at a time in their own time zone. Give "
+             "`when` as local date and time YYYY-MM-DD HH:MM (see the current local time in "
+             "the context), or `in_minutes` for a relative time.", ReminderArgs, set_reminder)
+    add_tool(tools, "schedule_prompt",
+             "Run a prompt regularly and send the person the answer, e.g. every morning at "
+             "08:00 a summary of their day. `every`: day, weekday, or a weekday name; `at`: "
+             "local HH:MM.", PromptArgs, schedule_prompt)
+    add_tool(tools, "list_reminders",
+             "List the person's pending reminders and scheduled prompts with ids.", NoArgs,
+             list_reminders)
+    add_tool(tools, "cancel_reminder",
+             "Cancel one of the person's reminders or scheduled prompts by id.", ReminderIdArgs,
+             cancel_reminder)
+    add_tool(tools, "set_timezone", "Set the person's time zone (IANA name like Europe/Paris).",
+             TimezoneArgs, set_timezone)
 
 
 def register_commands(commands: CommandRouter, services: Services) -> None:
@@ -286,12 +291,67 @@ async def deliver_due(services: Services, now: datetime) -> int:
         except DeliveryUnavailableError as exc:
             log.info("reminder %d waits: %s", reminder.id, exc)
             await s.reminders.release(reminder.id)
-        except Exception:  # task boundary (runner): keep it for the next tick
-            log.exception("delivering reminder %d failed; it stays due", reminder.id)
-            await s.reminders.release(reminder.id)
+        except Exception as exc:  # noqa: BLE001 - task boundary (runner); _failed logs it
+            await _failed(services, reminder, exc, now)
         else:
             delivered += 1
     return delivered
+
+
+async def _failed(services: Services, reminder: Reminder, exc: Exception,
+                  now: datetime) -> None:
+    """Count a failed delivery: back off, or give up after too many and tell the person."""
+    s, cfg = services, services.settings.cognition
+    attempts = reminder.attempts + 1
+    error = f"{type(exc).__name__}: {exc}"[:500]
+    if attempts == 1:  # the traceback once; repeats of the same failure in one line
+        log.exception("delivering %s %d failed (attempt 1)", reminder.kind, reminder.id)
+    if attempts < cfg.reminder_max_attempts:
+        wait = retry_delay(attempts, cfg.reminder_retry_minutes, cfg.reminder_retry_max_minutes)
+        if attempts > 1:
+            log.warning("delivering %s %d failed (attempt %d, next in %s): %s", reminder.kind,
+                        reminder.id, attempts, wait, error)
+        await s.reminders.failed(reminder, error, now + wait)
+        return
+    log.warning("giving up %s %d after %d attempts: %s", reminder.kind, reminder.id, attempts,
+                error)
+    if reminder.recurrence:  # this occurrence is lost; the next one is tried afresh
+        await s.reminders.complete(
+            reminder, now, next_occurrence(reminder.recurrence, reminder.timezone, now))
+    else:
+        await s.reminders.failed(reminder, error, None)
+    await _tell_given_up(services, reminder, attempts, now)
+
+
+async def _tell_given_up(services: Services, reminder: Reminder, attempts: int,
+                         now: datetime) -> None:
+    """Tell the person once, in the reminder's channel, that it could not be delivered.
+
+    The notice is stored in the channel first (the next conversation there shows it even if
+    the platform refuses this message too), then sent once, best effort.
+    """
+    s = services
+    channel = await s.channels.get(reminder.channel_id)
+    if channel is None:
+        return
+    what = "reminder" if reminder.kind == "reminder" else "scheduled prompt"
+    when = describe(reminder.due_at, reminder.timezone, now)
+    text = (f"I could not deliver your {what} for {when} after {attempts} attempts, so I "
+            f"stopped trying: “{reminder.text[:200]}”.")
+    if reminder.recurrence:
+        text += " The next one is still scheduled."
+    turn_id = f"reminder-given-up:{reminder.id}:{to_iso(reminder.due_at)}"
+    if await s.transcript.by_turn(turn_id):
+        return  # told already
+    await s.transcript.append([NewRow(
+        channel_id=channel.id, person_id=None, ts=now, source=SCHEDULED_SOURCE,
+        role=Role.ASSISTANT, content=text, turn_id=turn_id,
+    )])
+    await s.reminders.told_dead(reminder.id, now)
+    try:
+        await s.outbound.send(channel.platform, channel.room_ref, text)
+    except Exception:  # task boundary: the stored notice stands; never retried
+        log.warning("telling the person about %s %d failed", what, reminder.id, exc_info=True)
 
 
 async def deliver(services: Services, reminder: Reminder, now: datetime) -> None:
@@ -313,6 +373,13 @@ async def deliver(services: Services, reminder: Reminder, now: datetime) -> None
         text = result.reply
     else:
         text = f"⏰ Reminder: {reminder.text}"
+    if reminder.unconfirmed >= 2:
+        # Two sends of this occurrence were cut off after they may have reached the
+        # platform: a third could be a second duplicate. Count it as delivered.
+        log.warning("%s %d: sent twice unconfirmed; not sending again", reminder.kind,
+                    reminder.id)
+        await s.reminders.complete(reminder, now, _next_due(reminder, now))
+        return
     late = now - reminder.due_at
     if late > timedelta(minutes=s.settings.cognition.late_after_minutes):
         text = (f"(Late — this was due {describe(reminder.due_at, reminder.timezone, now)}; "
@@ -323,8 +390,12 @@ async def deliver(services: Services, reminder: Reminder, now: datetime) -> None
             channel_id=channel.id, person_id=None, ts=now, source=SCHEDULED_SOURCE,
             role=Role.ASSISTANT, content=text, turn_id=turn_id,
         )])
+    await s.reminders.sending(reminder.id, now)
     await s.outbound.send(channel.platform, channel.room_ref, text)
-    next_due = (next_occurrence(reminder.recurrence, reminder.timezone, now)
-                if reminder.recurrence else None)
-    await s.reminders.complete(reminder, now, next_due)
+    await s.reminders.complete(reminder, now, _next_due(reminder, now))
     log.info("delivered %s %d to %s", reminder.kind, reminder.id, channel.platform)
+
+
+def _next_due(reminder: Reminder, now: datetime) -> datetime | None:
+    return (next_occurrence(reminder.recurrence, reminder.timezone, now)
+            if reminder.recurrence else None)

@@ -7,7 +7,10 @@ when the person has been idle ≥ `idle_minutes` (activity = their own inbound t
 before each job so new activity stops the jobs still waiting), when its minimum interval has
 passed, and when its input watermark moved since its last successful run (otherwise nothing
 happens: no run row, no model call). Each run is wrapped: an exception is logged with its
-context, recorded, and skipped; the other jobs and persons go on; cancellation propagates.
+context, recorded, and skipped; the other jobs and persons go on; cancellation propagates. A
+failed run backs off like `ext.tasks`' reconnect loop: the next attempt waits
+`job_retry_minutes`, doubling per consecutive failure up to `job_retry_max_minutes`, and is a
+new background turn (the failed answer is never replayed).
 
 Tests drive `tick()` / `check_jobs()` / `run_job()` directly after moving a `ManualClock`.
 May import `bot` and `memory`.
@@ -27,7 +30,8 @@ from bot.clock import from_iso
 from bot.config import CognitionSettings
 from bot.errors import ConfigError
 from bot.types import OwnerKind, Person
-from cognition.registry import Job, JobContext, JobRegistry
+from cognition.backoff import retry_delay
+from cognition.registry import BudgetExhaustedError, Job, JobContext, JobRegistry
 from cognition.reminders import deliver_due
 from cognition.services import Services
 
@@ -183,12 +187,14 @@ class Runner:
         return None if last is None else now - last
 
     async def run_job(
-        self, job: Job, person: Person, *, force: bool = False, now: datetime | None = None
+        self, job: Job, person: Person, *, force: bool = False, now: datetime | None = None,
+        asked: bool = False,
     ) -> JobReport:
         """Run one job for one person if it is due and has something new; record the run.
 
         `force` skips the idle gate and the job's minimum interval (never the watermark check:
-        a job with nothing new has nothing to do).
+        a job with nothing new has nothing to do). `asked` (someone named this job) skips only
+        the idle gate: the gate protects a person from background work, not from a request.
         """
         s = self.services
         # Re-read: activity since the check started must stop jobs that have not started.
@@ -199,7 +205,11 @@ class Runner:
         now = now or s.clock.now()
         idle = await self.idle_for(person, now)
         gate = timedelta(minutes=self.settings.idle_minutes)
-        if not force and idle is not None and idle < gate:
+        if not (force or asked) and idle is not None and idle < gate:
+            if idle < timedelta(0):  # a --now before the person's last message
+                return JobReport(job.name, person.name, False, "skipped",
+                                 f"person active at {now + -idle:%Y-%m-%d %H:%M} UTC, after "
+                                 f"this run's time {now:%Y-%m-%d %H:%M}")
             left = int((gate - idle).total_seconds() // 60) + 1
             return JobReport(job.name, person.name, False, "skipped",
                              f"person active {int(idle.total_seconds() // 60)} min ago; "
@@ -207,6 +217,11 @@ class Runner:
         if person.paused and job.name not in RUN_WHILE_PAUSED:
             return JobReport(job.name, person.name, False, "skipped", "memory is paused")
         cursor = await s.runs.cursor(job.name, person.id)
+        failures = cursor.failures if cursor else 0
+        if not force and cursor and cursor.retry_at is not None and now < cursor.retry_at:
+            return JobReport(job.name, person.name, False, "skipped",
+                             f"failed {failures} time(s); next retry after "
+                             f"{cursor.retry_at:%Y-%m-%d %H:%M} UTC")
         ctx = JobContext(
             services=s,
             job=job.name,
@@ -214,6 +229,7 @@ class Runner:
             now=now,
             budget=self.settings.job_token_budget,
             previous=cursor.cursor if cursor else "",
+            attempt=failures,
         )
         interval = job.min_interval(ctx)
         if not force and interval is not None:
@@ -227,8 +243,7 @@ class Runner:
         except Exception as exc:  # task boundary: a job's failure must not stop the others
             log.exception("job %s for person %s: reading inputs failed", job.name, person.id)
             run_id = await s.runs.start(job.name, person.id, now)
-            await s.runs.finish(run_id, now=s.clock.now(), status="error",
-                                error=f"{type(exc).__name__}: {exc}")
+            await self._failed(run_id, failures, ctx, exc)
             return JobReport(job.name, person.name, True, "error", f"{type(exc).__name__}: {exc}")
         if inputs is None or inputs == ctx.previous:
             what = "nothing to work on" if inputs is None else "nothing new"
@@ -245,11 +260,26 @@ class Runner:
             raise
         except Exception as exc:  # task boundary: recorded and skipped, the others go on
             log.exception("job %s for person %s failed (run %d)", job.name, person.id, run_id)
-            await s.runs.finish(run_id, now=s.clock.now(), status="error", tokens=ctx.tokens,
-                                error=f"{type(exc).__name__}: {exc}")
+            if isinstance(exc, BudgetExhaustedError):
+                # Not a failure of the job: what it did is kept (its finished turns are
+                # reused), and the next check goes on with a fresh budget.
+                await s.runs.finish(run_id, now=s.clock.now(), status="error",
+                                    tokens=ctx.tokens, error=f"{type(exc).__name__}: {exc}")
+            else:
+                await self._failed(run_id, failures, ctx, exc)
             return JobReport(job.name, person.name, True, "error",
                              f"{type(exc).__name__}: {exc}", ctx.tokens)
         await s.runs.finish(run_id, now=s.clock.now(), status="ok", result=outcome.summary,
                             tokens=ctx.tokens, cursor=outcome.cursor or inputs)
         return JobReport(job.name, person.name, True, "ok", outcome.summary, ctx.tokens,
                          outcome.details)
+
+    async def _failed(self, run_id: int, failures: int, ctx: JobContext,
+                      exc: Exception) -> None:
+        """Record a failed run and when the next attempt may start."""
+        now = self.services.clock.now()
+        wait = retry_delay(failures + 1, self.settings.job_retry_minutes,
+                           self.settings.job_retry_max_minutes)
+        await self.services.runs.finish(run_id, now=now, status="error", tokens=ctx.tokens,
+                                        error=f"{type(exc).__name__}: {exc}",
+                                        retry_at=now + wait)

@@ -1,4 +1,4 @@
-"""Clustering of apex episode embeddings for the roll-up (DESIGN.md §3.2) and the map.
+"""Clustering of apex episode embeddings for the roll-up (docs/memory.md) and the map.
 
 L2-normalise, UMAP to 10 dimensions (cosine, pinned `random_state`, n_neighbors = min(15,
 n − 1)), then HDBSCAN (min cluster size 10, euclidean). Noise (label −1) is never assigned to a

@@ -1,10 +1,14 @@
 """Compaction: when a channel's un-compacted transcript grows past a token budget, the model
 writes a continuity summary that folds in the previous one; it is stored as a compaction row
-that becomes the channel's history watermark (DESIGN.md §3.1).
+that becomes the channel's history watermark (docs/memory.md).
 
 The summary covers the oldest rows after the current watermark, up to a turn boundary, and
-leaves a recent tail verbatim. A failed or empty summary stores nothing, so the watermark never
-moves without a summary behind it. Compaction rows are never deleted and are never recall
+leaves a recent tail verbatim. Without a model (`use_model` off), or when the model answers
+with nothing usable (an empty or malformed answer) or refuses the request for good, the
+summary is extractive: the most distinct sentences of the previous summary and the new rows
+(memory.extractive), so the watermark still advances and pruning can follow. A retryable
+failure (endpoint down, rate limited) stores nothing and is tried again later, so the watermark
+never moves without a summary behind it. Compaction rows are never deleted and are never recall
 candidates (they are `kind = 'compaction'` with the muted source `compaction`).
 Imports `bot` leaf modules and `memory` only.
 """
@@ -18,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bot.clock import to_iso
-from bot.errors import ModelError
+from bot.errors import ModelBadResponseError, ModelError
 from bot.ports import ChatModel, Clock
 from bot.tokens import count_tokens
 from bot.types import Channel, Person, Role, RowKind, TranscriptRow
@@ -42,6 +46,7 @@ class CompactionPolicy:
     input_tokens: int = 6000  # at most this much transcript per summary call
     summary_words: int = 250
     summary_tokens: int = 600  # max_tokens of the summary call
+    use_model: bool = True  # False: extractive summaries, no model call
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +106,28 @@ async def pending_rows(db: Database, channel_id: int, after_id: int) -> list[Tra
     return [row_from_db(r) for r in rows]
 
 
+async def _model_summary(chat: ChatModel, channel_id: int, previous: str | None,
+                         chosen: list[TranscriptRow], policy: CompactionPolicy) -> str:
+    """The model's summary, or "" when its answer is unusable (empty, malformed) or the request
+    was refused for good: the caller then writes the extractive one. A retryable failure
+    raises `ModelError` (nothing is stored; the next check tries again)."""
+    messages = prompt.build_messages(previous, chosen, words=policy.summary_words,
+                                     budget_tokens=policy.input_tokens)
+    try:
+        completion = await chat.complete(messages, max_tokens=policy.summary_tokens)
+    except ModelError as exc:
+        if exc.retryable and not isinstance(exc, ModelBadResponseError):
+            raise
+        log.warning("channel %s: compaction summary unusable (%s); extractive summary",
+                    channel_id, exc)
+        return ""
+    summary = completion.text.strip()
+    if not summary:
+        log.warning("channel %s: the model wrote an empty compaction summary; extractive "
+                    "summary", channel_id)
+    return summary
+
+
 async def compact_channel(
     db: Database,
     chat: ChatModel,
@@ -118,16 +145,17 @@ async def compact_channel(
     chosen = choose_rows(rows, policy)
     if not any(r.kind is RowKind.MESSAGE for r in chosen):
         return CompactionResult(channel_id, pending)
-    messages = prompt.build_messages(previous, chosen, words=policy.summary_words)
-    try:
-        completion = await chat.complete(messages, max_tokens=policy.summary_tokens)
-    except ModelError as exc:
-        log.warning("channel %s: compaction summary failed: %s", channel_id, exc)
-        return CompactionResult(channel_id, pending, error=str(exc) or type(exc).__name__)
-    summary = completion.text.strip()
+    summary = ""
+    if policy.use_model:
+        try:
+            summary = await _model_summary(chat, channel_id, previous, chosen, policy)
+        except ModelError as exc:
+            log.warning("channel %s: compaction summary failed: %s", channel_id, exc)
+            return CompactionResult(channel_id, pending, error=str(exc) or type(exc).__name__)
     if not summary:
-        log.warning("channel %s: the model wrote an empty compaction summary", channel_id)
-        return CompactionResult(channel_id, pending, error="the model wrote an empty summary")
+        summary = prompt.extractive(previous, chosen, words=policy.summary_words)
+    if not summary:
+        return CompactionResult(channel_id, pending, error="nothing to summarise")
     covers_to = chosen[-1].id
     async with db.write() as conn:
         cur = await conn.execute(

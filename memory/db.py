@@ -3,8 +3,9 @@
 `Database.open()` picks a driver that can load sqlite-vec (see `driver`), applies the pragmas,
 runs the numbered migrations and checks the embedding dimension recorded at creation. Writes go
 through `db.write()` (BEGIN IMMEDIATE … COMMIT under one lock); reads through `db.fetchall()` /
-`db.fetchone()` on a separate connection so they never wait on a writer. Imports `bot` leaf
-modules and `memory.driver` / `memory.migrations` only.
+`db.fetchone()` on a separate connection so they never wait on a writer. The file (and so its
+WAL and -shm) is 0600. Imports `bot` leaf modules and `memory.driver` / `memory.migrations`
+only.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import aiosqlite
 import sqlite_vec
 
 from bot.errors import DimensionMismatchError, StorageError
+from bot.private_files import private_file, tighten
 from memory.driver import sqlite_driver
 from memory.migrations import apply_migrations, read_meta
 
@@ -31,6 +33,12 @@ Params = Sequence[Any] | dict[str, Any]
 
 # Address space only (pages are shared with the OS cache); beyond it reads go the usual way.
 MMAP_BYTES = 1 << 30
+
+
+class Reads(Protocol):
+    """Anything reads can go through: a `Database` (its reader) or a `ReaderPool`."""
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]: ...
 
 
 def _connector(path: str) -> Any:
@@ -57,8 +65,17 @@ def _connector(path: str) -> Any:
     return connect
 
 
-def _prepare(path: str, dim: int, migrate: bool) -> tuple[list[str], dict[str, str]]:
-    """Synchronously migrate (if asked) and read the meta table, on a short-lived connection."""
+def raw_connection(path: str | Path) -> Any:
+    """A plain synchronous connection with sqlite-vec loaded and the usual pragmas, no
+    migrations: for tools and upgrade tests that build an older schema (close it yourself)."""
+    return _connector(str(path))()
+
+
+def _prepare(
+    path: str, dim: int, migrate: bool, upto: int | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """Synchronously migrate (if asked; up to migration `upto`) and read the meta table, on a
+    short-lived connection."""
     try:
         conn = _connector(path)()
     except Exception as exc:
@@ -66,13 +83,23 @@ def _prepare(path: str, dim: int, migrate: bool) -> tuple[list[str], dict[str, s
     try:
         applied: list[str] = []
         if migrate:
+            # Foreign keys off while migrating (SQLite's table-rebuild procedure): dropping a
+            # table being rebuilt must not cascade into its children. The pragma is a no-op
+            # inside a transaction, hence before BEGIN; the keys are checked before COMMIT.
+            conn.execute("PRAGMA foreign_keys = OFF")
             conn.execute("BEGIN IMMEDIATE")
             try:
-                applied = apply_migrations(conn, dim)
+                applied = apply_migrations(conn, dim, upto=upto)
+                broken = applied and conn.execute("PRAGMA foreign_key_check").fetchall()
+                if broken:
+                    raise StorageError(
+                        f"migrating {path} would break {len(broken)} foreign keys "
+                        f"(first: {tuple(broken[0])}); nothing was changed")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+            conn.execute("PRAGMA foreign_keys = ON")
         return applied, read_meta(conn)
     finally:
         conn.close()
@@ -85,6 +112,13 @@ async def _open_connection(path: str) -> aiosqlite.Connection:
     except Exception as exc:
         raise StorageError(f"cannot open database {path}: {exc}") from exc
     return conn
+
+
+def migrate_file(path: str | Path, dim: int, *, upto: int | None = None) -> list[str]:
+    """Create or migrate the database at `path` up to migration `upto` (all when None) and
+    return what was applied; `Database.open` does this for the whole list."""
+    private_file(Path(path))
+    return _prepare(str(path), dim, True, upto)[0]
 
 
 class Database:
@@ -104,8 +138,10 @@ class Database:
         self._read_lock = asyncio.Lock()
 
     @classmethod
-    async def open(cls, path: str | Path, dim: int, *, migrate: bool = True) -> Database:
-        """Open (creating if needed) and migrate the database at `path`.
+    async def open(cls, path: str | Path, dim: int, *, migrate: bool = True,
+                   upto: int | None = None) -> Database:
+        """Open (creating if needed) and migrate the database at `path` (with `upto`, only up
+        to that migration number: how an upgrade test makes a database of an older schema).
 
         Raises `DimensionMismatchError` when the file was created with another embedding
         dimension, `ExtensionUnavailableError` when sqlite-vec cannot be loaded.
@@ -115,7 +151,14 @@ class Database:
             parent = Path(path).expanduser().resolve().parent
             if not parent.is_dir():
                 raise StorageError(f"cannot open database {path}: folder {parent} does not exist")
-        applied, meta = await asyncio.to_thread(_prepare, path, dim, migrate)
+            # Memory is personal: 0600 before SQLite first opens the file (its WAL and -shm
+            # copy the database file's mode); files an older version left open are narrowed.
+            try:
+                private_file(Path(path))
+                tighten(Path(f"{path}-wal"), Path(f"{path}-shm"))
+            except OSError as exc:
+                raise StorageError(f"cannot open database {path}: {exc}") from exc
+        applied, meta = await asyncio.to_thread(_prepare, path, dim, migrate, upto)
         if applied:
             log.info("applied migrations: %s", ", ".join(applied))
         stored = meta.get("embed_dim")

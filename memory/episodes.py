@@ -1,5 +1,11 @@
-"""The episode store: leaf episodes, topic super-episodes and era digests, with citations of
-the transcript rows they came from and one embedding each (in the owner-partitioned `vec0`).
+"""The episode store: leaf episodes, topic super-episodes and era digests, with one embedding
+each (in the owner-partitioned `vec0`).
+
+Provenance: a leaf cites the transcript rows it came from (`episode_rows`). A topic or era
+episode cites no rows: it links to its children (their `parent_id`), counts them
+(`child_count`) and records the span and channel it covers (`started_at`, `ended_at`,
+`channel_id`), which outlive the children and their pruned rows. `cited_rows_by_episode`
+resolves a parent's rows through its children while they are still kept.
 
 Only storage lives here; cutting windows into episodes, recall and roll-up are their own
 modules. Imports `bot` leaf modules and `memory.db`.
@@ -7,7 +13,8 @@ modules. Imports `bot` leaf modules and `memory.db`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bot.clock import from_iso, to_iso
-from memory.db import Database, Row
+from memory.db import Database, Reads, Row
 
 LEAF, TOPIC, ERA = 0, 1, 2
 
@@ -41,6 +48,7 @@ class Episode:
     last_relevant_at: datetime
     weight: float
     tombstoned_at: datetime | None
+    child_count: int = 0  # child episodes a topic/era episode gathered (0 for a leaf)
 
     @property
     def live(self) -> bool:
@@ -55,13 +63,14 @@ class NewEpisode:
     source: str
     started_at: datetime
     ended_at: datetime
-    row_ids: tuple[int, ...]
+    row_ids: tuple[int, ...]  # cited transcript rows: leaves only (a parent links children)
     level: int = LEAF
     key_terms: str = ""
     salience: float = 0.5
     emotion: str = "neutral"
     emotion_intensity: float = 0.0
     method: str = "llm"
+    child_count: int = 0
 
 
 def episode_from_db(row: Row) -> Episode:
@@ -74,6 +83,7 @@ def episode_from_db(row: Row) -> Episode:
         ended_at=from_iso(row["ended_at"]), created_at=from_iso(row["created_at"]),
         last_relevant_at=from_iso(row["last_relevant_at"]), weight=row["weight"],
         tombstoned_at=from_iso(row["tombstoned_at"]) if row["tombstoned_at"] else None,
+        child_count=row["child_count"],
     )
 
 
@@ -82,20 +92,38 @@ def as_blob(vec: npt.NDArray[np.floating]) -> bytes:
     return np.asarray(vec, dtype="<f4").tobytes()
 
 
-async def insert_episode(conn: Any, new: NewEpisode, embedding: npt.NDArray[np.floating],
-                         now: datetime, dim: int) -> int:
+def cosines(rows: Iterable[Sequence[Any]]) -> dict[int, float]:
+    """(id, cosine distance) rows of a vec0 kNN as {id: cosine similarity}.
+
+    A zero or NaN vector stored before vectors were checked has no distance (NULL or NaN):
+    it gets no semantic score rather than breaking the search.
+    """
+    out: dict[int, float] = {}
+    for key, distance in rows:
+        if distance is not None and math.isfinite(float(distance)):
+            out[int(key)] = 1.0 - float(distance)
+    return out
+
+
+async def insert_episode(conn: Any, new: NewEpisode,
+                         embedding: npt.NDArray[np.floating] | None, now: datetime,
+                         dim: int) -> int:
     """Insert an episode, its citations and its embedding on `conn`, inside the caller's
-    write transaction (so a caller can move a cursor in the same transaction)."""
-    if embedding.shape != (dim,):
+    write transaction (so a caller can move a cursor in the same transaction). Without an
+    embedding (the model gave no usable one) the episode is found by keywords only."""
+    if embedding is not None and embedding.shape != (dim,):
         raise ValueError(f"embedding has shape {embedding.shape}, expected ({dim},)")
+    if new.level != LEAF and new.row_ids:
+        raise ValueError("only leaf episodes cite transcript rows; a parent links its children")
     cur = await conn.execute(
         "INSERT INTO episodes (owner_id, channel_id, level, summary, key_terms, salience,"
         " emotion, emotion_intensity, source, method, started_at, ended_at, created_at,"
-        " last_relevant_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " last_relevant_at, child_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (new.owner_id, new.channel_id, new.level, new.summary, new.key_terms,
          min(max(new.salience, 0.0), 1.0), new.emotion,
          min(max(new.emotion_intensity, 0.0), 1.0), new.source, new.method,
-         to_iso(new.started_at), to_iso(new.ended_at), to_iso(now), to_iso(now)),
+         to_iso(new.started_at), to_iso(new.ended_at), to_iso(now), to_iso(now),
+         new.child_count),
     )
     episode_id = cur.lastrowid
     assert episode_id is not None
@@ -103,11 +131,33 @@ async def insert_episode(conn: Any, new: NewEpisode, embedding: npt.NDArray[np.f
         "INSERT OR IGNORE INTO episode_rows (episode_id, row_id) VALUES (?, ?)",
         [(episode_id, r) for r in new.row_ids],
     )
-    await conn.execute(
-        "INSERT INTO episode_vec (episode_id, owner_id, embedding) VALUES (?, ?, ?)",
-        (episode_id, new.owner_id, as_blob(embedding)),
-    )
+    if embedding is not None:
+        await conn.execute(
+            "INSERT INTO episode_vec (episode_id, owner_id, embedding) VALUES (?, ?, ?)",
+            (episode_id, new.owner_id, as_blob(embedding)),
+        )
     return int(episode_id)
+
+
+async def cited_rows_by_episode(db: Reads, ids: Sequence[int]) -> dict[int, list[int]]:
+    """The transcript rows behind each of `ids`: a leaf's own citations, a parent's through
+    its descendants' (none once those rows are pruned, which follows the roll-up; the
+    parent's span and channel remain its provenance)."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = await db.fetchall(
+        "WITH RECURSIVE tree (root, id) AS ("
+        f" SELECT id, id FROM episodes WHERE id IN ({marks})"
+        " UNION SELECT tree.root, e.id FROM episodes e JOIN tree ON e.parent_id = tree.id)"
+        " SELECT DISTINCT tree.root, er.row_id FROM tree"
+        " JOIN episode_rows er ON er.episode_id = tree.id ORDER BY tree.root, er.row_id",
+        list(ids),
+    )
+    out: dict[int, list[int]] = {}
+    for r in rows:
+        out.setdefault(int(r[0]), []).append(int(r[1]))
+    return out
 
 
 class EpisodeRepo:

@@ -146,8 +146,9 @@ class _Batch:
 
 class FactExtractor:
     def __init__(self, db: Database, store: FactStore, persons: PersonRepo, *,
-                 min_confidence: float = MIN_CONFIDENCE) -> None:
+                 min_confidence: float = MIN_CONFIDENCE, input_tokens: int = 6000) -> None:
         self.db = db
+        self.input_tokens = input_tokens  # one extraction call's quoted text, at most
         self.store = store
         self.persons = persons
         self.min_confidence = min_confidence
@@ -235,6 +236,7 @@ class FactExtractor:
             [KnownFact(f.id, f.kind, f"{f.subject}.{f.attribute}" if f.attribute else "",
                        f.text) for f in known],
             kinds,
+            budget_tokens=self.input_tokens,
         )
         candidates = parse_answer(await complete(messages))
         # The person may have paused while the model was thinking: then nothing is kept, and

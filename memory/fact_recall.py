@@ -7,8 +7,11 @@ and budgeted with the same blend as episodes and rows: recency is the fact's per
 weight, salience its confidence. Each is rendered with its provenance: `fact #id (kind)`,
 since when, and where it came from; the id lets the model correct it with the
 `correct_memory` tool. A superseded or retracted fact has no vector and is filtered from the
-keyword search, so it never comes back. Facts belong to the channel's owner, so a shared room
-(owned by its own scope) never sees a person's facts. Imports `bot` leaf modules and `memory`.
+keyword search, so it never comes back. A live fact whose kind's decay weight has fallen below
+the floor (`memory.decay.fact_visible`: a discovery unused for about two weeks) is left out
+too; the decay job deletes it after its kind's grace. Facts belong to the channel's owner, so
+a shared room (owned by its own scope) never sees a person's facts. Imports `bot` leaf
+modules and `memory`.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from memory.decay import fact_weight
+from memory.decay import fact_visible, fact_weight
 from memory.facts import Fact, FactRepo, index_text
 from memory.persons import ChannelRepo
 from memory.recall import Candidate, RecallQuery
@@ -48,6 +51,8 @@ class FactCandidates:
         out = []
         for hit in hits:
             fact = hit.fact
+            if not fact_visible(fact.kind, fact.last_relevant_at, query.now):
+                continue  # faded out (its kind's decay): no longer recalled
             url = f" <{fact.url}>" if fact.url else ""
             out.append(Candidate(
                 kind=self.kind,

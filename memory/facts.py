@@ -1,10 +1,12 @@
 """The data graph: typed facts about an owner, with validity, supersession and provenance.
 
-DESIGN.md §3. The kind set is closed (`FACT_KINDS`, mirrored by the CHECK constraint of
+docs/memory.md. The kind set is closed (`FACT_KINDS`, mirrored by the CHECK constraint of
 migration 0005): a write with an unknown kind raises `UnknownKindError` before anything is
 stored. A fact is live until it is superseded (a newer fact replaced it: it was true then) or
 retracted (the person corrected it: it was wrong); either way it is hidden from recall at once,
-loses its vector, decays fast and is purged once its weight is negligible.
+loses its vector, decays fast and is purged once its weight is negligible. A live fact fades
+by its kind (`memory.decay.FACT_DECAY`): hidden from recall below the weight floor, purged by
+`decay` after the kind's grace.
 
 `FactRepo` is the storage (callers bring embeddings); `FactStore` is the write API the rest of
 the code uses: it embeds, refuses muted sources, folds duplicates into the existing fact and
@@ -16,6 +18,7 @@ scores in [0, 1]. Imports `bot` leaf modules and `memory` modules only.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,14 +31,14 @@ from bot.clock import from_iso, to_iso
 from bot.errors import MutedSourceError, UnknownKindError
 from bot.ports import Embedder
 from memory.db import Database, Row
-from memory.decay import fact_weight
-from memory.episodes import as_blob
+from memory.decay import fact_expired, fact_weight
+from memory.episodes import as_blob, cosines
 from memory.fts import match_query, owner_scoped, terms
 from memory.profiles import profile_for
 
 log = logging.getLogger(__name__)
 
-# Kinds of facts about a person (DESIGN.md §3) …
+# Kinds of facts about a person (docs/memory.md) …
 PERSON_KINDS: tuple[str, ...] = (
     "user_specific",
     "behavioral_pattern",
@@ -228,19 +231,20 @@ class FactRepo:
     async def add(
         self,
         new: NewFact,
-        embedding: npt.NDArray[np.floating],
+        embedding: npt.NDArray[np.floating] | None,
         now: datetime,
         *,
         supersede: Sequence[int] = (),
         retract: Sequence[int] = (),
     ) -> int:
         """Store a live fact (with sources and vector) and, in the same transaction, supersede
-        or retract the given live facts of the same owner. Unknown kind: nothing is stored."""
+        or retract the given live facts of the same owner. Unknown kind: nothing is stored.
+        Without an embedding (the model gave no usable one) the fact is found by keywords."""
         check_kind(new.kind)
         check_source(new.source)
         if not new.text.strip():
             raise ValueError("a fact needs text")
-        if embedding.shape != (self.db.dim,):
+        if embedding is not None and embedding.shape != (self.db.dim,):
             raise ValueError(f"embedding has shape {embedding.shape}, expected ({self.db.dim},)")
         async with self.db.write() as conn:
             cur = await conn.execute(
@@ -264,10 +268,11 @@ class FactRepo:
             )
             fact_id = cur.lastrowid
             assert fact_id is not None
-            await conn.execute(
-                "INSERT INTO fact_vec (fact_id, owner_id, embedding) VALUES (?, ?, ?)",
-                (fact_id, new.owner_id, as_blob(embedding)),
-            )
+            if embedding is not None:
+                await conn.execute(
+                    "INSERT INTO fact_vec (fact_id, owner_id, embedding) VALUES (?, ?, ?)",
+                    (fact_id, new.owner_id, as_blob(embedding)),
+                )
             await self._add_sources(conn, fact_id, new.owner_id, new.episode_ids, new.row_ids)
             await self._invalidate(conn, new.owner_id, supersede, SUPERSEDED, now, fact_id)
             await self._invalidate(conn, new.owner_id, retract, RETRACTED, now, None)
@@ -353,7 +358,9 @@ class FactRepo:
 
     async def decay(self, now: datetime, owner_id: int | None = None) -> tuple[int, int]:
         """Recompute the facts' weights (of `owner_id`, or everyone's) and purge invalid facts
-        that have faded. Returns (weights updated, facts purged). For the decay job."""
+        that have faded and live facts whose kind's grace after fading is over
+        (`memory.decay.FACT_DECAY`). Returns (weights updated, facts purged). For the decay
+        job."""
         sql = "SELECT id, kind, status, last_relevant_at FROM facts"
         rows = await self.db.fetchall(
             sql + (" WHERE owner_id = ?" if owner_id is not None else ""),
@@ -363,7 +370,9 @@ class FactRepo:
         purge: list[int] = []
         for r in rows:
             w = fact_weight(r["kind"], from_iso(r["last_relevant_at"]), now, r["status"] == LIVE)
-            if r["status"] != LIVE and w < PURGE_WEIGHT:
+            faded = (w < PURGE_WEIGHT if r["status"] != LIVE
+                     else fact_expired(r["kind"], from_iso(r["last_relevant_at"]), now))
+            if faded:
                 purge.append(r["id"])
             else:
                 updates.append((w, r["id"]))
@@ -430,7 +439,7 @@ class FactRepo:
                 " AND owner_id = ?",
                 (as_blob(embedding), limit, owner_id),
             )
-            cosine = {r[0]: 1.0 - float(r[1]) for r in rows}
+            cosine = cosines(rows)
         bm25: dict[int, float] = {}
         query = match if match is not None else match_query(text)
         if query is not None:
@@ -453,7 +462,9 @@ class FactRepo:
                 f"SELECT fact_id, embedding FROM fact_vec WHERE fact_id IN ({_marks(missing)})",
                 missing,
             ):
-                cosine[r[0]] = float(np.dot(np.frombuffer(r[1], dtype="<f4"), query_vec))
+                sim = float(np.dot(np.frombuffer(r[1], dtype="<f4"), query_vec))
+                if math.isfinite(sim):  # a vector stored before they were checked: no cosine
+                    cosine[r[0]] = sim
         facts = await self.db.fetchall(
             f"SELECT * FROM facts WHERE id IN ({_marks(ids)}) AND owner_id = ?"
             " AND status = 'live'",

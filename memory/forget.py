@@ -7,8 +7,9 @@ summaries match, matching sentences of compaction summaries, and matching rows o
 table registered in `memory.export.OWNED_TABLES`. `forget(plan)` then deletes or rebuilds all
 of it in one transaction: an episode that mixed the forgotten turns with other talk is rebuilt
 extractively from what remains (and re-embedded); one with nothing left is deleted.
-`wipe(person)` deletes everything the person owns (identities and channels stay, so the
-person can keep talking).
+`wipe(person)` deletes everything the person owns and then the person itself, with its
+identities and channels (they carry the name and the platform ids): no row names them any more.
+Their next message creates a new person, with a new id (ids are never reused).
 
 Afterwards `scrub()` leaves no trace in the bytes of the files: `secure_delete` is on (see
 `memory.db`), every FTS5 index is merged (`optimize`, which drops the deleted terms from its
@@ -39,8 +40,9 @@ _SPECIAL = {"identities", "channels", "transcript", "episodes", "facts", "fact_s
             "fact_cursors", "memory_pauses"}
 # Per-channel "last row handled" cursors (memory.cursors).
 CURSOR_TABLES = ("episode_cursors", "transcript_vec_cursors")
-# A forget that matches more than this many turns (or more than one fact) asks first.
-AMBIGUOUS_TURNS = 3
+# A forget that matches more than this many exchanges (or more than one fact) asks first:
+# "several exchanges" in the README's words; one exchange is what a person usually means.
+AMBIGUOUS_TURNS = 1
 MAX_EXTRACTIVE_CHARS = 1200
 
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+|\n+")
@@ -248,6 +250,9 @@ class Forgetter:
                 chunk,
             )
             touched |= {r[0] for r in rows}
+        # Parents cite no rows (memory.rollup): the roll-ups of a touched episode are
+        # rebuilt too, so a forgotten turn does not live on in a topic or era summary.
+        touched |= await self._ancestors(touched)
         if patterns:
             rows = await self.db.fetchall(
                 "SELECT id, summary, key_terms FROM episodes WHERE owner_id = ?",
@@ -270,6 +275,19 @@ class Forgetter:
                 t for t in str(ep["key_terms"]).split() if not matches(t, patterns)
             ) if patterns else ep["key_terms"]
             plan.episodes.append(EpisodeFix(ep["id"], ep["owner_id"], summary, key_terms))
+
+    async def _ancestors(self, ids: set[int]) -> set[int]:
+        if not ids:
+            return set()
+        rows = await self.db.fetchall(
+            "WITH RECURSIVE up (id) AS ("
+            f" SELECT parent_id FROM episodes WHERE id IN ({_marks(list(ids))})"
+            " AND parent_id IS NOT NULL"
+            " UNION SELECT e.parent_id FROM episodes e JOIN up ON e.id = up.id"
+            " WHERE e.parent_id IS NOT NULL) SELECT id FROM up",
+            list(ids),
+        )
+        return {r[0] for r in rows}
 
     async def _rebuilt_summary(self, ep: Any, plan: ForgetPlan,
                                patterns: Sequence[re.Pattern[str]],
@@ -336,7 +354,8 @@ class Forgetter:
         await self.scrub()
 
     async def wipe(self, person_id: int) -> WipeReport:
-        """Delete everything `person_id` owns and every turn they had in a shared room."""
+        """Delete everything `person_id` owns, every turn they had in a shared room, and then
+        the person row with its identities, channels and link codes (nothing names them)."""
         turns = await self.db.fetchall(
             "SELECT DISTINCT turn_id FROM transcript WHERE person_id = ? AND owner_id != ?",
             (person_id, person_id),
@@ -367,6 +386,9 @@ class Forgetter:
                                          (person_id,))
                 other += max(cur.rowcount, 0)
             await self._fix_cursors(conn, plan.channels)
+            # Last: the person row, its identities, channels and link codes (cascade).
+            await conn.execute("DELETE FROM persons WHERE id = ? AND kind = 'person'",
+                               (person_id,))
         await self.scrub()
         log.info("wiped person %s", person_id)
         return WipeReport(len(fact_ids), len(plan.row_ids), len(own_eps), other)
@@ -375,7 +397,7 @@ class Forgetter:
         """The new vectors of the episodes to rebuild, in order (before the transaction:
         the embedder is a network call)."""
         texts = [f.summary for f in fixes if f.summary is not None]
-        return list(await self.embedder.embed(texts)) if texts else []
+        return await self.embedder.embed(texts) if texts else []
 
     async def _apply_fixes(self, conn: Any, fixes: Sequence[EpisodeFix],
                            vectors: Sequence[Any]) -> None:
@@ -391,10 +413,12 @@ class Forgetter:
                 (fix.summary, fix.key_terms, fix.episode_id),
             )
             await conn.execute("DELETE FROM episode_vec WHERE episode_id = ?", (fix.episode_id,))
-            await conn.execute(
-                "INSERT INTO episode_vec (episode_id, owner_id, embedding) VALUES (?, ?, ?)",
-                (fix.episode_id, fix.owner_id, as_blob(next(rebuilt))),
-            )
+            vector = next(rebuilt)
+            if vector is not None:  # else found by keywords only
+                await conn.execute(
+                    "INSERT INTO episode_vec (episode_id, owner_id, embedding) VALUES (?, ?, ?)",
+                    (fix.episode_id, fix.owner_id, as_blob(vector)),
+                )
 
     @staticmethod
     async def _delete_rows(conn: Any, row_ids: Iterable[int]) -> None:
@@ -416,8 +440,9 @@ class Forgetter:
 
     @staticmethod
     async def _fix_cursors(conn: Any, channels: Iterable[int]) -> None:
-        """Keep each per-channel row cursor on a row that still exists, so a row id SQLite
-        reuses after the deletion is seen as new (by the episode cutter, the row indexer)."""
+        """Keep each per-channel row cursor on a row that still exists. Since migration 0010
+        row ids are never reused; a database older than that may still hand out an id freed
+        before the upgrade, which must then be seen as new (episode cutter, row indexer)."""
         for table in CURSOR_TABLES:
             for channel_id in channels:
                 await conn.execute(

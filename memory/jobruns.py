@@ -2,7 +2,9 @@
 
 A run row is opened (`running`) before a job does anything and closed with its outcome; the
 cursor (the job's input watermark) moves only in the same transaction that closes a successful
-run, so a crash mid-job leaves the cursor where it was and the work is redone, never lost.
+run, so a crash mid-job leaves the cursor where it was and the work is redone, never lost. A
+failed run counts a failure on the cursor and sets when the next attempt may start (the runner
+picks the backoff); a successful one clears both.
 Imports `bot` leaf modules and `memory.db`.
 """
 
@@ -46,6 +48,8 @@ class JobCursor:
     last_ok_at: datetime | None
     last_checked_at: datetime | None
     last_check: str
+    failures: int = 0  # failed runs since the last successful one
+    retry_at: datetime | None = None  # no new attempt before this (after a failure)
 
 
 def _run(row: Row) -> JobRun:
@@ -70,6 +74,8 @@ def _cursor(row: Row) -> JobCursor:
         last_ok_at=from_iso(row["last_ok_at"]) if row["last_ok_at"] else None,
         last_checked_at=from_iso(row["last_checked_at"]) if row["last_checked_at"] else None,
         last_check=row["last_check"],
+        failures=row["failures"],
+        retry_at=from_iso(row["retry_at"]) if row["retry_at"] else None,
     )
 
 
@@ -95,8 +101,11 @@ class JobRunRepo:
         tokens: int = 0,
         error: str | None = None,
         cursor: str | None = None,
+        retry_at: datetime | None = None,
     ) -> None:
-        """Close a run; with `cursor`, move the job's watermark in the same transaction."""
+        """Close a run; with `cursor`, move the job's watermark in the same transaction (and
+        clear its failures). A failed run (`status` error) with `retry_at` counts a failure
+        and puts off the next attempt until then."""
         async with self.db.write() as conn:
             cur = await conn.execute(
                 "UPDATE job_runs SET finished_at = ?, status = ?, result = ?, tokens = ?,"
@@ -111,8 +120,15 @@ class JobRunRepo:
                     " last_check) VALUES (?, ?, ?, ?, ?, 'ran')"
                     " ON CONFLICT (job, person_id) DO UPDATE SET cursor = excluded.cursor,"
                     " last_ok_at = excluded.last_ok_at, last_checked_at = excluded.last_checked_at,"
-                    " last_check = 'ran'",
+                    " last_check = 'ran', failures = 0, retry_at = NULL",
                     (row[0], row[1], cursor, to_iso(now), to_iso(now)),
+                )
+            if retry_at is not None and row is not None and row[1] is not None:
+                await conn.execute(
+                    "INSERT INTO job_cursors (job, person_id, failures, retry_at)"
+                    " VALUES (?, ?, 1, ?) ON CONFLICT (job, person_id) DO UPDATE SET"
+                    " failures = failures + 1, retry_at = excluded.retry_at",
+                    (row[0], row[1], to_iso(retry_at) if retry_at else None),
                 )
 
     async def interrupt_stale(self, now: datetime) -> int:

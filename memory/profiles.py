@@ -1,7 +1,8 @@
 """Source profiles: the one allowlist that says what each transcript source may feed.
 
-DESIGN.md §2. A source not listed (and every `delegate:*` or `scheduled` row) is muted: it is
-kept in the transcript but produces no episodes, facts or patterns. Imports nothing.
+See docs/architecture.md. A source not listed (and every `delegate:*` or `scheduled` row) is
+muted: it is kept in the transcript but produces no episodes, facts or patterns. Imports
+nothing.
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
 """Transcript pruning (DESIGN.md §3.1): raw rows at or below a channel's watermark that no live
-episode cites are deleted, together with their turn's tool rows; there is no age cutoff.
+leaf episode cites are deleted, together with their turn's tool rows; there is no age cutoff.
+Roll-up parents cite no rows (memory.rollup), so once a leaf is rolled up (tombstoned) its rows
+go on the next pass; the parent's summary, the continuity summary and the facts keep the
+meaning, and the parent's span and channel keep the provenance.
 
-Kept: rows above the watermark, rows cited by a live (not tombstoned) episode, compaction rows,
+Kept: rows above the watermark, rows cited by a live (not tombstoned) leaf, compaction rows,
 tool rows of a turn that still has a message row, and — on channels that produce episodes —
 rows the episode cutter has not reached yet (its cursor), so nothing is pruned before it had
 its chance to become memory. FTS rows and `transcript_vec` vectors go with the transcript rows.
@@ -46,10 +49,11 @@ _FOLLOW_TRIGGERS = ("transcript_fts_delete", "transcript_owner_fts_delete",
                     "transcript_vec_follow_row")
 _TRANSCRIPT_FTS = ("transcript_fts", "transcript_owner_fts")
 
-# A row is cited when a live episode's citations include it.
+# A row is cited when a live leaf's citations include it (a parent's never count: parents
+# written before migration 0008 had their inherited citations removed by it).
 _UNCITED = (
     "NOT EXISTS (SELECT 1 FROM episode_rows er JOIN episodes e ON e.id = er.episode_id"
-    " WHERE er.row_id = t.id AND e.tombstoned_at IS NULL)"
+    " WHERE er.row_id = t.id AND e.tombstoned_at IS NULL AND e.level = 0)"
 )
 
 

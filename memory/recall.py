@@ -48,7 +48,7 @@ from bot.tokens import count_tokens, truncate_to_tokens
 from bot.types import Channel, Person
 from memory.db import Database, Params, ReaderPool, Row
 from memory.decay import episode_weight
-from memory.episodes import LEAF, EpisodeRepo, as_blob
+from memory.episodes import LEAF, EpisodeRepo, as_blob, cited_rows_by_episode, cosines
 from memory.fts import match_query, owner_scoped, terms
 from memory.profiles import sources_with, wildcard_prefixes_with
 
@@ -80,6 +80,7 @@ class RecallTuning:
     near_duplicate: float = 0.85
     skip_recent_rows: int = 20
     keyword_scan: int = 2000
+    query_embed_seconds: float = 10.0  # then keyword search only (a hanging embedder)
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,7 +336,7 @@ async def _knn(reads: Reads, table: str, key: str, query: RecallQuery,
         " AND k = ?",
         (as_blob(query.vector), query.owner_id, min(k, 4096)),
     )
-    return {int(r[0]): 1.0 - float(r[1]) for r in rows}
+    return cosines(rows)
 
 
 @dataclass
@@ -376,7 +377,7 @@ class EpisodeSource:
         ids = list(cos.keys() | bm25.keys())
         if not ids:
             return []
-        rows, cited_rows = await asyncio.gather(
+        rows, cited = await asyncio.gather(
             reads.fetchall(
                 "SELECT e.id, e.level, e.summary, e.salience, e.started_at, e.ended_at,"
                 " e.last_relevant_at, c.kind, c.platform, c.name, c.source FROM episodes e"
@@ -385,15 +386,8 @@ class EpisodeSource:
                 " AND e.tombstoned_at IS NULL",
                 [*ids, query.owner_id],
             ),
-            reads.fetchall(
-                "SELECT episode_id, row_id FROM episode_rows"
-                f" WHERE episode_id IN ({_marks(len(ids))}) ORDER BY row_id",
-                ids,
-            ),
+            cited_rows_by_episode(reads, ids),  # a parent's: through its kept children
         )
-        cited: dict[int, list[int]] = {}
-        for r in cited_rows:
-            cited.setdefault(int(r[0]), []).append(int(r[1]))
         out = []
         for r in rows:
             start, end = _date(r["started_at"]), _date(r["ended_at"])
@@ -525,10 +519,14 @@ class Recall:
         if not text.strip():
             return None
         try:
-            return (await self.embedder.embed([truncate_to_tokens(text, QUERY_TOKENS)]))[0]
+            async with asyncio.timeout(self.tuning.query_embed_seconds):
+                return (await self.embedder.embed([truncate_to_tokens(text, QUERY_TOKENS)]))[0]
         except ModelError as exc:
             log.warning("recall: query embedding failed, keyword search only: %s", exc)
-            return None
+        except TimeoutError:
+            log.warning("recall: no query embedding within %.1f s, keyword search only",
+                        self.tuning.query_embed_seconds)
+        return None
 
     async def search(
         self,

@@ -1,10 +1,13 @@
 """Reminders and scheduled prompts: storage and the claim-then-deliver state machine.
 
 A reminder is `pending` until due; the runner `claim`s it (pending → claimed, one winner),
-delivers it, then `complete`s it (→ delivered, or back to pending at the next occurrence for a
-recurring one) in one transaction. Claims left by a process that stopped are released at the
-next start, so a reminder that became due while the process was down, or whose delivery was
-cut off, is delivered once. Times are stored in UTC; `timezone` is the person's zone used for
+marks the send as started (`sending`), delivers it, then `complete`s it (→ delivered, or back
+to pending at the next occurrence for a recurring one) in one transaction. A failed delivery
+goes back to pending with one more attempt and a `retry_at` (backoff), or ends `dead` after too
+many. Claims left by a process that stopped are released at the next start, so a reminder that
+became due while the process was down is delivered once; one whose send had started counts as
+`unconfirmed` (the platform may have it) and is repeated at most once (at-least-once delivery,
+at most one duplicate). Times are stored in UTC; `timezone` is the person's zone used for
 recurrence. Imports `bot` leaf modules and `memory.db`.
 """
 
@@ -33,6 +36,10 @@ class Reminder:
     deliveries: int
     created_at: datetime
     delivered_at: datetime | None = None
+    attempts: int = 0  # failed deliveries of this occurrence
+    retry_at: datetime | None = None
+    last_error: str | None = None
+    unconfirmed: int = 0  # sends of this occurrence cut off by a stopped process
 
 
 def _reminder(row: Row) -> Reminder:
@@ -49,6 +56,10 @@ def _reminder(row: Row) -> Reminder:
         deliveries=row["deliveries"],
         created_at=from_iso(row["created_at"]),
         delivered_at=from_iso(row["delivered_at"]) if row["delivered_at"] else None,
+        attempts=row["attempts"],
+        retry_at=from_iso(row["retry_at"]) if row["retry_at"] else None,
+        last_error=row["last_error"],
+        unconfirmed=row["unconfirmed"],
     )
 
 
@@ -111,10 +122,13 @@ class ReminderRepo:
             return (cur.rowcount or 0) == 1
 
     async def due(self, now: datetime, limit: int = 100) -> list[Reminder]:
+        """Pending reminders whose time (and backoff) has come; never-failed ones first, so
+        reminders that keep failing cannot crowd a new one out of the batch."""
+        stamp = to_iso(now)
         rows = await self.db.fetchall(
             "SELECT * FROM reminders WHERE state = 'pending' AND due_at <= ?"
-            " ORDER BY due_at, id LIMIT ?",
-            (to_iso(now), limit),
+            " AND (retry_at IS NULL OR retry_at <= ?) ORDER BY attempts, due_at, id LIMIT ?",
+            (stamp, stamp, limit),
         )
         return [_reminder(r) for r in rows]
 
@@ -128,19 +142,53 @@ class ReminderRepo:
             )
             return (cur.rowcount or 0) == 1
 
-    async def release(self, reminder_id: int) -> None:
-        """Give a claim back (delivery failed; try again at the next tick)."""
+    async def sending(self, reminder_id: int, now: datetime) -> None:
+        """Note, before the platform is asked, that this claim's send has started."""
         await self.db.execute_write(
-            "UPDATE reminders SET state = 'pending', claimed_at = NULL"
+            "UPDATE reminders SET sending_at = ? WHERE id = ? AND state = 'claimed'",
+            (to_iso(now), reminder_id),
+        )
+
+    async def failed(self, reminder: Reminder, error: str, retry_at: datetime | None) -> None:
+        """Claimed → pending with one more attempt, not before `retry_at`; or, with no
+        `retry_at`, → dead (no more attempts)."""
+        if retry_at is None:
+            sql = ("UPDATE reminders SET state = 'dead', attempts = attempts + 1,"
+                   " last_error = ?, retry_at = NULL, claimed_at = NULL, sending_at = NULL"
+                   " WHERE id = ? AND state = 'claimed'")
+            params: tuple[object, ...] = (error, reminder.id)
+        else:
+            sql = ("UPDATE reminders SET state = 'pending', attempts = attempts + 1,"
+                   " last_error = ?, retry_at = ?, claimed_at = NULL, sending_at = NULL"
+                   " WHERE id = ? AND state = 'claimed'")
+            params = (error, to_iso(retry_at), reminder.id)
+        await self.db.execute_write(sql, params)
+
+    async def told_dead(self, reminder_id: int, now: datetime) -> bool:
+        """Mark a dead reminder's notice as given; True for the first caller only."""
+        async with self.db.write() as conn:
+            cur = await conn.execute(
+                "UPDATE reminders SET dead_told_at = ? WHERE id = ? AND state = 'dead'"
+                " AND dead_told_at IS NULL",
+                (to_iso(now), reminder_id),
+            )
+            return (cur.rowcount or 0) == 1
+
+    async def release(self, reminder_id: int) -> None:
+        """Give a claim back, no attempt spent (its platform is not running; next tick)."""
+        await self.db.execute_write(
+            "UPDATE reminders SET state = 'pending', claimed_at = NULL, sending_at = NULL"
             " WHERE id = ? AND state = 'claimed'",
             (reminder_id,),
         )
 
     async def release_stale_claims(self) -> int:
-        """At start-up: claims of a previous process were never completed; deliver them again."""
+        """At start-up: claims of a previous process were never completed; deliver them again.
+        One whose send had started is counted `unconfirmed` (the platform may have it)."""
         async with self.db.write() as conn:
             cur = await conn.execute(
-                "UPDATE reminders SET state = 'pending', claimed_at = NULL"
+                "UPDATE reminders SET state = 'pending', claimed_at = NULL,"
+                " unconfirmed = unconfirmed + (sending_at IS NOT NULL), sending_at = NULL"
                 " WHERE state = 'claimed'"
             )
             return int(cur.rowcount or 0)
@@ -148,17 +196,21 @@ class ReminderRepo:
     async def complete(
         self, reminder: Reminder, now: datetime, next_due: datetime | None
     ) -> None:
-        """Claimed → delivered, or → pending at `next_due` for a recurring one."""
+        """Claimed → delivered, or → pending at `next_due` for a recurring one (whose next
+        occurrence starts with no failed attempts)."""
+        fresh = (", attempts = 0, retry_at = NULL, last_error = NULL, sending_at = NULL,"
+                 " unconfirmed = 0")
         if next_due is None:
             sql = (
-                "UPDATE reminders SET state = 'delivered', delivered_at = ?,"
-                " deliveries = deliveries + 1 WHERE id = ? AND state = 'claimed'"
+                "UPDATE reminders SET state = 'delivered', delivered_at = ?, retry_at = NULL,"
+                " sending_at = NULL, deliveries = deliveries + 1"
+                " WHERE id = ? AND state = 'claimed'"
             )
             params: tuple[object, ...] = (to_iso(now), reminder.id)
         else:
             sql = (
                 "UPDATE reminders SET state = 'pending', due_at = ?, claimed_at = NULL,"
-                " delivered_at = ?, deliveries = deliveries + 1"
+                f" delivered_at = ?, deliveries = deliveries + 1{fresh}"
                 " WHERE id = ? AND state = 'claimed'"
             )
             params = (to_iso(next_due), to_iso(now), reminder.id)

@@ -1,14 +1,22 @@
 """Episode roll-up (DESIGN.md §3.2): when a channel has ≥ 50 apex leaves (or ≥ 25 level-1
 apexes) their embeddings are clustered (memory.clustering) and each cluster gets a parent
 episode one level up: a model-written summary of its children, salience and emotion from the
-children, its own embedding (of its summary), citations = the union of the children's. The
-children are tombstoned in the same transaction (kept for provenance, hidden from recall,
-deleted by the janitor after 30 days). Noise points are never forced into a cluster: they stay
-apexes for the next round. Rounds are triggered by counts only, never by a similarity score.
-`consolidate_owner` runs a person's whole consolidate pass: compaction of each channel, then
-the rounds.
+children, its own embedding (of its summary). The parent does NOT inherit the children's row
+citations: its provenance is the link to its children (their `parent_id`, its `child_count`)
+and the span and channel it covers (`started_at`/`ended_at`, `channel_id`), which survive
+when the children are deleted. Only live leaves cite rows, so once a leaf is rolled up its rows
+below the watermark can be pruned (memory.prune): the parent, the continuity summary and the
+facts carry the meaning forward. The children are tombstoned in the same transaction (kept
+for provenance, hidden from recall, deleted by the janitor after 30 days). Noise points are
+never forced into a cluster: they stay apexes for the next round. Rounds are triggered by
+counts only, never by a similarity score. `consolidate_owner` runs a person's whole
+consolidate pass: compaction of each channel, then the rounds.
 
-A cluster whose summary or embedding fails is skipped (its children stay apexes); the other
+Summaries: with `use_model` off, or when the model answers something that does not fit the
+summary schema (memory.prompts.rollup), or fails for good (a refused request or a malformed
+response: asking again will not help), the parent is extractive: the children's most
+distinct sentences within the word budget. A retryable failure (endpoint down, rate limited) or a
+failed embedding skips that cluster (its children stay apexes for the next pass); the other
 clusters go on. Imports `bot` leaf modules and `memory` only.
 """
 
@@ -26,7 +34,7 @@ import numpy as np
 from bot.clock import to_iso
 from bot.errors import ModelBadResponseError, ModelError, StrataError
 from bot.ports import ChatModel, Embedder
-from bot.tokens import truncate_to_tokens
+from bot.tokens import count_tokens, share_budget, truncate_to_tokens
 from memory.clustering import ClusterParams, cluster_labels
 from memory.compaction import CompactionPolicy, CompactionResult, compact_until_under_budget
 from memory.db import Database
@@ -41,6 +49,10 @@ class RollupConflictError(StrataError):
     """A child was tombstoned or re-parented by someone else while its parent was written."""
 
 
+# A child's line in the roll-up prompt at its shortest: number, date range and a few words.
+LINE_TOKENS_MIN = 24
+
+
 @dataclass(frozen=True, slots=True)
 class RollupPolicy:
     leaf_round_at: int = 50  # apex leaves in a channel that start a leaf round
@@ -49,6 +61,13 @@ class RollupPolicy:
     summary_words: int = 180
     summary_tokens: int = 500  # max_tokens of one parent summary
     child_tokens: int = 200  # each child's summary is cut to this in the prompt
+    input_tokens: int = 6000  # ... and all of them together to about this (one call's input)
+
+    @property
+    def max_children(self) -> int:
+        """The most children one parent summary call can take within `input_tokens` (each
+        line costs its date range and a few words at least); a larger cluster is split."""
+        return max(self.input_tokens // LINE_TOKENS_MIN, 2)
     use_model: bool = True  # False: extractive parents (the children's summaries, cut), no model
 
     def threshold(self, level: int) -> int | None:
@@ -101,13 +120,34 @@ def _salience(children: Sequence[Episode]) -> float:
     return min(1.0, 0.7 * top + 0.3 * mean + 0.01 * len(children))
 
 
-async def _cited(db: Database, ids: Sequence[int]) -> tuple[int, ...]:
-    marks = ",".join("?" * len(ids))
-    rows = await db.fetchall(
-        f"SELECT DISTINCT row_id FROM episode_rows WHERE episode_id IN ({marks}) ORDER BY row_id",
-        list(ids),
-    )
-    return tuple(r[0] for r in rows)
+async def _model_summary(chat: ChatModel, children: Sequence[Episode], level: int,
+                         policy: RollupPolicy) -> tuple[str, str] | None:
+    """The model's (summary, key terms), or None when its answer does not fit the schema or
+    the request was refused for good (the caller then writes the extractive parent)."""
+    dates = [f"{c.started_at:%Y-%m-%d} – {c.ended_at:%Y-%m-%d}" for c in children]
+    room = policy.input_tokens - sum(count_tokens(f"{i}. ({d}) ") for i, d in enumerate(dates, 1))
+    texts = share_budget([truncate_to_tokens(c.summary, policy.child_tokens) for c in children],
+                         room)
+    lines = list(zip(dates, texts, strict=True))
+    try:
+        completion = await chat.complete(
+            prompt.build_messages(lines, level, words=policy.summary_words),
+            max_tokens=policy.summary_tokens,
+            json_mode=True,
+        )
+    except ModelError as exc:
+        if exc.retryable and not isinstance(exc, ModelBadResponseError):
+            raise
+        log.warning("roll-up summary unusable (%s); writing an extractive parent", exc)
+        return None
+    parsed = prompt.parse_answer(completion.text)
+    if parsed is None:
+        log.warning("roll-up summary does not fit the schema (%r…); writing an extractive "
+                    "parent", completion.text[:80])
+        return None
+    # A model that ignores max_tokens must not store a huge summary either.
+    summary, terms = parsed
+    return truncate_to_tokens(summary, policy.summary_tokens), terms
 
 
 async def write_parent(
@@ -120,23 +160,17 @@ async def write_parent(
 ) -> int:
     """Summarise `children` into a parent one level up and tombstone them; return its id.
 
-    Raises `ModelError` when the summary or the embedding fails (nothing is written then).
+    Raises `ModelError` when a retryable summary call or the embedding fails (nothing is
+    written then); an unusable answer or a refused request gives an extractive parent.
     """
     children = sorted(children, key=lambda e: (e.started_at, e.id))
+    if len(children) > policy.max_children:
+        raise ValueError(f"{len(children)} children for one parent; at most "
+                         f"{policy.max_children} fit in input_tokens={policy.input_tokens}")
     level = children[0].level + 1
-    if policy.use_model:
-        lines = [(f"{c.started_at:%Y-%m-%d} – {c.ended_at:%Y-%m-%d}",
-                  truncate_to_tokens(c.summary, policy.child_tokens)) for c in children]
-        completion = await chat.complete(
-            prompt.build_messages(lines, level, words=policy.summary_words),
-            max_tokens=policy.summary_tokens,
-            json_mode=True,
-        )
-        parsed = prompt.parse_answer(completion.text)
-        if parsed is None:
-            raise ModelBadResponseError("the model wrote an empty roll-up summary")
-        summary, terms = parsed
-        method = "llm"
+    parsed = await _model_summary(chat, children, level, policy) if policy.use_model else None
+    if parsed is not None:
+        (summary, terms), method = parsed, "llm"
     else:
         summary, terms = prompt.extractive(
             [c.summary for c in children], [c.key_terms for c in children],
@@ -152,13 +186,14 @@ async def write_parent(
         source=children[0].source,
         started_at=min(c.started_at for c in children),
         ended_at=max(c.ended_at for c in children),
-        row_ids=await _cited(db, ids),
+        row_ids=(),  # provenance is the children and the span, not their rows
         level=level,
         key_terms=terms,
         salience=_salience(children),
         emotion=emotion,
         emotion_intensity=intensity,
         method=method,
+        child_count=len(children),
     )
     marks = ",".join("?" * len(ids))
     async with db.write() as conn:
@@ -200,8 +235,12 @@ async def rollup_channel(
     parents: list[int] = []
     errors: list[str] = []
     tombstoned = 0
-    for label in sorted(groups):
-        children = groups[label]
+    # A cluster too big for one summary call becomes several parents (time-ordered chunks).
+    chunks = [ordered[i:i + policy.max_children]
+              for label in sorted(groups)
+              for ordered in [sorted(groups[label], key=lambda e: (e.started_at, e.id))]
+              for i in range(0, len(ordered), policy.max_children)]
+    for children in chunks:
         try:
             parents.append(await write_parent(db, chat, embedder, children, now, policy))
         except (ModelError, RollupConflictError) as exc:

@@ -92,11 +92,12 @@ class RowIndexer:
                         log.info("channel %d: row vectors indexed elsewhere", channel_id)
                         return done
                     if vectors is not None:
+                        # A row without a usable vector stays, found by keywords only.
                         await conn.executemany(
                             "INSERT INTO transcript_vec (row_id, owner_id, embedding)"
                             " VALUES (?, ?, ?)",
-                            [(r.id, r.owner_id, as_blob(v)) for r, v in zip(todo, vectors,
-                                                                             strict=True)],
+                            [(r.id, r.owner_id, as_blob(v))
+                             for r, v in zip(todo, vectors, strict=True) if v is not None],
                         )
                 done += len(todo)
                 if len(page) < PAGE_ROWS:

@@ -52,7 +52,7 @@ def strata_env(server: FakeOpenAI, db_path: Path) -> dict[str, str]:
         "STRATA_EMBED_API_KEY": "test",
         "STRATA_EMBED_DIM": str(server.dim),
         "STRATA_EMBED_MAX_RETRIES": "0",
-        # The query gate is calibrated for sentence models (README: Recall quality and speed);
+        # The query gate is calibrated for sentence models (docs/recall.md);
         # the fake's hashed bag-of-words vectors score paraphrases far lower, so the tests keep
         # only the per-item gate (recall.min_relevance). tests/unit/test_recall_gate.py tests it.
         "STRATA_RECALL_MIN_TOP_RELEVANCE": "0.25",

@@ -3,18 +3,36 @@
 Interactive (a terminal): a prompt, and the reply streamed as it is written. Piped: each reply
 printed whole, in order; at end of input it returns after the last reply is printed, so
 `printf 'a\\nb\\n' | strata chat` prints two replies and exits 0.
+
+Input is read as bytes and decoded as UTF-8 with undecodable bytes replaced (U+FFFD), whatever
+the locale or `PYTHONIOENCODING` says: a strict decoder would kill the reader thread and hang
+the chat, and the locale's `surrogateescape` would carry lone surrogates that nothing
+downstream (JSON, SQLite) can encode. Output is encoded in the terminal's encoding with
+replacements, so a reply it cannot show is printed with `?` instead of lost.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import threading
 from pathlib import Path
 from typing import TextIO
 
 from adapters.console.mapping import to_inbound
+from adapters.runtime import SORRY
 from bot.ports import Clock, TurnHandler
+from bot.private_files import write_private
+
+log = logging.getLogger(__name__)
+
+
+def decode_line(raw: bytes | str) -> str:
+    """One input line as text: UTF-8, undecodable bytes (and lone surrogates) replaced."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogateescape")
+    return raw.decode("utf-8", "replace")
 
 
 class ConsoleAdapter:
@@ -40,7 +58,13 @@ class ConsoleAdapter:
         self._stopped = asyncio.Event()
 
     def _write(self, text: str) -> None:
-        self.stdout.write(text)
+        buffer = getattr(self.stdout, "buffer", None)
+        if buffer is None:  # an in-memory stream: it takes any text
+            self.stdout.write(text)
+        else:
+            self.stdout.flush()
+            buffer.write(text.encode(self.stdout.encoding or "utf-8", "replace"))
+            buffer.flush()
         self.stdout.flush()
 
     async def send(self, room_id: str, text: str) -> list[str]:
@@ -54,8 +78,14 @@ class ConsoleAdapter:
     def _read_lines(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue[str]) -> None:
         # A daemon thread, not the loop's executor: a read blocked on a quiet terminal must not
         # keep the process alive at shutdown (SIGTERM during `strata run`).
+        source = getattr(self.stdin, "buffer", self.stdin)
         while True:
-            line = self.stdin.readline()
+            try:
+                line = decode_line(source.readline())
+            except Exception:  # thread boundary: a dead reader would hang the chat
+                log.warning("console: reading stdin failed; treating it as the end of input",
+                            exc_info=True)
+                line = ""
             try:
                 loop.call_soon_threadsafe(lines.put_nowait, line)
             except RuntimeError:  # the loop is closed: nobody is listening any more
@@ -89,31 +119,39 @@ class ConsoleAdapter:
             line = await self._next_line(lines)
             if line == "":
                 break
-            msg = to_inbound(line, user=self.user, channel=self.channel, now=self.clock.now())
-            shown = 0
-
-            async def partial(text: str) -> None:
-                nonlocal shown
-                if self.interactive:
-                    if shown == 0:
-                        self._write("strata> ")
-                    self._write(text[shown:])
-                    shown = len(text)
-
-            result = await handler.handle(msg, partial if self.interactive else None)
-            if result is None:
-                continue
-            if result.attachment is not None:
-                name, data = result.attachment
-                path = Path(name)
-                path.write_bytes(data)
-                extra = f"\n[saved {path} ({len(data)} bytes)]"
-            else:
-                extra = ""
-            if self.interactive and shown and not result.failed and not result.command:
-                self._write(result.reply[shown:] + extra + "\n")
-            else:
-                prefix = "strata> " if self.interactive else ""
-                self._write(prefix + result.reply + extra + "\n")
+            try:
+                await self._answer(handler, line)
+            except Exception:  # task boundary: one failed turn never ends the chat
+                log.exception("console: the turn for an input line failed")
+                self._write(("strata> " if self.interactive else "") + SORRY + "\n")
         if self.interactive:
             self._write("\n")
+
+    async def _answer(self, handler: TurnHandler, line: str) -> None:
+        """Run one input line through `handler` and print the reply."""
+        msg = to_inbound(line, user=self.user, channel=self.channel, now=self.clock.now())
+        shown = 0
+
+        async def partial(text: str) -> None:
+            nonlocal shown
+            if self.interactive:
+                if shown == 0:
+                    self._write("strata> ")
+                self._write(text[shown:])
+                shown = len(text)
+
+        result = await handler.handle(msg, partial if self.interactive else None)
+        if result is None:
+            return
+        if result.attachment is not None:
+            name, data = result.attachment
+            path = Path(name)
+            write_private(path, data)  # an export is personal memory: 0600
+            extra = f"\n[saved {path} ({len(data)} bytes)]"
+        else:
+            extra = ""
+        if self.interactive and shown and not result.failed and not result.command:
+            self._write(result.reply[shown:] + extra + "\n")
+        else:
+            prefix = "strata> " if self.interactive else ""
+            self._write(prefix + result.reply + extra + "\n")

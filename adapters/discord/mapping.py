@@ -1,6 +1,6 @@
 """Discord events → `InboundMessage`. Pure: reads attributes of discord.py objects, no I/O.
 
-Strata talks on Discord in direct messages only (DESIGN.md §6): a DM is a turn in the sender's
+Strata talks on Discord in direct messages only (docs/platforms.md): a DM is a turn in the sender's
 private channel, keyed by the DM channel id. Guild messages, the bot's own messages (Discord
 echoes them back), other bots' and system messages are not turns: `to_inbound` returns None for
 them, and `mentions_bot` lets the adapter point someone who mentions the bot in a server to DMs.

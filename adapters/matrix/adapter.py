@@ -71,6 +71,7 @@ from adapters.runtime import ReplyOps, deliver_turn, send_text
 from bot.config import AccessSettings, MatrixSettings
 from bot.errors import ConfigError, PlatformError
 from bot.ports import TurnHandler
+from bot.private_files import private_dir
 from bot.types import InboundMessage
 
 log = logging.getLogger(__name__)
@@ -166,7 +167,7 @@ class MatrixAdapter:
         self.handler = handler
         self._started = time.monotonic()
         store = Path(s.store_path).expanduser()
-        store.mkdir(parents=True, exist_ok=True)
+        private_dir(store)  # the device's encryption keys: 0700
         client = AsyncClient(
             s.homeserver, s.user, device_id=s.device_id, store_path=str(store),
             config=self._config(),

@@ -179,12 +179,14 @@ class TelegramAdapter:
         shutdown_grace: float = 10.0,
         live_location_every: float = 300.0,
         commands: Sequence[tuple[str, str]] = (),
+        typing_every: float = TYPING_EVERY,
     ) -> None:
         self.token = token
         self.base_url = base_url or DEFAULT_API
         self.base_file_url = base_file_url or file_url_for(self.base_url)
         self.tell_unlisted = tell_unlisted
         self.edit_interval = edit_interval
+        self.typing_every = typing_every
         self.poll_timeout = poll_timeout
         self.shutdown_grace = shutdown_grace
         self.live_location_every = timedelta(seconds=live_location_every)
@@ -303,7 +305,7 @@ class TelegramAdapter:
             limit=MESSAGE_LIMIT,
             size=utf16_len,
             min_edit_interval=self.edit_interval,
-            typing_every=TYPING_EVERY,
+            typing_every=self.typing_every,
         )
 
     async def send(self, room_id: str, text: str) -> list[str]:

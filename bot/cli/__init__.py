@@ -2,7 +2,8 @@
 module here (`core`, …) through a `register(subparsers)` function listed in `MODULES`.
 
 With `bot.app`, the `bot.cli` modules are the only ones that may import `adapters` and
-`cognition`. Every StrataError becomes a one-line `error: …` and exit code 2.
+`cognition`. Every StrataError becomes a one-line `error: …` and exit code 2; a closed
+stdout (a pipe into `head`) ends the command quietly.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import asyncio
 import importlib
 import logging
+import os
 import sys
 
 from bot.config import load_settings
@@ -49,14 +51,24 @@ def main(argv: list[str] | None = None) -> int:
         level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
-        settings = load_settings(args.config)
+        settings = load_settings(args.config, notice=_notice)
         code = asyncio.run(args.run(args, settings))
+        sys.stdout.flush()
     except StrataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`strata memory show | head`): nothing more to say. Point
+        # stdout at /dev/null so the interpreter's final flush does not complain either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as if killed by SIGPIPE, what shells expect from a cut-off writer
     return int(code)
+
+
+def _notice(text: str) -> None:
+    print(f"note: {text}", file=sys.stderr)
 
 
 if __name__ == "__main__":

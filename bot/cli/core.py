@@ -1,11 +1,13 @@
-"""Core CLI commands: chat, db migrate, memory show/export, doctor (more memory actions:
-`bot.cli.memory`)."""
+"""Core CLI commands: chat, db migrate|backup|restore|check, memory show/export, doctor (more
+memory actions: `bot.cli.memory`). The database operations' SQL lives in `memory.backup`."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from bot.app import App, open_db
@@ -13,6 +15,7 @@ from bot.clock import ManualClock, SystemClock, from_iso
 from bot.config import Settings
 from bot.errors import StrataError
 from bot.ports import Clock
+from memory import backup
 from memory.calendar import CalendarRepo
 from memory.export import export_person
 from memory.facts import FactRepo
@@ -65,6 +68,37 @@ async def cmd_db_migrate(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         await db.close()
     return 0
+
+
+async def cmd_db_backup(args: argparse.Namespace, settings: Settings) -> int:
+    report = await asyncio.to_thread(backup.backup, _db_file(settings), args.path)
+    print(f"backed up {report.source} to {report.target} ({report.bytes:,} bytes, "
+          f"{report.transcript_rows} transcript rows); it passes the integrity checks")
+    return 0
+
+
+async def cmd_db_restore(args: argparse.Namespace, settings: Settings) -> int:
+    target = _db_file(settings)
+    report = await asyncio.to_thread(backup.restore, args.path, target)
+    print(f"restored {report.source} into {report.target} ({report.transcript_rows} transcript "
+          f"rows); the database it replaced is kept as {target}.before-restore")
+    return 0
+
+
+async def cmd_db_check(args: argparse.Namespace, settings: Settings) -> int:
+    path = Path(args.path) if args.path else _db_file(settings)
+    report = await asyncio.to_thread(backup.check, path)
+    for c in report.checks:
+        print(f"{'ok  ' if c.ok else 'FAIL'}  {c.name}" + (f": {c.problems[0]}" if c.problems
+                                                          else ""))
+        for problem in c.problems[1:5]:
+            print(f"      {problem}")
+    print(f"{report.path}: " + ("all checks passed" if report.ok else "CHECKS FAILED"))
+    return 0 if report.ok else 1
+
+
+def _db_file(settings: Settings) -> Path:
+    return Path(settings.db.path).expanduser()
 
 
 async def _person_or_fail(persons: PersonRepo, name: str) -> Any:
@@ -135,7 +169,7 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{p['name']} (person {p['id']}), identities: {', '.join(info['identities'])}")
         print(f"  last active: {p['last_active_at'] or 'never'}; paused: {p['paused']}")
         print(f"  transcript rows: {info['transcript_rows']}; episodes: {info['episodes']}")
-        print(f"  facts: {len(info['facts'])}")
+        print(f"  facts: {len(info['facts'])}" + ("" if info["facts"] else " (none stored)"))
         for f in info["facts"]:
             print(f"    #{f['id']} {f['kind']}: {f['text']} ({f['since'][:10]}, {f['source']})")
         for c in info["channels"]:
@@ -143,6 +177,8 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
                 f"  channel {c['id']}: {c['platform']} {c['room']} ({c['kind']}, "
                 f"source {c['source']}): {c['rows']} rows"
             )
+        if not info["channels"]:
+            print("  channels: none")
         _print_hierarchy(info["hierarchy"])
         _print_cognition(info)
     finally:
@@ -171,6 +207,8 @@ def _print_cognition(info: dict[str, Any]) -> None:
         print(f"  portrait ({portrait['written_at'][:16]}): {portrait['text']}")
     else:
         print("  portrait: none yet")
+    if not info["reminders"]:
+        print("  reminders: none")
     for r in info["reminders"]:
         every = f", {r['recurrence']}" if r["recurrence"] else ""
         print(f"  {r['kind']} #{r['id']} ({r['state']}, due {r['due_at'][:16]}{every}, "
@@ -223,6 +261,15 @@ def register(sub: Any) -> None:
         dest="db_command", required=True, metavar="ACTION"
     )
     db.add_parser("migrate", help="create or migrate the database").set_defaults(run=cmd_db_migrate)
+    bk = db.add_parser("backup", help="a consistent copy of the database (also while it runs)")
+    bk.add_argument("path", help="the file to write (replaced if it exists)")
+    bk.set_defaults(run=cmd_db_backup)
+    rs = db.add_parser("restore", help="replace the database with a backup that passes the checks")
+    rs.add_argument("path", help="the backup file")
+    rs.set_defaults(run=cmd_db_restore)
+    ck = db.add_parser("check", help="integrity checks: SQLite's, foreign keys, FTS5 indexes")
+    ck.add_argument("path", nargs="?", help="another database file (default: the configured one)")
+    ck.set_defaults(run=cmd_db_check)
 
     memory = sub.add_parser("memory", help="see what is remembered").add_subparsers(
         dest="memory_command", required=True, metavar="ACTION"

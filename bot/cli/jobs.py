@@ -1,7 +1,9 @@
 """`strata jobs`: see and run the background jobs. `jobs status` shows each job's last run,
-result, tokens and errors per person; `jobs run --job NAME|all` runs jobs once, now (or as if
-at `--now`), through the same runner and job registry as `strata run`, honouring the idle gate
-unless `--force`, and prints what each did.
+result, tokens and errors per person, and for a failing job its failures in a row and when it
+is retried; `jobs run --job NAME|all` runs jobs once, now (or as if at `--now`), through the
+same runner and job registry as `strata run`, and prints what each did. A named job runs past
+the idle gate (someone asked for it); `--job all` honours the gate, and `--force` also skips
+the jobs' minimum intervals and a failing job's backoff.
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ async def cmd_jobs_run(args: argparse.Namespace, settings: Settings) -> int:
             for job in jobs:
                 if owner.kind is OwnerKind.ROOM and not job.for_rooms:
                     continue
-                report = await runner.run_job(job, owner, force=args.force)
+                # Naming one job is a request to run it now: past the idle gate.
+                report = await runner.run_job(job, owner, force=args.force,
+                                              asked=args.job != "all")
                 failed = failed or report.status == "error"
                 if args.json:
                     out.append({"job": report.job, "owner": report.person, "ran": report.ran,
@@ -95,19 +99,27 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
                     "last_checked": cursor.last_checked_at.isoformat()
                     if cursor and cursor.last_checked_at else None,
                     "last_check": cursor.last_check if cursor else None,
+                    "failures": cursor.failures if cursor else 0,
+                    "next_retry": cursor.retry_at.isoformat()
+                    if cursor and cursor.retry_at else None,
                 })
     finally:
         await db.close()
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
+    if not out:
+        print("no people yet: nobody has talked to Strata in this database")
+        return 0
     print(f"{'person':<12} {'job':<13} {'runs':>4} {'err':>3} {'tokens':>6}  {'last run':<16} "
-          f"{'status':<11} result")
+          f"{'status':<11} {'fails':>5} {'next retry':<16} result")
     for r in out:
         when = r["last_run"][:16].replace("T", " ") if r["last_run"] else "never"
+        retry = r["next_retry"][:16].replace("T", " ") if r["next_retry"] else "-"
         result = (r["last_result"] or r["last_check"] or "")[:70]
         print(f"{r['person'][:12]:<12} {r['job']:<13} {r['runs']:>4} {r['errors']:>3} "
-              f"{r['tokens']:>6}  {when:<16} {r['last_status'] or '-':<11} {result}")
+              f"{r['tokens']:>6}  {when:<16} {r['last_status'] or '-':<11} "
+              f"{r['failures']:>5} {retry:<16} {result}")
     return 0
 
 
@@ -124,6 +136,7 @@ def register(sub: Any) -> None:
     run.add_argument("--user", help="only this person (default: everyone)")
     run.add_argument("--now", help="run as if at this ISO time (e.g. 2026-01-05T09:00Z)")
     run.add_argument("--force", action="store_true",
-                     help="ignore the idle gate and the jobs' minimum intervals")
+                     help="also ignore the idle gate (for --job all) and the jobs' minimum "
+                     "intervals")
     run.add_argument("--json", action="store_true", help="print the reports as JSON")
     run.set_defaults(run=cmd_jobs_run)

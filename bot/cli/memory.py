@@ -94,7 +94,11 @@ async def cmd_memory_facts(args: argparse.Namespace, settings: Settings) -> int:
     try:
         person = await _person_or_fail(PersonRepo(db), args.user)
         repo = FactRepo(db)
-        for fact in await repo.for_owner(person.id, live_only=not args.all):
+        facts = await repo.for_owner(person.id, live_only=not args.all)
+        if not facts:
+            print(f"no facts stored for {person.name}"
+                  + ("" if args.all else " (--all also lists superseded and retracted ones)"))
+        for fact in facts:
             status = "" if fact.live else f" [{fact.status}]"
             print(f"{fact.kind}: {fact_line(fact, fact.source)}{status}")
     finally:

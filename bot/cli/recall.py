@@ -46,8 +46,12 @@ async def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
     app = await App.create(settings)
     try:
         assert app.episodes is not None
-        for e in await app.episodes.for_owner(await _owner(app, args.user),
-                                               live_only=not args.all):
+        episodes = await app.episodes.for_owner(await _owner(app, args.user),
+                                                live_only=not args.all)
+        if not episodes:
+            print(f"no episodes for {args.user} yet (they are cut from paused conversations; "
+                  "`strata memory cut --flush` closes the open ones now)")
+        for e in episodes:
             state = "" if e.live else " (tombstoned)"
             print(f"#{e.id} level {e.level} {e.method} {e.started_at:%Y-%m-%d %H:%M} "
                   f"salience {e.salience:.2f} {e.emotion}{state}: {e.summary[:200]}")

@@ -1,4 +1,4 @@
-"""The nine background jobs of DESIGN.md §5, one module each. `all_jobs()` lists them in the
+"""The nine background jobs (docs/architecture.md), one module each. `all_jobs()` lists them in the
 order a check runs them: sync and extraction first, so synthesis and reflection see their
 results; the memory life cycle last."""
 

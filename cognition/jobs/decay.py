@@ -1,7 +1,9 @@
 """Decay: recompute episode weights, delete expired tombstones, prune the transcript (the
-memory life cycle's `decay_pass`), then per-kind fact decay and the purge of faded invalid
-facts (the data graph's `FactRepo.decay`) — direct calls, no model. Runs at most every `decay_hours`
-for each person and shared room; its input is time itself, one watermark per period."""
+memory life cycle's `decay_pass`), then per-kind fact decay and the purge of faded facts —
+invalid ones, and live ones hidden for longer than their kind's grace (the data graph's
+`FactRepo.decay`, table in `memory.decay.FACT_DECAY`) — direct calls, no model. Runs at most
+every `decay_hours` for each person and shared room; its input is time itself, one watermark
+per period."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from memory.lifecycle import decay_pass
 
 class DecayJob(BaseJob):
     name = "decay"
-    description = "weights, expired tombstones, transcript pruning"
+    description = "weights, expired tombstones, transcript pruning, faded facts"
     for_rooms = True
 
     def min_interval(self, ctx: JobContext) -> timedelta | None:
@@ -26,7 +28,7 @@ class DecayJob(BaseJob):
     async def run(self, ctx: JobContext) -> JobOutcome:
         result = await decay_pass(ctx.services.db, ctx.now, ctx.person.id)
         facts_weighed, facts_purged = await ctx.services.facts.repo.decay(ctx.now, ctx.person.id)
-        lines = [*result.lines(), f"fact weights updated: {facts_weighed}, faded invalid facts "
+        lines = [*result.lines(), f"fact weights updated: {facts_weighed}, faded facts "
                                   f"purged: {facts_purged}"]
         return JobOutcome("; ".join(lines), details={
             "weights_updated": result.weights_updated,

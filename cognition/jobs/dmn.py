@@ -1,10 +1,13 @@
-"""The DMN (default-mode network): a reflective pass over the portrait and recent episodes.
+"""The DMN (default-mode network): a reflective pass over the portrait, recent episodes and new
+facts.
 
 A background turn on the person's `dmn` channel (source `dmn`: its rows become episodes like
 anything the person says); each finding is also kept as a `reflection` fact citing the turn's
 reply, so later conversations of the same person recall it. Nothing is sent to chat.
-Input watermark: the portrait and the newest episode not written from the DMN's own rows (so
-reflections do not feed reflections forever)."""
+The channel runs no turn-zero recall (bot.turns.seeds_memory): the material is stated here —
+the portrait, the newest episodes not written from the DMN's own rows and the facts learned
+since the last run (reflections left out), so reflections do not feed reflections forever.
+Input watermark: the portrait, that newest episode and that newest fact."""
 
 from __future__ import annotations
 
@@ -14,6 +17,17 @@ from cognition.registry import BaseJob, JobContext, JobOutcome
 
 SOURCE = "dmn"
 RECENT = 8
+NEW_FACTS = 10
+_FACTS_SQL = ("FROM facts WHERE owner_id = ? AND status = 'live' AND kind != 'reflection'"
+              " AND source != ?")
+
+
+def _fact_cursor(inputs: str) -> int:
+    """The newest fact id of an input watermark `p1:e2:f3` (0 when there is none)."""
+    for part in inputs.split(":"):
+        if part.startswith("f") and part[1:].isdigit():
+            return int(part[1:])
+    return 0
 
 
 class DmnJob(BaseJob):
@@ -28,9 +42,10 @@ class DmnJob(BaseJob):
             " AND source != ?",
             (ctx.person.id, SOURCE),
         )
-        if portrait is None and newest is None:
+        fact = await s.db.fetchval(f"SELECT max(id) {_FACTS_SQL}", (ctx.person.id, SOURCE))
+        if portrait is None and newest is None and fact is None:
             return None
-        return f"p{portrait.id if portrait else 0}:e{newest or 0}"
+        return f"p{portrait.id if portrait else 0}:e{newest or 0}:f{fact or 0}"
 
     async def run(self, ctx: JobContext) -> JobOutcome:
         s = ctx.services
@@ -41,13 +56,18 @@ class DmnJob(BaseJob):
             (ctx.person.id, SOURCE, RECENT),
         )
         episodes = [r["summary"][:600] for r in rows][::-1]
+        facts = await s.db.fetchall(
+            f"SELECT kind, text {_FACTS_SQL} AND id > ? ORDER BY id DESC LIMIT ?",
+            (ctx.person.id, SOURCE, _fact_cursor(ctx.previous), NEW_FACTS),
+        )
+        new_facts = [f"[{r['kind']}] {r['text'][:300]}" for r in facts][::-1]
         # The material goes into the instructions, not the stored prompt: the DMN channel's
         # rows become episodes, and they should hold the findings, not copies of old memories.
         reply = await ctx.turn(
             SOURCE,
             prompts.ASK,
             instructions=prompts.INSTRUCTIONS + "\n\n"
-            + prompts.material(portrait.text if portrait else None, episodes),
+            + prompts.material(portrait.text if portrait else None, episodes, new_facts),
             history=True,
         )
         reply_rows = [r.id for r in await s.transcript.by_turn(ctx.turn_id("main"))
@@ -56,5 +76,6 @@ class DmnJob(BaseJob):
         for finding in prompts.findings(reply):
             if await add_fact(ctx, "reflection", finding, SOURCE, row_ids=reply_rows):
                 kept += 1
-        return JobOutcome(f"reflected on {len(episodes)} episodes; {kept} new findings: "
+        return JobOutcome(f"reflected on {len(episodes)} episodes and {len(new_facts)} new "
+                          f"facts; {kept} new findings: "
                           f"{reply[:60]}")

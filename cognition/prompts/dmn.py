@@ -1,8 +1,10 @@
-"""The default-mode network: a quiet reflective pass over portrait and recent episodes."""
+"""The default-mode network: a quiet reflective pass over portrait, recent episodes and new
+facts."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|finding\s*\d*:)\s*", re.IGNORECASE)
 
@@ -19,9 +21,12 @@ INSTRUCTIONS = (
 ASK = "Quiet time: what do you notice about this person now?"
 
 
-def material(portrait: str | None, episodes: list[str]) -> str:
+def material(portrait: str | None, episodes: list[str], facts: Sequence[str] = ()) -> str:
+    """Everything the DMN reflects on, stated explicitly (its channel runs no recall)."""
     return ("Portrait:\n" + (portrait or "(none yet)") + "\n\nRecent memories:\n"
-            + "\n".join(f"> {e}" for e in episodes))
+            + ("\n".join(f"> {e}" for e in episodes) or "(none)")
+            + "\n\nNew facts since the last reflection:\n"
+            + ("\n".join(f"> {f}" for f in facts) or "(none)"))
 
 
 def findings(reply: str, limit: int = 3) -> list[str]:

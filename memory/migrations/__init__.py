@@ -59,9 +59,12 @@ def read_meta(conn: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta").fetchall()}
 
 
-def apply_migrations(conn: Any, dim: int, *, until: int | None = None) -> list[str]:
-    """Apply every pending migration on `conn` (already inside a transaction); with `until`,
-    only those numbered up to it (an upgrade test builds the previous schema this way)."""
+def apply_migrations(conn: Any, dim: int, *, upto: int | None = None) -> list[str]:
+    """Apply every pending migration on `conn` (already inside a transaction).
+
+    `upto` stops after that number: upgrade tests build a database of an older schema with it.
+    The caller turns foreign keys off first (a migration may rebuild a parent table).
+    """
     import sys
 
     complete = sys.modules[type(conn).__module__].complete_statement
@@ -82,7 +85,7 @@ def apply_migrations(conn: Any, dim: int, *, until: int | None = None) -> list[s
     done = {row[0] for row in conn.execute("SELECT id FROM migrations").fetchall()}
     applied = []
     for number, name, sql in available():
-        if number in done or (until is not None and number > until):
+        if number in done or (upto is not None and number > upto):
             continue
         for statement in split_statements(sql.replace("$DIM", str(dim)), complete):
             conn.execute(statement)

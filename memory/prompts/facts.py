@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from bot.errors import ModelBadResponseError
+from bot.tokens import count_tokens, share_budget
 from bot.types import ChatMessage
 
 log = logging.getLogger(__name__)
@@ -117,9 +118,35 @@ def system_prompt(kinds: Sequence[str]) -> str:
     return SYSTEM.replace("{kinds}", ", ".join(kinds)).replace("{{", "{").replace("}}", "}")
 
 
+def _fit(excerpts: Sequence[Excerpt], known: Sequence[KnownFact],
+         budget_tokens: int) -> tuple[list[Excerpt], list[KnownFact]]:
+    """Cut the facts', summaries' and lines' text so that together they take about
+    `budget_tokens` (each its share; short ones stay whole)."""
+    texts = [k.text for k in known]
+    # What the lines cost besides their text (ids, kinds, headers, speakers) comes off first.
+    framing = sum(count_tokens(f"- [{k.id}] ({k.kind}, {k.key}) ") for k in known)
+    for ex in excerpts:
+        texts += [ex.summary, *(text for _, text in ex.lines)]
+        framing += count_tokens(f"EXCERPT episode={ex.episode_id} date={ex.date} summary: ")
+        framing += sum(count_tokens(f"{who}> ") for who, _ in ex.lines)
+    fitted = iter(share_budget(texts, budget_tokens - framing))
+    known_out = [replace(k, text=next(fitted)) for k in known]
+    excerpts_out = []
+    for ex in excerpts:
+        summary = next(fitted)
+        lines = tuple((who, next(fitted)) for who, _ in ex.lines)
+        excerpts_out.append(replace(ex, summary=summary, lines=lines))
+    return excerpts_out, known_out
+
+
 def build_messages(
-    excerpts: Sequence[Excerpt], known: Sequence[KnownFact], kinds: Sequence[str]
+    excerpts: Sequence[Excerpt], known: Sequence[KnownFact], kinds: Sequence[str],
+    budget_tokens: int | None = None,
 ) -> list[ChatMessage]:
+    """The extraction request; with `budget_tokens`, its quoted text takes about that many
+    tokens at most."""
+    if budget_tokens is not None:
+        excerpts, known = _fit(excerpts, known, budget_tokens)
     parts = ["KNOWN FACTS:"]
     parts += [f"- [{k.id}] ({k.kind}{', ' + k.key if k.key else ''}) {k.text}" for k in known]
     if not known:

@@ -4,8 +4,11 @@ Serves `/v1/models`, `/v1/chat/completions` (plain and SSE streaming, tool calls
 `/v1/embeddings` (float or base64). Embeddings are deterministic hashed bags of words,
 L2-normalised, so texts that share words are near. Replies come from a queue of scripted
 answers, then from an optional `responder(request) -> Reply | None`, then a default echo.
-Faults (429, 500, slow, malformed JSON, empty answer, dropped connection) are injected per
-request with `fail_next`. Every request body is recorded in `requests`.
+Faults (429, 500, slow, hang for good, malformed JSON, empty answer, dropped connection) are injected per
+request with `fail_next`. `vectors` picks what `/v1/embeddings` returns: "hashed" (the
+default), or a broken embedder's "zero", "nan", "inf" or "short" (one dimension too few) vector
+for texts without a word character (like `*`, or every text with "all"). Every request body is
+recorded in `requests`, with its size in bytes in `sizes`.
 
 Run standalone (for trying the CLI by hand): `python -m tests.fakes.openai_server --port 8000`.
 """
@@ -54,7 +57,7 @@ class Reply:
 
 @dataclass
 class Fault:
-    kind: str  # "status", "slow", "malformed", "empty", "disconnect"
+    kind: str  # "status", "slow", "hang", "malformed", "empty", "disconnect"
     status: int = 500
     seconds: float = 0.0
     retry_after: float | None = None
@@ -90,6 +93,9 @@ class FakeOpenAI:
         self.replies: deque[Reply | str] = deque()
         self.faults: deque[Fault] = deque()
         self.responder: Responder | None = None
+        self.vectors = "hashed"
+        self.broken_texts = "wordless"  # or "all": which texts get the broken vector
+        self.sizes: list[tuple[str, int]] = []
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -126,8 +132,23 @@ class FakeOpenAI:
     def clear(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.sizes.clear()
+            self.vectors, self.broken_texts = "hashed", "wordless"
             self.replies.clear()
             self.faults.clear()
+
+    def _vector(self, text: str) -> list[float]:
+        vec = hashed_embedding(text, self.dim)
+        if self.vectors == "hashed" or (
+            self.broken_texts == "wordless" and _WORD.search(text) is not None
+        ):
+            return [float(x) for x in vec]
+        if self.vectors == "zero":
+            return [0.0] * self.dim
+        if self.vectors == "short":
+            return [float(x) for x in vec[:-1]]
+        bad = {"nan": float("nan"), "inf": float("inf")}[self.vectors]
+        return [bad] + [float(x) for x in vec[1:]]
 
     @property
     def base_url(self) -> str:
@@ -198,6 +219,12 @@ class FakeOpenAI:
         fault = self._take_fault(path)
         if fault is None:
             return None
+        if fault.kind == "hang":
+            # Accept the request and never answer (a wedged model server): the handler waits
+            # until the server stops; the client gives up by its own timeout or deadline.
+            assert self._closing is not None
+            await self._closing.wait()
+            return web.Response(status=503)
         if fault.kind == "slow":
             assert self._closing is not None
             try:  # wake early when the server stops, so shutdown never waits on a slow fault
@@ -254,24 +281,35 @@ class FakeOpenAI:
             }
         )
 
-    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
+    async def _record(self, path: str, request: web.Request) -> dict[str, Any]:
+        raw = await request.read()
+        body: dict[str, Any] = json.loads(raw)
         with self._lock:
-            self.requests.append(("embeddings", body))
+            self.requests.append((path, body))
+            self.sizes.append((path, len(raw)))
+        return body
+
+    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
+        body = await self._record("embeddings", request)
         fault = await self._apply_fault("embeddings", request)
         if fault is not None:
             return fault
+        if body.get("model") != self.embed_model:
+            # As Ollama does: a model the server lacks is a 404 naming it.
+            return web.json_response(
+                {"error": {"message": f"model {body.get('model')!r} not found, try pulling it",
+                           "type": "not_found_error"}}, status=404)
         inputs = body["input"]
         if isinstance(inputs, str):
             inputs = [inputs]
         b64 = body.get("encoding_format") == "base64"
         data = []
         for i, text in enumerate(inputs):
-            vec = hashed_embedding(str(text), self.dim)
+            vec = self._vector(str(text))
             emb: Any = (
-                base64.b64encode(vec.astype("<f4").tobytes()).decode()
+                base64.b64encode(np.asarray(vec, dtype="<f4").tobytes()).decode()
                 if b64
-                else [float(x) for x in vec]
+                else vec
             )
             data.append({"object": "embedding", "index": i, "embedding": emb})
         tokens = sum(len(str(t).split()) for t in inputs)
@@ -294,9 +332,7 @@ class FakeOpenAI:
         return Reply(text=queued) if isinstance(queued, str) else queued
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        with self._lock:
-            self.requests.append(("chat", body))
+        body = await self._record("chat", request)
         fault = await self._apply_fault("chat", request)
         if fault is not None:
             return fault

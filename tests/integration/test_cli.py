@@ -78,9 +78,81 @@ def test_doctor(fake_openai: FakeOpenAI, subprocess_env: dict[str, str]) -> None
     assert len(fail_lines) == 1 and "fix:" in fail_lines[0]
 
 
+def test_doctor_lists_the_models_a_server_offers(fake_openai: FakeOpenAI,
+                                                  subprocess_env: dict[str, str]) -> None:
+    chat = strata(["doctor"], dict(subprocess_env, STRATA_LLM_MODEL="llama-nope"))
+    assert chat.returncode == 1
+    [line] = [x for x in chat.stdout.splitlines() if x.startswith("FAIL")]
+    assert "'llama-nope' is not offered" in line
+    assert "fake-chat" in line and "fake-embed" in line
+    embed = strata(["doctor"], dict(subprocess_env, STRATA_EMBED_MODEL="embed-nope"))
+    assert embed.returncode == 1
+    [line] = [x for x in embed.stdout.splitlines() if x.startswith("FAIL")]
+    assert "'embed-nope' is not offered" in line and "fake-embed" in line
+
+
 def test_db_migrate(subprocess_env: dict[str, str], db_path: Path) -> None:
     out = strata(["db", "migrate"], subprocess_env)
     assert out.returncode == 0 and db_path.exists() and "migrations applied" in out.stdout
+
+
+def test_default_database_is_in_the_data_folder_and_a_local_one_is_kept(
+        fake_openai: FakeOpenAI, subprocess_env: dict[str, str], tmp_path: Path) -> None:
+    env = {k: v for k, v in subprocess_env.items() if k != "STRATA_DB"}
+    env["XDG_DATA_HOME"] = str(tmp_path / "data")
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def run(args: list[str], stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "bot.cli", *args], input=stdin, env=env,
+                              capture_output=True, text=True, timeout=60, cwd=work)
+
+    chat = run(["chat", "--user", "alice"], "hello\n")
+    assert chat.returncode == 0, chat.stderr
+    assert (tmp_path / "data" / "strata" / "strata.db").is_file()
+    assert not (work / "strata.db").exists() and "note:" not in chat.stderr
+    # From another folder the same memory is found.
+    elsewhere = subprocess.run([sys.executable, "-m", "bot.cli", "memory", "show", "--user",
+                                "alice"], env=env, capture_output=True, text=True, timeout=60,
+                               cwd=tmp_path)
+    assert elsewhere.returncode == 0 and "transcript rows: 2" in elsewhere.stdout
+    # A ./strata.db made before the default moved is used, with a one-line notice.
+    local = run(["chat", "--user", "bob"], "hi\n")
+    assert local.returncode == 0
+    made = subprocess.run([sys.executable, "-m", "bot.cli", "db", "migrate"],
+                          env=dict(env, STRATA_DB=str(work / "strata.db")), capture_output=True,
+                          text=True, timeout=60, cwd=work)
+    assert made.returncode == 0, made.stderr
+    kept = run(["memory", "show", "--user", "bob"])
+    assert kept.returncode == 2 and "no person called 'bob'" in kept.stderr
+    [note] = [line for line in kept.stderr.splitlines() if line.startswith("note:")]
+    assert "./strata.db" in note and "mv strata.db" in note
+
+
+def test_closed_pipe_exits_quietly(fake_openai: FakeOpenAI,
+                                   subprocess_env: dict[str, str]) -> None:
+    assert strata(["chat", "--user", "alice"], subprocess_env, "hi\n").returncode == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the command writes a byte
+    try:
+        proc = subprocess.run([sys.executable, "-m", "bot.cli", "memory", "show", "--user",
+                               "alice"], stdout=write_end, stderr=subprocess.PIPE, text=True,
+                              env=subprocess_env, cwd=ROOT, timeout=60)
+    finally:
+        os.close(write_end)
+    assert proc.stderr == "" and proc.returncode == 141
+
+
+def test_empty_listings_say_so(fake_openai: FakeOpenAI, subprocess_env: dict[str, str]) -> None:
+    status = strata(["jobs", "status"], subprocess_env)
+    assert status.returncode == 0 and "no people yet" in status.stdout
+    assert strata(["chat", "--user", "alice"], subprocess_env, "hi\n").returncode == 0
+    facts = strata(["memory", "facts", "--user", "alice"], subprocess_env)
+    assert facts.returncode == 0 and facts.stdout.startswith("no facts stored for alice")
+    episodes = strata(["memory", "episodes", "--user", "alice"], subprocess_env)
+    assert episodes.returncode == 0 and episodes.stdout.startswith("no episodes for alice yet")
+    show = strata(["memory", "show", "--user", "alice"], subprocess_env)
+    assert "facts: 0 (none stored)" in show.stdout and "reminders: none" in show.stdout
 
 
 def test_sigkill_mid_chat_loses_no_shown_reply(fake_openai: FakeOpenAI,
@@ -108,3 +180,21 @@ def test_sigkill_mid_chat_loses_no_shown_reply(fake_openai: FakeOpenAI,
     for line in shown:
         assert line in contents
     assert "message 3" in contents  # the user row was durable before the model call
+
+
+def test_zero_vectors_never_end_a_chat(fake_openai: FakeOpenAI,
+                                       subprocess_env: dict[str, str]) -> None:
+    """An embedder answering zero vectors (here: for every text) costs no turn and no later
+    chat: the rows are kept without a vector and keyword recall still finds them."""
+    fake_openai.vectors, fake_openai.broken_texts = "zero", "all"
+    first = strata(["chat", "--user", "dora"], subprocess_env, "*\nПривет, как дела?\nhello\n")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == [
+        "You said: *", "You said: Привет, как дела?", "You said: hello"]
+    assert "Traceback" not in first.stderr
+    again = strata(["chat", "--user", "dora"], subprocess_env, "hello again\n")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines() == ["You said: hello again"]
+    data = json.loads(strata(["memory", "export", "--user", "dora"], subprocess_env).stdout)
+    assert [r["content"] for r in data["transcript"] if r["role"] == "user"] == [
+        "*", "Привет, как дела?", "hello", "hello again"]

@@ -325,3 +325,61 @@ async def test_disabled_jobs_are_skipped_and_a_typo_is_a_clear_error(
     assert "research" not in {r.job for r in await app.runner.check_jobs()}
     with pytest.raises(ConfigError, match="no job called 'reserach'"):
         await make_app(disabled_jobs=("reserach",))
+
+
+class ParsingJob(BaseJob):
+    """A job whose model answer must be the word "good"; anything else fails the run."""
+
+    name = "parse"
+    description = "test job that parses a background turn's reply"
+
+    def __init__(self) -> None:
+        self.replies: list[str] = []
+
+    async def inputs(self, ctx: JobContext) -> str | None:
+        return "v1"
+
+    async def run(self, ctx: JobContext) -> JobOutcome:
+        reply = await ctx.turn("dmn", "answer with one word", instructions="say good")
+        self.replies.append(reply)
+        if reply != "good":
+            raise ValueError(f"unparsable answer {reply!r}")
+        return JobOutcome("parsed")
+
+
+async def test_a_failed_job_turn_is_retried_with_backoff_and_can_succeed(
+        make_app: AppFactory, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+    """A bad model answer is not replayed: the next attempt makes a new turn, after an
+    exponentially growing wait (5, 10, 20 ... minutes, capped), recorded for `jobs status`."""
+    app = await make_app(job_retry_minutes=5.0, job_retry_max_minutes=15.0)
+    job = ParsingJob()
+    runner = Runner(app.services, JobRegistry([job]))  # type: ignore[arg-type]
+    person = await speak(app, clock)
+    clock.advance(hours=1)
+    fake_openai.reply("garbage", "junk", "rubbish", "good")
+    first = await runner.run_job(job, person)
+    assert first.status == "error" and job.replies == ["garbage"]
+    cursor = await app.services.runs.cursor("parse", person.id)
+    assert cursor is not None and cursor.failures == 1
+    assert cursor.retry_at == clock.now() + timedelta(minutes=5)
+
+    clock.advance(minutes=4)
+    waiting = await runner.run_job(job, person)
+    assert waiting.status == "skipped" and "retry" in waiting.detail
+    assert job.replies == ["garbage"]  # no model call while backing off
+
+    waits = []
+    for _ in range(2):  # two more failures: the waits double, then hit the cap
+        clock.set(cursor.retry_at)
+        assert (await runner.run_job(job, person)).status == "error"
+        cursor = await app.services.runs.cursor("parse", person.id)
+        assert cursor is not None and cursor.retry_at is not None
+        waits.append(cursor.retry_at - clock.now())
+    assert waits == [timedelta(minutes=10), timedelta(minutes=15)]
+    assert job.replies == ["garbage", "junk", "rubbish"]  # a new turn, a new answer each time
+
+    clock.set(cursor.retry_at)
+    ok = await runner.run_job(job, person)
+    assert ok.status == "ok" and job.replies[-1] == "good"
+    cursor = await app.services.runs.cursor("parse", person.id)
+    assert cursor is not None and cursor.failures == 0 and cursor.retry_at is None

@@ -8,6 +8,7 @@ import pytest
 
 from bot.app import App
 from bot.clock import ManualClock
+from bot.types import NewRow, Role
 from memory.compaction import CompactionHook, CompactionPolicy, compact_channel
 from memory.decay import episode_weight
 from memory.episodes import TOPIC, as_blob
@@ -57,7 +58,7 @@ async def test_under_budget_does_nothing(app: App, fake_openai: FakeOpenAI,
     assert fake_openai.chat_requests() == []
 
 
-async def test_failing_or_empty_summary_leaves_the_watermark(
+async def test_failing_summary_leaves_the_watermark_an_empty_one_falls_back(
         app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
     scope = await make_scope(app.db, "cat", clock.now())
     for n in range(6):
@@ -68,21 +69,39 @@ async def test_failing_or_empty_summary_leaves_the_watermark(
         await add_turn(scope, n, clock.now())
     before = await watermark(app.db, scope.channel.id)
 
+    # The endpoint is down: nothing is stored, the next check tries again.
     fake_openai.fail_next(status=500, times=5, path="chat")
     failed = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), POLICY)
     assert not failed.compacted and failed.error
-    fake_openai.clear()
-    fake_openai.reply("   ")
-    empty = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), POLICY)
-    assert not empty.compacted and empty.error and "empty" in empty.error
-
     after = await watermark(app.db, scope.channel.id)
     assert before is not None and after is not None
     assert after[0].id == before[0].id and after[1] == first.covers_to
-    count = await app.db.fetchval(
-        "SELECT count(*) FROM transcript WHERE kind = 'compaction' AND channel_id = ?",
-        (scope.channel.id,))
-    assert count == 1
+
+    # The model answers nothing usable: the extractive summary moves the watermark.
+    fake_openai.clear()
+    fake_openai.reply("   ")
+    empty = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), POLICY)
+    assert empty.compacted and not empty.error and empty.covers_to is not None
+    assert empty.covers_to > first.covers_to  # type: ignore[operator]
+    moved = await watermark(app.db, scope.channel.id)
+    assert moved is not None and moved[1] == empty.covers_to
+    assert "first summary" in moved[0].content
+    assert any(f"question {n}:" in moved[0].content for n in range(6, 12))
+    assert len(moved[0].content.split()) <= POLICY.summary_words
+
+
+async def test_compaction_without_a_model_is_extractive_and_advances(
+        app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
+    scope = await make_scope(app.db, "cay", clock.now())
+    ids = [await add_turn(scope, n, clock.now()) for n in range(6)]
+    policy = CompactionPolicy(trigger_tokens=400, keep_tokens=150, input_tokens=2000,
+                              summary_words=60, use_model=False)
+    done = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), policy)
+    assert done.compacted and done.covers_to in {turn[-1] for turn in ids}
+    assert fake_openai.chat_requests() == []
+    mark = await watermark(app.db, scope.channel.id)
+    assert mark is not None and mark[1] == done.covers_to
+    assert "question 0:" in mark[0].content and len(mark[0].content.split()) <= 60
 
 
 @pytest.mark.parametrize("bulk", [False, True], ids=["batches", "bulk"])
@@ -185,7 +204,7 @@ async def test_after_turn_hook_waits_after_a_failure(app: App, fake_openai: Fake
     for n in range(6):
         await add_turn(scope, n, clock.now())
     hook = CompactionHook(app.db, app.chat, clock, POLICY)
-    fake_openai.fail_next(status=400, path="chat")
+    fake_openai.fail_next(status=503, path="chat")  # down: worth trying again later
     await hook(scope.channel, scope.person, "t")
     await hook(scope.channel, scope.person, "t")  # within 10 minutes: not asked again
     assert len(fake_openai.chat_requests()) == 1
@@ -195,3 +214,23 @@ async def test_after_turn_hook_waits_after_a_failure(app: App, fake_openai: Fake
     await hook(scope.channel, scope.person, "t")
     found = await watermark(app.db, scope.channel.id)
     assert found is not None and found[0].content == "a summary at last"
+
+
+async def test_a_20_mb_message_never_goes_whole_into_the_compaction_request(
+        app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
+    """`input_tokens` bounds the summary call's input: a huge row is cut to its share, the
+    summary is written and the watermark moves past it (compaction is not blocked)."""
+    scope = await make_scope(app.db, "huge", clock.now())
+    big = "lorem ipsum " * 1_750_000  # 21 MB
+    [big_id] = await scope.transcript.append([NewRow(
+        scope.channel.id, scope.person.id, clock.now(), "user", Role.USER, big, "big")])
+    for n in range(4):
+        await add_turn(scope, n, clock.now())
+    fake_openai.reply("SUMMARY: a very long paste.")
+    result = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), POLICY)
+    assert result.compacted and result.covers_to is not None and result.covers_to >= big_id
+    (size,) = [n for path, n in fake_openai.sizes if path == "chat"]
+    # 2000 tokens ≈ 8000 characters of transcript, plus the instructions and JSON framing.
+    assert size < 2000 * 4 + 3000
+    sent = fake_openai.chat_requests()[-1]["messages"][-1]["content"]
+    assert "lorem ipsum" in sent and sent.count("lorem") < 2000  # a share of it, not all

@@ -214,3 +214,24 @@ async def test_concurrent_runs_read_an_episode_once(app: App, fake_openai: FakeO
     assert len(fake_openai.chat_requests()) == 1
     assert sorted(r.skipped or "ran" for r in reports) == ["no new episodes"] * 2 + ["ran"]
     assert await live_texts(app, p.id) == ["Speaks Basque"]
+
+
+async def test_extraction_input_is_bounded_and_the_evidence_still_checks(
+        app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
+    """Eight long episodes: the request's quoted text stays within `input_tokens`, and a
+    candidate whose evidence is in the (uncut) transcript is still accepted."""
+    p, ch = await setup(app, clock)
+    filler = "and then we talked about the weather for a long while " * 12
+    for n in range(8):
+        await episode(app, clock, p, ch, [(Role.USER, f"story {n} {filler}")] * 40
+                      + [(Role.USER, "I work as a nurse in Leeds.")])
+    fake_openai.reply(json.dumps({"facts": [cand("Works as a nurse", "I work as a nurse",
+                                                 attribute="job")]}))
+    ex = FactExtractor(app.db, FactStore(FactRepo(app.db), app.embedder), app.persons,
+                       input_tokens=2000)
+    await ex.run(p.id, model_completer(app.chat), clock.now())
+    (size,) = [n for path, n in fake_openai.sizes if path == "chat"]
+    # 2000 tokens ≈ 8000 characters, the instructions (~2.7 kB), line breaks (JSON-escaped);
+    # uncut, 8 × 41 lines of ~650 characters would be ~210 kB.
+    assert size < 2000 * 4 + 5000
+    assert await live_texts(app, p.id) == ["Works as a nurse"]

@@ -136,7 +136,7 @@ async def test_decay_purges_invalid_facts_only(app: App, clock: ManualClock) -> 
     updated, purged = await s.repo.decay(clock.now())
     assert purged == 0 and updated == 2
     live = await s.repo.get(new.fact_id or 0)
-    assert live is not None and 0.6 < live.weight < 0.8  # exp(-5/14)
+    assert live is not None and 0.3 < live.weight < 0.45  # exp(-5/5): a discovery's τ is 5 d
     clock.advance(timedelta(days=10))
     other = await person(app, "bob", clock)
     assert await s.repo.decay(clock.now(), owner_id=other.id) == (0, 0)

@@ -267,3 +267,113 @@ async def test_forget_waits_for_an_episode_being_cut(app: App, fake_openai: Fake
                                  (alice.id,)) >= 1
     assert TOKEN.lower() not in await all_table_text(app.db)
     assert TOKEN.lower().encode() not in file_bytes(app.db)
+
+
+async def test_wipe_leaves_no_row_naming_the_person(app: App, fake_openai: FakeOpenAI,
+                                                    clock: ManualClock) -> None:
+    """After /wipe no table and no byte of the files names the person or their identity:
+    the person, identity and channel rows go too (issue 12, defect 7)."""
+    name = "Quorxinetta"
+    await say(app, clock, name, "I water the ferns on Tuesdays")
+    await say(app, clock, name, "/timezone Europe/Paris")
+    await say(app, clock, name, "/link")
+    await say(app, clock, name, "hello, book club", room_id="room1", is_private=False,
+              addressed_to_bot=True, room_name="Book club")
+    await say(app, clock, "bob", f"Mine is {BOB}", room_id="room1", is_private=False,
+              addressed_to_bot=True, room_name="Book club")
+    await say(app, clock, "bob", f"I like {BOB}")
+    before = await app.persons.find(name)
+    assert before is not None
+    assert name.lower() in await all_table_text(app.db)
+
+    await say(app, clock, name, "/wipe")
+    done = await say(app, clock, name, "/wipe confirm")
+    assert done.reply.startswith("Done: I deleted everything"), done.reply
+
+    text = await all_table_text(app.db)
+    raw = file_bytes(app.db)
+    for needle in (name.lower(), f"console:{name.lower()}"):
+        assert needle not in text, needle
+        assert needle.encode() not in raw, needle
+    assert await app.persons.find(name) is None
+    assert BOB.lower() in text  # bob's memory, private and shared, stays
+    assert await app.persons.find("bob") is not None
+
+    # The person can start again: a new person, never the old id.
+    again = await say(app, clock, name, "hello again")
+    assert not again.failed
+    after = await app.persons.find(name)
+    assert after is not None and after.id > before.id
+    assert await app.transcript.count(after.id) == 2
+
+
+async def test_forget_asks_before_deleting_several_exchanges(app: App, fake_openai: FakeOpenAI,
+                                                             clock: ManualClock) -> None:
+    """Words matching three exchanges are not deleted until `/forget yes` (issue 12, defect 7);
+    words matching one exchange and no more than one fact go at once."""
+    for text in (f"{TOKEN} likes tea", f"{TOKEN} hates rain", f"{TOKEN} sings loudly",
+                 f"My hobby is {KEEP}"):
+        await say(app, clock, "alice", text)
+    await app.processor.drain()
+    alice = await app.persons.find("alice")
+    assert alice is not None
+    before = await app.transcript.count(alice.id)
+
+    asked = await say(app, clock, "alice", f"/forget {TOKEN}")
+    assert "3 exchanges" in asked.reply and "/forget yes" in asked.reply, asked.reply
+    assert await app.transcript.count(alice.id) == before
+    assert TOKEN.lower() in await all_table_text(app.db)
+
+    done = await say(app, clock, "alice", "/forget yes")
+    assert done.reply.startswith("Forgotten: 3 exchanges"), done.reply
+    assert await app.transcript.count(alice.id) == before - 6
+    assert TOKEN.lower() not in await all_table_text(app.db)
+
+    one = await say(app, clock, "alice", f"/forget {KEEP}")
+    assert one.reply.startswith("Forgotten: 1 exchange"), one.reply
+
+
+async def test_ids_are_never_reused_after_a_delete(app: App, fake_openai: FakeOpenAI,
+                                                   clock: ManualClock) -> None:
+    """An old `/forget #id` never hits a newer fact: forgetting the newest fact, exchange or
+    person does not hand its id to the next one (issue 12, defect 7)."""
+    await say(app, clock, "alice", "hello")
+    alice = await app.persons.find("alice")
+    assert alice is not None
+    first = await app.facts.add(NewFact(alice.id, "user_specific", "Plays the oboe", "user"),
+                                clock.now())
+    newest = await app.facts.add(NewFact(alice.id, "user_specific", "Owns a red kayak",
+                                         "user"), clock.now())
+    assert first.fact_id is not None and newest.fact_id is not None
+    forgot = await say(app, clock, "alice", f"/forget #{newest.fact_id}")
+    assert forgot.reply.startswith("Forgotten"), forgot.reply
+    later = await app.facts.add(NewFact(alice.id, "place", "Visits Ghent often", "user"),
+                                clock.now())
+    assert later.fact_id is not None and later.fact_id > newest.fact_id
+    stale = await say(app, clock, "alice", f"/forget #{newest.fact_id}")
+    assert stale.reply == f"I have no fact #{newest.fact_id} about you (see /memory).", stale.reply
+    assert await app.facts.repo.get(later.fact_id) is not None
+
+    # The newest exchange and the newest episode: their ids are not handed out again.
+    await app.processor.drain()
+    rows = await app.transcript.for_owner(alice.id)
+    top_row = max(r.id for r in rows)
+    ep = await episode(app, clock, alice, "They said hello.", [r.id for r in rows][:1])
+    await say(app, clock, "alice", "/forget hello")
+    assert await app.db.fetchval("SELECT count(*) FROM episodes WHERE id = ?", (ep,)) == 0
+    await say(app, clock, "alice", "a new message")
+    await app.processor.drain()
+    assert min(r.id for r in await app.transcript.for_owner(alice.id)) > top_row
+    ep2 = await episode(app, clock, alice, "A new message.",
+                        [r.id for r in await app.transcript.for_owner(alice.id)])
+    assert ep2 > ep
+
+    # The newest person: wiped, then a newcomer does not inherit the id.
+    await say(app, clock, "zed", "hi")
+    zed = await app.persons.find("zed")
+    assert zed is not None
+    await say(app, clock, "zed", "/wipe")
+    await say(app, clock, "zed", "/wipe confirm")
+    await say(app, clock, "yan", "hi")
+    yan = await app.persons.find("yan")
+    assert yan is not None and yan.id > zed.id

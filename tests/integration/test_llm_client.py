@@ -114,7 +114,7 @@ async def test_embeddings_match_the_fake_and_are_normalised(fake_openai: FakeOpe
     emb = OpenAIEmbedder(base_url=fake_openai.base_url, model=fake_openai.embed_model,
                          dim=fake_openai.dim, max_retries=0, batch_size=2)
     texts = ["my cat Miso", "", "the weather in Lyon"]
-    vecs = await emb.embed(texts)
+    vecs = np.stack([v for v in await emb.embed(texts) if v is not None])
     assert vecs.dtype == np.float32 and vecs.shape == (3, fake_openai.dim)
     np.testing.assert_allclose(vecs[0], hashed_embedding(texts[0], fake_openai.dim), atol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
@@ -128,3 +128,18 @@ async def test_wrong_embedding_dimension_is_named(fake_openai: FakeOpenAI) -> No
                          dim=fake_openai.dim + 1, max_retries=0)
     with pytest.raises(ModelRequestError, match="dimensions"):
         await emb.embed(["x"])
+
+
+@pytest.mark.parametrize("mode", ["zero", "nan", "inf", "short"])
+async def test_unusable_vectors_are_rejected_one_by_one(fake_openai: FakeOpenAI,
+                                                         mode: str) -> None:
+    """A zero, NaN/inf or wrong-length vector for one text is None; the batch's other texts
+    keep theirs."""
+    fake_openai.vectors = mode
+    emb = OpenAIEmbedder(base_url=fake_openai.base_url, model=fake_openai.embed_model,
+                         dim=fake_openai.dim, max_retries=0)
+    first, star, last = await emb.embed(["my cat Miso", "*", "the weather in Lyon"])
+    assert star is None
+    assert first is not None and last is not None
+    np.testing.assert_allclose(first, hashed_embedding("my cat Miso", fake_openai.dim),
+                               atol=1e-6)

@@ -12,10 +12,10 @@ import numpy as np
 import numpy.typing as npt
 
 from bot.clock import ManualClock
-from memory.db import Database, _connector
+from memory.db import Database
 from memory.episodes import EpisodeRepo, NewEpisode
 from memory.facts import FactRepo, NewFact
-from memory.migrations import apply_migrations, available
+from memory.migrations import available
 from memory.row_vectors import RowIndexer
 from tests.memory_helpers import channel, person, turn
 
@@ -39,16 +39,6 @@ def vector(text: str) -> npt.NDArray[np.float32]:
     return v / np.linalg.norm(v)
 
 
-def previous_schema(path: Path) -> None:
-    conn = _connector(str(path))()
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        apply_migrations(conn, DIM, until=PREVIOUS)
-        conn.execute("COMMIT")
-    finally:
-        conn.close()
-
-
 async def vectors(db: Database, table: str, key: str) -> dict[int, tuple[int, bytes]]:
     rows = await db.fetchall(f"SELECT {key}, owner_id, embedding FROM {table}")
     return {int(r[0]): (int(r[1]), bytes(r[2])) for r in rows}
@@ -57,8 +47,7 @@ async def vectors(db: Database, table: str, key: str) -> dict[int, tuple[int, by
 async def test_upgrade_keeps_vectors_and_shrinks_chunks(tmp_path: Path,
                                                         clock: ManualClock) -> None:
     path = tmp_path / "old.db"
-    previous_schema(path)
-    old = await Database.open(path, DIM, migrate=False)
+    old = await Database.open(path, DIM, upto=PREVIOUS)
     assert await old.fetchval("SELECT max(id) FROM migrations") == PREVIOUS
     assert "chunk_size" not in await old.fetchval(
         "SELECT sql FROM sqlite_master WHERE name = 'transcript_vec'")

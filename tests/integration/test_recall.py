@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import random
 import tempfile
-from dataclasses import replace
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -247,8 +248,8 @@ async def test_recency_breaks_ties_and_duplicates_collapse(
     assert old[0] not in result.cited_row_ids
 
 
-async def test_embedder_down_falls_back_to_keywords(db: Database, emb: OpenAIEmbedder,
-                                                    clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+async def test_embedder_down_falls_back_to_keywords(
+        db: Database, emb: OpenAIEmbedder, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
     alice = await person(db, "alice", clock)
     ch = await channel(db, alice, "alice/d", clock)
     rows = await turn(db, ch, alice, FACT, clock)
@@ -257,6 +258,37 @@ async def test_embedder_down_falls_back_to_keywords(db: Database, emb: OpenAIEmb
                                                              clock.now())
     assert rows[0] in result.cited_row_ids
 
+
+
+async def test_zero_vectors_are_not_stored_and_keyword_recall_still_works(
+        db: Database, emb: OpenAIEmbedder, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+    fake_openai.vectors, fake_openai.broken_texts = "zero", "all"
+    alice = await person(db, "alice", clock)
+    ch = await channel(db, alice, "alice/d", clock)
+    rows = await turn(db, ch, alice, FACT, clock)
+    await index(db, emb, clock)
+    assert await db.fetchval("SELECT count(*) FROM transcript_vec") == 0
+    assert await db.fetchval("SELECT count(*) FROM episodes") == 1
+    assert await db.fetchval("SELECT count(*) FROM episode_vec") == 0
+    result = await recall_for(db, emb, clock).search(alice.id, "Beatrix Lisbon", clock.now())
+    assert rows[0] in result.cited_row_ids
+
+
+@pytest.mark.parametrize("bad", [0.0, float("nan")])
+async def test_a_stored_zero_or_nan_vector_never_breaks_recall(
+        db: Database, emb: OpenAIEmbedder, clock: ManualClock, bad: float) -> None:
+    """A database written before vectors were checked may hold a zero or NaN vector; its
+    cosine is NULL/NaN in sqlite-vec, and recall treats it as having none."""
+    alice = await person(db, "alice", clock)
+    ch = await channel(db, alice, "alice/d", clock)
+    rows = await turn(db, ch, alice, FACT, clock)
+    async with db.write() as conn:
+        for row_id in rows:
+            await conn.execute(
+                "INSERT INTO transcript_vec (row_id, owner_id, embedding) VALUES (?, ?, ?)",
+                (row_id, alice.id, np.full(TEST_DIM, bad, dtype="<f4").tobytes()))
+    result = await recall_for(db, emb, clock).search(alice.id, "Beatrix Lisbon", clock.now())
+    assert rows[0] in result.cited_row_ids
 
 WORDS = ["apple", "banana", "cherry", "garden", "violin", "lisbon", "sister", "dog", "rain",
          "train", "coffee", "paint", "river", "music", "secret", "owner", "one", "two"]

@@ -312,3 +312,36 @@ async def test_reminder_in_a_shared_room_is_delivered_there_but_prompts_stay_pri
     clock.advance(minutes=10)
     await app.runner.tick()
     assert inbox.sent == [("group", "⏰ Reminder: team call")]
+
+
+async def test_tool_schemas_come_from_their_models_and_bad_arguments_are_named(
+        apps: list[App], settings: Settings, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+    app, _ = await open_app(apps, settings, clock)
+    fake_openai.reply(
+        Reply(tool_calls=[("set_reminder", {"text": "x", "in_minutes": "soon"}),
+                          ("set_reminder", {"when": "2026-01-06 09:00"}),
+                          ("cancel_reminder", {"id": "#7"}),
+                          ("remember", {"text": "  "}),
+                          ("forget_fact", {"fact_id": "#3"})]),
+        "sorry")
+    await app.processor.handle(msg("remind me", clock=clock))
+    request = fake_openai.chat_requests()[-1]
+    results = [m["content"] for m in request["messages"] if m["role"] == "tool"]
+    assert results[0] == ("error: the arguments for set_reminder do not fit: in_minutes: Input "
+                          "should be a valid number, unable to parse string as a number "
+                          "(got 'soon')")
+    assert results[1] == "error: the arguments for set_reminder do not fit: text: Field required"
+    assert results[2] == "error: there is no pending reminder #7 of this person"  # "#7" read
+    assert results[3].startswith("error: the arguments for remember do not fit: text: String "
+                                 "should have at least 1 character")
+    assert results[4] == "error: no such remembered fact"
+    assert await app.services.reminders.upcoming(1) == []
+    tools = {t["function"]["name"]: t["function"]["parameters"] for t in request["tools"]}
+    assert tools["set_reminder"] == {
+        "type": "object", "required": ["text"], "properties": {
+            "text": {"type": "string", "description": "what to remind them of"},
+            "when": {"type": "string", "default": "", "description": "local YYYY-MM-DD HH:MM"},
+            "in_minutes": {"type": "number",
+                           "description": "instead of when: minutes from now"}}}
+    assert tools["remember"]["properties"]["kind"]["enum"][0] == "user_specific"
+    assert tools["list_reminders"] == {"type": "object", "properties": {}}

@@ -14,7 +14,7 @@ from bot.app import App
 from bot.clock import ManualClock
 from bot.types import NewRow, Role
 from memory.clustering import cluster_labels
-from memory.episodes import ERA, LEAF, TOPIC
+from memory.episodes import ERA, LEAF, TOPIC, cited_rows_by_episode
 from memory.lifecycle import consolidate_owner
 from memory.rollup import RollupPolicy, rollup_channel
 from tests.fakes.openai_server import FakeOpenAI
@@ -80,9 +80,16 @@ async def test_fiftieth_leaf_triggers_a_round_noise_stays_apex(
         kids = [e for e in episodes.values() if e.parent_id == pid]
         assert parent.level == TOPIC and parent.live and parent.parent_id is None
         assert all(k.tombstoned_at == clock.now() for k in kids)
-        cited = set(await scope.episodes.cited_rows(pid))
-        assert cited == {r for k in kids for r in await scope.episodes.cited_rows(k.id)}
+        # Provenance is links and a span, not inherited row citations: the parent cites no
+        # row itself, counts its children, covers their span, and reaches their rows only
+        # through them while they are kept.
+        assert await scope.episodes.cited_rows(pid) == []
+        assert parent.child_count == len(kids)
+        kid_rows = {r for k in kids for r in await scope.episodes.cited_rows(k.id)}
+        assert kid_rows and set((await cited_rows_by_episode(app.db, [pid]))[pid]) == kid_rows
         assert parent.started_at == min(k.started_at for k in kids)
+        assert parent.ended_at == max(k.ended_at for k in kids)
+        assert parent.channel_id == scope.channel.id
         assert parent.summary == f"a topic gathering {len(kids)} memories"
         assert parent.salience >= max(k.salience for k in kids) * 0.7
     # The parent's embedding is its own (of its summary), not a child's.
@@ -129,13 +136,39 @@ async def test_failed_summary_keeps_that_cluster_as_apexes(
     scope = await make_scope(app.db, "hal", clock.now())
     vecs = blobs(SIZES, app.db.dim, seed=0)
     ids = [await add_episode(scope, v, clock.now()) for v in vecs[:50]]
-    rollup_model.fail_next(status=400, path="chat")  # the first cluster's summary is refused
+    # The first cluster's summary call fails in a way worth retrying (the endpoint is down).
+    rollup_model.fail_next(status=503, path="chat")
     result = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
                                   clock.now())
     assert result.ran and len(result.errors) == 1
     assert len(result.parents) == result.clusters - 1
     first_topic = [await scope.episodes.get(i) for i in ids[:12]]
     assert all(e is not None and e.live and e.parent_id is None for e in first_topic)
+
+
+@pytest.mark.parametrize("answer", ['{"note": "fake model"}', "plain prose, no JSON", "",
+                                    "refused"])
+async def test_an_answer_off_the_schema_is_never_stored_the_parent_is_extractive(
+        app: App, fake_openai: FakeOpenAI, clock: ManualClock, answer: str) -> None:
+    scope = await make_scope(app.db, "hap", clock.now())
+    vecs = blobs(SIZES, app.db.dim, seed=0)
+    for i, v in enumerate(vecs[:50]):
+        await add_episode(scope, v, clock.now(), summary=f"Leaf {i} met Quentin in Oslo.")
+    if answer == "refused":  # a 400: asking again will not help
+        fake_openai.fail_next(status=400, path="chat", times=10)
+    else:
+        fake_openai.responder = lambda body: answer
+    result = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+                                  clock.now())
+    assert result.ran and result.parents and not result.errors
+    assert fake_openai.chat_requests()  # the model was asked …
+    for pid in result.parents:  # … and what it said is nowhere in memory
+        parent = await scope.episodes.get(pid)
+        assert parent is not None and parent.method == "extractive"
+        assert "Quentin in Oslo" in parent.summary
+        assert "note" not in parent.summary and "prose" not in parent.summary
+    stored = await app.db.fetchall("SELECT summary FROM episodes WHERE summary LIKE '%fake%'")
+    assert stored == []
 
 
 async def test_muted_channels_do_not_roll_up(app: App, rollup_model: FakeOpenAI,
@@ -199,3 +232,29 @@ async def test_recall_drops_tombstoned_children_at_once_and_never_shows_compacti
     hits = await found("quokka7 summary mentions")
     assert ("row", said[0]) in hits  # a message row with the same words is found …
     assert ("row", compaction.row_id) not in hits  # … the compaction row is not
+
+
+async def test_a_huge_cluster_is_summarised_within_the_input_limit(
+        app: App, rollup_model: FakeOpenAI, clock: ManualClock) -> None:
+    """However long the children's summaries, one parent's summary request stays within
+    `input_tokens` (each child gets its share); more children than fit are refused (a round
+    splits such a cluster into several parents)."""
+    from memory.episodes import EpisodeRepo
+    from memory.rollup import write_parent
+
+    scope = await make_scope(app.db, "many", clock.now())
+    vecs = blobs((100,), app.db.dim, seed=5)
+    ids = [await add_episode(scope, v, clock.now(), summary=f"episode {i} " + "words " * 300)
+           for i, v in enumerate(vecs)]
+    repo = EpisodeRepo(app.db)
+    children = [e for i in ids if (e := await repo.get(i)) is not None]
+    policy = RollupPolicy(input_tokens=3000)
+    parent = await write_parent(app.db, app.chat, app.embedder, children, clock.now(), policy)
+    assert parent > 0
+    (size,) = [n for path, n in rollup_model.sizes if path == "chat"]
+    assert size < 3000 * 4 + 3000  # 100 × 300 words would be ~190 kB
+    sent = rollup_model.chat_requests()[-1]["messages"][-1]["content"]
+    assert "episode 0 " in sent and "episode 99 " in sent  # every child keeps a share
+    with pytest.raises(ValueError, match="at most 41"):
+        await write_parent(app.db, app.chat, app.embedder, children,
+                           clock.now(), RollupPolicy(input_tokens=1000))

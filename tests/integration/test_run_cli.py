@@ -111,6 +111,15 @@ def test_jobs_run_and_status(fake_openai: FakeOpenAI, subprocess_env: dict[str, 
     assert rows["decay"]["runs"] >= 1 and rows["decay"]["last_status"] == "ok"
     assert rows["research"]["runs"] == 0 and rows["research"]["last_check"] == (
         "nothing to work on")
+    # Naming one job asks for it now: the idle gate does not hold it back.
+    asked = strata("jobs", "run", "--job", "consolidate", "--user", "alice")
+    assert asked.returncode == 0, asked.stderr
+    assert "waits" not in asked.stdout and "consolidate" in asked.stdout
+    # A --now before alice's last message: the age is said as a time, never negative.
+    past = strata("jobs", "run", "--job", "all", "--user", "alice", "--now", "2020-03-01T12:00Z")
+    assert past.returncode == 0, past.stderr
+    assert "min ago" not in past.stdout
+    assert past.stdout.count("after this run's time 2020-03-01 12:00") == 9
     bad = strata("jobs", "run", "--job", "dmn", "--user", "nobody")
     assert bad.returncode == 2 and bad.stderr.startswith("error: no person called 'nobody'")
 
@@ -126,3 +135,56 @@ def test_run_exits_non_zero_when_its_only_adapter_fails(subprocess_env: dict[str
     assert out.returncode == 1, out.stderr
     assert "adapter failed: telegram" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_job_failing_on_a_bad_answer_backs_off_and_then_succeeds(
+        fake_openai: FakeOpenAI, subprocess_env: dict[str, str]) -> None:
+    def strata(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=subprocess_env,
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+    chat = subprocess.run([sys.executable, "-m", "bot.cli", "chat", "--user", "alice"],
+                          input="I moved to Lisbon last year\n", env=subprocess_env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert chat.returncode == 0, chat.stderr
+    fake_openai.responder = lambda body: "this is not JSON at all"
+    bad = strata("jobs", "run", "--job", "patterns", "--user", "alice",
+                 "--now", "2099-01-01T10:00Z", "--json")
+    assert bad.returncode == 1, bad.stderr
+    (report,) = json.loads(bad.stdout)
+    assert report["status"] == "error"
+    status = {r["job"]: r for r in json.loads(
+        strata("jobs", "status", "--user", "alice", "--json").stdout)}
+    assert status["patterns"]["failures"] == 1
+    assert status["patterns"]["next_retry"] == "2099-01-01T10:05:00+00:00"
+    table = strata("jobs", "status", "--user", "alice").stdout
+    assert "next retry" in table and "2099-01-01 10:05" in table
+    # Within the backoff nothing runs, and no model call is made.
+    calls = len(fake_openai.chat_requests())
+    waiting = json.loads(strata("jobs", "run", "--job", "patterns", "--user", "alice",
+                                "--now", "2099-01-01T10:04Z", "--json").stdout)
+    assert waiting[0]["status"] == "skipped" and "next retry" in waiting[0]["detail"]
+    assert len(fake_openai.chat_requests()) == calls
+    # After it, the retry asks the model again (the bad answer is not replayed) and succeeds.
+    fake_openai.responder = lambda body: json.dumps({"patterns": []})
+    good = strata("jobs", "run", "--job", "patterns", "--user", "alice",
+                  "--now", "2099-01-01T10:06Z", "--json")
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert json.loads(good.stdout)[0]["status"] == "ok"
+    status = {r["job"]: r for r in json.loads(
+        strata("jobs", "status", "--user", "alice", "--json").stdout)}
+    assert status["patterns"]["failures"] == 0 and status["patterns"]["next_retry"] is None
+
+
+def test_run_console_survives_zero_vectors(fake_openai: FakeOpenAI,
+                                           subprocess_env: dict[str, str]) -> None:
+    """`strata run --console` against an embedder answering zero vectors: every line is
+    answered and the process ends normally at end of input (it used to exit 1)."""
+    fake_openai.vectors, fake_openai.broken_texts = "nan", "all"
+    piped = subprocess.run([sys.executable, "-m", "bot.cli", "run", "--console", "--user", "zed"],
+                           input="*\nПривет, как дела?\nhello\n", env=subprocess_env, cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout.splitlines() == [
+        "You said: *", "You said: Привет, как дела?", "You said: hello"]
+    assert "Traceback" not in piped.stderr

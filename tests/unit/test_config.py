@@ -74,3 +74,63 @@ def test_example_config_documents_every_key() -> None:
         assert sub is not None
         for key in sub.model_fields:  # type: ignore[union-attr]
             assert key in data[section], f"{section}.{key} missing from the example config"
+
+
+def test_every_section_key_can_come_from_the_environment() -> None:
+    """pydantic-settings reads STRATA_<SECTION>_<KEY>, keys with underscores included."""
+    s = load_settings(None, env={
+        "STRATA_LLM_BASE_URL": "http://llm:1/v1", "STRATA_EMBED_DIM": "384",
+        "STRATA_TELEGRAM_LIVE_LOCATION_MINUTES": "2.5", "STRATA_BOT_STREAM": "false",
+        "STRATA_DB_PATH": "/tmp/x.db", "strata_matrix_device_id": "LOWER",
+        "STRATA_COGNITION_DISABLED_JOBS": '["dmn", "research"]',
+        "STRATA_ACCESS_ALLOW_ROOMS": "telegram:-100",
+    })
+    assert s.llm.base_url == "http://llm:1/v1" and s.embed.dim == 384
+    assert s.telegram.live_location_minutes == 2.5 and s.bot.stream is False
+    assert s.db.path == "/tmp/x.db" and s.matrix.device_id == "LOWER"
+    assert s.cognition.disabled_jobs == ("dmn", "research")
+    assert s.access.allow_rooms == ("telegram:-100",)
+
+
+def test_strata_db_wins_over_db_path_and_lists_from_the_file_stay_lists(tmp_path: Path) -> None:
+    cfg = tmp_path / "strata.toml"
+    cfg.write_text('[access]\nadmins = ["a", "b"]\n')
+    s = load_settings(cfg, env={"STRATA_DB_PATH": "one.db", "STRATA_DB": "two.db"})
+    assert s.db.path == "two.db" and s.access.admins == ("a", "b")
+
+
+def test_unknown_environment_key_and_broken_json_list_are_one_line_errors() -> None:
+    with pytest.raises(ConfigError, match=r"llm\.modle"):
+        load_settings(None, env={"STRATA_LLM_MODLE": "typo"})
+    with pytest.raises(ConfigError) as err:
+        load_settings(None, env={"STRATA_ACCESS_ADMINS": '["a", '})
+    assert "access.admins" in str(err.value) and "JSON" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_default_database_lives_in_the_data_folder(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    notes: list[str] = []
+    s = load_settings(None, env={"XDG_DATA_HOME": str(tmp_path / "data")}, notice=notes.append)
+    assert s.db.path == str(tmp_path / "data" / "strata" / "strata.db")
+    assert (tmp_path / "data" / "strata").is_dir() and notes == []
+    s = load_settings(None, env={"HOME": str(tmp_path / "home")}, notice=notes.append)
+    assert s.db.path == str(tmp_path / "home" / ".local" / "share" / "strata" / "strata.db")
+    assert notes == []
+
+
+def test_an_existing_local_database_is_kept_with_a_notice(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "strata.db").write_bytes(b"")
+    notes: list[str] = []
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    s = load_settings(None, env=env, notice=notes.append)
+    assert s.db.path == str(tmp_path / "strata.db")
+    [note] = notes
+    assert "./strata.db" in note and str(tmp_path / "data" / "strata" / "strata.db") in note
+    # Configured explicitly: no guessing and no notice.
+    notes.clear()
+    s = load_settings(None, env={**env, "STRATA_DB": "elsewhere.db"}, notice=notes.append)
+    assert s.db.path == "elsewhere.db" and notes == []

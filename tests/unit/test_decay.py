@@ -3,7 +3,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory.decay import episode_weight, fact_weight, weight
+from memory.decay import (
+    FACT_DECAY,
+    FACT_FLOOR,
+    episode_weight,
+    fact_expired,
+    fact_visible,
+    fact_weight,
+    weight,
+)
+from memory.facts import FACT_KINDS
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -36,6 +45,32 @@ def test_future_timestamps_do_not_exceed_one() -> None:
 
 def test_fact_kinds_decay_at_their_own_rate() -> None:
     then = NOW - timedelta(days=14)
-    assert fact_weight("discovery", then, NOW) == pytest.approx(math.exp(-1))
+    assert fact_weight("discovery", then, NOW) == pytest.approx(math.exp(-14 / 5))
     assert fact_weight("user_specific", then, NOW) > 0.96
     assert fact_weight("user_specific", then, NOW, live=False) < 0.01
+
+
+def test_every_kind_has_a_decay_row() -> None:
+    assert set(FACT_KINDS) == set(FACT_DECAY)
+
+
+@pytest.mark.parametrize(("kind", "days", "visible", "expired"), [
+    ("discovery", 13, True, False),
+    ("discovery", 16, False, False),  # out of recall after about two weeks …
+    ("discovery", 23, False, True),  # … and deleted a week later
+    ("discovery", 120, False, True),
+    ("user_specific", 365, True, False),  # a year on, still recalled
+    ("user_specific", 1100, False, False),
+    ("user_specific", 1300, False, True),
+    ("reflection", 80, True, False),
+    ("reflection", 100, False, False),
+    ("note", 5000, True, False),  # asked to be remembered: never fades out
+])
+def test_a_faded_fact_is_hidden_then_expires(kind: str, days: int, visible: bool,
+                                             expired: bool) -> None:
+    then = NOW - timedelta(days=days)
+    assert fact_visible(kind, then, NOW) is visible
+    assert fact_expired(kind, then, NOW) is expired
+    # Hidden exactly when the weight is under the floor (for kinds that fade).
+    if FACT_DECAY[kind].fades:
+        assert visible is (fact_weight(kind, then, NOW) >= FACT_FLOOR)

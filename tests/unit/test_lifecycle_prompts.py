@@ -6,26 +6,67 @@ from datetime import UTC, datetime
 
 from bot.types import Role, RowKind, TranscriptRow
 from memory.compaction import CompactionPolicy, choose_rows
+from memory.prompts.compaction import extractive as compaction_extractive
 from memory.prompts.rollup import extractive, parse_answer
 
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 
 
-def test_parse_answer_json_plain_and_empty() -> None:
+def test_only_answers_that_fit_the_schema_are_summaries() -> None:
     assert parse_answer('{"summary": " Hiking trips ", "key_terms": ["alps", " ", "boots"]}') \
         == ("Hiking trips", "alps boots")
     assert parse_answer('Sure! {"summary": "x"} hope that helps') == ("x", "")
-    assert parse_answer("Just prose about hiking.") == ("Just prose about hiking.", "")
+    # Anything else is refused, never stored as memory: the caller writes an extractive parent.
+    assert parse_answer('{"note": "fake model"}') is None
+    assert parse_answer('{"summary": 3}') is None
+    assert parse_answer("Just prose about hiking.") is None
     assert parse_answer('{"summary": "  "}') is None
     assert parse_answer("   ") is None
 
 
-def test_extractive_keeps_every_child_within_the_word_budget() -> None:
-    summaries = [" ".join(f"c{i}w{j}" for j in range(100)) for i in range(4)]
-    text, terms = extractive(summaries, ["alps boots", "alps", "rain", ""], words=80)
-    assert all(f"c{i}w0" in text for i in range(4))
-    assert "c0w25" not in text and len(text.split()) < 100
-    assert terms.split()[0] == "alps"
+GREETING = "Hello again, how are you doing today?"
+
+
+def test_extractive_parent_keeps_the_distinct_sentences_not_the_first_ones() -> None:
+    children = [
+        f"{GREETING} We chatted about the weather for a while. "
+        "Marta said her brother Tomas moved to Porto on 12 March 2023.",
+        f"{GREETING} We chatted about the weather for a while. "
+        "Marta adopted a beagle called Biscuit, 3 years old.",
+        f"{GREETING} We chatted about the weather again. "
+        "Marta plans a trip to Kyoto in October with 4 friends.",
+    ]
+    text, terms = extractive(children, ["porto tomas", "biscuit", "kyoto porto"], words=50)
+    assert len(text.split()) <= 50
+    # The specific sentences (names, places, dates, numbers) survive from every child …
+    for fact in ("Porto on 12 March 2023", "Biscuit, 3 years old", "Kyoto in October"):
+        assert fact in text
+    # … and the repeated openings, which a first-sentences cut would keep, are there once
+    # at most.
+    assert text.count(GREETING) <= 1
+    assert text.index("Porto") < text.index("Biscuit") < text.index("Kyoto")  # time order
+    assert terms.split()[0] == "porto"
+
+
+def test_extractive_fits_a_budget_smaller_than_any_sentence() -> None:
+    long = " ".join(f"w{j}" for j in range(100)) + "."
+    text, _ = extractive([long], [""], words=10)
+    assert 0 < len(text.split()) <= 11 and text.startswith("w0 w1")
+
+
+def test_extractive_continuity_summary_keeps_the_specifics_and_who_said_them() -> None:
+    rows = [TranscriptRow(i, 1, 1, 1 if i % 2 else None, T0, "user",
+                          Role.USER if i % 2 else Role.ASSISTANT, RowKind.MESSAGE, text, f"t{i}")
+            for i, text in enumerate([
+                "Good morning!", "Good morning! I hope you slept well.",
+                "My dentist appointment is on 14 May at 9:30 with Dr Okafor.", "Noted.",
+                "Good morning! I hope you slept well.", "Good morning! I hope you slept well."],
+                start=1)]
+    text = compaction_extractive("person (2026-01-01): I live in Lyon.", rows, words=30)
+    assert "I live in Lyon." in text
+    assert "person (2026-01-05): My dentist appointment is on 14 May at 9:30 with Dr Okafor." \
+        in text
+    assert len(text.split()) <= 30 and text.count("I hope you slept well") <= 1
 
 
 def _row(i: int, turn: str, words: int = 40) -> TranscriptRow:

@@ -56,3 +56,14 @@ def test_command_parsing() -> None:
     assert CommandRouter.parse("/ not a command") is None
     assert CommandRouter.parse("/123") is None
     assert CommandRouter.parse("hello /help") is None
+
+
+def test_share_budget_cuts_the_long_texts_and_keeps_the_short_ones() -> None:
+    from bot.tokens import count_tokens, share_budget
+
+    texts = ["short one", "x " * 10_000, "also short", "y " * 50]
+    out = share_budget(texts, 200)
+    assert out[0] == "short one" and out[2] == "also short" and out[3] == texts[3]
+    assert sum(count_tokens(t) for t in out) <= 200
+    assert out[1].startswith("x x") and out[1].endswith("…")
+    assert share_budget(["a", "b"], 100) == ["a", "b"]
