@@ -167,6 +167,8 @@ class FactSettings(_Section):
     max_episodes: int = Field(default=8, gt=0)
     min_confidence: float = Field(default=0.5, ge=0, le=1)
     input_tokens: int = Field(default=6000, gt=0)  # one extraction call's quoted text
+    # Off: the background extract job closes paused conversations but asks no model for facts.
+    use_model: bool = True
 
 
 class AccessSettings(_Section):

@@ -392,25 +392,31 @@ def _settings_for(settings: Settings, folder: Path, options: EvalOptions,
         "bot": bot, "lifecycle": lifecycle})
 
 
+async def ingest_turn(app: App, clock: ManualClock, channel: Channel, person: Person,
+                      turn: EvalTurn) -> int:
+    """Append one turn as a transcript row at its own time, run the after-turn steps; the row."""
+    clock.set(turn.ts)
+    [row_id] = await app.transcript.append([NewRow(
+        channel_id=channel.id,
+        person_id=person.id if turn.role is Role.USER else None,
+        ts=turn.ts, source=channel.source, role=turn.role, content=row_text(turn),
+        turn_id=turn.turn_id,
+    )])
+    # The chat's memory-producing after-turn steps (row vectors, episode cut), awaited in
+    # order (a chat runs them as background tasks): the same code, reproducible. Compaction
+    # and fact extraction are left out: they shape the prompt or need the chat model.
+    for hook in (app.row_indexer, app.cutter):
+        if hook is not None:
+            await hook(channel, person, turn.turn_id)
+    return row_id
+
+
 async def _ingest(app: App, clock: ManualClock, channel: Channel, person: Person,
                   turns: Sequence[EvalTurn]) -> dict[int, str]:
     """Append each turn as a transcript row at its own time and run the after-turn steps."""
     row_turn: dict[int, str] = {}
     for turn in turns:
-        clock.set(turn.ts)
-        [row_id] = await app.transcript.append([NewRow(
-            channel_id=channel.id,
-            person_id=person.id if turn.role is Role.USER else None,
-            ts=turn.ts, source=channel.source, role=turn.role, content=row_text(turn),
-            turn_id=turn.turn_id,
-        )])
-        row_turn[row_id] = turn.turn_id
-        # The chat's memory-producing after-turn steps (row vectors, episode cut), awaited in
-        # order (a chat runs them as background tasks): the same code, reproducible. Compaction
-        # and fact extraction are left out: they shape the prompt or need the chat model.
-        for hook in (app.row_indexer, app.cutter):
-            if hook is not None:
-                await hook(channel, person, turn.turn_id)
+        row_turn[await ingest_turn(app, clock, channel, person, turn)] = turn.turn_id
     # The last window is still open (no pause yet): close it, as the idle job would.
     if app.cutter is not None:
         await app.cutter.flush(channel.id, clock.now())
@@ -418,6 +424,10 @@ async def _ingest(app: App, clock: ManualClock, channel: Channel, person: Person
 
 
 RecallFn = Callable[[App, Channel, Person, str], Awaitable[RecallOutcome]]
+# Builds the conversation's memory before the questions: {row id: turn id}. `--lived` brings
+# its own (bot.evaluation_lived).
+IngestFn = Callable[[App, ManualClock, Channel, Person, Sequence[EvalTurn]],
+                    Awaitable[dict[int, str]]]
 
 
 async def recall_once(app: App, channel: Channel, person: Person, query: str) -> RecallOutcome:
@@ -459,7 +469,7 @@ async def fts_baseline(app: App, channel: Channel, person: Person, query: str) -
 async def _eval_conversation(
     settings: Settings, options: EvalOptions, turns: Sequence[EvalTurn],
     own: Sequence[EvalQuestion], foreign: Sequence[EvalQuestion], recall: RecallFn,
-    progress: Progress,
+    progress: Progress, ingest: IngestFn = _ingest,
 ) -> list[Answer]:
     conv = turns[0].conv
     with tempfile.TemporaryDirectory(prefix="strata-eval-") as tmp:
@@ -472,7 +482,7 @@ async def _eval_conversation(
             channel = await app.channels.get_or_create(
                 platform="eval", room_ref=conv, owner_id=person.id, kind=ChannelKind.PRIVATE,
                 source="user", now=clock.now(), name=conv)
-            row_turn = await _ingest(app, clock, channel, person, turns)
+            row_turn = await ingest(app, clock, channel, person, turns)
             texts = {t.turn_id: row_text(t) for t in turns}
             progress.step(0, f"{conv}: {len(turns)} turns in")
             if options.consolidate:
@@ -501,6 +511,7 @@ async def _eval_conversation(
 async def run_eval(
     settings: Settings, turns: Sequence[EvalTurn], questions: Sequence[EvalQuestion],
     options: EvalOptions, *, recall: RecallFn = recall_once, show_progress: bool = True,
+    ingest: IngestFn = _ingest,
 ) -> tuple[dict[str, Any], list[Answer]]:
     """Evaluate every conversation (or the first `limit_convs`); the report and each answer."""
     if options.episodes not in EPISODE_MODES:
@@ -536,7 +547,7 @@ async def run_eval(
         for conv, own, foreign in plan:
             conv_turns = [t for t in turns if t.conv == conv]
             answers += await _eval_conversation(
-                settings, options, conv_turns, own, foreign, recall, progress)
+                settings, options, conv_turns, own, foreign, recall, progress, ingest)
     finally:
         progress.close()
     return summarize(answers, options.budget), answers

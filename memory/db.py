@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 Row = Any  # the driver's Row: index by position or by column name
 Params = Sequence[Any] | dict[str, Any]
 
+# Address space only (pages are shared with the OS cache); beyond it reads go the usual way.
+MMAP_BYTES = 1 << 30
+
 
 class Reads(Protocol):
     """Anything reads can go through: a `Database` (its reader) or a `ReaderPool`."""
@@ -59,6 +62,10 @@ def _connector(path: str) -> Any:
         conn.execute("PRAGMA busy_timeout = 30000")
         # Deleted memory must not linger in free pages (see /forget and /wipe).
         conn.execute("PRAGMA secure_delete = ON")
+        # Reads through a memory map: a vec0 kNN reads its partition's chunks as blobs, and
+        # with the small chunks of migration 0009 (many blobs per person) copying each through
+        # the page cache costs more than the scan itself (docs/living-memory.md).
+        conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         return conn
 
     return connect
@@ -246,6 +253,13 @@ class Database:
         """The migrations applied to this file, (number, name), oldest first."""
         rows = await self.fetchall("SELECT id, name FROM migrations ORDER BY id")
         return [(int(r[0]), str(r[1])) for r in rows]
+
+    async def bytes_on_disk(self) -> int:
+        """The database's size on disk after folding the WAL in (what a person's memory costs)."""
+        await self.checkpoint()
+        path = Path(self.path)
+        wal = path.with_name(path.name + "-wal")
+        return path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
 
     async def checkpoint(self) -> None:
         """Fold the WAL back into the main file and truncate it."""

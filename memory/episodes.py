@@ -197,6 +197,13 @@ class EpisodeRepo:
             (owner_id,),
         ))
 
+    async def count_by_method(self, owner_id: int) -> dict[str, int]:
+        """An owner's live episodes per writing method (`llm`, `extractive`)."""
+        rows = await self.db.fetchall(
+            "SELECT method, count(*) FROM episodes WHERE owner_id = ?"
+            " AND tombstoned_at IS NULL GROUP BY method", (owner_id,))
+        return {str(r[0]): int(r[1]) for r in rows}
+
     async def newest_id(self, owner_id: int, *, except_source: str) -> int | None:
         """An owner's newest live episode not made from `except_source`'s rows."""
         value = await self.db.fetchval(

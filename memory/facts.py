@@ -229,6 +229,11 @@ class FactRepo:
 
     # -- reads for jobs --------------------------------------------------------------------------
 
+    async def count_live(self, owner_id: int) -> int:
+        """An owner's live facts."""
+        return int(await self.db.fetchval(
+            "SELECT count(*) FROM facts WHERE owner_id = ? AND status = 'live'", (owner_id,)))
+
     async def newest_id(self, owner_id: int, *, except_source: str) -> int | None:
         """An owner's newest live fact, reflections and `except_source`'s own facts left out
         (a job's input watermark must not move on what the job itself wrote)."""

@@ -36,12 +36,18 @@ async def cmd_eval_recall(args: argparse.Namespace, settings: Settings) -> int:
                           episodes=args.episodes, abstention_per_conv=args.abstention,
                           consolidate=args.consolidate)
     recall = fts_baseline if args.method == "fts" else recall_once
-    report, answers = await run_eval(settings, turns, questions, options, recall=recall,
-                                     show_progress=not args.no_progress)
+    if args.lived:
+        from bot.evaluation_lived import format_lived, run_lived_eval
+
+        report, answers = await run_lived_eval(settings, turns, questions, options,
+                                               recall=recall, show_progress=not args.no_progress)
+    else:
+        report, answers = await run_eval(settings, turns, questions, options, recall=recall,
+                                         show_progress=not args.no_progress)
     # What produced the numbers, so a result file can be reproduced.
     report["command"] = "strata " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     report["embedder"] = {"model": settings.embed.model, "dim": settings.embed.dim}
-    print(format_table(report))
+    print(format_lived(report) if args.lived else format_table(report))
     if args.out:
         write_json(Path(args.out), report)
         print(f"wrote {args.out}")
@@ -90,5 +96,8 @@ def register(sub: Any) -> None:
     rec.add_argument("--details", help="write one JSON line per question here")
     rec.add_argument("--consolidate", action="store_true",
                      help="run a full consolidate + decay pass after ingesting, before asking")
+    rec.add_argument("--lived", action="store_true",
+                     help="replay the turns in time with the background memory jobs running "
+                          "in the gaps (docs/living-memory.md); adds `storage` to the report")
     rec.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     rec.set_defaults(run=cmd_eval_recall)

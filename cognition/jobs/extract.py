@@ -6,7 +6,8 @@ channels whose sources make episodes). Then the data graph's extractor
 (`memory.fact_extraction`, which keeps its own per-episode cursor and validates the model's
 answer) reads the new episodes, with its model call routed through a background turn on the
 muted `job:extract` channel. Input watermark: the newest unread episode and the newest row not
-yet cut into an episode."""
+yet cut into an episode. With `facts.use_model` off the job only closes paused windows (there
+is no extractive fallback for facts)."""
 
 from __future__ import annotations
 
@@ -26,12 +27,23 @@ async def open_channels(ctx: JobContext) -> dict[int, int]:
     return await ctx.services.transcript.uncut_channels(ctx.person.id, sources_with("episodes"))
 
 
+async def close_paused(ctx: JobContext) -> str:
+    """Flush the person's open conversation windows into episodes; the outcome line."""
+    cut = 0
+    if ctx.services.cutter is not None:
+        for channel_id in await open_channels(ctx):
+            cut += len(await ctx.services.cutter.flush(channel_id, ctx.now))
+    return f"{cut} episodes cut from paused conversations"
+
+
 class FactExtractionJob(BaseJob):
     name = "extract"
     description = "close paused conversations into episodes; durable facts → data graph"
 
     async def inputs(self, ctx: JobContext) -> str | None:
-        newest = await ctx.services.extractor.watermark(ctx.person.id)
+        # Without the model (facts.use_model off) only the paused windows are work.
+        newest = (await ctx.services.extractor.watermark(ctx.person.id)
+                  if ctx.services.settings.facts.use_model else None)
         open_rows = max((await open_channels(ctx)).values(), default=None)
         if newest is None and open_rows is None:
             return None
@@ -39,11 +51,9 @@ class FactExtractionJob(BaseJob):
 
     async def run(self, ctx: JobContext) -> JobOutcome:
         s = ctx.services
-        cut = 0
-        if s.cutter is not None:
-            for channel_id in await open_channels(ctx):
-                cut += len(await s.cutter.flush(channel_id, ctx.now))
-        lines = [f"{cut} episodes cut from paused conversations"]
+        lines = [await close_paused(ctx)]
+        if not s.settings.facts.use_model:
+            return JobOutcome("; ".join([*lines, "no facts: facts.use_model is off"]))
         for _ in range(MAX_BATCHES):
             if not await s.extractor.pending(ctx.person.id, limit=1) or ctx.remaining <= 0:
                 break

@@ -365,3 +365,25 @@ async def test_restart_mid_job_neither_loses_nor_repeats_work(
         assert (await run(second, "research", alice, force=True)).detail == "nothing new"
     finally:
         await second.close()
+
+
+async def test_fact_extraction_job_without_the_model_only_closes_paused_conversations(
+        settings: Settings, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+    """`facts.use_model` off (what `eval recall --lived` uses without a chat model): the job
+    cuts the paused window into an episode and asks the model for no facts."""
+    app = await App.create(settings.model_copy(update={
+        "facts": settings.facts.model_copy(update={"use_model": False}),
+        "episodes": settings.episodes.model_copy(update={"use_model": False})}), clock=clock)
+    try:
+        alice = await say(app, clock, "I moved to Lyon last year")
+        asked = len(fake_openai.chat_requests())
+        clock.advance(hours=1)
+        report = await run(app, "extract", alice)
+        assert report.status == "ok", report.detail
+        assert "1 episodes cut" in report.detail and "use_model is off" in report.detail
+        assert len(await app.services.episodes.for_owner(alice.id)) == 1
+        assert len(fake_openai.chat_requests()) == asked  # no fact-extraction call
+        assert await app.facts.repo.for_owner(alice.id) == []
+        assert (await run(app, "extract", alice)).status == "skipped"  # nothing new
+    finally:
+        await app.close()

@@ -9,7 +9,7 @@ import pytest
 from bot.clock import ManualClock
 from bot.errors import DimensionMismatchError, StorageError
 from bot.types import ChannelKind, NewRow, Role
-from memory.db import Database
+from memory.db import MMAP_BYTES, Database
 from memory.migrations import available
 from memory.persons import ChannelRepo, PersonRepo
 from memory.transcript import TranscriptRepo
@@ -61,6 +61,8 @@ async def test_pragmas_and_extensions(db: Database) -> None:
     assert await db.fetchval("PRAGMA foreign_keys") == 1
     assert await db.fetchval("SELECT vec_version()")
     assert await db.fetchval("PRAGMA secure_delete") == 1
+    # vec0 chunks are read through the memory map (migration 0009's small chunks).
+    assert await db.fetchval("PRAGMA mmap_size") == MMAP_BYTES
 
 
 async def _channel(db: Database, clock: ManualClock) -> tuple[int, int]:
