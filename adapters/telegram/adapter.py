@@ -15,8 +15,9 @@ the other in arrival order, chats run concurrently. While the model works the ch
 on paragraph/sentence boundaries. Replies go out as HTML (`formatting.to_html`); when Telegram
 rejects the entities ("can't parse entities") the same part is resent as plain text. A 429
 (`RetryAfter`) becomes `PlatformRateLimited`: a streaming edit is skipped, a send waits out
-`retry_after` a bounded number of times (`adapters.base`). "Message is not modified" counts as
-done. `/export` files go out with sendDocument. A private message from someone not on the
+`retry_after` a bounded number of times (`adapters.base`). A 5xx or a network error on a send,
+edit or file is retried `SEND_RETRIES` times with doubling backoff (the answer is saved by then;
+showing it is worth a few seconds). "Message is not modified" counts as done. `/export` files go out with sendDocument. A private message from someone not on the
 allowlist gets one polite note (if `tell_unlisted`); group chatter is recorded, not answered;
 a live location's moves are recorded at most once per `live_location_every` seconds.
 
@@ -33,13 +34,13 @@ import contextlib
 import logging
 import re
 import warnings
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from telegram import Bot, ReplyParameters, Update
 from telegram.constants import ChatAction, ParseMode
-from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
+from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, TelegramError
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
 
 from adapters.base import CHAT_COMMANDS, PlatformRateLimited
@@ -56,6 +57,9 @@ log = logging.getLogger(__name__)
 MESSAGE_LIMIT = 4096
 TYPING_EVERY = 4.0  # Telegram shows "typing…" for about 5 s per chat action
 DEFAULT_API = "https://api.telegram.org/bot"
+SEND_RETRIES = 3  # after a 5xx or a network error; then the error reaches `deliver_turn`
+RETRY_CAP = 30.0  # seconds: the longest single backoff
+T = TypeVar("T")
 
 UNLISTED = (
     "Sorry — I only talk with people on my allowlist. If you know whoever runs me, ask them to "
@@ -116,16 +120,37 @@ def file_url_for(base_url: str) -> str:
 class _Chat:
     """Sending into one chat: HTML with a plain-text fallback, 429 → `PlatformRateLimited`."""
 
-    def __init__(self, bot: Bot, chat_id: int, reply_to: int | None = None) -> None:
+    def __init__(
+        self, bot: Bot, chat_id: int, reply_to: int | None = None, *, retry_base: float = 1.0
+    ) -> None:
         self.bot = bot
         self.chat_id = chat_id
         self.reply_to = reply_to  # in groups the first part answers the person's message
+        self.retry_base = retry_base
+
+    async def _sturdy(self, call: Callable[[], Awaitable[T]]) -> T:
+        """`call` with a 429 turned into `PlatformRateLimited` and a 5xx or network error
+        (PTB's `NetworkError`, which `BadRequest` is not here) retried `SEND_RETRIES` times
+        with doubling backoff: the answer is already saved, so it is worth a few seconds to
+        show it. A timed-out send may have arrived; a rare duplicate beats a lost answer."""
+        for attempt in range(SEND_RETRIES + 1):
+            try:
+                async with _flood_control():
+                    return await call()
+            except NetworkError as exc:
+                if isinstance(exc, BadRequest) or attempt == SEND_RETRIES:
+                    raise
+                wait = min(self.retry_base * 2**attempt, RETRY_CAP)
+                log.warning("telegram: %s; retrying in %.2fs", exc.message, wait)
+                await asyncio.sleep(wait)
+        raise AssertionError("unreachable")
 
     async def send(self, text: str) -> str:
         reply = None
         if self.reply_to is not None:
             reply = ReplyParameters(self.reply_to, allow_sending_without_reply=True)
-        async with _flood_control():
+
+        async def once() -> str:
             try:
                 sent = await self.bot.send_message(
                     self.chat_id, to_html(text), parse_mode=ParseMode.HTML, reply_parameters=reply
@@ -135,31 +160,36 @@ class _Chat:
                     raise
                 log.info("telegram: HTML rejected (%s); sending plain text", exc.message)
                 sent = await self.bot.send_message(self.chat_id, text, reply_parameters=reply)
+            return str(sent.message_id)
+
+        sent_id = await self._sturdy(once)
         self.reply_to = None
-        return str(sent.message_id)
+        return sent_id
 
     async def edit(self, message_id: str, text: str) -> None:
-        async with _flood_control():
+        await self._sturdy(lambda: self._edit_once(message_id, text))
+
+    async def _edit_once(self, message_id: str, text: str) -> None:
+        try:
             try:
-                try:
-                    await self.bot.edit_message_text(
-                        to_html(text), self.chat_id, int(message_id), parse_mode=ParseMode.HTML
-                    )
-                except BadRequest as exc:
-                    if not _entities_rejected(exc):
-                        raise
-                    await self.bot.edit_message_text(text, self.chat_id, int(message_id))
+                await self.bot.edit_message_text(
+                    to_html(text), self.chat_id, int(message_id), parse_mode=ParseMode.HTML
+                )
             except BadRequest as exc:
-                if not _not_modified(exc):
+                if not _entities_rejected(exc):
                     raise
+                await self.bot.edit_message_text(text, self.chat_id, int(message_id))
+        except BadRequest as exc:
+            if not _not_modified(exc):
+                raise
 
     async def typing(self) -> None:
         async with _flood_control():
             await self.bot.send_chat_action(self.chat_id, ChatAction.TYPING)
 
     async def send_file(self, name: str, data: bytes) -> str:
-        async with _flood_control():
-            sent = await self.bot.send_document(self.chat_id, document=data, filename=name)
+        sent = await self._sturdy(
+            lambda: self.bot.send_document(self.chat_id, document=data, filename=name))
         return str(sent.message_id)
 
 
@@ -180,8 +210,10 @@ class TelegramAdapter:
         live_location_every: float = 300.0,
         commands: Sequence[tuple[str, str]] = (),
         typing_every: float = TYPING_EVERY,
+        retry_base: float = 1.0,
     ) -> None:
         self.token = token
+        self.retry_base = retry_base  # the first backoff after a 5xx; doubles each retry
         self.base_url = base_url or DEFAULT_API
         self.base_file_url = base_file_url or file_url_for(self.base_url)
         self.tell_unlisted = tell_unlisted
@@ -310,7 +342,8 @@ class TelegramAdapter:
 
     async def send(self, room_id: str, text: str) -> list[str]:
         """Send `text` to chat `room_id`: split at 4,096, HTML (plain fallback), 429s retried."""
-        return await send_text(self._ops(_Chat(self._bot(), int(room_id))), text)
+        return await send_text(
+            self._ops(_Chat(self._bot(), int(room_id), retry_base=self.retry_base)), text)
 
     # -- inbound -----------------------------------------------------------------------------
 
@@ -346,7 +379,7 @@ class TelegramAdapter:
         assert self._handler is not None
         lock = self._chat_locks.setdefault(msg.room_id, asyncio.Lock())
         async with lock:
-            chat = _Chat(self._bot(), int(msg.room_id), reply_to)
+            chat = _Chat(self._bot(), int(msg.room_id), reply_to, retry_base=self.retry_base)
             # Not addressed (group chatter, an edit, a live-location move): recorded, not shown.
             ops = self._ops(chat, answer=msg.addressed_to_bot)
             # Groups get the finished reply: edits count against the 20-a-minute group limit.

@@ -251,6 +251,38 @@ async def test_429_on_send_waits_out_retry_after(
     assert fake.bot_texts(GROUP) == ["Here you are."]
 
 
+async def test_a_502_on_the_answer_is_retried_and_the_reply_shown(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    """A Bad Gateway (or a dropped connection) on sendMessage is retried with bounded backoff:
+    the saved answer is shown, not replaced by SORRY."""
+    fake = telegram_api
+    fake_openai.reply("Here you are.")
+    fake.fail_next("sendMessage", 502, times=2)
+    async with running(app.processor, fake, retry_base=0.01) as adapter:
+        fake.push_group_message(GROUP, ADA, "a question", mention_bot=True)
+        await settle(fake, adapter, 1)
+
+    assert [a["status"] for a in fake.calls("sendMessage")] == [502, 502, 200]
+    assert fake.bot_texts(GROUP) == ["Here you are."]
+
+
+async def test_a_lasting_502_ends_in_an_honest_failure_not_a_hang(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    fake_openai.reply("Here you are.")
+    fake.fail_next("sendMessage", 502, times=4)  # every attempt of the answer fails
+    async with running(app.processor, fake, retry_base=0.01) as adapter:
+        fake.push_group_message(GROUP, ADA, "a question", mention_bot=True)
+        await settle(fake, adapter, 1)
+
+    assert [a["status"] for a in fake.calls("sendMessage")] == [502, 502, 502, 502, 200]
+    assert fake.bot_texts(GROUP) == [SORRY]
+    assert [r.content for r in await rows_of(app, str(GROUP)) if r.role is Role.ASSISTANT] == [
+        "Here you are."]
+
+
 async def test_rejected_html_falls_back_to_plain_text(
     app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
 ) -> None:
