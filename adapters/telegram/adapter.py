@@ -17,7 +17,8 @@ rejects the entities ("can't parse entities") the same part is resent as plain t
 (`RetryAfter`) becomes `PlatformRateLimited`: a streaming edit is skipped, a send waits out
 `retry_after` a bounded number of times (`adapters.base`). A 5xx or a network error on a send,
 edit or file is retried `SEND_RETRIES` times with doubling backoff (the answer is saved by then;
-showing it is worth a few seconds). "Message is not modified" counts as done. `/export` files go out with sendDocument. A private message from someone not on the
+showing it is worth a few seconds). "Message is not modified" counts as done. `/export` files
+go out with sendDocument. A private message from someone not on the
 allowlist gets one polite note (if `tell_unlisted`); group chatter is recorded, not answered;
 a live location's moves are recorded at most once per `live_location_every` seconds.
 
