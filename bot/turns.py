@@ -1,7 +1,9 @@
 """The one turn processor: every turn (a person's, a reminder's, the DMN's) goes through here.
 
 Order (DESIGN.md §4): resolve person and channel; access control and chat commands; mark
-activity and append the user row durably; turn-zero recall; assemble the prompt; call the model
+activity and append the user row durably (`accept`: a platform that confirms messages on
+fetch calls it on receipt, the rest of the turn, `answer`, waits for the chat's earlier turns;
+`handle` is both); turn-zero recall; assemble the prompt; call the model
 (streaming when the adapter can show it) with bounded tool calls; append the reply and tool
 rows; return the reply to the adapter; after-turn work (episode cut, compaction) runs off the
 hot path. A failing model gives the person a short honest message; the user row stays. A

@@ -1,14 +1,20 @@
 """The Telegram adapter: a python-telegram-bot `Application` living inside the app's event loop.
 
 Lifecycle: `await adapter.connect(handler)` builds the Application (with `AIORateLimiter`,
-which paces requests under Telegram's flood limits), checks the token with getMe, starts long
-polling for messages and edited messages, and returns; `start(handler)` is `connect` and then
+which paces requests under Telegram's flood limits), checks the token with getMe, queues the
+turns of private messages a crash left stored but unanswered (`Inbox.unanswered`, at most
+`recover_within` old), starts long polling for messages and edited messages, and returns; `start(handler)` is `connect` and then
 serving until `stop()` (what `strata run` runs as a task); `await adapter.stop()` stops polling,
 lets turns in flight finish (bounded by `shutdown_grace`) and shuts the Application down.
 `run_polling()` is never used: it owns the event loop.
 
-Each update is mapped by `mapping.to_inbound`; a turn is a task, tasks of one chat run one after
-the other in arrival order, chats run concurrently. While the model works the chat shows
+Polling is our own getUpdates loop, not PTB's Updater: Telegram forgets an update once a later
+getUpdates carries a higher offset, and the Updater sends that before the message is stored.
+Here each update is mapped by `mapping.to_inbound` and taken in by `Inbox.accept` (access
+control, command detection, the user row stored) before the next offset confirms it; a
+message Telegram delivers again (stored, not yet confirmed at a crash) is recognised and
+skipped. Its turn (`Inbox.answer`) is a task; tasks of one chat run one after the other in
+arrival order, chats run concurrently. While the model works the chat shows
 "typing…"; in a private chat the reply streams into one message edited at most every
 `edit_interval` seconds (groups get the finished reply only: edits count against Telegram's
 20-messages-a-minute group limit); the final text is split at 4,096 characters (UTF-16 units)
