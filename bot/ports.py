@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bot.types import (
+    Accepted,
     Channel,
     ChatMessage,
     Completion,
@@ -77,6 +78,24 @@ class TurnHandler(Protocol):
     async def handle(
         self, msg: InboundMessage, on_partial: PartialCallback | None = None
     ) -> TurnResult | None: ...
+
+
+@runtime_checkable
+class Inbox(TurnHandler, Protocol):
+    """A turn handler that stores a message when it arrives and answers it in its chat's turn,
+    for platforms that confirm a message as soon as it is fetched (Telegram's getUpdates):
+    `accept` is durable before the adapter confirms, `answer` runs later in arrival order,
+    `unanswered` gives back what a crash left stored but unanswered."""
+
+    def allowed(self, msg: InboundMessage) -> bool: ...
+
+    async def accept(self, msg: InboundMessage) -> Accepted | None: ...
+
+    async def answer(
+        self, accepted: Accepted, on_partial: PartialCallback | None = None
+    ) -> TurnResult | None: ...
+
+    async def unanswered(self, platform: str, since: datetime) -> list[Accepted]: ...
 
 
 class Adapter(Protocol):

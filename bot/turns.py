@@ -1,7 +1,9 @@
 """The one turn processor: every turn (a person's, a reminder's, the DMN's) goes through here.
 
 Order (DESIGN.md §4): resolve person and channel; access control and chat commands; mark
-activity and append the user row durably; turn-zero recall; assemble the prompt; call the model
+activity and append the user row durably (`accept`: a platform that confirms messages on
+fetch calls it on receipt, the rest of the turn, `answer`, waits for the chat's earlier turns;
+`handle` is both); turn-zero recall; assemble the prompt; call the model
 (streaming when the adapter can show it) with bounded tool calls; append the reply and tool
 rows; return the reply to the adapter; after-turn work (episode cut, compaction) runs off the
 hot path. A failing model gives the person a short honest message; the user row stays. A
@@ -28,11 +30,13 @@ from bot.errors import ModelError, ModelRateLimitedError, ModelRequestError
 from bot.ports import AfterTurn, ChatModel, Clock, ContextSource, PartialCallback, Recaller
 from bot.prompt import PromptParts, build_messages, history_in_prompt
 from bot.types import (
+    Accepted,
     Channel,
     ChannelKind,
     ChatMessage,
     Completion,
     InboundMessage,
+    Location,
     NewRow,
     Person,
     Role,
@@ -191,6 +195,9 @@ class TurnProcessor:
     after_turn: list[AfterTurn] = field(default_factory=list)
     limiter: CallLimiter | None = None
     _locks: dict[int, asyncio.Lock] = field(default_factory=dict, init=False)
+    # Accepted turns not yet answered, per channel: their rows are kept out of the history of
+    # the turns before them (the message goes last in its own turn's prompt, nowhere earlier).
+    _queued: dict[int, set[str]] = field(default_factory=dict, init=False)
     _background: set[asyncio.Task[None]] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
@@ -242,46 +249,35 @@ class TurnProcessor:
         self, msg: InboundMessage, on_partial: PartialCallback | None = None
     ) -> TurnResult | None:
         """Process one inbound message; None when the bot should stay silent."""
+        accepted = await self.accept(msg)
+        if accepted is None:
+            return None
+        return await self.answer(accepted, on_partial)
+
+    async def accept(self, msg: InboundMessage) -> Accepted | None:
+        """Take `msg` in durably, before its turn: access control, command detection, and the
+        user row appended (a command is never stored). None when there is nothing to answer:
+        not allowed, or a redelivered message whose row is already stored and answered or
+        queued. Non-addressed rows start their after-turn work here; `answer` stays silent."""
         if not self.allowed(msg):
             log.info("ignoring %s message from a user not on the allowlist", msg.platform)
             return None
         person, channel = await self.resolve(msg)
-        lock = self._locks.setdefault(channel.id, asyncio.Lock())
-        async with lock:
-            return await self._handle_locked(msg, person, channel, on_partial)
-
-    async def _handle_locked(
-        self,
-        msg: InboundMessage,
-        person: Person,
-        channel: Channel,
-        on_partial: PartialCallback | None,
-    ) -> TurnResult | None:
-        turn_id = uuid.uuid4().hex
         found = self.commands.find(msg.text) if msg.addressed_to_bot else None
         if found is not None:
-            command, args = found
-            if command.private_only and channel.kind is not ChannelKind.PRIVATE:
-                return TurnResult(
-                    "That command only works in a private chat with me.",
-                    turn_id,
-                    channel.id,
-                    person.id,
-                    command=command.name,
-                )
-            answer = await command.handler(CommandContext(msg, person, channel, args))
-            return TurnResult(
-                answer.text,
-                turn_id,
-                channel.id,
-                person.id,
-                command=command.name,
-                attachment=answer.attachment,
-            )
-
-        now = self.clock.now()
+            return Accepted(msg, person, channel, uuid.uuid4().hex, stored=False)
+        if msg.message_id is not None and msg.edited_of is None:
+            # A platform may deliver a message again after a crash (stored, not confirmed).
+            earlier = await self.transcript.by_platform_msg(channel.id, msg.message_id)
+            if earlier:
+                turn_id = earlier[0].turn_id or ""
+                if turn_id in self._queued.get(channel.id, set()) or await self._replied(turn_id):
+                    return None
+                self._queue(channel.id, turn_id)
+                return Accepted(msg, person, channel, turn_id)
+        turn_id = uuid.uuid4().hex
         if channel.source == "user":
-            await self.persons.mark_active(person.id, now)
+            await self.persons.mark_active(person.id, self.clock.now())
         loc = msg.location
         await self.transcript.append(
             [
@@ -301,6 +297,84 @@ class TurnProcessor:
         )
         if not msg.addressed_to_bot:
             self._after(channel, person, turn_id)
+        else:
+            self._queue(channel.id, turn_id)
+        return Accepted(msg, person, channel, turn_id)
+
+    async def answer(
+        self, accepted: Accepted, on_partial: PartialCallback | None = None
+    ) -> TurnResult | None:
+        """Answer an accepted message in its chat's turn (one at a time per channel)."""
+        channel = accepted.channel
+        lock = self._locks.setdefault(channel.id, asyncio.Lock())
+        try:
+            async with lock:
+                return await self._handle_locked(accepted, on_partial)
+        finally:
+            self._queued.get(channel.id, set()).discard(accepted.turn_id)
+
+    async def unanswered(self, platform: str, since: datetime) -> list[Accepted]:
+        """Messages of `platform`'s private chats stored since `since` whose turn has no reply
+        (a crash came between `accept` and the answer), oldest first, queued for `answer`.
+        Only private chats: every message there is addressed to the bot, while a group's
+        stored rows are mostly chatter that is never answered."""
+        out = []
+        for row in await self.transcript.unanswered(platform, since):
+            channel = await self.channels.get(row.channel_id)
+            person = await self.persons.get(row.person_id) if row.person_id else None
+            if channel is None or person is None or not row.turn_id:
+                continue
+            if row.turn_id in self._queued.get(channel.id, set()):
+                continue
+            loc = None if row.lat is None or row.lon is None else Location(row.lat, row.lon)
+            msg = InboundMessage(
+                platform=platform,
+                room_id=channel.room_ref.split("#", 1)[0],
+                sender_id="",
+                sender_name=person.name,
+                text=row.content,
+                ts=row.ts,
+                message_id=row.platform_msg_id,
+                location=loc,
+            )
+            self._queue(channel.id, row.turn_id)
+            out.append(Accepted(msg, person, channel, row.turn_id))
+        return out
+
+    def _queue(self, channel_id: int, turn_id: str) -> None:
+        self._queued.setdefault(channel_id, set()).add(turn_id)
+
+    async def _replied(self, turn_id: str) -> bool:
+        return any(r.role is Role.ASSISTANT and r.kind is RowKind.MESSAGE
+                   for r in await self.transcript.by_turn(turn_id))
+
+    async def _handle_locked(
+        self, accepted: Accepted, on_partial: PartialCallback | None
+    ) -> TurnResult | None:
+        msg, person, channel, turn_id = (
+            accepted.msg, accepted.person, accepted.channel, accepted.turn_id)
+        if not accepted.stored:
+            found = self.commands.find(msg.text)
+            assert found is not None  # accept stores everything that is not a command
+            command, args = found
+            if command.private_only and channel.kind is not ChannelKind.PRIVATE:
+                return TurnResult(
+                    "That command only works in a private chat with me.",
+                    turn_id,
+                    channel.id,
+                    person.id,
+                    command=command.name,
+                )
+            answer = await command.handler(CommandContext(msg, person, channel, args))
+            return TurnResult(
+                answer.text,
+                turn_id,
+                channel.id,
+                person.id,
+                command=command.name,
+                attachment=answer.attachment,
+            )
+        if not msg.addressed_to_bot:
             return None
         if not msg.text.strip() and msg.location is None:
             return TurnResult(
@@ -425,7 +499,9 @@ class TurnProcessor:
     ) -> list[ChatMessage]:
         options = options or _TurnOptions()
         mark, all_rows = await history_since_watermark(self.transcript, channel.id)
-        rows = [r for r in all_rows if r.turn_id != turn_id]  # the message itself goes last
+        queued = self._queued.get(channel.id, set())
+        # The message itself goes last; messages accepted after it wait for their own turns.
+        rows = [r for r in all_rows if r.turn_id != turn_id and r.turn_id not in queued]
         own = [r.id for r in all_rows if r.turn_id == turn_id]
         if not options.history:
             mark, rows = None, []

@@ -214,6 +214,21 @@ class Completion:
 
 
 @dataclass(frozen=True, slots=True)
+class Accepted:
+    """An inbound message taken in by `TurnProcessor.accept`, waiting for its turn.
+
+    `stored` is true when its user row is in the transcript (a chat command is never stored);
+    `turn_id` is the turn that row belongs to and that the answer joins.
+    """
+
+    msg: InboundMessage
+    person: Person
+    channel: Channel
+    turn_id: str
+    stored: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class TurnResult:
     """What a turn produced, for the adapter: the reply (already stored) and whether it failed."""
 

@@ -51,11 +51,12 @@ async def turns(db: Database, ch: Channel, speaker: Person, texts: Sequence[str]
     return ids
 
 
-FILLER_WORDS = (
+_FILLER = (
     "river cloud table window garden pencil orange rocket quiet yellow bread lamp carpet "
     "bottle shelf coffee morning tram ticket bicycle umbrella jacket notebook candle pepper "
     "tomato mirror ladder blanket kettle"
-).split()
+)
+FILLER_WORDS = _FILLER.split()
 
 
 def filler(i: int, words: int = 7) -> str:

@@ -1,22 +1,31 @@
 """The Telegram adapter: a python-telegram-bot `Application` living inside the app's event loop.
 
 Lifecycle: `await adapter.connect(handler)` builds the Application (with `AIORateLimiter`,
-which paces requests under Telegram's flood limits), checks the token with getMe, starts long
-polling for messages and edited messages, and returns; `start(handler)` is `connect` and then
-serving until `stop()` (what `strata run` runs as a task); `await adapter.stop()` stops polling,
+which paces requests under Telegram's flood limits), checks the token with getMe, queues the
+turns of private messages a crash left stored but unanswered (`Inbox.unanswered`, at most
+`recover_within` old), starts long polling for messages and edited messages, and returns;
+`start(handler)` is `connect` and then serving until `stop()` (what `strata run` runs as a
+task); `await adapter.stop()` stops polling,
 lets turns in flight finish (bounded by `shutdown_grace`) and shuts the Application down.
 `run_polling()` is never used: it owns the event loop.
 
-Each update is mapped by `mapping.to_inbound`; a turn is a task, tasks of one chat run one after
-the other in arrival order, chats run concurrently. While the model works the chat shows
+Polling is our own getUpdates loop, not PTB's Updater: Telegram forgets an update once a later
+getUpdates carries a higher offset, and the Updater sends that before the message is stored.
+Here each update is mapped by `mapping.to_inbound` and taken in by `Inbox.accept` (access
+control, command detection, the user row stored) before the next offset confirms it; a
+message Telegram delivers again (stored, not yet confirmed at a crash) is recognised and
+skipped. Its turn (`Inbox.answer`) is a task; tasks of one chat run one after the other in
+arrival order, chats run concurrently. While the model works the chat shows
 "typing…"; in a private chat the reply streams into one message edited at most every
 `edit_interval` seconds (groups get the finished reply only: edits count against Telegram's
 20-messages-a-minute group limit); the final text is split at 4,096 characters (UTF-16 units)
 on paragraph/sentence boundaries. Replies go out as HTML (`formatting.to_html`); when Telegram
 rejects the entities ("can't parse entities") the same part is resent as plain text. A 429
 (`RetryAfter`) becomes `PlatformRateLimited`: a streaming edit is skipped, a send waits out
-`retry_after` a bounded number of times (`adapters.base`). "Message is not modified" counts as
-done. `/export` files go out with sendDocument. A private message from someone not on the
+`retry_after` a bounded number of times (`adapters.base`). A 5xx or a network error on a send,
+edit or file is retried `SEND_RETRIES` times with doubling backoff (the answer is saved by then;
+showing it is worth a few seconds). "Message is not modified" counts as done. `/export` files
+go out with sendDocument. A private message from someone not on the
 allowlist gets one polite note (if `tell_unlisted`); group chatter is recorded, not answered;
 a live location's moves are recorded at most once per `live_location_every` seconds.
 
@@ -33,14 +42,14 @@ import contextlib
 import logging
 import re
 import warnings
-from collections.abc import AsyncIterator, Sequence
-from datetime import datetime, timedelta
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
 
 from telegram import Bot, ReplyParameters, Update
 from telegram.constants import ChatAction, ParseMode
-from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
-from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
+from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, TelegramError
+from telegram.ext import AIORateLimiter, Application, ApplicationBuilder
 
 from adapters.base import PlatformRateLimited
 from adapters.runtime import ReplyOps, deliver_turn, send_text
@@ -48,14 +57,19 @@ from adapters.telegram import mapping
 from adapters.telegram.formatting import to_html
 from bot.config import Settings
 from bot.errors import StrataError
-from bot.ports import Adapter, Clock, TurnHandler
-from bot.types import InboundMessage
+from bot.ports import Adapter, Clock, Inbox, PartialCallback, TurnHandler
+from bot.types import Accepted, InboundMessage, TurnResult
 
 log = logging.getLogger(__name__)
 
 MESSAGE_LIMIT = 4096
 TYPING_EVERY = 4.0  # Telegram shows "typing…" for about 5 s per chat action
 DEFAULT_API = "https://api.telegram.org/bot"
+SEND_RETRIES = 3  # after a 5xx or a network error; then the error reaches `deliver_turn`
+RETRY_CAP = 30.0  # seconds: the longest single backoff
+UPDATE_ATTEMPTS = 3  # an update whose message cannot be stored is given up after this many
+ALLOWED_UPDATES = [Update.MESSAGE, Update.EDITED_MESSAGE]
+T = TypeVar("T")
 
 UNLISTED = (
     "Sorry — I only talk with people on my allowlist. If you know whoever runs me, ask them to "
@@ -116,16 +130,37 @@ def file_url_for(base_url: str) -> str:
 class _Chat:
     """Sending into one chat: HTML with a plain-text fallback, 429 → `PlatformRateLimited`."""
 
-    def __init__(self, bot: Bot, chat_id: int, reply_to: int | None = None) -> None:
+    def __init__(
+        self, bot: Bot, chat_id: int, reply_to: int | None = None, *, retry_base: float = 1.0
+    ) -> None:
         self.bot = bot
         self.chat_id = chat_id
         self.reply_to = reply_to  # in groups the first part answers the person's message
+        self.retry_base = retry_base
+
+    async def _sturdy(self, call: Callable[[], Awaitable[T]]) -> T:
+        """`call` with a 429 turned into `PlatformRateLimited` and a 5xx or network error
+        (PTB's `NetworkError`, which `BadRequest` is not here) retried `SEND_RETRIES` times
+        with doubling backoff: the answer is already saved, so it is worth a few seconds to
+        show it. A timed-out send may have arrived; a rare duplicate beats a lost answer."""
+        for attempt in range(SEND_RETRIES + 1):
+            try:
+                async with _flood_control():
+                    return await call()
+            except NetworkError as exc:
+                if isinstance(exc, BadRequest) or attempt == SEND_RETRIES:
+                    raise
+                wait = min(self.retry_base * 2**attempt, RETRY_CAP)
+                log.warning("telegram: %s; retrying in %.2fs", exc.message, wait)
+                await asyncio.sleep(wait)
+        raise AssertionError("unreachable")
 
     async def send(self, text: str) -> str:
         reply = None
         if self.reply_to is not None:
             reply = ReplyParameters(self.reply_to, allow_sending_without_reply=True)
-        async with _flood_control():
+
+        async def once() -> str:
             try:
                 sent = await self.bot.send_message(
                     self.chat_id, to_html(text), parse_mode=ParseMode.HTML, reply_parameters=reply
@@ -135,31 +170,36 @@ class _Chat:
                     raise
                 log.info("telegram: HTML rejected (%s); sending plain text", exc.message)
                 sent = await self.bot.send_message(self.chat_id, text, reply_parameters=reply)
+            return str(sent.message_id)
+
+        sent_id = await self._sturdy(once)
         self.reply_to = None
-        return str(sent.message_id)
+        return sent_id
 
     async def edit(self, message_id: str, text: str) -> None:
-        async with _flood_control():
+        await self._sturdy(lambda: self._edit_once(message_id, text))
+
+    async def _edit_once(self, message_id: str, text: str) -> None:
+        try:
             try:
-                try:
-                    await self.bot.edit_message_text(
-                        to_html(text), self.chat_id, int(message_id), parse_mode=ParseMode.HTML
-                    )
-                except BadRequest as exc:
-                    if not _entities_rejected(exc):
-                        raise
-                    await self.bot.edit_message_text(text, self.chat_id, int(message_id))
+                await self.bot.edit_message_text(
+                    to_html(text), self.chat_id, int(message_id), parse_mode=ParseMode.HTML
+                )
             except BadRequest as exc:
-                if not _not_modified(exc):
+                if not _entities_rejected(exc):
                     raise
+                await self.bot.edit_message_text(text, self.chat_id, int(message_id))
+        except BadRequest as exc:
+            if not _not_modified(exc):
+                raise
 
     async def typing(self) -> None:
         async with _flood_control():
             await self.bot.send_chat_action(self.chat_id, ChatAction.TYPING)
 
     async def send_file(self, name: str, data: bytes) -> str:
-        async with _flood_control():
-            sent = await self.bot.send_document(self.chat_id, document=data, filename=name)
+        sent = await self._sturdy(
+            lambda: self.bot.send_document(self.chat_id, document=data, filename=name))
         return str(sent.message_id)
 
 
@@ -180,8 +220,14 @@ class TelegramAdapter:
         live_location_every: float = 300.0,
         commands: Sequence[tuple[str, str]] = (),
         typing_every: float = TYPING_EVERY,
+        retry_base: float = 1.0,
+        recover_within: float = 3600.0,
     ) -> None:
         self.token = token
+        self.retry_base = retry_base  # the first backoff after a 5xx; doubles each retry
+        # A message stored but unanswered (a crash) is answered after a restart when it is
+        # at most this old; an older one stays in the transcript unanswered.
+        self.recover_within = timedelta(seconds=recover_within)
         self.base_url = base_url or DEFAULT_API
         self.base_file_url = base_file_url or file_url_for(self.base_url)
         self.tell_unlisted = tell_unlisted
@@ -196,11 +242,14 @@ class TelegramAdapter:
         ]
         self.identity: mapping.BotIdentity | None = None
         self._app: Application[Any, Any, Any, Any, Any, Any] | None = None
-        self._handler: TurnHandler | None = None
+        self._inbox: Inbox | None = None
+        self._poller: asyncio.Task[None] | None = None
+        self._offset: int | None = None  # the next update id: all before it are stored
+        self._failed_update: tuple[int, int] = (-1, 0)  # (update id, failed attempts)
         self._tasks: set[asyncio.Task[None]] = set()
         self._chat_locks: dict[str, asyncio.Lock] = {}
         self._told: set[str] = set()
-        self.updates_seen = 0  # updates PTB handed over (mapped or not): for tests and logs
+        self.updates_seen = 0  # updates taken in (mapped or not, turn queued): tests and logs
         self._live_recorded: dict[tuple[str, str | None], datetime] = {}
         self._stopped = asyncio.Event()
         self._closing = False
@@ -216,16 +265,18 @@ class TelegramAdapter:
         """Check the token (getMe), start polling inside the running loop, and return."""
         if self._app is not None:
             raise StrataError("the Telegram adapter is already started")
+        if not isinstance(handler, Inbox):
+            raise StrataError("telegram: the turn handler must store messages on receipt")
         builder: Any = (  # Any: the builder's generic type changes with .rate_limiter()
             ApplicationBuilder()
             .token(self.token)
             .base_url(self.base_url)
             .base_file_url(self.base_file_url)
             .rate_limiter(AIORateLimiter(max_retries=0))  # 429s are ours to handle (see top)
+            .updater(None)  # we poll ourselves: PTB's Updater confirms before we store
         )
         app = builder.build()
         _quiet_handled_429s()
-        app.add_handler(TypeHandler(Update, self._on_update))
         try:
             await app.initialize()
         except InvalidToken as exc:
@@ -235,16 +286,17 @@ class TelegramAdapter:
             raise StrataError(f"telegram: cannot reach the Bot API: {exc.message}") from exc
         me = app.bot.bot
         self.identity = mapping.BotIdentity(id=me.id, username=me.username or "")
-        self._handler = handler
+        self._inbox = handler
         self._app = app
         self._stopped.clear()
         await app.start()
-        assert app.updater is not None
-        await app.updater.start_polling(
-            poll_interval=0,
-            timeout=timedelta(seconds=self.poll_timeout),
-            allowed_updates=[Update.MESSAGE, Update.EDITED_MESSAGE],
-        )
+        # What a crash left stored but unanswered goes first, before anything new arrives.
+        since = datetime.now(UTC) - self.recover_within
+        for accepted in await handler.unanswered(self.platform, since):
+            log.info("telegram: answering a message stored before a restart in %s",
+                     accepted.msg.room_id)
+            self._start_turn(accepted, None)
+        self._poller = asyncio.create_task(self._poll(app.bot), name="telegram-poll")
         await self._publish_commands(app.bot)
         log.info("telegram: polling as @%s", self.identity.username)
 
@@ -265,8 +317,7 @@ class TelegramAdapter:
             return
         self._closing = True
         try:
-            if app.updater is not None and app.updater.running:
-                await app.updater.stop()
+            await self._stop_polling(app.bot)
             if self._tasks:  # they still send their replies, so the bot stays up meanwhile
                 _, pending = await asyncio.wait(set(self._tasks), timeout=self.shutdown_grace)
                 for task in pending:
@@ -310,21 +361,102 @@ class TelegramAdapter:
 
     async def send(self, room_id: str, text: str) -> list[str]:
         """Send `text` to chat `room_id`: split at 4,096, HTML (plain fallback), 429s retried."""
-        return await send_text(self._ops(_Chat(self._bot(), int(room_id))), text)
+        return await send_text(
+            self._ops(_Chat(self._bot(), int(room_id), retry_base=self.retry_base)), text)
 
     # -- inbound -----------------------------------------------------------------------------
 
-    async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """PTB calls this for every update, one at a time: map it and queue its turn."""
-        self.updates_seen += 1
-        if self.identity is None:
+    async def _poll(self, bot: Bot) -> None:
+        """Long-poll getUpdates. Each update is accepted (its message stored) before the next
+        call's offset confirms it to Telegram, so a crash never loses a confirmed message."""
+        failures = 0
+        while True:
+            try:
+                updates = await bot.get_updates(
+                    offset=self._offset,
+                    timeout=timedelta(seconds=self.poll_timeout),
+                    allowed_updates=ALLOWED_UPDATES,
+                )
+            except RetryAfter as exc:
+                await asyncio.sleep(_retry_seconds(exc))
+                continue
+            except TelegramError as exc:  # 5xx, network, a conflicting poller: back off
+                failures += 1
+                wait = min(self.retry_base * 2 ** min(failures, 8), RETRY_CAP)
+                log.warning("telegram: getUpdates failed (%s); retrying in %.1fs", exc.message,
+                            wait)
+                await asyncio.sleep(wait)
+                continue
+            failures = 0
+            for update in updates:
+                if not await self._take(update):
+                    break  # not stored: fetched again from this offset after a pause
+                self._offset = update.update_id + 1
+
+    async def _take(self, update: Update) -> bool:
+        """Accept one update; False when it should be fetched again (storing failed)."""
+        try:
+            await self._on_update(update)
+            return True
+        except Exception:  # poll loop boundary: a failing store must not stop polling
+            uid, tries = self._failed_update
+            tries = tries + 1 if uid == update.update_id else 1
+            self._failed_update = (update.update_id, tries)
+            if tries >= UPDATE_ATTEMPTS:
+                log.exception("telegram: giving up on update %d after %d attempts",
+                              update.update_id, tries)
+                return True
+            log.warning("telegram: could not take update %d in; fetching it again",
+                        update.update_id, exc_info=True)
+            await asyncio.sleep(min(self.retry_base * 2 ** tries, RETRY_CAP))
+            return False
+
+    async def _stop_polling(self, bot: Bot) -> None:
+        """End the poll loop and confirm what was stored (else it is fetched again and, as a
+        redelivery, skipped; a command would run twice)."""
+        poller, self._poller = self._poller, None
+        if poller is None:
+            return
+        poller.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await poller
+        if self._offset is None:
+            return
+        try:
+            await bot.get_updates(offset=self._offset, timeout=timedelta(0), limit=1,
+                                  allowed_updates=ALLOWED_UPDATES)
+        except TelegramError as exc:
+            log.info("telegram: could not confirm the last updates (%s); they are skipped as "
+                     "redeliveries after a restart", exc.message)
+
+    async def _on_update(self, update: Update) -> None:
+        """Map one update, store its message (`accept`) and queue its turn."""
+        try:
+            await self._take_in(update)
+        finally:
+            self.updates_seen += 1  # counted once its turn is queued (tests wait on this)
+
+    async def _take_in(self, update: Update) -> None:
+        if self.identity is None or self._inbox is None:
             return
         msg = mapping.to_inbound(update, self.identity)
         if msg is None or self._too_soon(msg):
             return
+        accepted = await self._inbox.accept(msg)
+        if accepted is None:
+            if msg.addressed_to_bot and not self._inbox.allowed(msg):
+                self._track(asyncio.create_task(self._silence(msg), name="telegram-unlisted"))
+            return
         message = update.effective_message
         reply_to = message.message_id if message is not None and not msg.is_private else None
-        task = asyncio.create_task(self._turn(msg, reply_to), name=f"telegram-{msg.room_id}")
+        self._start_turn(accepted, reply_to)
+
+    def _start_turn(self, accepted: Accepted, reply_to: int | None) -> None:
+        task = asyncio.create_task(self._turn(accepted, reply_to),
+                                   name=f"telegram-{accepted.msg.room_id}")
+        self._track(task)
+
+    def _track(self, task: asyncio.Task[None]) -> None:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -340,30 +472,43 @@ class TelegramAdapter:
         self._live_recorded[key] = msg.ts
         return False
 
-    async def _turn(self, msg: InboundMessage, reply_to: int | None) -> None:
+    async def _turn(self, accepted: Accepted, reply_to: int | None) -> None:
         # Tasks start in creation order and take the chat's (FIFO) lock first thing, so the
         # turns of one chat run in arrival order.
-        assert self._handler is not None
+        assert self._inbox is not None
+        msg = accepted.msg
         lock = self._chat_locks.setdefault(msg.room_id, asyncio.Lock())
         async with lock:
-            chat = _Chat(self._bot(), int(msg.room_id), reply_to)
+            chat = _Chat(self._bot(), int(msg.room_id), reply_to, retry_base=self.retry_base)
             # Not addressed (group chatter, an edit, a live-location move): recorded, not shown.
             ops = self._ops(chat, answer=msg.addressed_to_bot)
             # Groups get the finished reply: edits count against the 20-a-minute group limit.
-            done = await deliver_turn(self._handler, msg, ops, stream=msg.is_private)
-            if done.result is None and done.error is None and msg.addressed_to_bot:
-                await self._silence(msg, ops)
+            await deliver_turn(_Answer(self._inbox, accepted), msg, ops, stream=msg.is_private)
 
-    async def _silence(self, msg: InboundMessage, ops: ReplyOps) -> None:
+    async def _silence(self, msg: InboundMessage) -> None:
         # A private message is always addressed, so silence means "not on the allowlist".
         if not (msg.is_private and self.tell_unlisted) or msg.sender_id in self._told:
             return
         self._told.add(msg.sender_id)
+        ops = self._ops(_Chat(self._bot(), int(msg.room_id), retry_base=self.retry_base))
         try:
             await send_text(ops, UNLISTED.format(user_id=msg.sender_id))
         except (TelegramError, PlatformRateLimited) as exc:
             log.info("telegram: could not tell %s they are not on the allowlist: %s",
                      msg.sender_id, exc)
+
+
+class _Answer:
+    """`deliver_turn`'s handler for a message already accepted: its turn answers that row."""
+
+    def __init__(self, inbox: Inbox, accepted: Accepted) -> None:
+        self.inbox = inbox
+        self.accepted = accepted
+
+    async def handle(
+        self, msg: InboundMessage, on_partial: PartialCallback | None = None
+    ) -> TurnResult | None:
+        return await self.inbox.answer(self.accepted, on_partial)
 
 
 async def _shown_nowhere(text: str) -> str:

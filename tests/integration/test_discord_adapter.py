@@ -78,9 +78,9 @@ def finished(fake: FakeDiscord, channel_id: int, count: int) -> list[RecordedMes
     """The bot's messages in `channel_id` once there are `count`, none is a partial, and every
     request has its answer recorded (the fake logs a request before it answers it)."""
     msgs = fake.bot_messages(channel_id)
-    if len(msgs) >= count and not any(m.content.endswith(" …") for m in msgs):
-        if all(r.status is not None for r in fake.requests):
-            return msgs
+    if (len(msgs) >= count and not any(m.content.endswith(" …") for m in msgs)
+            and all(r.status is not None for r in fake.requests)):
+        return msgs
     return []
 
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -26,7 +26,7 @@ from bot.clock import ManualClock
 from bot.config import Settings, load_settings
 from bot.errors import StrataError
 from bot.ports import PartialCallback
-from bot.types import ChannelKind, InboundMessage, OwnerKind, Role, TurnResult
+from bot.types import Accepted, ChannelKind, InboundMessage, OwnerKind, Role, TurnResult
 from tests.conftest import strata_env
 from tests.fakes import telegram_api as fake_module
 from tests.fakes.openai_server import FakeOpenAI, last_user_text
@@ -251,6 +251,38 @@ async def test_429_on_send_waits_out_retry_after(
     assert fake.bot_texts(GROUP) == ["Here you are."]
 
 
+async def test_a_502_on_the_answer_is_retried_and_the_reply_shown(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    """A Bad Gateway (or a dropped connection) on sendMessage is retried with bounded backoff:
+    the saved answer is shown, not replaced by SORRY."""
+    fake = telegram_api
+    fake_openai.reply("Here you are.")
+    fake.fail_next("sendMessage", 502, times=2)
+    async with running(app.processor, fake, retry_base=0.01) as adapter:
+        fake.push_group_message(GROUP, ADA, "a question", mention_bot=True)
+        await settle(fake, adapter, 1)
+
+    assert [a["status"] for a in fake.calls("sendMessage")] == [502, 502, 200]
+    assert fake.bot_texts(GROUP) == ["Here you are."]
+
+
+async def test_a_lasting_502_ends_in_an_honest_failure_not_a_hang(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    fake = telegram_api
+    fake_openai.reply("Here you are.")
+    fake.fail_next("sendMessage", 502, times=4)  # every attempt of the answer fails
+    async with running(app.processor, fake, retry_base=0.01) as adapter:
+        fake.push_group_message(GROUP, ADA, "a question", mention_bot=True)
+        await settle(fake, adapter, 1)
+
+    assert [a["status"] for a in fake.calls("sendMessage")] == [502, 502, 502, 502, 200]
+    assert fake.bot_texts(GROUP) == [SORRY]
+    assert [r.content for r in await rows_of(app, str(GROUP)) if r.role is Role.ASSISTANT] == [
+        "Here you are."]
+
+
 async def test_rejected_html_falls_back_to_plain_text(
     app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
 ) -> None:
@@ -314,7 +346,25 @@ async def test_model_failure_gives_a_short_honest_message(
 
 
 class _Broken:
-    """A turn handler that fails unexpectedly (a bug), to exercise the callback boundary."""
+    """A turn handler whose answers fail unexpectedly (a bug), to exercise the callback
+    boundary; taking messages in works (the real processor's `accept`)."""
+
+    def __init__(self, processor: Any) -> None:
+        self.processor = processor
+
+    def allowed(self, msg: InboundMessage) -> bool:
+        return bool(self.processor.allowed(msg))
+
+    async def accept(self, msg: InboundMessage) -> Accepted | None:
+        return cast(Accepted | None, await self.processor.accept(msg))
+
+    async def unanswered(self, platform: str, since: datetime) -> list[Accepted]:
+        return []
+
+    async def answer(
+        self, accepted: Accepted, on_partial: PartialCallback | None = None
+    ) -> TurnResult | None:
+        raise RuntimeError("boom: internal detail that must not reach the chat")
 
     async def handle(
         self, msg: InboundMessage, on_partial: PartialCallback | None = None
@@ -323,10 +373,10 @@ class _Broken:
 
 
 async def test_unexpected_failure_is_a_short_sorry_not_a_traceback(
-    telegram_api: FakeTelegramAPI,
+    app: App, telegram_api: FakeTelegramAPI,
 ) -> None:
     fake = telegram_api
-    async with running(_Broken(), fake) as adapter:
+    async with running(_Broken(app.processor), fake) as adapter:
         fake.push_private_message(ADA, "hello")
         await settle(fake, adapter, 1)
         fake.push_private_message(ADA, "still there?")
@@ -599,6 +649,51 @@ def test_strata_run_serves_telegram_and_stops_on_sigterm(
         if proc.poll() is None:
             proc.kill()
             proc.wait(5)
+
+
+def _strata_run(env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "bot.cli", "run"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+
+
+def test_messages_confirmed_to_telegram_survive_sigkill_and_are_answered_after_restart(
+    fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI, subprocess_env: dict[str, str]
+) -> None:
+    """Telegram forgets an update once the next getUpdates confirms it, so each message is
+    stored when it arrives, not when its turn starts (after the chat's earlier turns). Killed
+    while the first turn waits on the model and the two behind it wait their turn, the
+    restarted bot finds all three stored and answers them in order."""
+    fake = telegram_api
+    env = dict(subprocess_env, STRATA_TELEGRAM_TOKEN=fake.token,
+               STRATA_TELEGRAM_BASE_URL=fake.base_url, STRATA_COGNITION_ENABLED="false")
+    fake_openai.fail_next("hang", path="chat")  # the first turn waits on the model for good
+    proc = _strata_run(env)
+    try:
+        fake.wait_for_sync(lambda: fake.calls("getUpdates"), timeout=30)
+        for text in ("one", "two", "three"):
+            fake.push_private_message(ADA, text)
+        fake.wait_for_sync(
+            lambda: fake.pending_update_count == 0 and len(fake_openai.chat_requests()) == 1,
+            timeout=20)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert fake.bot_texts(ADA) == []  # confirmed to Telegram, none answered, process gone
+
+    proc = _strata_run(env)
+    try:
+        fake.wait_for_sync(lambda: len(fake.bot_texts(ADA)) >= 3, timeout=30)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert fake.bot_texts(ADA) == ["You said: one", "You said: two", "You said: three"]
+    # Each answer's prompt ends with its own message; later ones are not shown to earlier turns.
+    prompts = fake_openai.chat_requests()[1:]
+    assert [last_user_text(p) for p in prompts] == ["one", "two", "three"]
+    assert "two" not in contents(prompts[0]) and "three" not in contents(prompts[1])
 
 
 def test_build_telegram_adapter_needs_a_token(settings: Settings) -> None:

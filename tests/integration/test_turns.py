@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import timedelta
 
 from bot.app import App
@@ -70,7 +71,7 @@ async def test_streaming_partials_are_cumulative(app: App, fake_openai: FakeOpen
     result = await app.processor.handle(msg("count"), partial)
     assert result is not None and result.reply == "one two three four"
     assert len(seen) >= 2 and seen[-1] == "one two three four"
-    assert all(b.startswith(a) for a, b in zip(seen, seen[1:], strict=False))
+    assert all(b.startswith(a) for a, b in itertools.pairwise(seen))
 
 
 async def test_tool_calls_are_run_and_recorded(app: App, fake_openai: FakeOpenAI) -> None:

@@ -47,7 +47,7 @@ def test_unknown_key_in_file_is_an_error(tmp_path: Path) -> None:
 def test_broken_toml_is_one_line(tmp_path: Path) -> None:
     cfg = tmp_path / "strata.toml"
     cfg.write_text("[llm\n")
-    with pytest.raises(ConfigError, match="strata.toml"):
+    with pytest.raises(ConfigError, match=r"strata\.toml"):
         load_settings(cfg, env={})
 
 

@@ -6,7 +6,8 @@ from bot.types import Role, RowKind, TranscriptRow
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def row(i: int, text: str, role: Role = Role.USER, kind: RowKind = RowKind.MESSAGE) -> TranscriptRow:
+def row(i: int, text: str, role: Role = Role.USER,
+        kind: RowKind = RowKind.MESSAGE) -> TranscriptRow:
     return TranscriptRow(id=i, channel_id=1, owner_id=1, person_id=1, ts=T0, source="user",
                          role=role, kind=kind, content=text, turn_id=str(i))
 
@@ -18,7 +19,8 @@ def test_history_keeps_newest_rows_within_budget() -> None:
 
 
 def test_history_skips_tool_rows() -> None:
-    rows = [row(1, "hi"), row(2, "{}", Role.TOOL, RowKind.TOOL_RESULT), row(3, "yo", Role.ASSISTANT)]
+    rows = [row(1, "hi"), row(2, "{}", Role.TOOL, RowKind.TOOL_RESULT),
+            row(3, "yo", Role.ASSISTANT)]
     assert [r.id for r in budget_history(rows, 100)] == [1, 3]
 
 
