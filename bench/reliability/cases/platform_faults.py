@@ -123,13 +123,12 @@ async def telegram(app: App, model: FakeOpenAI) -> list[Outcome]:
 
 
 async def discord(app: App, model: FakeOpenAI) -> list[Outcome]:
-    from adapters.base import CHAT_COMMANDS
     from adapters.discord.adapter import DiscordAdapter
     from tests.fakes.discord_api import running_fake_discord
 
     out = []
     with running_fake_discord() as fake:
-        adapter = DiscordAdapter(fake.token, commands=list(CHAT_COMMANDS),
+        adapter = DiscordAdapter(fake.token, commands=app.commands.menu(),
                                  guild_ready_timeout=0.05, ready_timeout=WAIT,
                                  edit_interval=0.3)
 
