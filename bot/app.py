@@ -20,8 +20,9 @@ from bot.link import LinkCommand
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
 from bot.memory_commands import MemoryCommands
 from bot.memory_tools import MemoryTools
+from bot.metered_chat import MeteredChat
 from bot.outbound import Outbound
-from bot.ports import Adapter, AfterTurn, Clock
+from bot.ports import Adapter, AfterTurn, ChatModel, Clock
 from bot.turns import ToolRegistry, TurnProcessor
 from bot.types import Channel, Person
 from cognition.ambient import AmbientContext
@@ -185,6 +186,20 @@ def configured_adapters(settings: Settings, clock: Clock, commands: Menu = ()) -
     return adapters
 
 
+def metered_for_owner(chat: ChatModel, runs: JobRunRepo, clock: Clock,
+                      purpose: str) -> Callable[[int], ChatModel]:
+    """The model for calls made after a turn, outside any job run: each call's tokens are
+    recorded for the memory owner under `purpose` (shown by `strata jobs status`)."""
+
+    def for_owner(owner_id: int) -> ChatModel:
+        async def charge(tokens: int) -> None:
+            await runs.record_usage(purpose, owner_id, clock.now(), tokens)
+
+        return MeteredChat(chat, charge)
+
+    return for_owner
+
+
 @dataclass
 class ExtractAfterTurn:
     """After-turn hook (`facts.extract_after_turn`): run `before` (the episode cutter), then
@@ -192,7 +207,7 @@ class ExtractAfterTurn:
 
     before: AfterTurn
     extractor: FactExtractor
-    chat: OpenAIChatModel
+    chat_for: Callable[[int], ChatModel]
     clock: Clock
     max_episodes: int
 
@@ -201,7 +216,7 @@ class ExtractAfterTurn:
         if channel.owner_id != person.id or await self.extractor.watermark(person.id) is None:
             return
         await self.extractor.run(
-            person.id, model_completer(self.chat), self.clock.now(),
+            person.id, model_completer(self.chat_for(person.id)), self.clock.now(),
             max_episodes=self.max_episodes,
         )
 
@@ -236,6 +251,7 @@ class App:
         chat = make_chat_model(settings)
         embedder = make_embedder(settings)
         persons, channels, transcript = PersonRepo(db), ChannelRepo(db), TranscriptRepo(db)
+        runs = JobRunRepo(db)
         commands = CommandRouter()
         LinkCommand(LinkCodes(db), persons, clock).register(commands)
         facts = FactStore(FactRepo(db), embedder)
@@ -262,13 +278,17 @@ class App:
         processor.recaller = recall
         processor.after_turn += [
             row_indexer,
-            ExtractAfterTurn(cutter, extractor, chat, clock, settings.facts.max_episodes)
+            ExtractAfterTurn(cutter, extractor,
+                             metered_for_owner(chat, runs, clock, "extract:turn"), clock,
+                             settings.facts.max_episodes)
             if settings.facts.extract_after_turn
             else cutter,
         ]
         if settings.lifecycle.compact_after_turn:
             policy = make_lifecycle_policy(settings).compaction
-            processor.after_turn.append(CompactionHook(db, chat, clock, policy))
+            processor.after_turn.append(CompactionHook(
+                db, chat, clock, policy,
+                chat_for=metered_for_owner(chat, runs, clock, "compact:turn")))
         if settings.facts.tools:
             MemoryTools(facts, transcript, clock).register(processor.tools)
         episodes = EpisodeRepo(db)
@@ -291,7 +311,7 @@ class App:
             extractor=extractor,
             lifecycle=make_lifecycle_policy(settings),
             episodes=episodes,
-            runs=JobRunRepo(db),
+            runs=runs,
             reminders=ReminderRepo(db),
             portraits=PortraitRepo(db),
             calendar=CalendarRepo(db),

@@ -58,6 +58,12 @@ class ModelBadResponseError(ModelError):
     """The endpoint answered, but with something unusable (malformed, empty, wrong shape)."""
 
 
+class BudgetExhaustedError(ModelError):
+    """A job run used its token budget: the model is not asked again in this run. Retryable
+    like any model failure, so callers store nothing from the refused call and the work
+    waits for the next run (with a fresh budget)."""
+
+
 class ModelRequestError(ModelError):
     """The endpoint refused the request itself (4xx other than 429): retrying will not help."""
 

@@ -17,15 +17,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from bot.errors import StrataError
+from bot.errors import BudgetExhaustedError, StrataError
+from bot.metered_chat import MeteredChat
+from bot.ports import ChatModel
 from bot.types import Person
 from cognition.services import Services
 
 log = logging.getLogger(__name__)
-
-
-class BudgetExhaustedError(StrataError):
-    """The run used its token budget; what it did so far is kept, the rest waits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +52,16 @@ class JobContext:
     @property
     def remaining(self) -> int:
         return max(self.budget - self.tokens, 0)
+
+    def model(self) -> ChatModel:
+        """The services' model on this run's budget: every call's tokens count in
+        `tokens` (and so in the run's row), and a call after the budget is spent raises
+        `BudgetExhaustedError`. For jobs that ask the model outside a turn (consolidate)."""
+
+        async def charge(tokens: int) -> None:
+            self.tokens += tokens
+
+        return MeteredChat(self.services.chat, charge, lambda: self.remaining)
 
     def turn_id(self, step: str = "main") -> str:
         base = f"job:{self.job}:{self.person.id}:{self.inputs}:{step}"

@@ -27,10 +27,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.config import CognitionSettings
-from bot.errors import ConfigError
+from bot.errors import BudgetExhaustedError, ConfigError
 from bot.types import OwnerKind, Person
 from cognition.backoff import retry_delay
-from cognition.registry import BudgetExhaustedError, Job, JobContext, JobRegistry
+from cognition.registry import Job, JobContext, JobRegistry
 from cognition.reminders import deliver_due
 from cognition.services import Services
 

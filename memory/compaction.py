@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -197,9 +198,12 @@ class CompactionHook:
 
     def __init__(self, db: Database, chat: ChatModel, clock: Clock,
                  policy: CompactionPolicy = CompactionPolicy(),
-                 retry_after: timedelta = timedelta(minutes=10)) -> None:
+                 retry_after: timedelta = timedelta(minutes=10),
+                 chat_for: Callable[[int], ChatModel] | None = None) -> None:
         self.db = db
         self.chat = chat
+        # The model as used for one memory owner (the composition root meters it per owner).
+        self.chat_for = chat_for
         self.clock = clock
         self.policy = policy
         self.retry_after = retry_after
@@ -213,7 +217,8 @@ class CompactionHook:
             failed = self._failed_at.get(channel.id)
             if failed is not None and now - failed < self.retry_after:
                 return
-            result = await compact_channel(self.db, self.chat, channel.id, now, self.policy)
+            chat = self.chat_for(channel.owner_id) if self.chat_for else self.chat
+            result = await compact_channel(self.db, chat, channel.id, now, self.policy)
             if result.error:
                 self._failed_at[channel.id] = now
             else:

@@ -131,6 +131,18 @@ class JobRunRepo:
                     (row[0], row[1], to_iso(retry_at) if retry_at else None),
                 )
 
+    async def record_usage(self, purpose: str, person_id: int, now: datetime,
+                           tokens: int) -> None:
+        """Count a model call made outside a job run (after a turn: fact extraction,
+        compaction) as a finished `ok` row of job `purpose` (a name no background job has,
+        such as `extract:turn`), so `summary` shows its tokens per person while no job's
+        interval, cursor or retry bookkeeping sees it."""
+        await self.db.execute_write(
+            "INSERT INTO job_runs (job, person_id, started_at, finished_at, status, result,"
+            " tokens) VALUES (?, ?, ?, ?, 'ok', 'model call after a turn', ?)",
+            (purpose, person_id, to_iso(now), to_iso(now), tokens),
+        )
+
     async def interrupt_stale(self, now: datetime) -> int:
         """Mark runs left `running` by a previous process as interrupted; return how many."""
         async with self.db.write() as conn:

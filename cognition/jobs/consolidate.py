@@ -25,7 +25,7 @@ class ConsolidateJob(BaseJob):
 
     async def run(self, ctx: JobContext) -> JobOutcome:
         s = ctx.services
-        result = await consolidate_owner(s.db, s.chat, s.embedder, ctx.person.id, ctx.now,
+        result = await consolidate_owner(s.db, ctx.model(), s.embedder, ctx.person.id, ctx.now,
                                          s.lifecycle)
         if result.errors:
             # Recorded as a failed run; the watermark stays so the work is tried again.

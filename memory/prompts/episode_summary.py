@@ -12,8 +12,9 @@ import json
 import re
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from bot.model_json import read_model_json
 from bot.tokens import truncate_to_tokens
 from bot.types import ChatMessage
 
@@ -96,24 +97,9 @@ def build_messages(lines: Sequence[tuple[str, str]]) -> list[ChatMessage]:
     ]
 
 
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
-
-
 def parse(text: str) -> EpisodeSummary:
     """Validate the model's answer; `ValueError` (with a short reason) when it is unusable."""
-    raw = text.strip()
-    fenced = _FENCE.match(raw)
-    if fenced:
-        raw = fenced.group(1)
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON: {exc.msg}") from None
-    if not isinstance(data, dict):
-        raise ValueError("not a JSON object")
-    try:
-        return EpisodeSummary.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "answer"
-        raise ValueError(f"{where}: {err['msg']}") from None
+    read = read_model_json(text, EpisodeSummary)
+    if read.value is None:
+        raise ValueError(read.reason)
+    return read.value

@@ -9,7 +9,6 @@ Imports `bot` leaf types only (and pydantic, for the untrusted answer).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -18,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from bot.errors import ModelBadResponseError
+from bot.model_json import read_model_json
 from bot.tokens import count_tokens, share_budget
 from bot.types import ChatMessage
 
@@ -96,6 +96,13 @@ class Candidate(BaseModel):
         return value.strip()
 
 
+class FactsAnswer(BaseModel):
+    """The answer's shape; each item is validated as a `Candidate` on its own, so one bad
+    item does not cost the others."""
+
+    facts: list[Any]
+
+
 @dataclass(frozen=True, slots=True)
 class Excerpt:
     """One episode as the model sees it: its summary and the lines it cites."""
@@ -167,17 +174,12 @@ def parse_answer(text: str) -> list[Candidate]:
     An answer that is not a JSON object with a `facts` list at all raises
     `ModelBadResponseError` (the extractor then keeps its cursor and tries again later).
     """
-    start, end = text.find("{"), text.rfind("}")
-    data: Any = None
-    if start != -1 and end > start:
-        try:
-            data = json.loads(text[start : end + 1])
-        except json.JSONDecodeError:
-            data = None
-    if not isinstance(data, dict) or not isinstance(data.get("facts"), list):
-        raise ModelBadResponseError("fact extraction: the answer is not {\"facts\": [...]}")
+    answer = read_model_json(text, FactsAnswer)
+    if answer.value is None:
+        raise ModelBadResponseError(
+            f'fact extraction: the answer is not {{"facts": [...]}} ({answer.reason})')
     out = []
-    for item in data["facts"]:
+    for item in answer.value.facts:
         try:
             out.append(Candidate.model_validate(item))
         except ValidationError as exc:

@@ -11,11 +11,11 @@ Imports `bot` leaf types and `memory.extractive` (and pydantic, for the untruste
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from bot.model_json import read_model_json
 from bot.types import ChatMessage
 from memory.extractive import summarise
 
@@ -56,13 +56,8 @@ def build_messages(
 def parse_answer(text: str) -> tuple[str, str] | None:
     """(summary, key terms as one space-separated string), or None when the answer does not
     fit the schema (not JSON, another shape, an empty summary): never store that as memory."""
-    text = text.strip()
-    start, end = text.find("{"), text.rfind("}")
-    if start == -1 or end <= start:
-        return None
-    try:
-        answer = RollupAnswer.model_validate(json.loads(text[start:end + 1]))
-    except (json.JSONDecodeError, ValidationError):
+    answer = read_model_json(text, RollupAnswer).value
+    if answer is None:
         return None
     summary = " ".join(answer.summary.split())
     if not summary:

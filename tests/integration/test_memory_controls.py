@@ -16,6 +16,7 @@ from bot.types import InboundMessage, TurnResult
 from memory.episodes import EpisodeRepo, NewEpisode
 from memory.fact_extraction import model_completer
 from memory.facts import NewFact
+from memory.jobruns import JobRunRepo
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 ROOT = Path(__file__).parents[2]
@@ -278,6 +279,9 @@ async def test_extraction_after_turn_when_configured(fake_openai: FakeOpenAI,
         await app.processor.drain()
         assert [f.text for f in await app.facts.repo.for_owner(alice.id)] == ["Plays the oboe"]
         assert await app.extractor.watermark(alice.id) is None
+        # The extraction call went through the metered path: its tokens are Alice's.
+        usage = {row.job: row for row in await JobRunRepo(app.db).summary(alice.id)}
+        assert usage["extract:turn"].runs == 1 and usage["extract:turn"].tokens > 0
     finally:
         await app.close()
 
