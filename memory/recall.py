@@ -30,7 +30,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Protocol
 
@@ -46,6 +46,7 @@ from memory.db import Database, ReaderPool, Reads, Row, placeholders
 from memory.decay import EPISODE_TAU_DAYS, episode_weight
 from memory.episodes import LEAF, EpisodeRepo, as_blob, cited_rows_by_episode, cosines
 from memory.fts import match_query, owner_scoped, terms
+from memory.recall_focus import NOTE_TOKENS, excerpt
 from memory.recall_index import NAMED, RowIndex, recency_of
 from memory.recall_rank import (
     RankTuning,
@@ -453,7 +454,7 @@ class Recall:
         ws = window_scores(table, stems, q.vector, mask, recency, rank)
         # Extra candidates: left out when every row they cite is a live row that may be
         # quoted (a window); notes about rows left out as already shown still compete.
-        extras = [c for batch in found for c in batch
+        extras = [focus(c, ws.idf) for batch in found for c in batch
                   if not (c.cited_rows and all(r in rows.position and mask[rows.position[r]]
                                                for r in c.cited_rows))]
         order = np.argsort(-ws.score, kind="stable")[: rank.pool]
@@ -541,6 +542,12 @@ class Recall:
             log.debug("recall: %d items, %d tokens, %.1f ms", len(result.items),
                       result.tokens, result.elapsed_ms)
         return result.render()
+
+
+def focus(c: Candidate, idf: dict[str, float]) -> Candidate:
+    """A long note (a roll-up parent) as its sentences that hold the query's words."""
+    text = excerpt(c.text, idf, NOTE_TOKENS)
+    return c if text == c.text else replace(c, text=text)
 
 
 def _text_coverage(text: str, idf: dict[str, float]) -> float:
