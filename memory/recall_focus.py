@@ -5,7 +5,7 @@ A roll-up parent carries the meaning of many conversations once their rows are p
 recall budget on sentences that have nothing to do with the question, and its one line with
 the answer would be scored as a small part of a long text. Recall instead shows (and scores) a
 long note by its sentences that hold the query's words — the idf-weighted terms recall already
-computed for the windows — within a token cap, in their original order, with "…" where
+computed for the windows — within a token cap (`NOTE_TOKENS`, a quarter of the default 1,000-token budget), in their original order, with "…" where
 sentences were skipped. A short note is shown whole. Imports `bot` leaf modules and `memory`.
 """
 
@@ -19,7 +19,7 @@ from memory.recall_rank import tokens
 
 GAP = "…"
 # A note longer than this is shown by its sentences that hold the query's words.
-NOTE_TOKENS = 160
+NOTE_TOKENS = 250
 
 
 def excerpt(text: str, idf: Mapping[str, float], max_tokens: int) -> str:
