@@ -1,12 +1,13 @@
 """Query-focused excerpts of long notes, for recall.
 
 A roll-up parent carries the meaning of many conversations once their rows are pruned
-(memory.rollup), so its summary is long. Quoted whole, one parent would spend half a 1,000-token
-recall budget on sentences that have nothing to do with the question, and its one line with
-the answer would be scored as a small part of a long text. Recall instead shows (and scores) a
-long note by its sentences that hold the query's words — the idf-weighted terms recall already
-computed for the windows — within a token cap (`NOTE_TOKENS`, a quarter of the default 1,000-token budget), in their original order, with "…" where
-sentences were skipped. A short note is shown whole. Imports `bot` leaf modules and `memory`.
+(memory.rollup), so its extractive summary is long. Quoted whole, one parent would spend half a
+1,000-token recall budget on sentences that have nothing to do with the question, and its one
+line with the answer would be scored as a small part of a long text. Recall instead shows (and
+scores) a long note by its sentences that hold the query's words — the idf-weighted terms recall
+already computed for the windows — within `NOTE_TOKENS` (a quarter of the default budget), in
+their original order, with "…" where sentences were skipped. A short note is shown whole.
+Imports `bot` leaf modules and `memory`.
 """
 
 from __future__ import annotations
