@@ -468,7 +468,9 @@ class Recall:
         extra_scores = [self._extra_score(c, ws, rank) for c in extras]
         if extras:
             cover = max(cover, *(_text_coverage(c.text, content) for c in extras))
-        if gate_logit(ws.gate_z, cover, unknown_name(q.text, table), rank) < 0:
+        # A name said only in rows since pruned lives on in the notes: not a stranger.
+        noted = {t for c in extras for t in tokens(c.text)}
+        if gate_logit(ws.gate_z, cover, unknown_name(q.text, table, noted), rank) < 0:
             return [], len(top) + len(extras)
         wanted = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})
         fresh_rows = await self.index.texts(q.owner_id, [int(table.ids[i]) for i in wanted])

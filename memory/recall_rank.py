@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -307,9 +307,11 @@ CALENDAR = frozenset(
 )
 
 
-def unknown_name(query: str, table: RowTable) -> bool:
+def unknown_name(query: str, table: RowTable, known: Collection[str] = ()) -> bool:
     """Whether the query names someone or something (a capitalised word, not the first) that
-    this memory never mentions: a question about a stranger."""
+    this memory never mentions — neither its rows nor `known` (the stems of its other
+    memories, e.g. a roll-up parent's summary once the rows it came from are pruned): a
+    question about a stranger."""
     words = _NAME.findall(query)
     first = _WORD.search(query)
     if first and words and words[0] == first.group(0):
@@ -318,7 +320,7 @@ def unknown_name(query: str, table: RowTable) -> bool:
         if w.lower() in CALENDAR:
             continue
         stems = tokens(w)
-        if stems and all(t not in table.postings for t in stems):
+        if stems and all(t not in table.postings and t not in known for t in stems):
             return True
     return False
 

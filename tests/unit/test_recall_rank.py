@@ -143,3 +143,10 @@ def test_redundant_windows_give_way_to_another_session() -> None:
     mmr = greedy(units, t, cost_of, 60, RankTuning(cost_power=0.0, redundancy=0.3),
                  unit_vectors(t, units))
     assert plain.rows == {0, 1} and mmr.rows == {0, 2}
+
+
+def test_a_name_known_only_from_other_memories_is_not_a_stranger() -> None:
+    t = table_of(["Caroline: I joined a choir."])
+    assert unknown_name("What did Ottavio adopt?", t) is True
+    # Once the row that named Ottavio is pruned, a roll-up parent still knows him.
+    assert unknown_name("What did Ottavio adopt?", t, known={"ottavio", "greyhound"}) is False
