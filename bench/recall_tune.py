@@ -29,6 +29,7 @@ import hashlib
 import itertools
 import json
 import math
+import re
 import sys
 import urllib.request
 from collections.abc import Sequence
@@ -65,6 +66,7 @@ from memory.recall_rank import (  # noqa: E402
     greedy,
     keyword_coverage,
     query_stems,
+    strangers,
     unit_vectors,
     unknown_name,
     window_scores,
@@ -112,6 +114,16 @@ class Conv:
     own: list[EvalQuestion]
     foreign: list[EvalQuestion]
     qvec: dict[str, np.ndarray]
+    swapped: list[EvalQuestion]  # foreign questions naming this conversation's people
+
+
+def swap_names(q: EvalQuestion, table: RowTable, people: Sequence[str]) -> EvalQuestion:
+    """`q` with each name this memory never mentions replaced by one of `people`: a question
+    about something never said that the stranger's name cannot give away."""
+    text, names = q.question, strangers(q.question, table)
+    for i, name in enumerate(dict.fromkeys(names)):
+        text = re.sub(rf"\b{re.escape(name)}\b", people[i % len(people)], text)
+    return dataclasses.replace(q, question=text)
 
 
 def prepare(turns: list[EvalTurn], questions: list[EvalQuestion], conv: str,
@@ -129,10 +141,10 @@ def prepare(turns: list[EvalTurn], questions: list[EvalQuestion], conv: str,
              for i, (t, c) in enumerate(zip(ct, contents, strict=True))}
     own = [q for q in questions if q.conv == conv]
     foreign = abstention_sample(questions, conv, per_conv)
-    qs = own + foreign
-    qv = emb.embed([truncate_to_tokens(q.question, 512) for q in qs])
-    return Conv(conv, ct, table, fresh, own, foreign,
-                {q.qid + ("/f" if i >= len(own) else ""): qv[i] for i, q in enumerate(qs)})
+    swapped = [swap_names(q, table, speakers(ct)) for q in foreign]
+    keys = [q.qid for q in own] + [q.qid + "/f" for q in foreign] + [q.qid + "/s" for q in swapped]
+    qv = emb.embed([truncate_to_tokens(q.question, 512) for q in own + foreign + swapped])
+    return Conv(conv, ct, table, fresh, own, foreign, dict(zip(keys, qv, strict=True)), swapped)
 
 
 HEADER = "- 2023-05-08 to 2023-05-08, private chat on eval:\n"
@@ -184,6 +196,7 @@ def evaluate(convs: Sequence[Conv], tuning: RecallTuning, budget: int) -> dict[s
     by_cat: dict[str, list[float]] = {}
     overall: list[float] = []
     false_inj: list[float] = []
+    hard: list[float] = []  # on the name-swapped foreign questions
     feats: list[tuple[float, float, bool, int]] = []
     for c in convs:
         tid = {t.turn_id: i for i, t in enumerate(c.turns)}
@@ -198,10 +211,14 @@ def evaluate(convs: Sequence[Conv], tuning: RecallTuning, budget: int) -> dict[s
         for q in c.foreign:
             rows, z, cov, stranger = ask(c, q, q.qid + "/f", tuning, budget)
             false_inj.append(1.0 if rows else 0.0)
+        for q in c.swapped:
+            rows, z, cov, stranger = ask(c, q, q.qid + "/s", tuning, budget)
+            hard.append(1.0 if rows else 0.0)
             feats.append((z, cov, stranger, 0))
     return {"evidence_recall": round(float(np.mean(overall)), 4),
             "by_category": {k: round(float(np.mean(v)), 4) for k, v in sorted(by_cat.items())},
-            "false_injection_rate": round(float(np.mean(false_inj)), 4), "features": feats}
+            "false_injection_rate": round(float(np.mean(false_inj)), 4),
+            "hard_false_injection_rate": round(float(np.mean(hard)), 4), "features": feats}
 
 
 def fit_gate(feats: Sequence[tuple[float, float, bool, int]],
@@ -263,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
         label = " ".join(f"{k}={v}" for (k, _), v in zip(grid, combo, strict=True)) or "base"
         print(f"{label:<40} recall {res['evidence_recall']:.4f} "
               f"multi {res['by_category'].get('multi_hop', 0):.4f} "
-              f"FIR {res['false_injection_rate']:.3f} {res['by_category']}", flush=True)
+              f"FIR {res['false_injection_rate']:.3f} hard {res['hard_false_injection_rate']:.3f}"
+              f" {res['by_category']}", flush=True)
         if args.fit_gate:
             print("gate (bias, cosine, keyword, share of asked-here kept):",
                   fit_gate(res["features"], args.target_fir))
