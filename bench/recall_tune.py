@@ -10,8 +10,14 @@ embeddings endpoint (cached in a local file), and:
   the command line (`--set w_semantic=2.5 --set session_penalty=0.2`), or for a grid
   (`--grid session_penalty=0,0.1,0.3`);
 - with `--fit-gate`, fits the abstention gate (logistic regression of "asked about this
-  conversation" on the two gate features) and prints coefficients for a target
-  false-injection rate.
+  conversation" on the two gate features) and prints coefficients for a target rate of
+  injection on the hard negatives.
+
+The hard negatives: the same questions about other conversations, with each name this memory
+never mentions swapped for one of this conversation's speakers ("What did Tim paint?" becomes
+"What did Melanie paint?"). A stranger's name is an easy give-away; these measure what the gate
+does when the question names someone it knows but asks about something never said (`hard`
+beside `FIR` in the output).
 
 Only ever run it on the tuning conversations (`--conversations 0,1,2`); the others are for the
 report. Example:
@@ -224,9 +230,9 @@ def evaluate(convs: Sequence[Conv], tuning: RecallTuning, budget: int) -> dict[s
 def fit_gate(feats: Sequence[tuple[float, float, bool, int]],
              target: float) -> tuple[float, ...]:
     """A stranger's name vetoes (`gate_unknown_name`); on the other questions, logistic
-    regression (gradient descent) of asked-here on (z, coverage); then the bias is moved so
-    that the false-injection rate over all these questions is at most `target`. Returns
-    (bias, cosine, keyword, share of asked-here questions kept)."""
+    regression (gradient descent) of asked-here on (z, coverage), against the hard negatives;
+    then the bias is moved so that at most `target` of the hard negatives get anything.
+    Returns (bias, cosine, keyword, share of asked-here questions kept)."""
     n_neg = sum(1 for f in feats if f[3] == 0)
     n_pos = len(feats) - n_neg
     feats = [f for f in feats if not f[2]]
@@ -258,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], help="name=value of RecallTuning")
     ap.add_argument("--grid", action="append", default=[], help="name=v1,v2,…")
     ap.add_argument("--fit-gate", action="store_true")
-    ap.add_argument("--target-fir", type=float, default=0.05)
+    ap.add_argument("--target-hard", type=float, default=0.5,
+                    help="the share of hard negatives the fitted gate may let through")
     args = ap.parse_args(argv)
     turns, questions = load_turns(Path(args.turns)), load_questions(Path(args.questions))
     names = conversations(turns)
@@ -284,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
               f" {res['by_category']}", flush=True)
         if args.fit_gate:
             print("gate (bias, cosine, keyword, share of asked-here kept):",
-                  fit_gate(res["features"], args.target_fir))
+                  fit_gate(res["features"], args.target_hard))
     return 0
 
 

@@ -89,9 +89,9 @@ class RankTuning:
     session_penalty: float = 0.0
     relative_floor: float = 0.0
     pool: int = 100  # windows considered for selection, best first
-    gate_bias: float = -1.8
-    gate_cosine: float = 0.41
-    gate_keyword: float = 6.56
+    gate_bias: float = -1.07
+    gate_cosine: float = 1.03
+    gate_keyword: float = 6.39
     gate_unknown_name: float = 10.0
     cost_power: float = 0.5  # value per token^power: 0 ranks by score alone
     redundancy: float = 0.3  # MMR: value − this × the best cosine to a window already taken
