@@ -89,9 +89,9 @@ class RankTuning:
     session_penalty: float = 0.0
     relative_floor: float = 0.0
     pool: int = 100  # windows considered for selection, best first
-    gate_bias: float = -1.07
+    gate_bias: float = -1.3
     gate_cosine: float = 1.03
-    gate_keyword: float = 6.39
+    gate_keyword: float = 6.7
     gate_unknown_name: float = 10.0
     cost_power: float = 0.5  # value per token^power: 0 ranks by score alone
     redundancy: float = 0.3  # MMR: value − this × the best cosine to a window already taken
@@ -345,10 +345,16 @@ def unknown_name(query: str, table: RowTable) -> bool:
     return bool(strangers(query, table))
 
 
+_CALENDAR_STEMS = frozenset(stem(c) for c in CALENDAR)
+
+
 def without_names(query: str, idf: dict[str, float]) -> dict[str, float]:
-    """The query's idf weights without its names (a name is checked by `unknown_name`; a
-    known name alone says nothing about whether this memory holds the answer)."""
+    """The query's idf weights without its names and dates (a name is checked by
+    `unknown_name`; a known name alone says nothing about whether this memory holds the
+    answer; a month, weekday or number is when, and memory keeps dates in its headers, not in
+    what was said, so "in June" is no word the answer lacks)."""
     names = {t for w in _NAME.findall(query) for t in tokens(w)}
+    names |= {t for t in idf if t in _CALENDAR_STEMS or t.isdigit()}
     content = {t: w for t, w in idf.items() if t not in names}
     return content or idf  # a query of names only: the names are its content
 

@@ -104,6 +104,9 @@ def test_gate_features() -> None:
     idf = {"caroline": 1.0, "join": 2.0, "zebra": 3.0}
     assert without_names("Did Caroline join a zebra?", idf) == {"join": 2.0, "zebra": 3.0}
     assert without_names("Caroline", {"caroline": 1.0}) == {"caroline": 1.0}
+    # Memory keeps dates in its headers: "in June 2023" is no word the answer lacks.
+    assert without_names("Did Caroline join in June 2023?",
+                         {"caroline": 1.0, "join": 2.0, "june": 3.0, "2023": 3.0}) == {"join": 2.0}
     assert keyword_coverage(t, [0], {"join": 2.0, "zebra": 3.0}) == pytest.approx(0.4)
     tuning = RankTuning()
     assert gate_logit(2.0, 0.9, False, tuning) > 0 > gate_logit(-1.0, 0.1, False, tuning)
