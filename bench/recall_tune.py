@@ -138,7 +138,8 @@ def prepare(turns: list[EvalTurn], questions: list[EvalQuestion], conv: str,
     user, _ = speakers(ct)
     contents = [row_text(t) for t in ct]
     vectors = emb.embed([truncate_to_tokens(c, 512) for c in contents])
-    keyword = [keyword_text({"content": c, "role": t.role.value, "speaker": user})  # type: ignore[arg-type]
+    keyword = [keyword_text({"content": c, "role": t.role.value, "speaker": user,  # type: ignore[arg-type]
+                             "ts": t.ts.isoformat()})
                for t, c in zip(ct, contents, strict=True)]
     table = build_table(list(range(len(ct))), [1] * len(ct), [minutes_of(
         t.ts.isoformat()) for t in ct], keyword, vectors, np.ones(len(ct), bool),

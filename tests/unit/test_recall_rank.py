@@ -161,3 +161,15 @@ def test_redundant_windows_give_way_to_another_session() -> None:
     mmr = greedy(units, t, cost_of, 60, RankTuning(cost_power=0.0, redundancy=0.3),
                  unit_vectors(t, units))
     assert plain.rows == {0, 1} and mmr.rows == {0, 2}
+
+
+def test_a_rows_month_is_searchable() -> None:
+    from memory.recall_index import keyword_text
+
+    rows = [{"content": "Caroline: I baked bread", "role": "user", "speaker": "Caroline",
+             "ts": ts} for ts in ("2023-05-08T13:56:00Z", "2023-06-27T10:00:00Z")]
+    texts = [keyword_text(r) for r in rows]  # type: ignore[arg-type]
+    assert texts == ["Caroline: I baked bread may", "Caroline: I baked bread june"]
+    t = table_of([*texts, "Melanie: lovely", "Melanie: see you"], minutes=[0, 500, 1000, 1500])
+    ws = scores(t, "What did Caroline bake in June?", None)
+    assert int(np.argmax(ws.score)) == 1  # type: ignore[attr-defined]
