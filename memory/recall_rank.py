@@ -175,7 +175,6 @@ def build_table(ids: Sequence[int], channel: Sequence[int], minutes: Sequence[fl
                     norm.astype(np.float64), frozenset(words))
 
 
-
 # -- per-query signals -----------------------------------------------------------------------
 
 
