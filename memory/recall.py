@@ -61,6 +61,7 @@ from memory.recall_rank import (
     keyword_coverage,
     query_stems,
     spans,
+    surface_words,
     tokens,
     unit_semantic,
     unit_vectors,
@@ -97,9 +98,9 @@ class RecallTuning:
     w_recency: float = 0.02
     session_penalty: float = 0.0
     relative_floor: float = 0.0
-    gate_bias: float = -1.8
-    gate_cosine: float = 0.41
-    gate_keyword: float = 6.56
+    gate_bias: float = -1.3
+    gate_cosine: float = 1.03
+    gate_keyword: float = 6.7
     gate_unknown_name: float = 10.0
     cost_power: float = 0.5
     redundancy: float = 0.3
@@ -469,7 +470,7 @@ class Recall:
         if extras:
             cover = max(cover, *(_text_coverage(c.text, content) for c in extras))
         # A name said only in rows since pruned lives on in the notes: not a stranger.
-        noted = {t for c in extras for t in tokens(c.text)}
+        noted = {w for c in extras for w in surface_words(c.text)}
         if gate_logit(ws.gate_z, cover, unknown_name(q.text, table, noted), rank) < 0:
             return [], len(top) + len(extras)
         wanted = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})

@@ -80,14 +80,18 @@ class OwnerRows:
 NAMED = re.compile(r"^[\w .'’-]{1,40}: ")
 
 
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+          "september", "october", "november", "december")
+
+
 def keyword_text(row: Row) -> str:
-    """A row's searchable text: the speaker's name (questions use names) and the content;
-    the name only once when the content already begins with one."""
+    """A row's searchable text: the speaker's name (questions use names), the content (the
+    name only once when the content already begins with one) and the month it was said in
+    (questions ask what happened "in June"; the date itself is shown in the block's header)."""
     content = str(row["content"])
     speaker = row["speaker"] if row["role"] == "user" else ""
-    if not speaker or NAMED.match(content):
-        return content
-    return f"{speaker} {content}"
+    text = content if not speaker or NAMED.match(content) else f"{speaker} {content}"
+    return f"{text} {MONTHS[from_iso(row['ts']).month - 1]}"
 
 
 class RowIndex:
