@@ -96,9 +96,9 @@ class RecallTuning:
     w_recency: float = 0.02
     session_penalty: float = 0.0
     relative_floor: float = 0.0
-    gate_bias: float = -1.8
-    gate_cosine: float = 0.41
-    gate_keyword: float = 6.56
+    gate_bias: float = -1.07
+    gate_cosine: float = 1.03
+    gate_keyword: float = 6.39
     gate_unknown_name: float = 10.0
     cost_power: float = 0.5
     redundancy: float = 0.3

@@ -70,6 +70,15 @@ def query_stems(text: str, limit: int = 32) -> list[str]:
     return list(dict.fromkeys(tokens(text)))[:limit]
 
 
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
+def surface_words(text: str) -> list[str]:
+    """Lower-cased words as written, possessive 's dropped: what a name is checked against
+    (the stemmer would make `times` into `tim`, a name)."""
+    return [_POSSESSIVE.sub("", w) for w in re.findall(r"[\w'’]+", text.lower())]
+
+
 @dataclass(frozen=True, slots=True)
 class RankTuning:
     """The ranking's knobs (a subset of `memory.recall.RecallTuning`)."""
@@ -80,9 +89,9 @@ class RankTuning:
     session_penalty: float = 0.0
     relative_floor: float = 0.0
     pool: int = 100  # windows considered for selection, best first
-    gate_bias: float = -1.8
-    gate_cosine: float = 0.41
-    gate_keyword: float = 6.56
+    gate_bias: float = -1.07
+    gate_cosine: float = 1.03
+    gate_keyword: float = 6.39
     gate_unknown_name: float = 10.0
     cost_power: float = 0.5  # value per token^power: 0 ranks by score alone
     redundancy: float = 0.3  # MMR: value − this × the best cosine to a window already taken
@@ -108,6 +117,7 @@ class RowTable:
     postings: dict[str, dict[int, int]] = field(default_factory=dict)
     padded: F32 = field(default_factory=lambda: np.zeros((1, 1), np.float32))  # + a zero row
     window_norm: F64 = field(default_factory=lambda: np.zeros(0))  # |sum of a window's vectors|
+    words: frozenset[str] = frozenset()  # every lower-cased word as written (names, unstemmed)
 
     @property
     def n(self) -> int:
@@ -144,7 +154,9 @@ def build_table(ids: Sequence[int], channel: Sequence[int], minutes: Sequence[fl
     prev, nxt, session = link_neighbours(ch, mins, gap_minutes)
     postings: dict[str, dict[int, int]] = {}
     lengths = np.zeros(len(texts), dtype=np.float64)
+    words: set[str] = set()
     for i, text in enumerate(texts):
+        words.update(surface_words(text))
         toks = tokens(text)
         lengths[i] = len(toks)
         for t in toks:
@@ -160,7 +172,8 @@ def build_table(ids: Sequence[int], channel: Sequence[int], minutes: Sequence[fl
     norm = np.linalg.norm(padded[p] + padded[:n] + padded[x], axis=1) if n else np.zeros(0)
     return RowTable(np.asarray(ids, dtype=np.int64), ch, session, mins, vecs,
                     np.asarray(has_vec, dtype=bool), prev, nxt, lengths, postings, padded,
-                    norm.astype(np.float64))
+                    norm.astype(np.float64), frozenset(words))
+
 
 
 # -- per-query signals -----------------------------------------------------------------------
@@ -307,20 +320,29 @@ CALENDAR = frozenset(
 )
 
 
-def unknown_name(query: str, table: RowTable) -> bool:
-    """Whether the query names someone or something (a capitalised word, not the first) that
-    this memory never mentions: a question about a stranger."""
+def strangers(query: str, table: RowTable) -> list[str]:
+    """The names in the query (capitalised words, not the first, not a month or weekday) that
+    this memory never mentions, as written in the query."""
     words = _NAME.findall(query)
     first = _WORD.search(query)
     if first and words and words[0] == first.group(0):
         words = words[1:]
+    out = []
     for w in words:
-        if w.lower() in CALENDAR:
-            continue
-        stems = tokens(w)
-        if stems and all(t not in table.postings for t in stems):
-            return True
-    return False
+        for word in surface_words(w):
+            # Initials (U.S.) and calendar words say nothing about who is meant.
+            if len(word) < 3 or word in CALENDAR or word in STOPWORDS:
+                continue
+            if word not in table.words:
+                out.append(w)
+                break
+    return out
+
+
+def unknown_name(query: str, table: RowTable) -> bool:
+    """Whether the query names someone or something this memory never mentions: a question
+    about a stranger."""
+    return bool(strangers(query, table))
 
 
 def without_names(query: str, idf: dict[str, float]) -> dict[str, float]:

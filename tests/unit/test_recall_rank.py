@@ -18,6 +18,8 @@ from memory.recall_rank import (
     keyword_coverage,
     query_stems,
     spans,
+    strangers,
+    surface_words,
     unit_vectors,
     unknown_name,
     window_scores,
@@ -107,6 +109,19 @@ def test_gate_features() -> None:
     assert gate_logit(2.0, 0.9, False, tuning) > 0 > gate_logit(-1.0, 0.1, False, tuning)
     assert gate_logit(2.0, 0.9, True, tuning) < 0  # a stranger's name: abstain
     assert gate_logit(math.nan, 0.9, False, tuning) > 0  # keywords alone (embedder down)
+
+
+def test_a_name_is_checked_as_written_not_as_a_stem() -> None:
+    # The stemmer turns "times" into "tim": the name Tim must not count as known for it.
+    t = table_of(["Caroline: three times a week", "Melanie: John's dog ran off"])
+    assert strangers("What does Tim play?", t) == ["Tim"]
+    assert unknown_name("What does Tim play?", t) is True
+    # A possessive is the name; initials and calendar words name nobody.
+    assert unknown_name("Where is John's dog?", t) is False
+    assert unknown_name("What did Caroline's mother say?", t) is False
+    assert unknown_name("Which U.S. city did Caroline visit in May?", t) is False
+    assert strangers("Did Caroline meet Jean and Tim?", t) == ["Jean", "Tim"]
+    assert surface_words("John’s U.S. trip") == ["john", "u", "s", "trip"]
 
 
 def cost_of(run: tuple[int, ...]) -> int:
