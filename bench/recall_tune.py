@@ -64,12 +64,12 @@ from memory.recall_rank import (  # noqa: E402
     gate_logit,
     greedy,
     keyword_coverage,
-    query_stems,
     unit_vectors,
     unknown_name,
     window_scores,
     without_names,
 )
+from memory.text import query_stems  # noqa: E402
 
 
 class Embeddings:

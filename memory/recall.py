@@ -58,15 +58,14 @@ from memory.recall_rank import (
     gate_logit,
     greedy,
     keyword_coverage,
-    query_stems,
     spans,
-    tokens,
     unit_semantic,
     unit_vectors,
     unknown_name,
     window_scores,
     without_names,
 )
+from memory.text import query_stems, text_coverage
 
 log = logging.getLogger(__name__)
 
@@ -466,7 +465,7 @@ class Recall:
         cover = keyword_coverage(table, gate_rows, content)
         extra_scores = [self._extra_score(c, ws, rank) for c in extras]
         if extras:
-            cover = max(cover, *(_text_coverage(c.text, content) for c in extras))
+            cover = max(cover, *(text_coverage(c.text, content) for c in extras))
         if gate_logit(ws.gate_z, cover, unknown_name(q.text, table), rank) < 0:
             return [], len(top) + len(extras)
         wanted = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})
@@ -541,14 +540,6 @@ class Recall:
             log.debug("recall: %d items, %d tokens, %.1f ms", len(result.items),
                       result.tokens, result.elapsed_ms)
         return result.render()
-
-
-def _text_coverage(text: str, idf: dict[str, float]) -> float:
-    total = sum(idf.values())
-    if total <= 0:
-        return 0.0
-    words = set(tokens(text))
-    return sum(w for t, w in idf.items() if t in words) / total
 
 
 def _window_units(table: RowTable, ws: WindowScores, top: Sequence[int],

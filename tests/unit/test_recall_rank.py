@@ -16,13 +16,13 @@ from memory.recall_rank import (
     gate_logit,
     greedy,
     keyword_coverage,
-    query_stems,
     spans,
     unit_vectors,
     unknown_name,
     window_scores,
     without_names,
 )
+from memory.text import query_stems
 
 DIM = 8
 
