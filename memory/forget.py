@@ -144,10 +144,10 @@ def _extractive(lines: Sequence[tuple[str, str]]) -> str:
 
 
 class Forgetter:
-    def __init__(self, db: Database, embedder: Embedder) -> None:
+    def __init__(self, db: Database, embedder: Embedder, facts: FactRepo) -> None:
         self.db = db
         self.embedder = embedder
-        self.facts = FactRepo(db)
+        self.facts = facts
 
     # -- planning --------------------------------------------------------------------------------
 
