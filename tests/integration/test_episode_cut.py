@@ -33,8 +33,8 @@ def cutter(db: Database, fake: FakeOpenAI, clock: ManualClock, *, use_model: boo
            window: int = 4, pause: float = 30.0) -> EpisodeCutter:
     chat = OpenAIChatModel(base_url=fake.base_url, model=fake.model, api_key="t", max_retries=0)
     return episode_cutter(db, embedder_for(fake), clock, chat,
-                         CutSettings(window_turns=window, pause_minutes=pause,
-                                     use_model=use_model, assistant_name="Strata"))
+                          CutSettings(window_turns=window, pause_minutes=pause,
+                                      use_model=use_model, assistant_name="Strata"))
 
 
 def summary_requests(fake: FakeOpenAI) -> list[dict[str, Any]]:
