@@ -36,10 +36,8 @@ REPOSITORIES = {
 }
 # Who may construct one: the composition root, and memory functions that take a database
 # handle and read through the repository of their own table (not handed to anyone else).
-# `bot/evaluation_lived.py` is the benchmark harness, which is leaving the core package.
 REPOSITORY_BUILDERS = {
     "bot/app.py",
-    "bot/evaluation_lived.py",
     "memory/map.py",
     "memory/recall.py",
     "memory/rollup.py",
