@@ -313,6 +313,11 @@ class App:
         # and portrait in every prompt, and the background runner with the nine jobs.
         context = AmbientContext(repos.portraits, repos.reminders, repos.calendar,
                                  repos.transcript, clock, settings.cognition.upcoming_hours)
+        # /memory, /forget and friends let the processor's after-turn work settle first.
+        MemoryCommands(
+            repos.persons, repos.channels, forgetter, clock, repos.transcript, repos.episodes,
+            context=lambda: context, settle=lambda: processor.drain(),
+        ).register(commands)
         reminder_ports = ReminderPorts(repos.persons, repos.reminders, clock)
         register_tools(tools, reminder_ports)
         register_commands(commands, reminder_ports)
@@ -329,11 +334,6 @@ class App:
             context=context,
             after_turn=after_turn,
         )
-        # /memory, /forget and friends let after-turn work settle first (the processor's).
-        MemoryCommands(
-            repos.persons, repos.channels, forgetter, clock, repos.transcript, repos.episodes,
-            context=lambda: context, settle=processor.drain,
-        ).register(commands)
         outbound = Outbound()
         services = Services(
             settings=settings,
