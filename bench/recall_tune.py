@@ -49,17 +49,6 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bot.evaluation import (  # noqa: E402 - after the path set-up
-    ADVERSARIAL,
-    EvalQuestion,
-    EvalTurn,
-    abstention_sample,
-    conversations,
-    load_questions,
-    load_turns,
-    row_text,
-    speakers,
-)
 from bot.tokens import count_tokens, truncate_to_tokens  # noqa: E402
 from memory.recall import GATE_WINDOWS, RecallTuning, row_line  # noqa: E402
 from memory.recall_index import SESSION_GAP_MINUTES, keyword_text, minutes_of, recency_of  # noqa: E402
@@ -71,12 +60,23 @@ from memory.recall_rank import (  # noqa: E402
     gate_logit,
     greedy,
     keyword_coverage,
-    query_stems,
     strangers,
     unit_vectors,
     unknown_name,
     window_scores,
     without_names,
+)
+from memory.text import query_stems  # noqa: E402
+from strata_eval.recall import (  # noqa: E402 - after the path set-up
+    ADVERSARIAL,
+    EvalQuestion,
+    EvalTurn,
+    abstention_sample,
+    conversations,
+    load_questions,
+    load_turns,
+    row_text,
+    speakers,
 )
 
 

@@ -82,7 +82,8 @@ def sentence(person: int, turn: int) -> str:
 
 async def add_person(db: Database, embedder: HashEmbedder, p: int, turns: int) -> None:
     persons, channels = PersonRepo(db), ChannelRepo(db)
-    transcript, episodes, indexer = TranscriptRepo(db), EpisodeRepo(db), RowIndexer(db, embedder)
+    transcript, episodes = TranscriptRepo(db), EpisodeRepo(db)
+    indexer = RowIndexer(db, embedder, transcript=transcript, persons=PersonRepo(db))
     person = await persons.get_or_create(f"bench:{p}", f"person{p}", START)
     channel = await channels.get_or_create(
         platform="bench", room_ref=str(p), owner_id=person.id, kind=ChannelKind.PRIVATE,

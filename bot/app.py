@@ -26,8 +26,10 @@ from bot.ports import Adapter, AfterTurn, ChatModel, Clock
 from bot.turns import ToolRegistry, TurnProcessor
 from bot.types import Channel, Person
 from cognition.ambient import AmbientContext
+from cognition.connectors import configured_connectors
 from cognition.registry import default_registry
-from cognition.reminders import register_commands, register_tools
+from cognition.reminders import ReminderPorts, register_commands, register_tools
+from cognition.research import configured_search
 from cognition.runner import Runner
 from cognition.services import Services
 from memory.calendar import CalendarRepo
@@ -41,7 +43,7 @@ from memory.fact_recall import FactCandidates
 from memory.facts import FactRepo, FactStore
 from memory.forget import Forgetter
 from memory.jobruns import JobRunRepo
-from memory.lifecycle import LifecyclePolicy
+from memory.lifecycle import LifecyclePolicy, MemoryLifecycle
 from memory.linking import LinkCodes
 from memory.persons import ChannelRepo, PersonRepo
 from memory.portraits import PortraitRepo
@@ -186,6 +188,29 @@ def configured_adapters(settings: Settings, clock: Clock, commands: Menu = ()) -
     return adapters
 
 
+@dataclass(frozen=True)
+class Repos:
+    """Every repository over one database. Built here and nowhere else (the composition
+    root): the rest of the code is handed the repositories it uses."""
+
+    persons: PersonRepo
+    channels: ChannelRepo
+    transcript: TranscriptRepo
+    episodes: EpisodeRepo
+    facts: FactRepo
+    runs: JobRunRepo
+    reminders: ReminderRepo
+    portraits: PortraitRepo
+    calendar: CalendarRepo
+    links: LinkCodes
+
+    @classmethod
+    def over(cls, db: Database) -> Repos:
+        return cls(PersonRepo(db), ChannelRepo(db), TranscriptRepo(db), EpisodeRepo(db),
+                   FactRepo(db), JobRunRepo(db), ReminderRepo(db), PortraitRepo(db),
+                   CalendarRepo(db), LinkCodes(db))
+
+
 def metered_for_owner(chat: ChatModel, runs: JobRunRepo, clock: Clock,
                       purpose: str) -> Callable[[int], ChatModel]:
     """The model for calls made after a turn, outside any job run: each call's tokens are
@@ -243,89 +268,102 @@ class App:
     outbound: Outbound = field(default_factory=Outbound)
     services: Services | None = None
     runner: Runner | None = None
+    repos: Repos | None = None
 
     @classmethod
     async def create(cls, settings: Settings, clock: Clock | None = None) -> App:
+        """Everything wired once, in dependency order: each part gets the repositories and
+        ports it uses when it is built, and nothing is patched in afterwards."""
         clock = clock or SystemClock()
         db = await open_db(settings)
         chat = make_chat_model(settings)
         embedder = make_embedder(settings)
-        persons, channels, transcript = PersonRepo(db), ChannelRepo(db), TranscriptRepo(db)
-        runs = JobRunRepo(db)
-        commands = CommandRouter()
-        LinkCommand(LinkCodes(db), persons, clock).register(commands)
-        facts = FactStore(FactRepo(db), embedder)
-        processor = TurnProcessor(
-            settings=settings,
-            persons=persons,
-            channels=channels,
-            transcript=transcript,
-            chat=chat,
-            clock=clock,
-            commands=commands,
-            tools=ToolRegistry(),
-        )
+        repos = Repos.over(db)
+        commands, tools = CommandRouter(), ToolRegistry()
+        LinkCommand(repos.links, repos.persons, clock).register(commands)
+        facts = FactStore(repos.facts, embedder)
         # Memory: turn-zero recall (episodes, transcript rows and facts) on the hot path; row
         # vectors and episode cutting after it.
         recall = Recall(db, embedder, clock, recall_tuning(settings))
-        recall.add_source(FactCandidates(facts.repo, channels))
-        row_indexer = RowIndexer(db, embedder)
-        cutter = EpisodeCutter(db, embedder, clock, chat, cut_settings(settings))
-        forgetter = Forgetter(db, embedder)
-        extractor = FactExtractor(db, facts, persons,
+        recall.add_source(FactCandidates(repos.facts, repos.channels))
+        row_indexer = RowIndexer(db, embedder, transcript=repos.transcript,
+                                 persons=repos.persons)
+        cutter = EpisodeCutter(db, embedder, clock, chat, cut_settings(settings),
+                               transcript=repos.transcript, persons=repos.persons)
+        forgetter = Forgetter(db, embedder, repos.facts)
+        extractor = FactExtractor(db, facts, repos.persons,
                                   min_confidence=settings.facts.min_confidence,
                                   input_tokens=settings.facts.input_tokens)
-        processor.recaller = recall
-        processor.after_turn += [
+        after_turn: list[AfterTurn] = [
             row_indexer,
             ExtractAfterTurn(cutter, extractor,
-                             metered_for_owner(chat, runs, clock, "extract:turn"), clock,
+                             metered_for_owner(chat, repos.runs, clock, "extract:turn"), clock,
                              settings.facts.max_episodes)
             if settings.facts.extract_after_turn
             else cutter,
         ]
+        policy = make_lifecycle_policy(settings)
         if settings.lifecycle.compact_after_turn:
-            policy = make_lifecycle_policy(settings).compaction
-            processor.after_turn.append(CompactionHook(
-                db, chat, clock, policy,
-                chat_for=metered_for_owner(chat, runs, clock, "compact:turn")))
+            after_turn.append(CompactionHook(
+                db, chat, clock, policy.compaction,
+                chat_for=metered_for_owner(chat, repos.runs, clock, "compact:turn")))
         if settings.facts.tools:
-            MemoryTools(facts, transcript, clock).register(processor.tools)
-        episodes = EpisodeRepo(db)
-        MemoryCommands(
-            persons, channels, forgetter, clock, transcript, episodes,
-            context=lambda: processor.context, settle=processor.drain,
-        ).register(commands)
+            MemoryTools(facts, repos.transcript, clock).register(tools)
         # Cognition: reminders and scheduled prompts (tools, /timezone), the ambient snapshot
         # and portrait in every prompt, and the background runner with the nine jobs.
-        outbound = Outbound()
-        services = Services.build(
+        context = AmbientContext(repos.portraits, repos.reminders, repos.calendar,
+                                 repos.transcript, clock, settings.cognition.upcoming_hours)
+        # /memory, /forget and friends let the processor's after-turn work settle first.
+        MemoryCommands(
+            repos.persons, repos.channels, forgetter, clock, repos.transcript, repos.episodes,
+            context=lambda: context, settle=lambda: processor.drain(),
+        ).register(commands)
+        reminder_ports = ReminderPorts(repos.persons, repos.reminders, clock)
+        register_tools(tools, reminder_ports)
+        register_commands(commands, reminder_ports)
+        processor = TurnProcessor(
             settings=settings,
-            db=db,
+            persons=repos.persons,
+            channels=repos.channels,
+            transcript=repos.transcript,
+            chat=chat,
+            clock=clock,
+            commands=commands,
+            tools=tools,
+            recaller=recall,
+            context=context,
+            after_turn=after_turn,
+        )
+        outbound = Outbound()
+        services = Services(
+            settings=settings,
             clock=clock,
             chat=chat,
             embedder=embedder,
             processor=processor,
+            tools=tools,
             outbound=outbound,
+            persons=repos.persons,
+            channels=repos.channels,
+            transcript=repos.transcript,
+            episodes=repos.episodes,
+            runs=repos.runs,
+            reminders=repos.reminders,
+            portraits=repos.portraits,
+            calendar=repos.calendar,
             facts=facts,
             extractor=extractor,
-            lifecycle=make_lifecycle_policy(settings),
-            episodes=episodes,
-            runs=runs,
-            reminders=ReminderRepo(db),
-            portraits=PortraitRepo(db),
-            calendar=CalendarRepo(db),
+            lifecycle=MemoryLifecycle(db, embedder, policy),
             cutter=cutter,
+            connectors=configured_connectors(settings),
+            search=configured_search(settings),
         )
-        register_tools(processor.tools, services)
-        register_commands(commands, services)
-        processor.context = AmbientContext(services)
         runner = Runner(services, default_registry())
         return cls(
-            settings, db, clock, chat, embedder, persons, channels, transcript, processor,
-            facts, extractor, forgetter, commands, episodes=episodes, recall=recall,
-            cutter=cutter, row_indexer=row_indexer, outbound=outbound, services=services,
-            runner=runner,
+            settings, db, clock, chat, embedder, repos.persons, repos.channels,
+            repos.transcript, processor, facts, extractor, forgetter, commands,
+            episodes=repos.episodes, recall=recall, cutter=cutter, row_indexer=row_indexer,
+            outbound=outbound, services=services, runner=runner, repos=repos,
         )
 
     async def serve(

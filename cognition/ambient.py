@@ -8,13 +8,17 @@ there. The portrait is the synthesis job's newest one. May import `bot` and `mem
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from bot.ports import Clock
 from bot.types import Channel, ChannelKind, Person
 from cognition.reminders import describe, describe_recurrence, local
-from cognition.services import Services
+from memory.calendar import CalendarRepo
+from memory.portraits import PortraitRepo
 from memory.profiles import sources_with
-from memory.transcript import RowFilter
+from memory.reminders import ReminderRepo
+from memory.transcript import RowFilter, TranscriptRepo
 
 
 def ago(delta: timedelta) -> str:
@@ -29,17 +33,23 @@ def ago(delta: timedelta) -> str:
     return f"{hours // 24} days ago"
 
 
+@dataclass(frozen=True)
 class AmbientContext:
-    def __init__(self, services: Services) -> None:
-        self.s = services
+    """The turn processor's `ContextSource`, over the few repositories it reads."""
+
+    portraits: PortraitRepo
+    reminders: ReminderRepo
+    calendar: CalendarRepo
+    transcript: TranscriptRepo
+    clock: Clock
+    upcoming_hours: float  # reminders and events this far ahead are mentioned
 
     async def portrait(self, owner_id: int) -> str | None:
-        latest = await self.s.portraits.latest(owner_id)
+        latest = await self.portraits.latest(owner_id)
         return latest.text if latest else None
 
     async def ambient(self, person: Person, channel: Channel) -> str | None:
-        s = self.s
-        now = s.clock.now()
+        now = self.clock.now()
         if channel.kind is ChannelKind.SHARED:
             return f"Current time: {now:%A %d %B %Y, %H:%M} UTC."
         tz = person.timezone
@@ -54,15 +64,15 @@ class AmbientContext:
         if place is not None:
             lat, lon, ts = place
             lines.append(f"Last known location: {lat:.4f}, {lon:.4f} ({ago(now - ts)}).")
-        horizon = now + timedelta(hours=s.settings.cognition.upcoming_hours)
-        upcoming = [r for r in await s.reminders.upcoming(person.id, limit=10)
+        horizon = now + timedelta(hours=self.upcoming_hours)
+        upcoming = [r for r in await self.reminders.upcoming(person.id, limit=10)
                     if r.due_at <= horizon]
         if upcoming:
             lines.append("Upcoming reminders and scheduled prompts:")
             for r in upcoming:
                 rec = f" ({describe_recurrence(r.recurrence)})" if r.recurrence else ""
                 lines.append(f"- #{r.id} {describe(r.due_at, r.timezone, now)}{rec}: {r.text}")
-        events = await s.calendar.upcoming(person.id, now, horizon)
+        events = await self.calendar.upcoming(person.id, now, horizon)
         if events:
             lines.append("Calendar:")
             for e in events:
@@ -73,14 +83,14 @@ class AmbientContext:
     async def _last_spoke(self, person: Person, channel: Channel) -> datetime | None:
         # In a chat turn the newest user row is the message being answered: skip it.
         skip = 0 if channel.kind is ChannelKind.BACKGROUND else 1
-        return await self.s.transcript.last_said_at(person.id, skip=skip)
+        return await self.transcript.last_said_at(person.id, skip=skip)
 
     async def _last_location(self, person: Person) -> tuple[float, float, datetime] | None:
         allowed = tuple(sources_with("location"))
         if not allowed:
             return None
-        where = RowFilter(allowed, located=True, until=self.s.clock.now())
-        rows = await self.s.transcript.matching(person.id, where, limit=1, newest=True)
+        where = RowFilter(allowed, located=True, until=self.clock.now())
+        rows = await self.transcript.matching(person.id, where, limit=1, newest=True)
         if not rows or rows[0].lat is None or rows[0].lon is None:
             return None
         return rows[0].lat, rows[0].lon, rows[0].ts

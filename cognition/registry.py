@@ -6,7 +6,12 @@ to work on at all), and a `run(ctx)` that does the work and returns a `JobOutcom
 compares the watermark with the job's cursor and calls `run` only when it changed, so a job
 with nothing new makes no model call. Model work goes through `ctx.turn(...)`: a background
 turn of the one turn processor, idempotent per job, person and input watermark, and counted
-against the run's token budget. May import `bot` and `memory`.
+against the run's token budget.
+
+A job sees its services as `ctx.services`, typed by the job's own Protocol (e.g.
+`ConsolidatePorts`): the repositories and ports it uses, nothing else, and never the database.
+The runner hands every job the one `Services` built by the composition root, which satisfies
+all of them; mypy holds each job to what its Protocol names. May import `bot` and `memory`.
 """
 
 from __future__ import annotations
@@ -15,11 +20,12 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from bot.errors import BudgetExhaustedError, StrataError
 from bot.metered_chat import MeteredChat
 from bot.ports import ChatModel
+from bot.turns import BackgroundResult
 from bot.types import Person
 from cognition.services import Services
 
@@ -36,9 +42,36 @@ class JobOutcome:
     details: dict[str, Any] = field(default_factory=dict)  # for `strata jobs run --json`
 
 
+class BackgroundTurns(Protocol):
+    """The turn processor's background turns (`bot.turns.TurnProcessor.handle_background`)."""
+
+    async def handle_background(
+        self,
+        person: Person,
+        source: str,
+        prompt: str,
+        *,
+        turn_id: str | None = None,
+        instructions: str | None = None,
+        history: bool = True,
+        tools: bool = False,
+        max_tokens: int | None = None,
+    ) -> BackgroundResult: ...
+
+
+# What a job's `ctx.services` is typed as: the job's own Protocol of ports. Covariant, so a
+# context over the full `Services` is a context over any Protocol that `Services` satisfies.
+P = TypeVar("P", covariant=True)
+# A job over ports S accepts any context whose services satisfy S.
+S = TypeVar("S", contravariant=True)
+
+
 @dataclass
-class JobContext:
-    services: Services
+class JobContext(Generic[P]):
+    services: P
+    chat: ChatModel  # the model outside turns (`model()`), metered per run
+    turns: BackgroundTurns  # background turns of the one turn processor (`turn()`)
+    max_tokens: int  # the most one background turn may ask for
     job: str
     person: Person
     now: datetime
@@ -61,7 +94,7 @@ class JobContext:
         async def charge(tokens: int) -> None:
             self.tokens += tokens
 
-        return MeteredChat(self.services.chat, charge, lambda: self.remaining)
+        return MeteredChat(self.chat, charge, lambda: self.remaining)
 
     def turn_id(self, step: str = "main") -> str:
         base = f"job:{self.job}:{self.person.id}:{self.inputs}:{step}"
@@ -85,32 +118,36 @@ class JobContext:
         """
         if self.remaining <= 0:
             raise BudgetExhaustedError(f"token budget of {self.budget} used up")
-        s = self.services
-        result = await s.processor.handle_background(
+        result = await self.turns.handle_background(
             self.person,
             source,
             prompt,
             turn_id=self.turn_id(step),
             instructions=instructions,
             history=history,
-            max_tokens=min(s.settings.llm.max_tokens, self.remaining),
+            max_tokens=min(self.max_tokens, self.remaining),
         )
         self.tokens += result.tokens
         return result.reply
 
 
-class Job(Protocol):
+class Job(Protocol[S]):
     name: str
     description: str
     for_rooms: bool  # also runs for shared rooms' memory scopes (not only for persons)
 
-    def min_interval(self, ctx: JobContext) -> timedelta | None:
+    def min_interval(self, ctx: JobContext[S]) -> timedelta | None:
         """At most one successful run per this interval (None: no limit)."""
         ...
 
-    async def inputs(self, ctx: JobContext) -> str | None: ...
+    async def inputs(self, ctx: JobContext[S]) -> str | None: ...
 
-    async def run(self, ctx: JobContext) -> JobOutcome: ...
+    async def run(self, ctx: JobContext[S]) -> JobOutcome: ...
+
+
+# What the registry holds: jobs whose ports the one `Services` provides (mypy checks each
+# job's Protocol against `Services` where the list is built, in `cognition.jobs.all_jobs`).
+AnyJob = Job[Services]
 
 
 class BaseJob:
@@ -120,29 +157,29 @@ class BaseJob:
     description = ""
     for_rooms = False
 
-    def min_interval(self, ctx: JobContext) -> timedelta | None:
+    def min_interval(self, ctx: JobContext[Any]) -> timedelta | None:
         return None
 
 
 class JobRegistry:
     """Jobs by name, in the order the runner checks them."""
 
-    def __init__(self, jobs: list[Job] | None = None) -> None:
-        self._jobs: dict[str, Job] = {}
+    def __init__(self, jobs: list[AnyJob] | None = None) -> None:
+        self._jobs: dict[str, AnyJob] = {}
         for job in jobs or []:
             self.add(job)
 
-    def add(self, job: Job) -> None:
+    def add(self, job: AnyJob) -> None:
         if job.name in self._jobs:
             raise ValueError(f"job {job.name!r} is registered twice")
         self._jobs[job.name] = job
 
-    def replace(self, job: Job) -> None:
+    def replace(self, job: AnyJob) -> None:
         if job.name not in self._jobs:
             raise ValueError(f"no job {job.name!r} to replace")
         self._jobs[job.name] = job
 
-    def get(self, name: str) -> Job:
+    def get(self, name: str) -> AnyJob:
         try:
             return self._jobs[name]
         except KeyError:
@@ -153,7 +190,7 @@ class JobRegistry:
     def names(self) -> list[str]:
         return list(self._jobs)
 
-    def __iter__(self) -> Iterator[Job]:
+    def __iter__(self) -> Iterator[AnyJob]:
         return iter(list(self._jobs.values()))
 
     def __len__(self) -> int:

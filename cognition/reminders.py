@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -25,12 +26,14 @@ from pydantic import Field
 from bot.clock import ensure_utc, to_iso
 from bot.commands import CommandContext, CommandReply, CommandRouter
 from bot.outbound import DeliveryUnavailableError
+from bot.ports import Clock
 from bot.tool_args import RowId, ToolArgs, add_tool
 from bot.turns import ToolContext, ToolRegistry
 from bot.types import ChannelKind, NewRow, Role
 from cognition.backoff import retry_delay
 from cognition.services import Services
-from memory.reminders import Reminder
+from memory.persons import PersonRepo
+from memory.reminders import Reminder, ReminderRepo
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +166,16 @@ class TimezoneArgs(ToolArgs):
     timezone: str = Field(description="an IANA name like Europe/Paris")
 
 
-def register_tools(tools: ToolRegistry, services: Services) -> None:
+@dataclass(frozen=True)
+class ReminderPorts:
+    """What the reminder tools and chat commands use (delivery uses the whole `Services`)."""
+
+    persons: PersonRepo
+    reminders: ReminderRepo
+    clock: Clock
+
+
+def register_tools(tools: ToolRegistry, services: ReminderPorts) -> None:
     """Add the reminder, scheduled-prompt and time-zone tools to a turn processor's tools."""
     s = services
 
@@ -246,7 +258,7 @@ def register_tools(tools: ToolRegistry, services: Services) -> None:
              TimezoneArgs, set_timezone)
 
 
-def register_commands(commands: CommandRouter, services: Services) -> None:
+def register_commands(commands: CommandRouter, services: ReminderPorts) -> None:
     """`/timezone [NAME]` and `/reminders` chat commands."""
     s = services
 

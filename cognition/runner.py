@@ -30,7 +30,7 @@ from bot.config import CognitionSettings
 from bot.errors import BudgetExhaustedError, ConfigError
 from bot.types import OwnerKind, Person
 from cognition.backoff import retry_delay
-from cognition.registry import Job, JobContext, JobRegistry
+from cognition.registry import AnyJob, JobContext, JobRegistry
 from cognition.reminders import deliver_due
 from cognition.services import Services
 
@@ -182,7 +182,7 @@ class Runner:
         return None if last is None else now - last
 
     async def run_job(
-        self, job: Job, person: Person, *, force: bool = False, now: datetime | None = None,
+        self, job: AnyJob, person: Person, *, force: bool = False, now: datetime | None = None,
         asked: bool = False,
     ) -> JobReport:
         """Run one job for one person if it is due and has something new; record the run.
@@ -219,6 +219,9 @@ class Runner:
                              f"{cursor.retry_at:%Y-%m-%d %H:%M} UTC")
         ctx = JobContext(
             services=s,
+            chat=s.chat,
+            turns=s.processor,
+            max_tokens=s.settings.llm.max_tokens,
             job=job.name,
             person=person,
             now=now,

@@ -1,5 +1,9 @@
-"""What background cognition works with: the app's services, gathered once by the composition
-root (`bot.app`) and passed to the runner, the jobs and the reminder tools.
+"""What background cognition works with: the app's services, built once by the composition
+root (`bot.app`) and passed to the runner and the reminder delivery.
+
+Jobs do not see this whole set: each job names the few ports it uses in its own Protocol
+(`cognition.jobs.*`), and `Services` satisfies all of them. There is no database handle here:
+what a job does to memory goes through a repository or `memory.lifecycle.MemoryLifecycle`.
 
 Defined here, not in `bot.app`, because `bot.app` imports `cognition` (never the other way).
 May import `bot` and `memory`.
@@ -12,31 +16,30 @@ from dataclasses import dataclass, field
 from bot.config import Settings
 from bot.outbound import Outbound
 from bot.ports import ChatModel, Clock, Embedder
-from bot.turns import TurnProcessor
+from bot.turns import ToolRegistry, TurnProcessor
 from cognition.connectors import Connector
 from cognition.research import SearchProvider
 from memory.calendar import CalendarRepo
-from memory.db import Database
 from memory.episode_cut import EpisodeCutter
 from memory.episodes import EpisodeRepo
 from memory.fact_extraction import FactExtractor
 from memory.facts import FactStore
 from memory.jobruns import JobRunRepo
-from memory.lifecycle import LifecyclePolicy
+from memory.lifecycle import MemoryLifecycle
 from memory.persons import ChannelRepo, PersonRepo
 from memory.portraits import PortraitRepo
 from memory.reminders import ReminderRepo
 from memory.transcript import TranscriptRepo
 
 
-@dataclass
+@dataclass(frozen=True)
 class Services:
     settings: Settings
-    db: Database
     clock: Clock
     chat: ChatModel
     embedder: Embedder
     processor: TurnProcessor
+    tools: ToolRegistry
     outbound: Outbound
     persons: PersonRepo
     channels: ChannelRepo
@@ -48,57 +51,7 @@ class Services:
     calendar: CalendarRepo
     facts: FactStore
     extractor: FactExtractor
-    lifecycle: LifecyclePolicy = field(default_factory=LifecyclePolicy)
+    lifecycle: MemoryLifecycle
     cutter: EpisodeCutter | None = None
     connectors: list[Connector] = field(default_factory=list)
     search: SearchProvider | None = None
-
-    @classmethod
-    def build(
-        cls,
-        *,
-        settings: Settings,
-        db: Database,
-        clock: Clock,
-        chat: ChatModel,
-        embedder: Embedder,
-        processor: TurnProcessor,
-        outbound: Outbound,
-        facts: FactStore,
-        extractor: FactExtractor,
-        lifecycle: LifecyclePolicy,
-        episodes: EpisodeRepo,
-        runs: JobRunRepo,
-        reminders: ReminderRepo,
-        portraits: PortraitRepo,
-        calendar: CalendarRepo,
-        cutter: EpisodeCutter | None = None,
-    ) -> Services:
-        """The services over one database (the repositories built by the composition root),
-        with the connectors and search provider that the configuration asks for."""
-        from cognition.connectors import configured_connectors
-        from cognition.research import configured_search
-
-        return cls(
-            settings=settings,
-            db=db,
-            clock=clock,
-            chat=chat,
-            embedder=embedder,
-            processor=processor,
-            outbound=outbound,
-            persons=processor.persons,
-            channels=processor.channels,
-            transcript=processor.transcript,
-            episodes=episodes,
-            runs=runs,
-            reminders=reminders,
-            portraits=portraits,
-            calendar=calendar,
-            facts=facts,
-            extractor=extractor,
-            lifecycle=lifecycle,
-            cutter=cutter,
-            connectors=configured_connectors(settings),
-            search=configured_search(settings),
-        )

@@ -190,11 +190,9 @@ class EpisodeCutter:
     clock: Clock
     chat: ChatModel | None = None
     settings: CutSettings = CutSettings()
+    transcript: TranscriptRepo = field(kw_only=True)
+    persons: PersonRepo = field(kw_only=True)
     _locks: dict[int, asyncio.Lock] = field(default_factory=dict, init=False)
-
-    def __post_init__(self) -> None:
-        self.transcript = TranscriptRepo(self.db)
-        self.persons = PersonRepo(self.db)
 
     # -- entry points ----------------------------------------------------------------------
 

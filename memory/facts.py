@@ -35,6 +35,7 @@ from memory.decay import fact_expired, fact_weight
 from memory.episodes import as_blob, cosines
 from memory.fts import match_query, owner_scoped, terms
 from memory.profiles import profile_for
+from memory.text import term_coverage
 
 log = logging.getLogger(__name__)
 
@@ -87,34 +88,10 @@ def normalise_text(text: str) -> str:
     return " ".join(_KEY_JUNK.sub(" ", text.lower()).split())
 
 
-def word_pattern(term: str) -> re.Pattern[str]:
-    """A word starting with `term` (a crude plural stem), case-insensitive.
-
-    `cats` finds "cat", "cats" and "Cat's"; `zorblax` finds "Zorblax's" but not "xzorblax".
-    """
-    return re.compile(r"(?<!\w)" + re.escape(stem_of(term)), re.IGNORECASE)
-
-
-def stem_of(term: str) -> str:
-    """`term` lower-cased, a plural `s` dropped (`cats` → `cat`, `glass` stays)."""
-    stem = term.lower()
-    if len(stem) > 3 and stem.endswith("s") and not stem.endswith("ss"):
-        stem = stem[:-1]
-    return stem
-
-
 def index_text(text: str, attribute: str) -> str:
     """What a fact is embedded and matched as: its text plus its attribute key in words."""
     key = normalise_key(attribute).replace("_", " ")
     return f"{text.strip()} ({key})" if key else text.strip()
-
-
-def coverage(query_terms: Sequence[str], text: str) -> float:
-    """The share of `query_terms` that occur (as word prefixes) in `text`: 0..1."""
-    if not query_terms:
-        return 0.0
-    found = sum(1 for t in query_terms if word_pattern(t).search(text))
-    return found / len(query_terms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -501,7 +478,7 @@ class FactRepo:
             fact = fact_from_db(row)
             # Negative cosine carries no evidence.
             sim = min(max(cosine.get(fact.id, 0.0), 0.0), 1.0)
-            cov = coverage(query_terms, index_text(fact.text, fact.attribute))
+            cov = term_coverage(query_terms, index_text(fact.text, fact.attribute))
             relevance = min(max(sim, cov) + 0.25 * min(sim, cov), 1.0)
             hits.append(FactHit(fact, relevance, sim, cov, cosine.get(fact.id),
                                 bm25.get(fact.id)))

@@ -14,7 +14,7 @@ Their next message creates a new person, with a new id (ids are never reused).
 Afterwards `scrub()` leaves no trace in the bytes of the files: `secure_delete` is on (see
 `memory.db`), every FTS5 index is merged (`optimize`, which drops the deleted terms from its
 segments) and the WAL is checkpointed and truncated. A word matches when every query word
-starts a word of the text (case-insensitive, crude plural stem: see `memory.facts.word_pattern`).
+starts a word of the text (case-insensitive, crude stem: see `memory.text.word_pattern`).
 Imports `bot` leaf modules and `memory` only.
 """
 
@@ -30,8 +30,9 @@ from bot.ports import Embedder
 from memory.db import Database, placeholders
 from memory.episodes import as_blob
 from memory.export import OWNED_TABLES
-from memory.facts import Fact, FactRepo, fact_from_db, stem_of, word_pattern
+from memory.facts import Fact, FactRepo, fact_from_db
 from memory.fts import terms
+from memory.text import stem, word_pattern
 
 log = logging.getLogger(__name__)
 
@@ -143,10 +144,10 @@ def _extractive(lines: Sequence[tuple[str, str]]) -> str:
 
 
 class Forgetter:
-    def __init__(self, db: Database, embedder: Embedder) -> None:
+    def __init__(self, db: Database, embedder: Embedder, facts: FactRepo) -> None:
         self.db = db
         self.embedder = embedder
-        self.facts = FactRepo(db)
+        self.facts = facts
 
     # -- planning --------------------------------------------------------------------------------
 
@@ -165,7 +166,7 @@ class Forgetter:
         ]
         # A cheap SQL prefilter (SQLite's lower() folds ASCII only, so only ASCII stems are
         # used); the regex decides.
-        stems = [t for t in (stem_of(w) for w in terms(words)) if t.isascii()]
+        stems = [t for t in (stem(w) for w in terms(words)) if t.isascii()]
         prefilter = "".join(" AND instr(lower(content), ?) > 0" for _ in stems)
         scope = await self.db.fetchall(
             "SELECT id, turn_id, kind, content FROM transcript"

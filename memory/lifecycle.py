@@ -13,9 +13,11 @@ The passes take the time from the caller and return a result dataclass saying wh
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+from bot.ports import ChatModel, Embedder
 from memory.db import Database
 from memory.episodes import ERA, LEAF, TOPIC, Episode, episode_from_db
 from memory.janitor import DecayResult, decay_pass
@@ -23,7 +25,26 @@ from memory.rollup import ConsolidateResult, LifecyclePolicy, consolidate_owner,
 from memory.transcript import watermark
 
 __all__ = ["ChannelHierarchy", "ConsolidateResult", "DecayResult", "LifecyclePolicy",
-           "consolidate_owner", "decay_pass", "hierarchy", "rollup_owner"]
+           "MemoryLifecycle", "consolidate_owner", "decay_pass", "hierarchy", "rollup_owner"]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryLifecycle:
+    """The life-cycle passes over one database, for callers that must not hold the database
+    (the background jobs): built once by the composition root."""
+
+    db: Database
+    embedder: Embedder
+    policy: LifecyclePolicy = field(default_factory=LifecyclePolicy)
+
+    async def consolidate(self, chat: ChatModel, owner_id: int,
+                          now: datetime) -> ConsolidateResult:
+        """`consolidate_owner` with `chat` (the caller's budgeted model)."""
+        return await consolidate_owner(self.db, chat, self.embedder, owner_id, now, self.policy)
+
+    async def decay(self, now: datetime, owner_id: int | None = None) -> DecayResult:
+        """`decay_pass` for one owner (or all)."""
+        return await decay_pass(self.db, now, owner_id)
 
 
 @dataclass(frozen=True, slots=True)

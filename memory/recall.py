@@ -59,16 +59,15 @@ from memory.recall_rank import (
     gate_logit,
     greedy,
     keyword_coverage,
-    query_stems,
     spans,
     surface_words,
-    tokens,
     unit_semantic,
     unit_vectors,
     unknown_name,
     window_scores,
     without_names,
 )
+from memory.text import query_stems, text_coverage
 
 log = logging.getLogger(__name__)
 
@@ -468,7 +467,7 @@ class Recall:
         cover = keyword_coverage(table, gate_rows, content)
         extra_scores = [self._extra_score(c, ws, rank) for c in extras]
         if extras:
-            cover = max(cover, *(_text_coverage(c.text, content) for c in extras))
+            cover = max(cover, *(text_coverage(c.text, content) for c in extras))
         # A name said only in rows since pruned lives on in the notes: not a stranger.
         noted = {w for c in extras for w in surface_words(c.text)}
         if gate_logit(ws.gate_z, cover, unknown_name(q.text, table, noted), rank) < 0:
@@ -551,14 +550,6 @@ def focus(c: Candidate, idf: dict[str, float]) -> Candidate:
     """A long note (a roll-up parent) as its sentences that hold the query's words."""
     text = excerpt(c.text, idf, NOTE_TOKENS)
     return c if text == c.text else replace(c, text=text)
-
-
-def _text_coverage(text: str, idf: dict[str, float]) -> float:
-    total = sum(idf.values())
-    if total <= 0:
-        return 0.0
-    words = set(tokens(text))
-    return sum(w for t, w in idf.items() if t in words) / total
 
 
 def _window_units(table: RowTable, ws: WindowScores, top: Sequence[int],

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from bot.tokens import count_tokens, truncate_to_tokens
 from memory.extractive import split_units
-from memory.recall_rank import tokens
+from memory.text import tokens
 
 GAP = "…"
 # A note longer than this is shown by its sentences that hold the query's words.

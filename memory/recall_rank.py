@@ -29,7 +29,6 @@ already in the block, and each window already taken from the same session costs
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Callable, Collection, Sequence
@@ -39,35 +38,16 @@ import numpy as np
 import numpy.typing as npt
 
 from memory.fts import STOPWORDS
+from memory.text import coverage, stem, tokens
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_SUFFIXES = ("ing", "ed", "es", "ly", "s")
 BM25_K1 = 1.2
 BM25_B = 0.75
 TYPICAL_COST = 60.0  # tokens of a three-turn window, for `cost_power`
-
-
-@functools.lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    """A crude suffix strip, enough to match `sisters`/`sister` or `painted`/`paint`."""
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
-def tokens(text: str) -> list[str]:
-    """Stemmed, lower-cased content words of `text` (stopwords dropped), with repeats."""
-    return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
-
-
-def query_stems(text: str, limit: int = 32) -> list[str]:
-    """The query's distinct stems, in order."""
-    return list(dict.fromkeys(tokens(text)))[:limit]
 
 
 _POSSESSIVE = re.compile(r"['’]s$")
@@ -302,12 +282,7 @@ def _semantic(sims: F32, norms: F64, has: npt.NDArray[np.bool_], prev: I64, nxt:
 
 def keyword_coverage(table: RowTable, rows: Sequence[int], idf: dict[str, float]) -> float:
     """The idf-weighted share of the query's terms found in `rows`."""
-    total = sum(idf.values())
-    if total <= 0:
-        return 0.0
-    found = sum(w for t, w in idf.items()
-                if any(r in table.postings.get(t, ()) for r in rows))
-    return found / total
+    return coverage(idf, lambda t: any(r in table.postings.get(t, ()) for r in rows))
 
 
 _NAME = re.compile(r"\b[A-Z][\w'’-]*")

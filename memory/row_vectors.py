@@ -45,11 +45,9 @@ def recallable(row: TranscriptRow) -> bool:
 class RowIndexer:
     db: Database
     embedder: Embedder
+    transcript: TranscriptRepo = field(kw_only=True)
+    persons: PersonRepo = field(kw_only=True)
     _locks: dict[int, asyncio.Lock] = field(default_factory=dict, init=False)
-
-    def __post_init__(self) -> None:
-        self.transcript = TranscriptRepo(self.db)
-        self.persons = PersonRepo(self.db)
 
     async def __call__(self, channel: Channel, person: Person, turn_id: str) -> None:
         await self.index_channel(channel.id)

@@ -7,9 +7,12 @@ from collections.abc import Sequence
 
 from bot.clock import ManualClock
 from bot.llm import OpenAIEmbedder
+from bot.ports import ChatModel, Clock, Embedder
 from bot.types import Channel, ChannelKind, NewRow, Person, Role, RowKind
 from memory.db import Database
+from memory.episode_cut import CutSettings, EpisodeCutter
 from memory.persons import ChannelRepo, PersonRepo
+from memory.row_vectors import RowIndexer
 from memory.transcript import TranscriptRepo
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -63,3 +66,15 @@ def filler(i: int, words: int = 7) -> str:
     """A deterministic sentence of distinct everyday words (no repeats, no topic)."""
     n = len(FILLER_WORDS)
     return " ".join(FILLER_WORDS[(i * 7 + j * 3) % n] for j in range(words))
+
+
+def row_indexer(db: Database, embedder: Embedder) -> RowIndexer:
+    """A row indexer over `db` with its repositories (as the composition root wires it)."""
+    return RowIndexer(db, embedder, transcript=TranscriptRepo(db), persons=PersonRepo(db))
+
+
+def episode_cutter(db: Database, embedder: Embedder, clock: Clock, chat: ChatModel | None,
+                   settings: CutSettings) -> EpisodeCutter:
+    """An episode cutter over `db` with its repositories (as the composition root wires it)."""
+    return EpisodeCutter(db, embedder, clock, chat, settings, transcript=TranscriptRepo(db),
+                         persons=PersonRepo(db))

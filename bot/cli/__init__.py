@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import importlib.util
 import logging
 import os
 import sys
@@ -21,8 +22,11 @@ from bot.errors import StrataError
 # Subcommand modules, each with `register(subparsers)`; commands set `run=coroutine(args, s)`.
 MODULES = [
     "bot.cli.core", "bot.cli.memory", "bot.cli.recall", "bot.cli.lifecycle", "bot.cli.jobs",
-    "bot.cli.run", "bot.cli.eval",
+    "bot.cli.run",
 ]
+# Subcommand modules of packages outside the core, loaded by name when they are installed: the
+# benchmark harness (`strata eval`) depends on the core, never the other way round.
+PLUGINS = ["strata_eval.cli"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in MODULES:
         importlib.import_module(name).register(sub)
+    for name in PLUGINS:
+        if importlib.util.find_spec(name.partition(".")[0]) is not None:
+            importlib.import_module(name).register(sub)
     return parser
 
 

@@ -10,21 +10,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.app import App, open_db
+from bot.app import App, Repos, open_db
 from bot.clock import ManualClock, SystemClock, from_iso
 from bot.config import Settings
 from bot.errors import StrataError
 from bot.ports import Clock
 from memory import backup
-from memory.calendar import CalendarRepo
-from memory.episodes import EpisodeRepo
 from memory.export import export_person
-from memory.facts import FactRepo
 from memory.lifecycle import hierarchy
-from memory.persons import ChannelRepo, PersonRepo
-from memory.portraits import PortraitRepo
-from memory.reminders import ReminderRepo
-from memory.transcript import TranscriptRepo
+from memory.persons import PersonRepo
 
 
 def _clock(args: argparse.Namespace) -> Clock:
@@ -112,7 +106,8 @@ async def _person_or_fail(persons: PersonRepo, name: str) -> Any:
 async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
     db = await open_db(settings)
     try:
-        persons, channels, transcript = PersonRepo(db), ChannelRepo(db), TranscriptRepo(db)
+        repos = Repos.over(db)
+        persons, channels, transcript = repos.persons, repos.channels, repos.transcript
         person = await _person_or_fail(persons, args.user)
         chans = await channels.for_owner(person.id)
         counts = {c.id: await transcript.count(channel_id=c.id) for c in chans}
@@ -139,7 +134,7 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
                 for c in chans
             ],
             "transcript_rows": await transcript.count(person.id),
-            "episodes": await EpisodeRepo(db).count(person.id),
+            "episodes": await repos.episodes.count(person.id),
             "facts": [
                 {
                     "id": f.id,
@@ -148,10 +143,10 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
                     "since": f.valid_from.isoformat(),
                     "source": f.source,
                 }
-                for f in await FactRepo(db).for_owner(person.id)
+                for f in await repos.facts.for_owner(person.id)
             ],
             "hierarchy": [h.as_dict() for h in await hierarchy(db, person.id)],
-            **await _cognition_info(db, person.id),
+            **await _cognition_info(repos, person.id),
         }
         if args.json:
             print(json.dumps(info, indent=2, ensure_ascii=False))
@@ -177,18 +172,18 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def _cognition_info(db: Any, person_id: int) -> dict[str, Any]:
+async def _cognition_info(repos: Repos, person_id: int) -> dict[str, Any]:
     """What background cognition keeps about a person: portrait, reminders, calendar."""
-    portrait = await PortraitRepo(db).latest(person_id)
+    portrait = await repos.portraits.latest(person_id)
     return {
         "portrait": {"text": portrait.text, "written_at": portrait.created_at.isoformat()}
         if portrait else None,
         "reminders": [
             {"id": r.id, "kind": r.kind, "text": r.text, "due_at": r.due_at.isoformat(),
              "recurrence": r.recurrence, "state": r.state, "deliveries": r.deliveries}
-            for r in await ReminderRepo(db).for_owner(person_id)
+            for r in await repos.reminders.for_owner(person_id)
         ],
-        "calendar_events": await CalendarRepo(db).count(person_id),
+        "calendar_events": await repos.calendar.count(person_id),
     }
 
 
@@ -223,7 +218,7 @@ def _print_hierarchy(channels: list[dict[str, Any]]) -> None:
 async def cmd_memory_export(args: argparse.Namespace, settings: Settings) -> int:
     db = await open_db(settings)
     try:
-        person = await _person_or_fail(PersonRepo(db), args.user)
+        person = await _person_or_fail(Repos.over(db).persons, args.user)
         data = await export_person(db, person.id)
     finally:
         await db.close()

@@ -12,7 +12,7 @@ import argparse
 import json
 from typing import Any
 
-from bot.app import App, open_db
+from bot.app import App, Repos, open_db
 from bot.cli.core import _person_or_fail, subgroup
 from bot.clock import ManualClock, SystemClock, from_iso
 from bot.config import Settings
@@ -20,8 +20,6 @@ from bot.errors import StrataError
 from bot.ports import Clock
 from bot.types import OwnerKind
 from cognition.registry import default_registry
-from memory.jobruns import JobRunRepo
-from memory.persons import PersonRepo
 
 
 def _clock(now: str | None) -> Clock:
@@ -74,7 +72,8 @@ async def cmd_jobs_run(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
     db = await open_db(settings)
     try:
-        persons, runs = PersonRepo(db), JobRunRepo(db)
+        repos = Repos.over(db)
+        persons, runs = repos.persons, repos.runs
         if args.user:
             people = [await _person_or_fail(persons, args.user)]
         else:

@@ -11,10 +11,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bot.app import make_lifecycle_policy, open_db
+from bot.app import Repos, make_lifecycle_policy, open_db
 from bot.cli.core import _person_or_fail, subgroup
 from bot.config import Settings
-from memory.persons import PersonRepo
 
 
 async def cmd_memory_map(args: argparse.Namespace, settings: Settings) -> int:
@@ -22,7 +21,7 @@ async def cmd_memory_map(args: argparse.Namespace, settings: Settings) -> int:
 
     db = await open_db(settings)
     try:
-        person = await _person_or_fail(PersonRepo(db), args.user)
+        person = await _person_or_fail(Repos.over(db).persons, args.user)
         policy = make_lifecycle_policy(settings)
         result = await draw_map(db, person.id, person.name, args.out, policy.rollup.cluster)
     finally:

@@ -13,14 +13,11 @@ import argparse
 import sys
 from typing import Any
 
-from bot.app import make_embedder, open_db
+from bot.app import Repos, make_embedder, open_db
 from bot.cli.core import _person_or_fail
 from bot.config import Settings
 from bot.memory_commands import fact_line
-from memory.facts import FactRepo
 from memory.forget import Forgetter
-from memory.persons import PersonRepo
-from memory.transcript import TranscriptRepo
 
 
 def confirm(question: str) -> bool:
@@ -40,8 +37,9 @@ async def cmd_memory_forget(args: argparse.Namespace, settings: Settings) -> int
     db = await open_db(settings)
     embedder = make_embedder(settings)
     try:
-        person = await _person_or_fail(PersonRepo(db), args.user)
-        forgetter = Forgetter(db, embedder)
+        repos = Repos.over(db)
+        person = await _person_or_fail(repos.persons, args.user)
+        forgetter = Forgetter(db, embedder, repos.facts)
         what = " ".join(args.what).strip()
         ident = what.removeprefix("#")
         if ident.isdigit():
@@ -72,15 +70,16 @@ async def cmd_memory_wipe(args: argparse.Namespace, settings: Settings) -> int:
     db = await open_db(settings)
     embedder = make_embedder(settings)
     try:
-        person = await _person_or_fail(PersonRepo(db), args.user)
-        rows = await TranscriptRepo(db).count(person.id)
-        facts = await FactRepo(db).count(person.id, live_only=False)
+        repos = Repos.over(db)
+        person = await _person_or_fail(repos.persons, args.user)
+        rows = await repos.transcript.count(person.id)
+        facts = await repos.facts.count(person.id, live_only=False)
         question = (f"Delete everything stored about {person.name} (person {person.id}): "
                     f"{rows} transcript rows, {facts} facts, all episodes?")
         if not args.yes and not confirm(question):
             print("aborted: nothing deleted", file=sys.stderr)
             return 1
-        report = await Forgetter(db, embedder).wipe(person.id)
+        report = await Forgetter(db, embedder, repos.facts).wipe(person.id)
         print(f"wiped {person.name}: {report.rows} rows, {report.episodes} episodes, "
               f"{report.facts} facts, {report.other} other rows")
     finally:
@@ -92,8 +91,9 @@ async def cmd_memory_wipe(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_memory_facts(args: argparse.Namespace, settings: Settings) -> int:
     db = await open_db(settings)
     try:
-        person = await _person_or_fail(PersonRepo(db), args.user)
-        repo = FactRepo(db)
+        repos = Repos.over(db)
+        person = await _person_or_fail(repos.persons, args.user)
+        repo = repos.facts
         facts = await repo.for_owner(person.id, live_only=not args.all)
         if not facts:
             print(f"no facts stored for {person.name}"

@@ -4,10 +4,10 @@ results; the memory life cycle last."""
 
 from __future__ import annotations
 
-from cognition.registry import Job
+from cognition.registry import AnyJob
 
 
-def all_jobs() -> list[Job]:
+def all_jobs() -> list[AnyJob]:
     from cognition.jobs.capabilities import CapabilitySyncJob
     from cognition.jobs.consolidate import ConsolidateJob
     from cognition.jobs.decay import DecayJob

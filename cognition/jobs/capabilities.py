@@ -5,17 +5,34 @@ of what each connector returned, so an unchanged calendar does nothing."""
 
 from __future__ import annotations
 
-from cognition.connectors import SyncData
-from cognition.jobs.common import add_fact
+from typing import Protocol
+
+from cognition.connectors import Connector, SyncData
+from cognition.jobs.common import FactPorts, add_fact
 from cognition.registry import BaseJob, JobContext, JobOutcome
 from cognition.reminders import describe
+from memory.calendar import CalendarRepo
+from memory.persons import PersonRepo
+
+
+class CapabilityPorts(FactPorts, Protocol):
+    """What the capability sync job uses."""
+
+    @property
+    def connectors(self) -> list[Connector]: ...
+
+    @property
+    def persons(self) -> PersonRepo: ...
+
+    @property
+    def calendar(self) -> CalendarRepo: ...
 
 
 class CapabilitySyncJob(BaseJob):
     name = "capabilities"
     description = "sync connected services (ICS calendars) → events, document/place facts"
 
-    async def inputs(self, ctx: JobContext) -> str | None:
+    async def inputs(self, ctx: JobContext[CapabilityPorts]) -> str | None:
         s = ctx.services
         if not s.connectors:
             return None
@@ -30,7 +47,7 @@ class CapabilitySyncJob(BaseJob):
         ctx.scratch["data"] = found
         return ";".join(f"{d.connector}:{d.fingerprint}" for d in found)
 
-    async def run(self, ctx: JobContext) -> JobOutcome:
+    async def run(self, ctx: JobContext[CapabilityPorts]) -> JobOutcome:
         s = ctx.services
         found: list[SyncData] = ctx.scratch["data"]
         tz = ctx.person.timezone

@@ -1,19 +1,39 @@
-"""Small helpers the jobs share: writing and reading facts, watermarks, local times."""
+"""Small helpers the jobs share: writing and reading facts, watermarks, local times, and the
+small Protocols jobs build their own ports from."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Protocol, TypeVar
 
 from cognition.registry import JobContext
 from cognition.reminders import local
-from memory.facts import Fact, NewFact
+from memory.facts import Fact, FactStore, NewFact
 from memory.profiles import sources_with
-from memory.transcript import RowFilter
+from memory.transcript import RowFilter, TranscriptRepo
+
+
+class FactPorts(Protocol):
+    """A job that reads or writes the person's facts."""
+
+    @property
+    def facts(self) -> FactStore: ...
+
+
+class TranscriptPorts(Protocol):
+    """A job that reads the person's transcript."""
+
+    @property
+    def transcript(self) -> TranscriptRepo: ...
+
+
+F = TypeVar("F", bound=FactPorts)
+T = TypeVar("T", bound=TranscriptPorts)
 
 
 async def add_fact(
-    ctx: JobContext,
+    ctx: JobContext[F],
     kind: str,
     text: str,
     source: str,
@@ -31,7 +51,7 @@ async def add_fact(
     return result.fact_id is not None
 
 
-async def live_facts(ctx: JobContext, kinds: Sequence[str]) -> list[Fact]:
+async def live_facts(ctx: JobContext[F], kinds: Sequence[str]) -> list[Fact]:
     return await ctx.services.facts.repo.for_owner(ctx.person.id, kinds=kinds)
 
 
@@ -40,7 +60,7 @@ def sources_for(switch: str) -> tuple[str, ...]:
     return tuple(sources_with(switch))
 
 
-async def newest_row(ctx: JobContext, where: RowFilter) -> str | None:
+async def newest_row(ctx: JobContext[T], where: RowFilter) -> str | None:
     """`row:<id>` of the person's newest transcript row matching `where` (a job's watermark)."""
     newest = await ctx.services.transcript.newest_id(ctx.person.id, where)
     return f"row:{newest}" if newest else None

@@ -5,8 +5,21 @@ transcript row, so an owner whose memory did not change is not clustered again."
 
 from __future__ import annotations
 
+from typing import Protocol
+
+from cognition.jobs.common import TranscriptPorts
 from cognition.registry import BaseJob, JobContext, JobOutcome
-from memory.lifecycle import consolidate_owner
+from memory.episodes import EpisodeRepo
+from memory.lifecycle import MemoryLifecycle
+
+
+class ConsolidatePorts(TranscriptPorts, Protocol):
+    """What the consolidate job uses."""
+
+    @property
+    def episodes(self) -> EpisodeRepo: ...
+    @property
+    def lifecycle(self) -> MemoryLifecycle: ...
 
 
 class ConsolidateJob(BaseJob):
@@ -14,7 +27,7 @@ class ConsolidateJob(BaseJob):
     description = "compaction and episode roll-up into topics and eras"
     for_rooms = True
 
-    async def inputs(self, ctx: JobContext) -> str | None:
+    async def inputs(self, ctx: JobContext[ConsolidatePorts]) -> str | None:
         s = ctx.services
         apexes = await s.episodes.apex_counts(ctx.person.id)
         newest = await s.transcript.newest_id(ctx.person.id)
@@ -23,10 +36,9 @@ class ConsolidateJob(BaseJob):
         return f"r{newest or 0};" + ";".join(
             f"{a.channel_id}/{a.level}:{a.count}" for a in apexes)
 
-    async def run(self, ctx: JobContext) -> JobOutcome:
+    async def run(self, ctx: JobContext[ConsolidatePorts]) -> JobOutcome:
         s = ctx.services
-        result = await consolidate_owner(s.db, ctx.model(), s.embedder, ctx.person.id, ctx.now,
-                                         s.lifecycle)
+        result = await s.lifecycle.consolidate(ctx.model(), ctx.person.id, ctx.now)
         if result.errors:
             # Recorded as a failed run; the watermark stays so the work is tried again.
             raise RuntimeError("; ".join(result.errors))

@@ -8,9 +8,21 @@ per period."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Protocol
 
+from bot.config import Settings
+from cognition.jobs.common import FactPorts
 from cognition.registry import BaseJob, JobContext, JobOutcome
-from memory.lifecycle import decay_pass
+from memory.lifecycle import MemoryLifecycle
+
+
+class DecayPorts(FactPorts, Protocol):
+    """What the decay job uses."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def lifecycle(self) -> MemoryLifecycle: ...
 
 
 class DecayJob(BaseJob):
@@ -18,15 +30,15 @@ class DecayJob(BaseJob):
     description = "weights, expired tombstones, transcript pruning, faded facts"
     for_rooms = True
 
-    def min_interval(self, ctx: JobContext) -> timedelta | None:
+    def min_interval(self, ctx: JobContext[DecayPorts]) -> timedelta | None:
         return timedelta(hours=ctx.services.settings.cognition.decay_hours)
 
-    async def inputs(self, ctx: JobContext) -> str | None:
+    async def inputs(self, ctx: JobContext[DecayPorts]) -> str | None:
         period = ctx.services.settings.cognition.decay_hours * 3600
         return f"t{int(ctx.now.timestamp() // period)}"
 
-    async def run(self, ctx: JobContext) -> JobOutcome:
-        result = await decay_pass(ctx.services.db, ctx.now, ctx.person.id)
+    async def run(self, ctx: JobContext[DecayPorts]) -> JobOutcome:
+        result = await ctx.services.lifecycle.decay(ctx.now, ctx.person.id)
         facts_weighed, facts_purged = await ctx.services.facts.repo.decay(ctx.now, ctx.person.id)
         lines = [*result.lines(), f"fact weights updated: {facts_weighed}, faded facts "
                                   f"purged: {facts_purged}"]

@@ -11,9 +11,24 @@ Input watermark: the portrait, that newest episode and that newest fact."""
 
 from __future__ import annotations
 
-from cognition.jobs.common import add_fact
+from typing import Protocol
+
+from cognition.jobs.common import FactPorts, TranscriptPorts, add_fact
 from cognition.prompts import dmn as prompts
 from cognition.registry import BaseJob, JobContext, JobOutcome
+from memory.episodes import EpisodeRepo
+from memory.portraits import PortraitRepo
+
+
+class DmnPorts(FactPorts, TranscriptPorts, Protocol):
+    """What the reflection (DMN) job uses."""
+
+    @property
+    def portraits(self) -> PortraitRepo: ...
+
+    @property
+    def episodes(self) -> EpisodeRepo: ...
+
 
 SOURCE = "dmn"
 RECENT = 8
@@ -32,7 +47,7 @@ class DmnJob(BaseJob):
     name = "dmn"
     description = "reflective pass over portrait and recent episodes; findings saved as memory"
 
-    async def inputs(self, ctx: JobContext) -> str | None:
+    async def inputs(self, ctx: JobContext[DmnPorts]) -> str | None:
         s = ctx.services
         portrait = await s.portraits.latest(ctx.person.id)
         newest = await s.episodes.newest_id(ctx.person.id, except_source=SOURCE)
@@ -41,7 +56,7 @@ class DmnJob(BaseJob):
             return None
         return f"p{portrait.id if portrait else 0}:e{newest or 0}:f{fact or 0}"
 
-    async def run(self, ctx: JobContext) -> JobOutcome:
+    async def run(self, ctx: JobContext[DmnPorts]) -> JobOutcome:
         s = ctx.services
         portrait = await s.portraits.latest(ctx.person.id)
         episodes = [summary[:600] for summary in await s.episodes.recent_summaries(

@@ -12,22 +12,41 @@ is no extractive fallback for facts)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
+from bot.config import Settings
 from bot.types import ChatMessage
+from cognition.jobs.common import TranscriptPorts
 from cognition.registry import BaseJob, JobContext, JobOutcome
+from memory.episode_cut import EpisodeCutter
+from memory.fact_extraction import FactExtractor
 from memory.profiles import sources_with
+
+
+class ExtractPorts(TranscriptPorts, Protocol):
+    """What the extraction job uses."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def cutter(self) -> EpisodeCutter | None: ...
+
+    @property
+    def extractor(self) -> FactExtractor: ...
+
 
 SOURCE = "job:extract"
 MAX_BATCHES = 5  # per run (8 episodes each); the rest waits for the next run
 
 
-async def open_channels(ctx: JobContext) -> dict[int, int]:
+async def open_channels(ctx: JobContext[ExtractPorts]) -> dict[int, int]:
     """The person's memory-producing channels with rows after their episode cursor: {channel
     id: newest row id}."""
     return await ctx.services.transcript.uncut_channels(ctx.person.id, sources_with("episodes"))
 
 
-async def close_paused(ctx: JobContext) -> str:
+async def close_paused(ctx: JobContext[ExtractPorts]) -> str:
     """Flush the person's open conversation windows into episodes; the outcome line."""
     cut = 0
     if ctx.services.cutter is not None:
@@ -40,7 +59,7 @@ class FactExtractionJob(BaseJob):
     name = "extract"
     description = "close paused conversations into episodes; durable facts → data graph"
 
-    async def inputs(self, ctx: JobContext) -> str | None:
+    async def inputs(self, ctx: JobContext[ExtractPorts]) -> str | None:
         # Without the model (facts.use_model off) only the paused windows are work.
         newest = (await ctx.services.extractor.watermark(ctx.person.id)
                   if ctx.services.settings.facts.use_model else None)
@@ -49,7 +68,7 @@ class FactExtractionJob(BaseJob):
             return None
         return f"ep:{newest or 0};open:{open_rows or 0}"
 
-    async def run(self, ctx: JobContext) -> JobOutcome:
+    async def run(self, ctx: JobContext[ExtractPorts]) -> JobOutcome:
         s = ctx.services
         lines = [await close_paused(ctx)]
         if not s.settings.facts.use_model:

@@ -7,13 +7,26 @@ the muted `job:geo` channel, which names the habits. Input watermark: the newest
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from typing import Protocol
 
-from cognition.jobs.common import add_fact, newest_row, part_of_day, sources_for
+from cognition.jobs.common import (
+    FactPorts,
+    TranscriptPorts,
+    add_fact,
+    newest_row,
+    part_of_day,
+    sources_for,
+)
 from cognition.prompts import geo as prompts
 from cognition.prompts import read_json
 from cognition.registry import BaseJob, JobContext, JobOutcome
 from cognition.reminders import local
 from memory.transcript import RowFilter
+
+
+class GeoPorts(FactPorts, TranscriptPorts, Protocol):
+    """What the geo job uses."""
+
 
 SOURCE = "job:geo"
 HISTORY = 500  # the newest location rows looked at (habits need more than the new ones)
@@ -28,10 +41,10 @@ class GeoPatternsJob(BaseJob):
     name = "geo"
     description = "location habits from location-tagged messages → place facts"
 
-    async def inputs(self, ctx: JobContext) -> str | None:
+    async def inputs(self, ctx: JobContext[GeoPorts]) -> str | None:
         return await newest_row(ctx, _where())
 
-    async def run(self, ctx: JobContext) -> JobOutcome:
+    async def run(self, ctx: JobContext[GeoPorts]) -> JobOutcome:
         rows = await ctx.services.transcript.matching(ctx.person.id, _where(), limit=HISTORY,
                                                       newest=True)
         tz = ctx.person.timezone

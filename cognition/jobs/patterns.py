@@ -4,12 +4,31 @@ channel; input watermark: the newest of the person's own messages from pattern s
 
 from __future__ import annotations
 
+from typing import Protocol
+
+from bot.turns import ToolRegistry
 from bot.types import Role, RowKind
-from cognition.jobs.common import add_fact, newest_row, row_cursor, sources_for, when
+from cognition.jobs.common import (
+    FactPorts,
+    TranscriptPorts,
+    add_fact,
+    newest_row,
+    row_cursor,
+    sources_for,
+    when,
+)
 from cognition.prompts import patterns as prompts
 from cognition.prompts import read_json
 from cognition.registry import BaseJob, JobContext, JobOutcome
 from memory.transcript import RowFilter
+
+
+class PatternPorts(FactPorts, TranscriptPorts, Protocol):
+    """What the pattern job uses: the tools, to name the one a habit relates to."""
+
+    @property
+    def tools(self) -> ToolRegistry: ...
+
 
 SOURCE = "job:patterns"
 BATCH = 200
@@ -24,10 +43,10 @@ class PatternMatchJob(BaseJob):
     name = "patterns"
     description = "behavioural patterns from new messages → behavioral_pattern facts"
 
-    async def inputs(self, ctx: JobContext) -> str | None:
+    async def inputs(self, ctx: JobContext[PatternPorts]) -> str | None:
         return await newest_row(ctx, _where())
 
-    async def run(self, ctx: JobContext) -> JobOutcome:
+    async def run(self, ctx: JobContext[PatternPorts]) -> JobOutcome:
         s = ctx.services
         rows = await s.transcript.matching(ctx.person.id, _where(),
                                            after_id=row_cursor(ctx.previous), limit=BATCH)
@@ -35,7 +54,7 @@ class PatternMatchJob(BaseJob):
             return JobOutcome("no new messages")
         tz = ctx.person.timezone
         lines = [f"> [{when(r.ts, tz)}] {r.content[:300]}" for r in rows]
-        tools = [(spec.name, spec.description[:120]) for spec in s.processor.tools.specs.values()]
+        tools = [(spec.name, spec.description[:120]) for spec in s.tools.specs.values()]
         reply = await ctx.turn(SOURCE, prompts.prompt(lines, tools),
                                instructions=prompts.INSTRUCTIONS)
         found = read_json(reply, prompts.Patterns).patterns

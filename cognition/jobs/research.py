@@ -7,13 +7,34 @@ are shown to the model, and only results from the list can be kept (grounded): e
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Protocol
 
+from bot.config import Settings
 from bot.turns import BACKGROUND_PLATFORM
-from cognition.jobs.common import add_fact, live_facts
+from cognition.jobs.common import FactPorts, TranscriptPorts, add_fact, live_facts
 from cognition.prompts import read_json
 from cognition.prompts import research as prompts
 from cognition.registry import BaseJob, JobContext, JobOutcome
-from cognition.research import Finding
+from cognition.research import Finding, SearchProvider
+from memory.persons import ChannelRepo
+from memory.portraits import PortraitRepo
+
+
+class ResearchPorts(FactPorts, TranscriptPorts, Protocol):
+    """What the research job uses."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def search(self) -> SearchProvider | None: ...
+
+    @property
+    def portraits(self) -> PortraitRepo: ...
+
+    @property
+    def channels(self) -> ChannelRepo: ...
+
 
 SOURCE = "research"  # its turns are muted; its discoveries may feed facts (memory/profiles.py)
 
@@ -22,10 +43,10 @@ class ResearchJob(BaseJob):
     name = "research"
     description = "grounded search over the portrait's interests → discovery facts"
 
-    def min_interval(self, ctx: JobContext) -> timedelta | None:
+    def min_interval(self, ctx: JobContext[ResearchPorts]) -> timedelta | None:
         return timedelta(hours=ctx.services.settings.cognition.research_hours)
 
-    async def inputs(self, ctx: JobContext) -> str | None:
+    async def inputs(self, ctx: JobContext[ResearchPorts]) -> str | None:
         s = ctx.services
         if s.search is None:
             return None
@@ -36,7 +57,7 @@ class ResearchJob(BaseJob):
         period = s.settings.cognition.research_hours * 3600
         return f"p{portrait.id}:t{int(ctx.now.timestamp() // period)}"
 
-    async def run(self, ctx: JobContext) -> JobOutcome:
+    async def run(self, ctx: JobContext[ResearchPorts]) -> JobOutcome:
         s = ctx.services
         assert s.search is not None
         portrait = await s.portraits.latest(ctx.person.id)
@@ -71,7 +92,7 @@ class ResearchJob(BaseJob):
         return JobOutcome(f"{len(queries)} queries, {len(fresh)} new results, "
                           f"{stored} discoveries kept")
 
-    async def _shown_before(self, ctx: JobContext) -> str:
+    async def _shown_before(self, ctx: JobContext[ResearchPorts]) -> str:
         """The text of the recent result lists shown to the model (a result it passed over
         once is not new the next time)."""
         ref = f"{ctx.person.id}/{SOURCE}"

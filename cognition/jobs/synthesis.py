@@ -5,10 +5,20 @@ channel; input watermark: the ids of the live facts it is built from."""
 from __future__ import annotations
 
 import hashlib
+from typing import Protocol
 
-from cognition.jobs.common import live_facts
+from cognition.jobs.common import FactPorts, live_facts
 from cognition.prompts import synthesis as prompts
 from cognition.registry import BaseJob, JobContext, JobOutcome
+from memory.portraits import PortraitRepo
+
+
+class SynthesisPorts(FactPorts, Protocol):
+    """What the synthesis job uses."""
+
+    @property
+    def portraits(self) -> PortraitRepo: ...
+
 
 SOURCE = "job:synthesis"
 KINDS = ("user_specific", "behavioral_pattern", "place")
@@ -19,14 +29,14 @@ class SynthesisJob(BaseJob):
     name = "synthesis"
     description = "refresh the portrait when traits or patterns changed"
 
-    async def inputs(self, ctx: JobContext) -> str | None:
+    async def inputs(self, ctx: JobContext[SynthesisPorts]) -> str | None:
         facts = await live_facts(ctx, KINDS)
         if not facts:
             return None
         ids = ",".join(str(f.id) for f in sorted(facts, key=lambda f: f.id))
         return "facts:" + hashlib.sha1(ids.encode()).hexdigest()[:16]
 
-    async def run(self, ctx: JobContext) -> JobOutcome:
+    async def run(self, ctx: JobContext[SynthesisPorts]) -> JobOutcome:
         s = ctx.services
         facts = sorted(await live_facts(ctx, KINDS),
                        key=lambda f: f.created_at, reverse=True)[:MAX_FACTS]

@@ -13,9 +13,17 @@ from memory.db import Database
 from memory.episode_cut import CutSettings, EpisodeCutter
 from memory.episodes import EpisodeRepo
 from memory.persons import PersonRepo
-from memory.row_vectors import RowIndexer
 from tests.fakes.openai_server import FakeOpenAI
-from tests.memory_helpers import channel, embedder_for, filler, person, turn, turns
+from tests.memory_helpers import (
+    channel,
+    embedder_for,
+    episode_cutter,
+    filler,
+    person,
+    row_indexer,
+    turn,
+    turns,
+)
 
 GOOD = {"summary": "Alice talked about her garden.", "salience": 0.8,
         "emotion": {"label": "joy", "intensity": 0.6}, "key_terms": ["garden", "Alice"]}
@@ -24,9 +32,9 @@ GOOD = {"summary": "Alice talked about her garden.", "salience": 0.8,
 def cutter(db: Database, fake: FakeOpenAI, clock: ManualClock, *, use_model: bool = True,
            window: int = 4, pause: float = 30.0) -> EpisodeCutter:
     chat = OpenAIChatModel(base_url=fake.base_url, model=fake.model, api_key="t", max_retries=0)
-    return EpisodeCutter(db, embedder_for(fake), clock, chat,
-                         CutSettings(window_turns=window, pause_minutes=pause,
-                                     use_model=use_model, assistant_name="Strata"))
+    return episode_cutter(db, embedder_for(fake), clock, chat,
+                          CutSettings(window_turns=window, pause_minutes=pause,
+                                      use_model=use_model, assistant_name="Strata"))
 
 
 def summary_requests(fake: FakeOpenAI) -> list[dict[str, Any]]:
@@ -115,11 +123,11 @@ async def test_muted_sources_and_paused_people_make_no_episodes(
     assert await c.cut_all(clock.now(), flush=True) == []
     assert await EpisodeRepo(db).for_owner(alice.id) == []
     assert await EpisodeRepo(db).for_owner(bob.id) == []
-    assert await RowIndexer(db, embedder_for(fake_openai)).index_all() == 0
+    assert await row_indexer(db, embedder_for(fake_openai)).index_all() == 0
     # The cursors moved on: resuming does not resurrect what was said while paused.
     await PersonRepo(db).set_paused(bob.id, False)
     assert await c.cut_all(clock.now(), flush=True) == []
-    assert await RowIndexer(db, embedder_for(fake_openai)).index_all() == 0
+    assert await row_indexer(db, embedder_for(fake_openai)).index_all() == 0
 
 
 async def test_shared_room_skips_only_the_paused_speaker(
@@ -133,7 +141,7 @@ async def test_shared_room_skips_only_the_paused_speaker(
     await PersonRepo(db).set_paused(bob.id, True)
     made = await cutter(db, fake_openai, clock, use_model=False).flush(room.id, clock.now())
     assert len(made) == 1 and await EpisodeRepo(db).cited_rows(made[0]) == kept
-    assert await RowIndexer(db, embedder_for(fake_openai)).index_all() == 1
+    assert await row_indexer(db, embedder_for(fake_openai)).index_all() == 1
 
 
 async def test_concurrent_cutters_never_duplicate(db: Database, fake_openai: FakeOpenAI,

@@ -16,8 +16,7 @@ from memory.db import Database
 from memory.episodes import EpisodeRepo, NewEpisode
 from memory.facts import FactRepo, NewFact
 from memory.migrations import available
-from memory.row_vectors import RowIndexer
-from tests.memory_helpers import channel, person, turn
+from tests.memory_helpers import channel, person, row_indexer, turn
 
 DIM = 16
 # The newest migration before 0009.
@@ -52,7 +51,7 @@ async def test_upgrade_keeps_vectors_and_shrinks_chunks(tmp_path: Path,
     assert "chunk_size" not in await old.fetchval(
         "SELECT sql FROM sqlite_master WHERE name = 'transcript_vec'")
     people = [await person(old, name, clock) for name in ("ann", "bob", "cy")]
-    indexer = RowIndexer(old, HashEmbedder())
+    indexer = row_indexer(old, HashEmbedder())
     episodes, facts = EpisodeRepo(old), FactRepo(old)
     for n, who in enumerate(people):
         ch = await channel(old, who, f"{who.name}/dm", clock)

@@ -21,14 +21,22 @@ from bot.llm import OpenAIEmbedder
 from bot.tokens import count_tokens
 from bot.types import ChannelKind, InboundMessage, RowKind
 from memory.db import Database
-from memory.episode_cut import CutSettings, EpisodeCutter
+from memory.episode_cut import CutSettings
 from memory.episodes import EpisodeRepo, NewEpisode
 from memory.persons import PersonRepo
 from memory.recall import Recall, RecallResult, RecallTuning
-from memory.row_vectors import RowIndexer
 from tests.conftest import START, TEST_DIM
 from tests.fakes.openai_server import FakeOpenAI
-from tests.memory_helpers import channel, embedder_for, filler, person, turn, turns
+from tests.memory_helpers import (
+    channel,
+    embedder_for,
+    episode_cutter,
+    filler,
+    person,
+    row_indexer,
+    turn,
+    turns,
+)
 
 FACT = "My sister Beatrix moved to Lisbon, she teaches violin there"
 
@@ -42,8 +50,8 @@ async def emb(fake_openai: FakeOpenAI) -> AsyncIterator[OpenAIEmbedder]:
 
 async def index(db: Database, embedder: OpenAIEmbedder, clock: ManualClock) -> None:
     """What the after-turn hooks and background jobs do: row vectors, then episodes."""
-    await RowIndexer(db, embedder).index_all()
-    cut = EpisodeCutter(db, embedder, clock, None, CutSettings(use_model=False))
+    await row_indexer(db, embedder).index_all()
+    cut = episode_cutter(db, embedder, clock, None, CutSettings(use_model=False))
     await cut.cut_all(clock.now(), flush=True)
 
 
@@ -239,7 +247,7 @@ async def test_recency_breaks_ties_and_duplicates_collapse(
     old = await turn(db, ch, alice, "my favourite colour is teal", clock)
     clock.advance(days=30)
     new = await turn(db, ch, alice, "my favourite colour is teal", clock)
-    await RowIndexer(db, emb).index_all()
+    await row_indexer(db, emb).index_all()
     result = await recall_for(db, emb, clock, skip_recent_rows=0).search(
         alice.id, "favourite colour", clock.now())
     assert [i.id for i in result.items] == new  # the older duplicate collapsed into it
@@ -341,7 +349,7 @@ async def test_episodes_are_found_and_cite_their_rows(db: Database, emb: OpenAIE
     alice = await person(db, "alice", clock)
     ch = await channel(db, alice, "alice/d", clock)
     rows = await turns(db, ch, alice, [FACT, "she has two cats", "and a piano"], clock)
-    cut = EpisodeCutter(db, emb, clock, None, CutSettings(use_model=False))
+    cut = episode_cutter(db, emb, clock, None, CutSettings(use_model=False))
     [episode_id] = await cut.flush(ch.id, clock.now())
     result = await recall_for(db, emb, clock).search(alice.id, "Beatrix violin Lisbon",
                                                              clock.now())

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[2]
-PACKAGES = ["bot", "adapters", "memory", "cognition"]
+PACKAGES = ["bot", "adapters", "memory", "cognition", "strata_eval"]
 
 
 def _imports(path: Path) -> set[str]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.evaluation import (
+from bot.types import Role
+from strata_eval.recall import (
     Answer,
     EvalQuestion,
     EvalTurn,
@@ -13,7 +14,6 @@ from bot.evaluation import (
     row_text,
     summarize,
 )
-from bot.types import Role
 
 T = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.tokens import count_tokens
 from memory.recall_focus import GAP, excerpt
-from memory.recall_rank import query_stems
+from memory.text import query_stems
 
 FILLER = "Melanie: We talked about the weather and how the week went, nothing much else."
 

@@ -16,7 +16,6 @@ from memory.recall_rank import (
     gate_logit,
     greedy,
     keyword_coverage,
-    query_stems,
     spans,
     strangers,
     surface_words,
@@ -25,6 +24,7 @@ from memory.recall_rank import (
     window_scores,
     without_names,
 )
+from memory.text import query_stems
 
 DIM = 8
 

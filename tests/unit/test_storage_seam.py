@@ -2,8 +2,10 @@
 
 An AST check over `bot/`, `cognition/` and `adapters/`: no call of a database-handle method,
 no string that reads like SQL, and no import of `memory.db.Database` except where the database
-is opened and wired (the composition root) or where a module still holds the handle only to
-pass it on (listed below, to be narrowed to repositories).
+is opened and wired (the composition root, `bot/app.py`). Over those and `memory/`: the
+repositories are constructed only by the composition root (`bot.app.Repos`) and handed to
+whoever uses them; inside `memory/` a few functions over a database handle still build the
+repository they read through (listed below: shrink the list, never grow it).
 """
 
 from __future__ import annotations
@@ -25,20 +27,43 @@ SQL = re.compile(
     r"DELETE\s+FROM|CREATE\s+(TABLE|INDEX|TRIGGER|VIRTUAL)|DROP\s+(TABLE|INDEX)|PRAGMA\s+\w+|"
     r"WHERE\s+\w+(\.\w+)?\s*(=|IN\b|IS\b|>|<))"
 )
-# The composition root opens the database; these modules still hold the handle to pass it to
-# memory functions (not to run SQL). Shrink this list, never grow it.
-DATABASE_IMPORTERS = {
+# The composition root opens the database and wires everything over it.
+DATABASE_IMPORTERS = {"bot/app.py"}
+# The repository classes (`bot.app.Repos` holds one of each).
+REPOSITORIES = {
+    "PersonRepo", "ChannelRepo", "TranscriptRepo", "EpisodeRepo", "FactRepo", "JobRunRepo",
+    "ReminderRepo", "PortraitRepo", "CalendarRepo", "LinkCodes",
+}
+# Who may construct one: the composition root, and memory functions that take a database
+# handle and read through the repository of their own table (not handed to anyone else).
+REPOSITORY_BUILDERS = {
     "bot/app.py",
-    "cognition/services.py",
+    "memory/map.py",
+    "memory/recall.py",
+    "memory/rollup.py",
+    "memory/transcript.py",
 }
 
 
-def _modules() -> list[tuple[str, ast.Module]]:
+def _modules(packages: list[str] = OUTSIDE) -> list[tuple[str, ast.Module]]:
     return [
         (str(p.relative_to(ROOT)), ast.parse(p.read_text(), str(p)))
-        for pkg in OUTSIDE
+        for pkg in packages
         for p in sorted((ROOT / pkg).rglob("*.py"))
     ]
+
+
+def repository_constructions(tree: ast.Module) -> list[str]:
+    """`PersonRepo(db)` and the like (a call of a repository class by name or attribute)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(
+                f, ast.Attribute) else None
+            if name in REPOSITORIES:
+                found.append(f"line {node.lineno}: {name}()")
+    return found
 
 
 def handle_calls(tree: ast.Module) -> list[str]:
@@ -85,12 +110,17 @@ def test_the_checks_catch_what_they_look_for() -> None:
     assert len(handle_calls(bad)) == 3
     assert len(sql_strings(bad)) == 2
     assert database_imports(bad) == ["line 1: Database"]
+    built = ast.parse("import memory.facts\n"
+                      "def f(db):\n"
+                      "    return PersonRepo(db), memory.facts.FactRepo(db), Repos.over(db)\n")
+    assert repository_constructions(built) == ["line 3: PersonRepo()", "line 3: FactRepo()"]
     fine = ast.parse(
         "async def f(repo, out):\n"
         "    out.write('Select a person; delete from the list with /forget')\n"
         "    return await repo.count(1)\n"
     )
     assert handle_calls(fine) == [] and sql_strings(fine) == [] and database_imports(fine) == []
+    assert repository_constructions(fine) == []
 
 
 def test_no_module_outside_memory_runs_sql() -> None:
@@ -101,3 +131,44 @@ def test_no_module_outside_memory_runs_sql() -> None:
 def test_only_the_composition_root_imports_the_database() -> None:
     importers = {name for name, tree in _modules() if database_imports(tree)}
     assert importers <= DATABASE_IMPORTERS, sorted(importers - DATABASE_IMPORTERS)
+
+
+def test_repositories_are_built_only_by_the_composition_root() -> None:
+    builders = {name for name, tree in _modules([*OUTSIDE, "memory"])
+                if repository_constructions(tree)}
+    assert builders <= REPOSITORY_BUILDERS, sorted(builders - REPOSITORY_BUILDERS)
+
+
+def test_jobs_never_see_the_database() -> None:
+    """What the runner hands every job (`cognition.services.Services`) has no database."""
+    from dataclasses import fields
+
+    from cognition.services import Services
+    from memory.db import Database
+
+    assert all(f.type not in ("Database", Database) for f in fields(Services))
+    assert "db" not in {f.name for f in fields(Services)}
+
+
+def test_the_composition_root_does_not_patch_the_turn_processor() -> None:
+    """`App.create` builds the turn processor with all its parts: no attribute of it is set,
+    and none of its lists extended, after it exists."""
+    tree = ast.parse((ROOT / "bot/app.py").read_text())
+
+    def on_processor(node: ast.expr) -> bool:
+        while isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id == "processor":
+                return True
+            node = node.value
+        return False
+
+    patches = [
+        f"line {node.lineno}" for node in ast.walk(tree)
+        if (isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
+            and any(on_processor(t) for t in (node.targets if isinstance(node, ast.Assign)
+                                              else [node.target])))
+        or (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in {"append", "extend", "insert", "register"}
+            and on_processor(node.func.value))
+    ]
+    assert patches == []

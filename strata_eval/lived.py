@@ -1,6 +1,6 @@
 """`strata eval recall --lived`: recall measured after the memory has lived through the data set.
 
-The static eval (`bot.evaluation`) ingests every turn, then asks. Here the turns are replayed in
+The static eval (`strata_eval.recall`) ingests every turn, then asks. Here the turns are replayed in
 order with the clock at each turn's time, and between them the app's own cognition runner
 (`cognition.runner`, driven through `tick()` on the injected clock) does what it would do in a
 running bot: a job check every `cognition.job_interval_minutes`, each job only once the person
@@ -35,7 +35,9 @@ from bot.app import App
 from bot.clock import ManualClock
 from bot.config import Settings
 from bot.errors import StrataError
-from bot.evaluation import (
+from bot.types import Channel, Person
+from memory.episodes import EpisodeRepo
+from strata_eval.recall import (
     Answer,
     EvalOptions,
     EvalQuestion,
@@ -46,8 +48,6 @@ from bot.evaluation import (
     recall_once,
     run_eval,
 )
-from bot.types import Channel, Person
-from memory.episodes import EpisodeRepo
 
 log = logging.getLogger(__name__)
 

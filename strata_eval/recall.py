@@ -425,7 +425,7 @@ async def _ingest(app: App, clock: ManualClock, channel: Channel, person: Person
 
 RecallFn = Callable[[App, Channel, Person, str], Awaitable[RecallOutcome]]
 # Builds the conversation's memory before the questions: {row id: turn id}. `--lived` brings
-# its own (bot.evaluation_lived).
+# its own (strata_eval.lived).
 IngestFn = Callable[[App, ManualClock, Channel, Person, Sequence[EvalTurn]],
                     Awaitable[dict[int, str]]]
 

@@ -1,6 +1,6 @@
 """`strata eval recall`: turn-zero recall measured on a conversation data set (LoCoMo format).
 
-The logic lives in `bot.evaluation`; this module parses the arguments, prints the table on
+The logic lives in `strata_eval.recall`; this module parses the arguments, prints the table on
 stdout and writes the JSON report.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import Settings
-from bot.evaluation import (
+from strata_eval.recall import (
     EPISODE_MODES,
     EvalOptions,
     answer_record,
@@ -37,7 +37,7 @@ async def cmd_eval_recall(args: argparse.Namespace, settings: Settings) -> int:
                           consolidate=args.consolidate)
     recall = fts_baseline if args.method == "fts" else recall_once
     if args.lived:
-        from bot.evaluation_lived import format_lived, run_lived_eval
+        from strata_eval.lived import format_lived, run_lived_eval
 
         report, answers = await run_lived_eval(settings, turns, questions, options,
                                                recall=recall, show_progress=not args.no_progress)

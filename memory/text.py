@@ -1,0 +1,66 @@
+"""The words of a text, as recall, fact search and forgetting all see them. Imports `memory.fts`.
+
+One stemmer (`stem`) and one coverage measure (`coverage`), so that "does this text mention
+the query" means the same thing in the recall blend, in fact search and in `/forget`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable, Mapping
+
+from memory.fts import STOPWORDS
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SUFFIXES = ("ing", "ed", "es", "ly", "s")
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A crude suffix strip, enough to match `sisters`/`sister` or `painted`/`paint`.
+
+    Expects a lower-cased word. Always a prefix of `word`, so a stem can also be searched for
+    as the start of a word (`word_pattern`) or as a substring (`instr` prefilters).
+    """
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """Stemmed, lower-cased content words of `text` (stopwords dropped), with repeats."""
+    return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+
+
+def query_stems(text: str, limit: int = 32) -> list[str]:
+    """The query's distinct stems, in order."""
+    return list(dict.fromkeys(tokens(text)))[:limit]
+
+
+def word_pattern(term: str) -> re.Pattern[str]:
+    """A word starting with the stem of `term`, case-insensitive.
+
+    `cats` finds "cat", "cats" and "Cat's"; `zorblax` finds "Zorblax's" but not "xzorblax".
+    """
+    return re.compile(r"(?<!\w)" + re.escape(stem(term.lower())), re.IGNORECASE)
+
+
+def coverage(weights: Mapping[str, float], found: Callable[[str], bool]) -> float:
+    """The weighted share of the terms for which `found(term)` holds: 0..1, 0 without weight."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    return sum(w for t, w in weights.items() if found(t)) / total
+
+
+def text_coverage(text: str, weights: Mapping[str, float]) -> float:
+    """The weighted share of the stems in `weights` that are among `text`'s stems."""
+    words = set(tokens(text))
+    return coverage(weights, words.__contains__)
+
+
+def term_coverage(query_terms: Iterable[str], text: str) -> float:
+    """The share of `query_terms` that start a word of `text` (`word_pattern`): 0..1."""
+    return coverage(dict.fromkeys(query_terms, 1.0), lambda t: bool(word_pattern(t).search(text)))
