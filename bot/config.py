@@ -117,9 +117,9 @@ class RecallSettings(_Section):
     # The abstention gate: inject only if bias + cosine·z + keyword·coverage − unknown_name·[a
     # name the memory never mentions] > 0. Fitted on data; its features are scale-free, so no
     # retuning for another embedding model.
-    gate_bias: float = -1.8
-    gate_cosine: float = Field(default=0.41, ge=0)
-    gate_keyword: float = Field(default=6.56, ge=0)
+    gate_bias: float = -1.3
+    gate_cosine: float = Field(default=1.03, ge=0)
+    gate_keyword: float = Field(default=6.7, ge=0)
     gate_unknown_name: float = Field(default=10.0, ge=0)
     skip_recent_rows: int = Field(default=20, ge=0)
     keyword_scan: int = Field(default=2000, gt=0)

@@ -25,7 +25,10 @@ _SENTENCE = re.compile(r"(?<=[.!?…])\s+")
 _SPEAKER = re.compile(r"^([^:\n]{1,40}):\s+(?=\S)")
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 # Relevance vs. novelty: below 1, a sentence that repeats a chosen one loses to a fresh one.
-LAMBDA = 0.6
+# Novelty weighs more than relevance: what a summary must carry is many different facts (who
+# did what, where, when), and on the lived LoCoMo replay (conversations 0–2) roll-up parents
+# chosen with 0.3 held more of the answers whose rows were pruned than with 0.6.
+LAMBDA = 0.3
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Protocol
 
@@ -46,6 +46,7 @@ from memory.db import Database, ReaderPool, Reads, Row, placeholders
 from memory.decay import EPISODE_TAU_DAYS, episode_weight
 from memory.episodes import LEAF, EpisodeRepo, as_blob, cited_rows_by_episode, cosines
 from memory.fts import match_query, owner_scoped, terms
+from memory.recall_focus import NOTE_TOKENS, excerpt
 from memory.recall_index import NAMED, RowIndex, recency_of
 from memory.recall_rank import (
     RankTuning,
@@ -60,6 +61,7 @@ from memory.recall_rank import (
     keyword_coverage,
     query_stems,
     spans,
+    surface_words,
     tokens,
     unit_semantic,
     unit_vectors,
@@ -96,9 +98,9 @@ class RecallTuning:
     w_recency: float = 0.02
     session_penalty: float = 0.0
     relative_floor: float = 0.0
-    gate_bias: float = -1.8
-    gate_cosine: float = 0.41
-    gate_keyword: float = 6.56
+    gate_bias: float = -1.3
+    gate_cosine: float = 1.03
+    gate_keyword: float = 6.7
     gate_unknown_name: float = 10.0
     cost_power: float = 0.5
     redundancy: float = 0.3
@@ -453,7 +455,7 @@ class Recall:
         ws = window_scores(table, stems, q.vector, mask, recency, rank)
         # Extra candidates: left out when every row they cite is a live row that may be
         # quoted (a window); notes about rows left out as already shown still compete.
-        extras = [c for batch in found for c in batch
+        extras = [focus(c, ws.idf) for batch in found for c in batch
                   if not (c.cited_rows and all(r in rows.position and mask[rows.position[r]]
                                                for r in c.cited_rows))]
         order = np.argsort(-ws.score, kind="stable")[: rank.pool]
@@ -467,7 +469,9 @@ class Recall:
         extra_scores = [self._extra_score(c, ws, rank) for c in extras]
         if extras:
             cover = max(cover, *(_text_coverage(c.text, content) for c in extras))
-        if gate_logit(ws.gate_z, cover, unknown_name(q.text, table), rank) < 0:
+        # A name said only in rows since pruned lives on in the notes: not a stranger.
+        noted = {w for c in extras for w in surface_words(c.text)}
+        if gate_logit(ws.gate_z, cover, unknown_name(q.text, table, noted), rank) < 0:
             return [], len(top) + len(extras)
         wanted = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})
         fresh_rows = await self.index.texts(q.owner_id, [int(table.ids[i]) for i in wanted])
@@ -541,6 +545,12 @@ class Recall:
             log.debug("recall: %d items, %d tokens, %.1f ms", len(result.items),
                       result.tokens, result.elapsed_ms)
         return result.render()
+
+
+def focus(c: Candidate, idf: dict[str, float]) -> Candidate:
+    """A long note (a roll-up parent) as its sentences that hold the query's words."""
+    text = excerpt(c.text, idf, NOTE_TOKENS)
+    return c if text == c.text else replace(c, text=text)
 
 
 def _text_coverage(text: str, idf: dict[str, float]) -> float:

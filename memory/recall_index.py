@@ -65,6 +65,7 @@ class OwnerRows:
     # The texts split into stems, extended as rows arrive (splitting is most of a rebuild).
     postings: Postings = field(default_factory=dict)
     lengths: list[float] = field(default_factory=list)
+    surface: set[str] = field(default_factory=set)  # every word as written (lower-cased)
     vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
     has_vec: list[bool] = field(default_factory=list)
     settled: list[bool] = field(default_factory=list)  # the indexer has passed the row
@@ -75,7 +76,7 @@ class OwnerRows:
     def rebuild(self) -> RowTable:
         self.table = build_table(self.ids, self.channel, self.minutes, self.texts,
                                  self.vectors[: len(self.ids)], np.asarray(self.has_vec, bool),
-                                 SESSION_GAP_MINUTES, (self.postings, self.lengths))
+                                 SESSION_GAP_MINUTES, (self.postings, self.lengths, self.surface))
         self.position = {rid: i for i, rid in enumerate(self.ids)}
         return self.table
 
@@ -83,14 +84,18 @@ class OwnerRows:
 NAMED = re.compile(r"^[\w .'’-]{1,40}: ")
 
 
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+          "september", "october", "november", "december")
+
+
 def keyword_text(row: Row) -> str:
-    """A row's searchable text: the speaker's name (questions use names) and the content;
-    the name only once when the content already begins with one."""
+    """A row's searchable text: the speaker's name (questions use names), the content (the
+    name only once when the content already begins with one) and the month it was said in
+    (questions ask what happened "in June"; the date itself is shown in the block's header)."""
     content = str(row["content"])
     speaker = row["speaker"] if row["role"] == "user" else ""
-    if not speaker or NAMED.match(content):
-        return content
-    return f"{speaker} {content}"
+    text = content if not speaker or NAMED.match(content) else f"{speaker} {content}"
+    return f"{text} {MONTHS[from_iso(row['ts']).month - 1]}"
 
 
 class RowIndex:
@@ -168,7 +173,7 @@ class RowIndex:
             rows.texts.append(keyword_text(r))
             rows.has_vec.append(False)
             rows.settled.append(False)
-        add_words(rows.postings, rows.lengths, rows.texts[start:])
+        add_words(rows.postings, rows.lengths, rows.surface, rows.texts[start:])
 
     async def _settle_vectors(self, rows: OwnerRows) -> None:
         """Load the vectors of rows the row indexer has passed since the last look."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,6 +70,15 @@ def query_stems(text: str, limit: int = 32) -> list[str]:
     return list(dict.fromkeys(tokens(text)))[:limit]
 
 
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
+def surface_words(text: str) -> list[str]:
+    """Lower-cased words as written, possessive 's dropped: what a name is checked against
+    (the stemmer would make `times` into `tim`, a name)."""
+    return [_POSSESSIVE.sub("", w) for w in re.findall(r"[\w'’]+", text.lower())]
+
+
 @dataclass(frozen=True, slots=True)
 class RankTuning:
     """The ranking's knobs (a subset of `memory.recall.RecallTuning`)."""
@@ -80,9 +89,9 @@ class RankTuning:
     session_penalty: float = 0.0
     relative_floor: float = 0.0
     pool: int = 100  # windows considered for selection, best first
-    gate_bias: float = -1.8
-    gate_cosine: float = 0.41
-    gate_keyword: float = 6.56
+    gate_bias: float = -1.3
+    gate_cosine: float = 1.03
+    gate_keyword: float = 6.7
     gate_unknown_name: float = 10.0
     cost_power: float = 0.5  # value per token^power: 0 ranks by score alone
     redundancy: float = 0.3  # MMR: value − this × the best cosine to a window already taken
@@ -108,6 +117,7 @@ class RowTable:
     postings: dict[str, dict[int, int]] = field(default_factory=dict)
     padded: F32 = field(default_factory=lambda: np.zeros((1, 1), np.float32))  # + a zero row
     window_norm: F64 = field(default_factory=lambda: np.zeros(0))  # |sum of a window's vectors|
+    words: frozenset[str] = frozenset()  # every lower-cased word as written (names, unstemmed)
 
     @property
     def n(self) -> int:
@@ -138,10 +148,13 @@ def link_neighbours(channel: I64, minutes: F64, gap_minutes: float) -> tuple[I64
 Postings = dict[str, dict[int, int]]  # stem -> {row index: count}
 
 
-def add_words(postings: Postings, lengths: list[float], texts: Sequence[str]) -> None:
-    """Append `texts` (the next rows, in order) to `postings` and `lengths` in place."""
+def add_words(postings: Postings, lengths: list[float], surface: set[str],
+              texts: Sequence[str]) -> None:
+    """Append `texts` (the next rows, in order) to `postings`, `lengths` and `surface` (every
+    lower-cased word as written) in place."""
     for text in texts:
         i = len(lengths)
+        surface.update(surface_words(text))
         toks = tokens(text)
         lengths.append(float(len(toks)))
         for t in toks:
@@ -151,23 +164,26 @@ def add_words(postings: Postings, lengths: list[float], texts: Sequence[str]) ->
 
 def build_table(ids: Sequence[int], channel: Sequence[int], minutes: Sequence[float],
                 texts: Sequence[str], vectors: F32, has_vec: npt.NDArray[np.bool_],
-                gap_minutes: float, words: tuple[Postings, Sequence[float]] | None = None,
-                ) -> RowTable:
+                gap_minutes: float,
+                kept: tuple[Postings, Sequence[float], set[str]] | None = None) -> RowTable:
     """A `RowTable` from rows in id order (`texts` is what keyword search sees).
 
-    `words`: the rows' postings and lengths as `add_words` made them, kept by a caller that
-    extends the table as rows arrive, so that only new rows are split into words. The table
-    gets a copy: the caller's keep growing while a search may still rank this table."""
+    `kept`: the rows' postings, lengths and surface words as `add_words` made them, kept by a
+    caller that extends the table as rows arrive, so that only new rows are split into words.
+    The table gets a copy: the caller's keep growing while a search may still rank this
+    table."""
     ch = np.asarray(channel, dtype=np.int64)
     mins = np.asarray(minutes, dtype=np.float64)
     prev, nxt, session = link_neighbours(ch, mins, gap_minutes)
-    if words is None:
+    if kept is None:
         postings: Postings = {}
         counted: list[float] = []
-        add_words(postings, counted, texts)
+        words: set[str] = set()
+        add_words(postings, counted, words, texts)
     else:
-        postings = {t: dict(bucket) for t, bucket in words[0].items()}
-        counted = list(words[1])
+        postings = {t: dict(bucket) for t, bucket in kept[0].items()}
+        counted = list(kept[1])
+        words = kept[2]
         if len(counted) != len(texts):
             raise ValueError(f"words of {len(counted)} rows for a table of {len(texts)}")
     lengths = np.asarray(counted, dtype=np.float64).reshape(len(texts))
@@ -181,7 +197,7 @@ def build_table(ids: Sequence[int], channel: Sequence[int], minutes: Sequence[fl
     norm = np.linalg.norm(padded[p] + padded[:n] + padded[x], axis=1) if n else np.zeros(0)
     return RowTable(np.asarray(ids, dtype=np.int64), ch, session, mins, vecs,
                     np.asarray(has_vec, dtype=bool), prev, nxt, lengths, postings, padded,
-                    norm.astype(np.float64))
+                    norm.astype(np.float64), frozenset(words))
 
 
 # -- per-query signals -----------------------------------------------------------------------
@@ -328,26 +344,43 @@ CALENDAR = frozenset(
 )
 
 
-def unknown_name(query: str, table: RowTable) -> bool:
-    """Whether the query names someone or something (a capitalised word, not the first) that
-    this memory never mentions: a question about a stranger."""
+def strangers(query: str, table: RowTable, known: Collection[str] = ()) -> list[str]:
+    """The names in the query (capitalised words, not the first, not a month or weekday) that
+    this memory never mentions, as written in the query: neither its rows nor `known` (the
+    words of its other memories, e.g. a roll-up parent's summary once the rows it came from
+    are pruned)."""
     words = _NAME.findall(query)
     first = _WORD.search(query)
     if first and words and words[0] == first.group(0):
         words = words[1:]
+    out = []
     for w in words:
-        if w.lower() in CALENDAR:
-            continue
-        stems = tokens(w)
-        if stems and all(t not in table.postings for t in stems):
-            return True
-    return False
+        for word in surface_words(w):
+            # Initials (U.S.) and calendar words say nothing about who is meant.
+            if len(word) < 3 or word in CALENDAR or word in STOPWORDS:
+                continue
+            if word not in table.words and word not in known:
+                out.append(w)
+                break
+    return out
+
+
+def unknown_name(query: str, table: RowTable, known: Collection[str] = ()) -> bool:
+    """Whether the query names someone or something this memory never mentions: a question
+    about a stranger."""
+    return bool(strangers(query, table, known))
+
+
+_CALENDAR_STEMS = frozenset(stem(c) for c in CALENDAR)
 
 
 def without_names(query: str, idf: dict[str, float]) -> dict[str, float]:
-    """The query's idf weights without its names (a name is checked by `unknown_name`; a
-    known name alone says nothing about whether this memory holds the answer)."""
+    """The query's idf weights without its names and dates (a name is checked by
+    `unknown_name`; a known name alone says nothing about whether this memory holds the
+    answer; a month, weekday or number is when, and memory keeps dates in its headers, not in
+    what was said, so "in June" is no word the answer lacks)."""
     names = {t for w in _NAME.findall(query) for t in tokens(w)}
+    names |= {t for t in idf if t in _CALENDAR_STEMS or t.isdigit()}
     content = {t: w for t, w in idf.items() if t not in names}
     return content or idf  # a query of names only: the names are its content
 

@@ -59,6 +59,12 @@ class RollupPolicy:
     era_round_at: int = 25  # level-1 apexes in a channel that start an era round
     cluster: ClusterParams = field(default_factory=ClusterParams)
     summary_words: int = 180
+    # Without a model a parent keeps this share of its children's words, their most distinct
+    # sentences (at least 2 × summary_words, at most extractive_max_words): what it drops is
+    # gone once the children's rows are pruned. A long parent costs recall no budget: recall
+    # shows it by its sentences that hold the query's words (memory.recall_focus).
+    extractive_share: float = 0.5
+    extractive_max_words: int = 1500
     summary_tokens: int = 500  # max_tokens of one parent summary
     child_tokens: int = 200  # each child's summary is cut to this in the prompt
     input_tokens: int = 6000  # ... and all of them together to about this (one call's input)
@@ -150,6 +156,12 @@ async def _model_summary(chat: ChatModel, children: Sequence[Episode], level: in
     return truncate_to_tokens(summary, policy.summary_tokens), terms
 
 
+def extractive_words(child_words: int, policy: RollupPolicy) -> int:
+    """The word budget of an extractive parent of children with `child_words` words."""
+    share = round(policy.extractive_share * child_words)
+    return max(policy.summary_words * 2, min(policy.extractive_max_words, share))
+
+
 async def write_parent(
     db: Database,
     chat: ChatModel,
@@ -174,7 +186,7 @@ async def write_parent(
     else:
         summary, terms = prompt.extractive(
             [c.summary for c in children], [c.key_terms for c in children],
-            words=policy.summary_words * 2)
+            words=extractive_words(sum(len(c.summary.split()) for c in children), policy))
         method = "extractive"
     embedding = (await embedder.embed([summary]))[0]
     ids = [c.id for c in children]

@@ -422,7 +422,7 @@ async def test_row_index_reads_the_words_of_new_rows_only(db: Database, emb: Ope
     assert grown.n == 302
     assert split == 2
     _, fresh = await RowIndex(db, db.dim).table(alice.id)
-    assert grown.postings == fresh.postings
+    assert grown.postings == fresh.postings and grown.words == fresh.words
     np.testing.assert_array_equal(grown.lengths, fresh.lengths)
     np.testing.assert_array_equal(grown.prev, fresh.prev)
     np.testing.assert_array_equal(grown.next, fresh.next)

@@ -259,3 +259,33 @@ async def test_a_huge_cluster_is_summarised_within_the_input_limit(
     with pytest.raises(ValueError, match="at most 41"):
         await write_parent(app.db, app.chat, app.embedder, children,
                            clock.now(), RollupPolicy(input_tokens=1000))
+
+
+async def test_a_long_extractive_parent_is_recalled_by_its_sentences_about_the_query(
+        app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
+    """Without a model a parent keeps half of its children's words, so it is long; recall
+    shows the sentences that answer the question, within `NOTE_TOKENS`, not the whole note."""
+    from bot.tokens import count_tokens
+    from memory.recall_focus import NOTE_TOKENS
+
+    scope = await make_scope(app.db, "lux", clock.now())
+    vecs = blobs(SIZES, app.db.dim, seed=0)
+    for i, v in enumerate(vecs[:50]):
+        said = (f"Lena: On walk {i} we saw birch trees number {i} and talked about rain {i}. "
+                f"Lena: The bakery {i} on Elm street sold rye loaf {i} that morning.")
+        if i == 7:
+            said += " Lena: My cousin Ottavio adopted a greyhound called Biscuit in Verona."
+        await add_episode(scope, v, clock.now(), summary=said)
+    result = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+                                  clock.now(), RollupPolicy(use_model=False))
+    assert result.parents and not result.errors and fake_openai.chat_requests() == []
+    parents = [p for pid in result.parents if (p := await scope.episodes.get(pid)) is not None]
+    [holder] = [p for p in parents if "Ottavio adopted a greyhound" in p.summary]
+    assert count_tokens(holder.summary) > NOTE_TOKENS  # long: half of its children's words
+
+    found = await app.recall.search(scope.person.id, "which greyhound did Ottavio adopt?",
+                                    clock.now())
+    [item] = [i for i in found.items if i.kind == "episode" and i.id == holder.id]
+    assert "Ottavio adopted a greyhound called Biscuit in Verona" in item.text
+    assert count_tokens(item.text) <= NOTE_TOKENS < count_tokens(holder.summary)
+    assert "rye loaf" not in item.text  # the sentences about other things are left out

@@ -8,6 +8,7 @@ from bot.types import Role, RowKind, TranscriptRow
 from memory.compaction import CompactionPolicy, choose_rows
 from memory.prompts.compaction import extractive as compaction_extractive
 from memory.prompts.rollup import extractive, parse_answer
+from memory.rollup import RollupPolicy, extractive_words
 
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 
@@ -84,3 +85,15 @@ def test_the_cut_ends_on_a_whole_turn_and_leaves_a_tail() -> None:
     # A single huge newest row still gets compacted rather than blocking the channel.
     assert choose_rows([_row(1, "a", words=2000), _row(2, "b", words=2)],
                        CompactionPolicy(keep_tokens=600)) == [_row(1, "a", words=2000)]
+
+
+def test_an_extractive_parent_keeps_a_share_of_its_childrens_words_within_bounds() -> None:
+    policy = RollupPolicy(summary_words=180, extractive_share=0.5, extractive_max_words=1500)
+    assert extractive_words(2000, policy) == 1000  # half of what its children said
+    assert extractive_words(300, policy) == 360  # never less than twice a model's summary
+    assert extractive_words(10_000, policy) == 1500  # nor more than the cap
+    children = [f"Leaf {i}: Quentin met Ana in Oslo on day {i}. They talked for hours."
+                for i in range(100)]
+    words = sum(len(c.split()) for c in children)
+    text, _ = extractive(children, [""] * len(children), words=extractive_words(words, policy))
+    assert 0.3 * words <= len(text.split()) <= 0.5 * words  # it forgets, and keeps a share

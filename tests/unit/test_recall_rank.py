@@ -18,6 +18,8 @@ from memory.recall_rank import (
     keyword_coverage,
     query_stems,
     spans,
+    strangers,
+    surface_words,
     unit_vectors,
     unknown_name,
     window_scores,
@@ -102,11 +104,27 @@ def test_gate_features() -> None:
     idf = {"caroline": 1.0, "join": 2.0, "zebra": 3.0}
     assert without_names("Did Caroline join a zebra?", idf) == {"join": 2.0, "zebra": 3.0}
     assert without_names("Caroline", {"caroline": 1.0}) == {"caroline": 1.0}
+    # Memory keeps dates in its headers: "in June 2023" is no word the answer lacks.
+    assert without_names("Did Caroline join in June 2023?",
+                         {"caroline": 1.0, "join": 2.0, "june": 3.0, "2023": 3.0}) == {"join": 2.0}
     assert keyword_coverage(t, [0], {"join": 2.0, "zebra": 3.0}) == pytest.approx(0.4)
     tuning = RankTuning()
     assert gate_logit(2.0, 0.9, False, tuning) > 0 > gate_logit(-1.0, 0.1, False, tuning)
     assert gate_logit(2.0, 0.9, True, tuning) < 0  # a stranger's name: abstain
     assert gate_logit(math.nan, 0.9, False, tuning) > 0  # keywords alone (embedder down)
+
+
+def test_a_name_is_checked_as_written_not_as_a_stem() -> None:
+    # The stemmer turns "times" into "tim": the name Tim must not count as known for it.
+    t = table_of(["Caroline: three times a week", "Melanie: John's dog ran off"])
+    assert strangers("What does Tim play?", t) == ["Tim"]
+    assert unknown_name("What does Tim play?", t) is True
+    # A possessive is the name; initials and calendar words name nobody.
+    assert unknown_name("Where is John's dog?", t) is False
+    assert unknown_name("What did Caroline's mother say?", t) is False
+    assert unknown_name("Which U.S. city did Caroline visit in May?", t) is False
+    assert strangers("Did Caroline meet Jean and Tim?", t) == ["Jean", "Tim"]
+    assert surface_words("John’s U.S. trip") == ["john", "u", "s", "trip"]
 
 
 def cost_of(run: tuple[int, ...]) -> int:
@@ -143,3 +161,22 @@ def test_redundant_windows_give_way_to_another_session() -> None:
     mmr = greedy(units, t, cost_of, 60, RankTuning(cost_power=0.0, redundancy=0.3),
                  unit_vectors(t, units))
     assert plain.rows == {0, 1} and mmr.rows == {0, 2}
+
+
+def test_a_name_known_only_from_other_memories_is_not_a_stranger() -> None:
+    t = table_of(["Caroline: I joined a choir."])
+    assert unknown_name("What did Ottavio adopt?", t) is True
+    # Once the row that named Ottavio is pruned, a roll-up parent still knows him.
+    assert unknown_name("What did Ottavio adopt?", t, known={"ottavio", "greyhound"}) is False
+
+
+def test_a_rows_month_is_searchable() -> None:
+    from memory.recall_index import keyword_text
+
+    rows = [{"content": "Caroline: I baked bread", "role": "user", "speaker": "Caroline",
+             "ts": ts} for ts in ("2023-05-08T13:56:00Z", "2023-06-27T10:00:00Z")]
+    texts = [keyword_text(r) for r in rows]  # type: ignore[arg-type]
+    assert texts == ["Caroline: I baked bread may", "Caroline: I baked bread june"]
+    t = table_of([*texts, "Melanie: lovely", "Melanie: see you"], minutes=[0, 500, 1000, 1500])
+    ws = scores(t, "What did Caroline bake in June?", None)
+    assert int(np.argmax(ws.score)) == 1  # type: ignore[attr-defined]
