@@ -49,7 +49,9 @@ class ReminderInputError(ValueError):
 def zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    # OSError: zoneinfo looks a name up as a file, and a name longer than a file name may be
+    # (a pasted paragraph) is "File name too long", not "not found".
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         raise ReminderInputError(
             f"unknown time zone {name!r}; use an IANA name like Europe/Paris"
         ) from None

@@ -29,7 +29,7 @@ import numpy as np
 from bot.clock import from_iso
 from memory.db import Reads, Row, placeholders
 from memory.profiles import sources_with, wildcard_prefixes_with
-from memory.recall_rank import RowTable, build_table
+from memory.recall_rank import Postings, RowTable, add_words, build_table
 
 EPOCH_MINUTES = 60.0
 SESSION_GAP_MINUTES = 60.0
@@ -62,6 +62,10 @@ class OwnerRows:
     channel: list[int] = field(default_factory=list)
     minutes: list[float] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)  # what keyword search sees
+    # The texts split into stems, extended as rows arrive (splitting is most of a rebuild).
+    postings: Postings = field(default_factory=dict)
+    lengths: list[float] = field(default_factory=list)
+    surface: set[str] = field(default_factory=set)  # every word as written (lower-cased)
     vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
     has_vec: list[bool] = field(default_factory=list)
     settled: list[bool] = field(default_factory=list)  # the indexer has passed the row
@@ -72,7 +76,7 @@ class OwnerRows:
     def rebuild(self) -> RowTable:
         self.table = build_table(self.ids, self.channel, self.minutes, self.texts,
                                  self.vectors[: len(self.ids)], np.asarray(self.has_vec, bool),
-                                 SESSION_GAP_MINUTES)
+                                 SESSION_GAP_MINUTES, (self.postings, self.lengths, self.surface))
         self.position = {rid: i for i, rid in enumerate(self.ids)}
         return self.table
 
@@ -169,6 +173,7 @@ class RowIndex:
             rows.texts.append(keyword_text(r))
             rows.has_vec.append(False)
             rows.settled.append(False)
+        add_words(rows.postings, rows.lengths, rows.surface, rows.texts[start:])
 
     async def _settle_vectors(self, rows: OwnerRows) -> None:
         """Load the vectors of rows the row indexer has passed since the last look."""

@@ -82,7 +82,7 @@ class RowTable:
     """One owner's live recallable rows, in id order, ready to rank.
 
     `prev`/`next` link a row to its neighbour in the same channel and session (−1: none).
-    Built once per owner and extended as rows arrive (`memory.recall_index`).
+    Built per owner from words kept as rows arrive (`memory.recall_index`).
     """
 
     ids: I64
@@ -125,23 +125,48 @@ def link_neighbours(channel: I64, minutes: F64, gap_minutes: float) -> tuple[I64
     return prev, nxt, session
 
 
-def build_table(ids: Sequence[int], channel: Sequence[int], minutes: Sequence[float],
-                texts: Sequence[str], vectors: F32, has_vec: npt.NDArray[np.bool_],
-                gap_minutes: float) -> RowTable:
-    """A `RowTable` from rows in id order (`texts` is what keyword search sees)."""
-    ch = np.asarray(channel, dtype=np.int64)
-    mins = np.asarray(minutes, dtype=np.float64)
-    prev, nxt, session = link_neighbours(ch, mins, gap_minutes)
-    postings: dict[str, dict[int, int]] = {}
-    lengths = np.zeros(len(texts), dtype=np.float64)
-    words: set[str] = set()
-    for i, text in enumerate(texts):
-        words.update(surface_words(text))
+Postings = dict[str, dict[int, int]]  # stem -> {row index: count}
+
+
+def add_words(postings: Postings, lengths: list[float], surface: set[str],
+              texts: Sequence[str]) -> None:
+    """Append `texts` (the next rows, in order) to `postings`, `lengths` and `surface` (every
+    lower-cased word as written) in place."""
+    for text in texts:
+        i = len(lengths)
+        surface.update(surface_words(text))
         toks = tokens(text)
-        lengths[i] = len(toks)
+        lengths.append(float(len(toks)))
         for t in toks:
             bucket = postings.setdefault(t, {})
             bucket[i] = bucket.get(i, 0) + 1
+
+
+def build_table(ids: Sequence[int], channel: Sequence[int], minutes: Sequence[float],
+                texts: Sequence[str], vectors: F32, has_vec: npt.NDArray[np.bool_],
+                gap_minutes: float,
+                kept: tuple[Postings, Sequence[float], set[str]] | None = None) -> RowTable:
+    """A `RowTable` from rows in id order (`texts` is what keyword search sees).
+
+    `kept`: the rows' postings, lengths and surface words as `add_words` made them, kept by a
+    caller that extends the table as rows arrive, so that only new rows are split into words.
+    The table gets a copy: the caller's keep growing while a search may still rank this
+    table."""
+    ch = np.asarray(channel, dtype=np.int64)
+    mins = np.asarray(minutes, dtype=np.float64)
+    prev, nxt, session = link_neighbours(ch, mins, gap_minutes)
+    if kept is None:
+        postings: Postings = {}
+        counted: list[float] = []
+        words: set[str] = set()
+        add_words(postings, counted, words, texts)
+    else:
+        postings = {t: dict(bucket) for t, bucket in kept[0].items()}
+        counted = list(kept[1])
+        words = kept[2]
+        if len(counted) != len(texts):
+            raise ValueError(f"words of {len(counted)} rows for a table of {len(texts)}")
+    lengths = np.asarray(counted, dtype=np.float64).reshape(len(texts))
     vecs = np.asarray(vectors, dtype=np.float32)
     if vecs.ndim != 2 or vecs.shape[0] != len(texts):
         vecs = np.zeros((len(texts), vecs.shape[-1] if vecs.ndim == 2 else 1), np.float32)

@@ -208,7 +208,7 @@ class FakeOpenAI:
         site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         loop.run_until_complete(site.start())
         server = site._server
-        assert server is not None and server.sockets
+        assert isinstance(server, asyncio.Server) and server.sockets
         self.port = server.sockets[0].getsockname()[1]
         self._ready.set()
         loop.run_forever()

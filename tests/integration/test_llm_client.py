@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -143,3 +145,50 @@ async def test_unusable_vectors_are_rejected_one_by_one(fake_openai: FakeOpenAI,
     assert first is not None and last is not None
     np.testing.assert_allclose(first, hashed_embedding("my cat Miso", fake_openai.dim),
                                atol=1e-6)
+
+
+def _history(n: int) -> list[ChatMessage]:
+    return [ChatMessage("user" if i % 2 else "assistant", f"line {i} about the garden")
+            for i in range(n)]
+
+
+async def _client_calls(model: OpenAIChatModel, messages: list[ChatMessage],
+                        tools: list[ToolSpec], streaming: bool) -> int:
+    """Python function calls made on this thread (the client's side; the fake server runs its
+    own thread) while one request is built, sent and answered."""
+    count = 0
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        nonlocal count
+        if event == "call":
+            count += 1
+
+    sys.setprofile(profile)
+    try:
+        if streaming:
+            async for _ in model.stream(messages, tools=tools):
+                pass
+        else:
+            await model.complete(messages, tools=tools)
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_request_work_does_not_grow_with_the_sdk_type_walk(fake_openai: FakeOpenAI,
+                                                                 streaming: bool) -> None:
+    """The SDK walks every request parameter against its TypedDict annotations (hundreds of
+    Python calls per message, all copying the body unchanged). A prompt carries up to 400
+    history rows, so that walk cost about half of a turn's CPU on the event loop. The body
+    goes out as it was built: a longer history costs only the messages' own encoding."""
+    tools = [ToolSpec("set_reminder", "set one",
+                      {"type": "object", "properties": {"at": {"type": "string"}}})]
+    model = chat(fake_openai)
+    await _client_calls(model, _history(2), tools, streaming)  # warm up (imports, pool)
+    short = await _client_calls(model, _history(10), tools, streaming)
+    long = await _client_calls(model, _history(410), tools, streaming)
+    sent = fake_openai.chat_requests()[-1]
+    assert [m["content"] for m in sent["messages"]] == [m.content for m in _history(410)]
+    assert sent["tools"][0]["function"]["parameters"]["properties"] == {"at": {"type": "string"}}
+    assert (long - short) / 400 < 5, f"{(long - short) / 400:.0f} Python calls per message"

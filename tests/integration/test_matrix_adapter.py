@@ -80,7 +80,7 @@ class Human:
                 for ev in info.ephemeral:
                     if isinstance(ev, TypingNoticeEvent):
                         self.typing[room_id].append(list(ev.users))
-            self.invites.update(resp.rooms.invite)  # type: ignore[union-attr]
+            self.invites.update(resp.rooms.invite)
             if self.client.olm is not None:  # what nio's sync_forever would do
                 if self.client.should_upload_keys:
                     await self.client.keys_upload()

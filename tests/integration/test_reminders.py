@@ -92,6 +92,10 @@ async def test_reminder_times_are_in_the_persons_time_zone(
     assert answer is not None and "Europe/Paris" in answer.reply and "10:00" in answer.reply
     bad = await app.processor.handle(msg("/timezone Mars/Olympus", clock=clock))
     assert bad is not None and "unknown time zone" in bad.reply
+    # A name longer than a file name may be (the fuzz case found it): OSError from tzdata.
+    for name in ("word " * 60, "\U0001f642" * 100):
+        long = await app.processor.handle(msg(f"/timezone {name}", clock=clock))
+        assert long is not None and "unknown time zone" in long.reply
     fake_openai.reply(
         Reply(tool_calls=[("set_reminder", {"text": "stretch", "when": "2026-01-05 11:00"})]),
         "ok")
