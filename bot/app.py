@@ -289,7 +289,8 @@ class App:
         row_indexer = RowIndexer(db, embedder, transcript=repos.transcript,
                                  persons=repos.persons)
         cutter = EpisodeCutter(db, embedder, clock, chat, cut_settings(settings),
-                               transcript=repos.transcript, persons=repos.persons)
+                               transcript=repos.transcript, persons=repos.persons,
+                               chat_for=metered_for_owner(chat, repos.runs, clock, "cut:turn"))
         forgetter = Forgetter(db, embedder, repos.facts)
         extractor = FactExtractor(db, facts, repos.persons,
                                   min_confidence=settings.facts.min_confidence,
@@ -333,6 +334,7 @@ class App:
             recaller=recall,
             context=context,
             after_turn=after_turn,
+            chat_for=metered_for_owner(chat, repos.runs, clock, "chat:turn"),
         )
         outbound = Outbound()
         services = Services(

@@ -194,6 +194,9 @@ class TurnProcessor:
     context: ContextSource | None = None
     after_turn: list[AfterTurn] = field(default_factory=list)
     limiter: CallLimiter | None = None
+    # The model for a person's or room's own turns, metered for that memory owner; background
+    # turns use `chat` (a job charges them to its run's budget).
+    chat_for: Callable[[int], ChatModel] | None = None
     _locks: dict[int, asyncio.Lock] = field(default_factory=dict, init=False)
     # Accepted turns not yet answered, per channel: their rows are kept out of the history of
     # the turns before them (the message goes last in its own turn's prompt, nowhere earlier).
@@ -634,13 +637,15 @@ class TurnProcessor:
         on_partial: PartialCallback | None,
         max_tokens: int | None = None,
     ) -> Completion:
+        chat = (self.chat_for(channel.owner_id)
+                if self.chat_for and channel.kind is not ChannelKind.BACKGROUND else self.chat)
         if on_partial is None or not self.settings.bot.stream:
-            return await self.chat.complete(
+            return await chat.complete(
                 messages, tools=tools, model=channel.model, max_tokens=max_tokens
             )
         shown = ""
         final: Completion | None = None
-        async for item in self.chat.stream(
+        async for item in chat.stream(
             messages, tools=tools, model=channel.model, max_tokens=max_tokens
         ):
             if isinstance(item, Completion):

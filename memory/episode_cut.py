@@ -20,7 +20,7 @@ import asyncio
 import logging
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -192,6 +192,8 @@ class EpisodeCutter:
     settings: CutSettings = CutSettings()
     transcript: TranscriptRepo = field(kw_only=True)
     persons: PersonRepo = field(kw_only=True)
+    # The model for one memory owner's summaries (metered for that owner); `chat` otherwise.
+    chat_for: Callable[[int], ChatModel] | None = field(default=None, kw_only=True)
     _locks: dict[int, asyncio.Lock] = field(default_factory=dict, init=False)
 
     # -- entry points ----------------------------------------------------------------------
@@ -331,10 +333,11 @@ class EpisodeCutter:
         lines = await self._lines(rows)
         if not self.settings.use_model or self.chat is None:
             return extractive_draft(lines, rows)
+        chat = self.chat_for(rows[0].owner_id) if self.chat_for else self.chat
         messages = episode_summary.build_messages(lines)
         for attempt in (1, 2):
             try:
-                answer = await self.chat.complete(
+                answer = await chat.complete(
                     messages,
                     json_mode=True,
                     max_tokens=SUMMARY_MAX_TOKENS,

@@ -7,11 +7,12 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.cli import main
-from bot.clock import to_iso
+from bot.clock import ManualClock, to_iso
 from tests.conftest import START, strata_env
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_lifecycle_cli import _seed
@@ -67,3 +68,27 @@ def test_a_tiny_budget_stops_further_calls(
     assert row["last_status"] == "error"
     assert "budget" in str(row["last_result"])
     assert isinstance(row["tokens"], int) and row["tokens"] > 0
+
+
+async def test_chat_turns_and_episode_summaries_are_counted(
+        fake_openai: FakeOpenAI, settings: Any, clock: ManualClock) -> None:
+    """A person's chat turns and the episode cutter's summaries are charged to that person
+    (`chat:turn`, `cut:turn` in `strata jobs status`), like the after-turn steps."""
+    from bot.app import App
+    from memory.jobruns import JobRunRepo
+    from tests.integration.test_memory_controls import say
+
+    app = await App.create(settings, clock=clock)
+    try:
+        await say(app, clock, "I moved to Lisbon last spring.")
+        await app.processor.drain()
+        alice = await app.persons.find("alice")
+        assert alice is not None and app.cutter is not None
+        channel = (await app.transcript.for_owner(alice.id))[0].channel_id
+        clock.advance(hours=3)
+        await app.cutter.flush(channel, clock.now())
+        usage = {row.job: row for row in await JobRunRepo(app.db).summary(alice.id)}
+        assert usage["chat:turn"].runs == 1 and usage["chat:turn"].tokens > 0
+        assert usage["cut:turn"].runs >= 1 and usage["cut:turn"].tokens > 0
+    finally:
+        await app.close()
