@@ -1,10 +1,18 @@
 """Shared fixtures: the fake OpenAI-compatible server, settings pointing at it, a real SQLite
 database (sqlite-vec loaded) in a temp folder, an injected clock, an assembled `App`, and the
-real Synapse homeservers (`synapse`, `synapse_strict`, session-scoped, from tests/fakes)."""
+real Synapse homeservers (`synapse`, `synapse_strict`, session-scoped, from tests/fakes).
+
+A test marked `@pytest.mark.engines` (or a module with `pytestmark = pytest.mark.engines`)
+runs once per storage engine: its `db` is SQLite (`[sqlite]`) and then a fresh database on the
+session's PostgreSQL server (`[postgres]`, see tests/pg_server.py).
+`STRATA_TEST_ENGINES=sqlite` runs the SQLite variants only.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,9 +25,43 @@ from bot.config import Settings, load_settings
 from memory.db import Database
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.synapse import synapse, synapse_strict  # noqa: F401 - shared pytest fixtures
+from tests.pg_server import PgServer
+from tests.pg_server import start as start_pg_server
 
 TEST_DIM = 64
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+ENGINES = tuple(e.strip() for e in os.environ.get("STRATA_TEST_ENGINES", "sqlite,postgres")
+                .split(",") if e.strip())
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker("engines") and "db" in metafunc.fixturenames:
+        metafunc.parametrize("db", ENGINES, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """One PostgreSQL server for the session, started on first use, always stopped. Its
+    folder is not under pytest's base temp: a concurrent pytest run may prune those."""
+    folder = Path(tempfile.mkdtemp(prefix="strata-pg-"))
+    try:
+        server = start_pg_server(folder)
+        try:
+            yield server
+        finally:
+            server.stop()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database (at the tests' dimension), dropped afterwards."""
+    name = pg_server.create_database(TEST_DIM)
+    try:
+        yield pg_server.url(name)
+    finally:
+        pg_server.drop_database(name)
 
 
 @pytest.fixture(scope="session")
@@ -78,8 +120,12 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-async def db(db_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(db_path, TEST_DIM)
+async def db(request: pytest.FixtureRequest, db_path: Path) -> AsyncIterator[Database]:
+    """The test's database: SQLite at `db_path`, or PostgreSQL for an `engines` test's
+    `[postgres]` variant."""
+    engine = getattr(request, "param", "sqlite")
+    target: str | Path = request.getfixturevalue("pg_url") if engine == "postgres" else db_path
+    database = await Database.open(target, TEST_DIM)
     yield database
     await database.close()
 

@@ -1,0 +1,48 @@
+"""What differs between the storage engines: the statements that cannot be written once.
+
+Repositories write portable SQL (`?` marks, `ON CONFLICT` upserts, `IS NOT DISTINCT FROM`,
+`TRUE`, aggregates with `FILTER`), which SQLite runs as it is and the PostgreSQL engine after
+translating the marks (`memory.pg.sql`). Keyword and vector search cannot be portable: FTS5
+`MATCH` with `bm25()` and sqlite-vec's kNN on one side, `tsvector` with `ts_rank_cd()` and
+pgvector's `<=>` on the other. Those statements come from `db.dialect`, one `Dialect` per
+engine, each statement taking the same parameters in the same order on both engines.
+SQLite's is here; PostgreSQL's is `memory.pg.dialect.POSTGRES`. Imports `memory.fts` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memory.fts import match_query
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    name: str
+    # The bound keyword-query parameter for `text` (None: no words, search nothing).
+    keyword_query: Callable[[str], str | None]
+    # One owner's message rows matching a keyword query: `t.*` and `score`, best first;
+    # lower scores are better (SQLite's bm25 is negative). Params: (query, owner_id, limit).
+    transcript_search: str
+    # An owner's `k` nearest vectors in a vector table: (key, distance), distance being
+    # 1 - cosine. Formatted with {table} and {key}; params: (vector blob, owner_id, k).
+    knn: str
+
+    def knn_sql(self, table: str, key: str) -> str:
+        if not (table.isidentifier() and key.isidentifier()):  # formatted into SQL
+            raise ValueError(f"bad vector table {table!r} or key {key!r}")
+        return self.knn.format(table=table, key=key)
+
+
+SQLITE = Dialect(
+    name="sqlite",
+    keyword_query=match_query,
+    transcript_search=(
+        "SELECT t.*, bm25(transcript_fts) AS score FROM transcript_fts"
+        " JOIN transcript t ON t.id = transcript_fts.rowid"
+        " WHERE transcript_fts MATCH ? AND t.owner_id = ? AND t.kind = 'message'"
+        " ORDER BY score LIMIT ?"
+    ),
+    knn="SELECT {key}, distance FROM {table} WHERE embedding MATCH ? AND owner_id = ? AND k = ?",
+)
