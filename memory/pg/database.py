@@ -29,12 +29,12 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
 from psycopg import AsyncConnection, AsyncCursor
 from psycopg.adapt import Buffer, Dumper, Loader
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
 from psycopg_pool import AsyncConnectionPool
@@ -55,14 +55,13 @@ _RETURNING = re.compile(r"\bRETURNING\b", re.IGNORECASE)
 
 
 def redacted(url: str) -> str:
-    """The connection string without its password, for messages and logs."""
-    try:
-        parts = conninfo_to_dict(url)
-    except psycopg.ProgrammingError:
-        return "postgresql://…"
-    if "password" in parts:
-        parts["password"] = "***"
-    return make_conninfo("", **{k: v for k, v in parts.items() if v is not None})
+    """The URL without its password, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
 
 
 class PgRow(tuple[Any, ...]):
@@ -219,8 +218,8 @@ class PgDatabase(Database):
 
     def __init__(self, url: str, dim: int, pool: AsyncConnectionPool[Any],
                  id_tables: frozenset[str]) -> None:
-        # Not Database.__init__: no SQLite connections here.
-        self.path = url
+        # Not Database.__init__: no SQLite connections here. `path` is for display only.
+        self.path = redacted(url)
         self.dim = dim
         self._pool = pool
         self._id_tables = id_tables
