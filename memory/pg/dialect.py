@@ -33,4 +33,29 @@ POSTGRES = Dialect(
     ),
     knn=("SELECT {key}, embedding <=> ? AS distance FROM {table} WHERE owner_id = ?"
          " ORDER BY distance, {key} LIMIT ?"),
+    # Owner scoping is a plain `owner_id = ?` condition here: the query stays as it is.
+    scoped=lambda query, owner_id, columns: query,
+    # The expressions are the GIN indexes' own (migration 0001), so the indexes are used.
+    fact_search=(
+        "SELECT f.id, -ts_rank_cd(to_tsvector('english', f.text || ' '"
+        " || replace(f.attribute, '_', ' ')), q) AS s"
+        " FROM facts f, websearch_to_tsquery('english', ?) q"
+        " WHERE to_tsvector('english', f.text || ' ' || replace(f.attribute, '_', ' ')) @@ q"
+        " AND f.owner_id = ? AND f.status = 'live' ORDER BY s, f.id LIMIT ?"
+    ),
+    # The parameters arrive in SQLite's order; a CTE names them so the owner can narrow the
+    # newest-`scan` window as FTS5's owner column does.
+    episode_search=(
+        "WITH p AS (SELECT websearch_to_tsquery('english', ?) AS q, ?::bigint AS scan,"
+        " ?::bigint AS owner, ?::bigint AS k)"
+        " SELECT f.id, f.s FROM (SELECT e.id,"
+        " -ts_rank_cd(to_tsvector('english', e.summary || ' ' || e.key_terms), p.q) AS s"
+        " FROM episodes e, p"
+        " WHERE to_tsvector('english', e.summary || ' ' || e.key_terms) @@ p.q"
+        " AND e.owner_id = p.owner AND e.tombstoned_at IS NULL"
+        " ORDER BY e.id DESC LIMIT (SELECT scan FROM p)) AS f"
+        " ORDER BY f.s, f.id LIMIT (SELECT k FROM p)"
+    ),
+    # No rowid: the physical position, which follows insertion for rows never updated.
+    insertion_order="ctid",
 )

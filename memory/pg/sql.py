@@ -1,45 +1,30 @@
 """Translate a repository's SQLite-style statement for psycopg. Imports nothing.
 
 Repositories write one statement for both engines with `?` parameter marks. psycopg's marks
-are `%s`, so every `?` outside a string literal, a quoted identifier or a comment becomes
-`%s`, and every literal `%` (in `LIKE 'a%'`, or the modulo operator) is doubled. Nothing
-else is rewritten: a statement that is not portable belongs in the dialect, not here.
+are `%s`, so outside string literals, quoted identifiers and comments every `?` becomes `%s`,
+every literal `%` (a `LIKE 'a%'` pattern, the modulo operator) is doubled, and an empty list
+`IN ()` (SQLite accepts it: nothing is in it) becomes an empty subquery, which means the same
+to PostgreSQL, with `NOT IN` as well. Nothing else is rewritten: a statement that is not
+portable belongs in the dialect (`memory.dialect`), not here.
 """
 
 from __future__ import annotations
 
 import functools
+import re
+
+# Literals and quoted identifiers (doubled quotes inside; an unterminated one runs to the
+# end) and line comments: the parts left as they are, apart from `%`.
+_QUOTED = re.compile(r"""('(?:[^']|'')*'?|"(?:[^"]|"")*"?|--[^\n]*)""")
+_EMPTY_IN = re.compile(r"\bIN\s*\(\s*\)", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=4096)
 def translate(sql: str) -> str:
     out: list[str] = []
-    i, n = 0, len(sql)
-    while i < n:
-        ch = sql[i]
-        if ch in "'\"":  # a literal or quoted identifier, with doubled quotes inside
-            end = i + 1
-            while end < n:
-                if sql[end] == ch:
-                    if end + 1 < n and sql[end + 1] == ch:
-                        end += 2
-                        continue
-                    break
-                end += 1
-            out.append(sql[i:end + 1].replace("%", "%%"))
-            i = end + 1
-        elif sql.startswith("--", i):  # a comment to the end of the line
-            end = sql.find("\n", i)
-            end = n if end < 0 else end
-            out.append(sql[i:end].replace("%", "%%"))
-            i = end
-        elif ch == "?":
-            out.append("%s")
-            i += 1
-        elif ch == "%":
-            out.append("%%")
-            i += 1
-        else:
-            out.append(ch)
-            i += 1
+    for i, part in enumerate(_QUOTED.split(sql)):
+        part = part.replace("%", "%%")
+        if i % 2 == 0:  # code, not a literal or comment
+            part = _EMPTY_IN.sub("IN (SELECT NULL WHERE FALSE)", part.replace("?", "%s"))
+        out.append(part)
     return "".join(out)

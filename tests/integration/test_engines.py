@@ -1,5 +1,6 @@
 """The stores on both storage engines: persons, identities and channels, the transcript (with
-keyword and vector search), cursors, job runs and reminders, on SQLite and on PostgreSQL.
+keyword and vector search), cursors, job runs, reminders, facts and episodes (with recall's
+episode search), on SQLite and on PostgreSQL.
 
 Every test here runs twice (`[sqlite]`, `[postgres]`, see tests/conftest.py) against a real
 database and asserts the same results on both.
@@ -17,8 +18,11 @@ from bot.clock import ManualClock
 from bot.types import ChannelKind, NewRow, OwnerKind, Role, RowKind
 from memory.cursors import move_cursor, pending_channels, read_cursor
 from memory.db import Database
+from memory.episodes import EpisodeRepo, NewEpisode
+from memory.facts import FactRepo, NewFact, Sources
 from memory.jobruns import JobRunRepo
 from memory.persons import ChannelRepo, PersonRepo
+from memory.recall import EpisodeSource, RecallQuery
 from memory.reminders import ReminderRepo
 from memory.transcript import TranscriptRepo, history_since_watermark
 from tests.conftest import TEST_DIM
@@ -289,3 +293,62 @@ async def test_history_since_the_watermark(db: Database, clock: ManualClock) -> 
     mark, rows = await history_since_watermark(repo, chat.id)
     assert mark is not None and mark.id == summary
     assert [r.id for r in rows] == newer
+
+
+def _unit(i: int) -> np.ndarray:
+    return np.eye(TEST_DIM, dtype=np.float32)[i]
+
+
+async def test_facts_are_found_by_vector_and_keyword_and_superseded(
+        db: Database, clock: ManualClock) -> None:
+    ann, bob = await person(db, "ann", clock), await person(db, "bob", clock)
+    repo = FactRepo(db)
+    tea = await repo.add(NewFact(ann.id, "user_specific", "Ann drinks green tea every morning",
+                                 "user", attribute="favourite_drink", episode_ids=(5, 3),
+                                 row_ids=(9,)), _unit(0), clock.now())
+    city = await repo.add(NewFact(ann.id, "place", "Ann lives in Lisbon", "user",
+                                  subject="ann", attribute="home_city"), _unit(1), clock.now())
+    await repo.add(NewFact(bob.id, "user_specific", "Bob drinks tea too", "user"), _unit(0),
+                   clock.now())
+    hits = await repo.search(ann.id, "what tea does she drink", _unit(0))
+    assert hits[0].fact.id == tea and {h.fact.owner_id for h in hits} == {ann.id}
+    assert hits[0].bm25 is not None and hits[0].cosine == pytest.approx(1.0)
+    [home] = await repo.search(ann.id, "home city", None)  # the attribute key's words
+    assert home.fact.id == city and home.cosine is None
+    assert await repo.sources(tea) == Sources((5, 3), (9,))
+    clock.advance(days=1)
+    moved = await repo.add(NewFact(ann.id, "place", "Ann lives in Porto now", "user",
+                                   subject="ann", attribute="home_city"), _unit(1),
+                           clock.now(), supersede=[city])
+    old = await repo.get(city)
+    assert old is not None and old.status == "superseded" and old.superseded_by == moved
+    assert await repo.search(ann.id, "Lisbon", None) == []  # no longer live
+    found = [h.fact.id for h in await repo.search(ann.id, "where does Ann live", _unit(1))]
+    assert found[0] == moved and city not in found
+    assert await repo.count(ann.id) == 2
+    assert await repo.delete([tea]) == 1
+    assert await db.fetchval("SELECT count(*) FROM fact_sources WHERE fact_id = ?", (tea,)) == 0
+
+
+async def test_recall_finds_episodes_by_vector_and_keyword_for_their_owner_only(
+        db: Database, clock: ManualClock) -> None:
+    ann, bob = await person(db, "ann", clock), await person(db, "bob", clock)
+    ann_chat, bob_chat = await channel(db, ann, "a", clock), await channel(db, bob, "b", clock)
+    rows = await turn(db, ann_chat, ann, "we hiked up the volcano", clock)
+    repo = EpisodeRepo(db)
+    hike = await repo.insert(NewEpisode(ann.id, ann_chat.id, "Ann hiked up a volcano in Chile",
+                                        "user", clock.now(), clock.now(), tuple(rows),
+                                        key_terms="hiking volcano"), _unit(2), clock.now())
+    cake = await repo.insert(NewEpisode(ann.id, ann_chat.id, "Ann baked a lemon cake", "user",
+                                        clock.now(), clock.now(), ()), _unit(3), clock.now())
+    await repo.insert(NewEpisode(bob.id, bob_chat.id, "Bob climbed a volcano", "user",
+                                 clock.now(), clock.now(), ()), _unit(2), clock.now())
+    source = EpisodeSource(db)
+    query = RecallQuery(owner_id=ann.id, text="volcanoes", terms=("volcanoes",),
+                        match=db.dialect.keyword_query("volcanoes"), vector=_unit(3),
+                        now=clock.now(), k=5)
+    found = {c.id: c for c in await source.candidates(query)}
+    assert set(found) == {hike, cake}
+    assert found[hike].bm25 is not None and found[hike].bm25 < 0  # stemmed: volcano(es)
+    assert found[hike].cited_rows == tuple(rows)
+    assert found[cake].cosine == pytest.approx(1.0) and found[cake].bm25 is None

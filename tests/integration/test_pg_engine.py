@@ -115,7 +115,7 @@ def test_sigterm_stops_the_server_the_test_process_started() -> None:
         while _running(pid) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not _running(pid)
-        assert not (folder / "pgdata").exists()
+        assert not folder.exists()
     finally:
         if proc.poll() is None:
             proc.kill()

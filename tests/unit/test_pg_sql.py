@@ -22,6 +22,9 @@ from memory.pg.sql import translate
     ("SELECT 1 -- why? because\nFROM t WHERE d = ?",
      "SELECT 1 -- why? because\nFROM t WHERE d = %s"),
     ("SELECT 'unterminated ?", "SELECT 'unterminated ?"),
+    ("SELECT 1 WHERE a IN () AND b NOT in ( ) AND c = 'IN ()'",
+     "SELECT 1 WHERE a IN (SELECT NULL WHERE FALSE) AND b NOT IN (SELECT NULL WHERE FALSE)"
+     " AND c = 'IN ()'"),
 ])
 def test_marks_become_psycopg_placeholders_outside_literals(sqlite: str, postgres: str) -> None:
     assert translate(sqlite) == postgres
