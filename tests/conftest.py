@@ -75,8 +75,9 @@ def fake_openai(fake_openai_server: FakeOpenAI) -> Iterator[FakeOpenAI]:
     fake_openai_server.responder = None
 
 
-def strata_env(server: FakeOpenAI, db_path: Path) -> dict[str, str]:
-    """Environment variables that point Strata at `server` and `db_path` (for subprocesses)."""
+def strata_env(server: FakeOpenAI, db_path: Path | str) -> dict[str, str]:
+    """Environment variables that point Strata at `server` and `db_path` (a SQLite file or a
+    PostgreSQL URL), for settings and subprocesses."""
     return {
         "STRATA_DB": str(db_path),
         "STRATA_LLM_BASE_URL": server.base_url,
@@ -97,9 +98,16 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "strata.db"
 
 
+# `STRATA_TEST_APP_ENGINE=postgres`: the assembled app's tests (the `settings` fixture) use a
+# fresh PostgreSQL database instead of the SQLite file: how far the whole bot runs there
+# (docs/operations.md, "PostgreSQL"). Not a CI mode yet.
+APP_ENGINE = os.environ.get("STRATA_TEST_APP_ENGINE", "sqlite")
+
+
 @pytest.fixture
-def settings(fake_openai: FakeOpenAI, db_path: Path) -> Settings:
-    return load_settings(None, env=strata_env(fake_openai, db_path))
+def settings(request: pytest.FixtureRequest, fake_openai: FakeOpenAI, db_path: Path) -> Settings:
+    target = request.getfixturevalue("pg_url") if APP_ENGINE == "postgres" else db_path
+    return load_settings(None, env=strata_env(fake_openai, target))
 
 
 @pytest.fixture
