@@ -64,6 +64,11 @@ class PgServer:
                 self._on_signal(self._pending, None)
             admin_url = str(self._server.get_uri())
         self.admin_url = admin_url
+        if self._server is not None:
+            # A throwaway server: no waiting for the disk (halves each test's CREATE DATABASE).
+            self._admin(*(sql.SQL("ALTER SYSTEM SET {} = off").format(sql.Identifier(name))
+                          for name in ("fsync", "synchronous_commit", "full_page_writes")),
+                        sql.SQL("SELECT pg_reload_conf()"))
         self._names = (f"strata_test_{os.getpid()}_{i}" for i in itertools.count())
         self._templates: set[int] = set()
 
