@@ -11,6 +11,7 @@ session's PostgreSQL server (`[postgres]`, see tests/pg_server.py).
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
@@ -26,6 +27,12 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.synapse import synapse, synapse_strict  # noqa: F401 - shared pytest fixtures
 from tests.pg_server import PgServer
 from tests.pg_server import start as start_pg_server
+
+# test.sh runs pytest as a background job (to pass SIGTERM on), and a non-interactive shell
+# starts background jobs with SIGINT ignored, which Python and every process a test starts
+# would inherit: Ctrl-C (or a test's SIGINT to a child) must mean what it usually means.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 TEST_DIM = 64
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
