@@ -43,7 +43,7 @@ from bot.errors import DimensionMismatchError, StorageError
 from memory.db import Database, Params, Row
 from memory.migrations import available
 from memory.pg.dialect import POSTGRES
-from memory.pg.sql import translate
+from memory.pg.sql import bind, translate
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +156,7 @@ class PgConnection:
         insert = _INSERT.match(sql)
         if insert and insert.group(1).lower() in self.id_tables and not _RETURNING.search(sql):
             sql, returns_id = f"{sql.rstrip().rstrip(';')} RETURNING id", True
-        cur = await self.conn.execute(translate(sql), params)
+        cur = await self.conn.execute(*bind(sql, params))
         rows: list[Row] = await cur.fetchall() if cur.description is not None else []
         lastrowid = int(rows[-1][0]) if returns_id and rows else None
         return PgCursor([] if returns_id else rows, cur.rowcount, lastrowid)
@@ -280,12 +280,12 @@ class PgDatabase(Database):
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         async with self._pool.connection() as conn:
-            cur = await conn.execute(translate(sql), params)
+            cur = await conn.execute(*bind(sql, params))
             return await cur.fetchall()
 
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
         async with self._pool.connection() as conn:
-            cur = await conn.execute(translate(sql), params)
+            cur = await conn.execute(*bind(sql, params))
             return await cur.fetchone()
 
     async def executemany_write(self, sql: str, rows: Iterable[Params]) -> None:

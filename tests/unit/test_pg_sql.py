@@ -9,7 +9,7 @@ from memory import pg
 from memory.dialect import SQLITE
 from memory.pg.database import redacted
 from memory.pg.dialect import POSTGRES, websearch_query
-from memory.pg.sql import translate
+from memory.pg.sql import bind, translate
 
 
 @pytest.mark.parametrize(("sqlite", "postgres"), [
@@ -28,6 +28,14 @@ from memory.pg.sql import translate
 ])
 def test_marks_become_psycopg_placeholders_outside_literals(sqlite: str, postgres: str) -> None:
     assert translate(sqlite) == postgres
+
+
+def test_numbered_marks_bind_by_name() -> None:
+    assert bind("SELECT ?2, ?1 WHERE a = ?1", (5, "x")) == (
+        "SELECT %(p2)s, %(p1)s WHERE a = %(p1)s", {"p1": 5, "p2": "x"})
+    assert bind("SELECT ? WHERE '?1' = ?", (1, 2)) == ("SELECT %s WHERE '?1' = %s", (1, 2))
+    with pytest.raises(ValueError, match="mixes"):
+        translate("SELECT ?1, ?")
 
 
 def test_a_postgres_url_chooses_the_server_and_a_path_stays_sqlite() -> None:
