@@ -330,5 +330,7 @@ class ReaderPool:
 
 
 def is_integrity_error(exc: BaseException) -> bool:
-    """True for a constraint violation from whichever driver is in use."""
-    return type(exc).__name__ == "IntegrityError" or isinstance(exc, sqlite3.IntegrityError)
+    """True for a constraint violation from whichever driver is in use (psycopg raises
+    subclasses of its IntegrityError, such as CheckViolation)."""
+    return (any(c.__name__ == "IntegrityError" for c in type(exc).__mro__)
+            or isinstance(exc, sqlite3.IntegrityError))
