@@ -10,7 +10,6 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from bot.clock import SystemClock
@@ -121,7 +120,7 @@ def cut_settings(settings: Settings) -> CutSettings:
 
 
 async def open_db(settings: Settings) -> Database:
-    return await Database.open(Path(settings.db.path).expanduser(), settings.embed.dim)
+    return await Database.open(settings.db.target, settings.embed.dim)
 
 
 # A platform's command menu: (name, summary) of each chat command (`CommandRouter.menu`).

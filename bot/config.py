@@ -17,7 +17,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -58,9 +66,34 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
 class DbSettings(_Section):
     # Empty: the default location, see `default_db_path`.
     path: str = ""
+    # A PostgreSQL server instead of the SQLite file (docs/operations.md, "PostgreSQL").
+    # `STRATA_DB` or `path` holding a `postgresql://` URL means the same.
+    url: str = Field(default="", repr=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _url_given_as_path(cls, data: Any) -> Any:
+        if isinstance(data, dict) and str(data.get("path", "")).startswith(POSTGRES_SCHEMES):
+            data = {**data, "url": data.get("url") or data["path"], "path": ""}
+        return data
+
+    @field_validator("url")
+    @classmethod
+    def _postgres_url(cls, value: str) -> str:
+        if value and not value.startswith(POSTGRES_SCHEMES):
+            raise ValueError("must be a postgresql:// URL (a SQLite file goes in db.path)")
+        return value
+
+    @property
+    def target(self) -> str:
+        """What to open: the PostgreSQL URL if one is set, else the SQLite file's path."""
+        return self.url or str(Path(self.path).expanduser())
 
 
 class LlmSettings(_Section):
@@ -367,7 +400,7 @@ def load_settings(
         settings = Settings(**_merge(data, _overrides(env)))
     except ValidationError as exc:
         raise ConfigError(_describe(exc)) from None
-    if not settings.db.path:
+    if not settings.db.path and not settings.db.url:
         db = settings.db.model_copy(update={"path": _choose_db(env, notice)})
         settings = settings.model_copy(update={"db": db})
     return settings

@@ -34,8 +34,11 @@ async def _database(settings: Settings) -> list[Check]:
     checks = [
         Check(True, f"sqlite-vec and FTS5 load ({driver.__name__}, SQLite {driver.sqlite_version})")
     ]
-    path = Path(settings.db.path).expanduser()
-    if not path.exists():
+    if settings.db.url:  # a server: no file to look for, the connection tells
+        path: Path | str = "on the PostgreSQL server"
+    else:
+        path = Path(settings.db.path).expanduser()
+    if isinstance(path, Path) and not path.exists():
         checks.append(
             Check(
                 True,
@@ -45,7 +48,7 @@ async def _database(settings: Settings) -> list[Check]:
         )
         return checks
     try:
-        count = await stored_rows(path, settings.embed.dim)
+        count = await stored_rows(settings.db.target, settings.embed.dim)
     except StrataError as exc:
         checks.append(Check(False, f"database {path}", str(exc)))
         return checks

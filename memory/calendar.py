@@ -36,8 +36,11 @@ class CalendarRepo:
                 (owner_id, connector),
             )
             await conn.executemany(
-                "INSERT OR REPLACE INTO calendar_events (owner_id, connector, uid, summary,"
-                " location, starts_at, ends_at, synced_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO calendar_events (owner_id, connector, uid, summary,"
+                " location, starts_at, ends_at, synced_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (owner_id, connector, uid, starts_at) DO UPDATE SET"
+                " summary = excluded.summary, location = excluded.location,"
+                " ends_at = excluded.ends_at, synced_at = excluded.synced_at",
                 [
                     (owner_id, connector, e.uid, e.summary, e.location, to_iso(e.starts_at),
                      to_iso(e.ends_at) if e.ends_at else None, to_iso(now))

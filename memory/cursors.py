@@ -32,10 +32,13 @@ async def read_cursor(db: Database, table: CursorTable, channel_id: int) -> int:
 async def move_cursor(conn: Any, table: CursorTable, channel_id: int, expected: int,
                       to: int) -> bool:
     """Set the cursor to `to` if it still is `expected`; False when someone moved it first."""
+    name = _checked(table)
+    # The existing row's column is named with its table: PostgreSQL would not know whether
+    # a bare `last_row_id` is it or `excluded`'s.
     cur = await conn.execute(
-        f"INSERT INTO {_checked(table)} (channel_id, last_row_id) VALUES (?, ?)"
+        f"INSERT INTO {name} (channel_id, last_row_id) VALUES (?, ?)"
         " ON CONFLICT (channel_id) DO UPDATE SET last_row_id = excluded.last_row_id"
-        " WHERE last_row_id = ?",
+        f" WHERE {name}.last_row_id = ?",
         (channel_id, to, expected),
     )
     return bool(cur.rowcount == 1)

@@ -23,6 +23,8 @@ import sqlite_vec
 
 from bot.errors import DimensionMismatchError, StorageError
 from bot.private_files import private_file, tighten
+from memory import pg
+from memory.dialect import SQLITE
 from memory.driver import sqlite_driver
 from memory.migrations import apply_migrations, read_meta
 
@@ -128,7 +130,15 @@ def migrate_file(path: str | Path, dim: int, *, upto: int | None = None) -> list
 
 
 class Database:
-    """One SQLite file. Use `await Database.open(path, dim)` and `await db.close()`."""
+    """One SQLite file. Use `await Database.open(path, dim)` and `await db.close()`.
+
+    `Database.open("postgresql://…", dim)` gives the PostgreSQL engine instead
+    (`memory.pg.database.PgDatabase`, the same interface). `engine` names the engine;
+    `dialect` holds the statements that differ between engines (`memory.dialect`).
+    """
+
+    engine = "sqlite"
+    dialect = SQLITE
 
     def __init__(
         self, path: str, dim: int, writer: aiosqlite.Connection, reader: aiosqlite.Connection
@@ -150,8 +160,13 @@ class Database:
         to that migration number: how an upgrade test makes a database of an older schema).
 
         Raises `DimensionMismatchError` when the file was created with another embedding
-        dimension, `ExtensionUnavailableError` when sqlite-vec cannot be loaded.
+        dimension, `ExtensionUnavailableError` when sqlite-vec cannot be loaded. A
+        `postgresql://` URL opens the PostgreSQL engine.
         """
+        if pg.is_url(path):
+            from memory.pg.database import PgDatabase  # psycopg only when asked for
+
+            return await PgDatabase.connect(str(path), dim, migrate=migrate, upto=upto)
         path = str(path)
         if path != ":memory:":
             parent = Path(path).expanduser().resolve().parent
@@ -294,6 +309,8 @@ class ReaderPool:
             return self._free
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        if self.db.engine != "sqlite":  # a server engine's own pool already reads in parallel
+            return await self.db.fetchall(sql, params)
         free = await self._queue()
         conn = await free.get()
         try:
@@ -313,5 +330,7 @@ class ReaderPool:
 
 
 def is_integrity_error(exc: BaseException) -> bool:
-    """True for a constraint violation from whichever driver is in use."""
-    return type(exc).__name__ == "IntegrityError" or isinstance(exc, sqlite3.IntegrityError)
+    """True for a constraint violation from whichever driver is in use (psycopg raises
+    subclasses of its IntegrityError, such as CheckViolation)."""
+    return (any(c.__name__ == "IntegrityError" for c in type(exc).__mro__)
+            or isinstance(exc, sqlite3.IntegrityError))

@@ -128,7 +128,7 @@ async def insert_episode(conn: Any, new: NewEpisode,
     episode_id = cur.lastrowid
     assert episode_id is not None
     await conn.executemany(
-        "INSERT OR IGNORE INTO episode_rows (episode_id, row_id) VALUES (?, ?)",
+        "INSERT INTO episode_rows (episode_id, row_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
         [(episode_id, r) for r in new.row_ids],
     )
     if embedding is not None:

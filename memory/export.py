@@ -44,7 +44,8 @@ async def export_person(db: Database, person_id: int) -> dict[str, Any]:
     out: dict[str, Any] = {"person": _dict(person)}
     for table, column in OWNED_TABLES:
         rows = await db.fetchall(
-            f"SELECT * FROM {table} WHERE {column} = ? ORDER BY rowid", (person_id,)
+            f"SELECT * FROM {table} WHERE {column} = ? ORDER BY {db.dialect.insertion_order}",
+            (person_id,)
         )
         out[table] = [_dict(r) for r in rows]
     # What the person said in shared rooms is owned by the room but is still theirs.

@@ -194,8 +194,11 @@ class FactExtractor:
         await self.db.execute_write(
             "INSERT INTO fact_cursors (owner_id, last_episode_id, last_created_at)"
             " VALUES (?, ?, ?) ON CONFLICT (owner_id) DO UPDATE SET"
-            " last_episode_id = max(last_episode_id, excluded.last_episode_id),"
-            " last_created_at = max(last_created_at, excluded.last_created_at)",
+            # The larger of old and new (SQLite's two-argument max() is not PostgreSQL's).
+            " last_episode_id = CASE WHEN excluded.last_episode_id > fact_cursors.last_episode_id"
+            " THEN excluded.last_episode_id ELSE fact_cursors.last_episode_id END,"
+            " last_created_at = CASE WHEN excluded.last_created_at > fact_cursors.last_created_at"
+            " THEN excluded.last_created_at ELSE fact_cursors.last_created_at END",
             (owner_id, last_id, last_created),
         )
 

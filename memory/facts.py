@@ -33,7 +33,7 @@ from bot.ports import Embedder
 from memory.db import Database, Row, placeholders
 from memory.decay import fact_expired, fact_weight
 from memory.episodes import as_blob, cosines
-from memory.fts import match_query, owner_scoped, terms
+from memory.fts import terms
 from memory.profiles import profile_for
 from memory.text import term_coverage
 
@@ -404,7 +404,8 @@ class FactRepo:
 
     async def sources(self, fact_id: int) -> Sources:
         rows = await self.db.fetchall(
-            "SELECT episode_id, row_id FROM fact_sources WHERE fact_id = ? ORDER BY rowid",
+            "SELECT episode_id, row_id FROM fact_sources WHERE fact_id = ?"
+            f" ORDER BY {self.db.dialect.insertion_order}",
             (fact_id,),
         )
         return Sources(
@@ -435,23 +436,15 @@ class FactRepo:
         `match` overrides the FTS expression built from `text`."""
         cosine: dict[int, float] = {}
         if embedding is not None:
-            rows = await self.db.fetchall(
-                "SELECT fact_id, distance FROM fact_vec WHERE embedding MATCH ? AND k = ?"
-                " AND owner_id = ?",
-                (as_blob(embedding), limit, owner_id),
-            )
+            rows = await self.db.fetchall(self.db.dialect.knn_sql("fact_vec", "fact_id"),
+                                          (as_blob(embedding), owner_id, limit))
             cosine = cosines(rows)
         bm25: dict[int, float] = {}
-        query = match if match is not None else match_query(text)
+        dialect = self.db.dialect
+        query = match if match is not None else dialect.keyword_query(text)
         if query is not None:
-            # The owner column weighs nothing in bm25; CROSS JOIN keeps MATCH run once.
-            rows = await self.db.fetchall(
-                "SELECT f.id, bm25(fact_fts, 0.0, 1.0, 1.0) AS s FROM fact_fts"
-                " CROSS JOIN facts f ON f.id = fact_fts.rowid"
-                " WHERE fact_fts MATCH ? AND f.owner_id = ? AND f.status = 'live'"
-                " ORDER BY s LIMIT ?",
-                (owner_scoped(query, owner_id, ("text", "attribute")), owner_id, limit),
-            )
+            rows = await self.db.fetchall(dialect.fact_search, (
+                dialect.scoped(query, owner_id, ("text", "attribute")), owner_id, limit))
             bm25 = {r[0]: float(r[1]) for r in rows}
         ids = list(cosine.keys() | bm25.keys())
         if not ids:

@@ -127,7 +127,7 @@ class JobRunRepo:
                 await conn.execute(
                     "INSERT INTO job_cursors (job, person_id, failures, retry_at)"
                     " VALUES (?, ?, 1, ?) ON CONFLICT (job, person_id) DO UPDATE SET"
-                    " failures = failures + 1, retry_at = excluded.retry_at",
+                    " failures = job_cursors.failures + 1, retry_at = excluded.retry_at",
                     (row[0], row[1], to_iso(retry_at) if retry_at else None),
                 )
 
@@ -171,7 +171,8 @@ class JobRunRepo:
 
     async def last(self, job: str, person_id: int | None) -> JobRun | None:
         row = await self.db.fetchone(
-            "SELECT * FROM job_runs WHERE job = ? AND person_id IS ? ORDER BY id DESC LIMIT 1",
+            "SELECT * FROM job_runs WHERE job = ? AND person_id IS NOT DISTINCT FROM ?"
+            " ORDER BY id DESC LIMIT 1",
             (job, person_id),
         )
         return _run(row) if row else None
@@ -204,7 +205,8 @@ class JobRunRepo:
         where = "" if person_id is None else " WHERE person_id = ?"
         params: tuple[object, ...] = () if person_id is None else (person_id,)
         rows = await self.db.fetchall(
-            "SELECT job, person_id, count(*) AS runs, sum(status = 'error') AS errors,"
+            "SELECT job, person_id, count(*) AS runs,"
+            " count(*) FILTER (WHERE status = 'error') AS errors,"
             " sum(tokens) AS tokens, max(id) AS last_id"
             f" FROM job_runs{where} GROUP BY job, person_id ORDER BY person_id, job",
             params,

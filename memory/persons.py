@@ -144,8 +144,10 @@ class PersonRepo:
         comes after it is forgotten on `/resume`."""
         async with self.db.write() as conn:
             await conn.execute(
-                "INSERT OR REPLACE INTO memory_pauses (person_id, after_row_id, paused_at)"
-                " SELECT ?, coalesce(max(id), 0), ? FROM transcript",
+                "INSERT INTO memory_pauses (person_id, after_row_id, paused_at)"
+                " SELECT ?, coalesce(max(id), 0), ? FROM transcript WHERE TRUE"
+                " ON CONFLICT (person_id) DO UPDATE SET after_row_id = excluded.after_row_id,"
+                " paused_at = excluded.paused_at",
                 (person_id, to_iso(now)),
             )
             await conn.execute("UPDATE persons SET paused = 1 WHERE id = ?", (person_id,))
@@ -210,9 +212,9 @@ class ChannelRepo:
             return found
         async with self.db.write() as conn:
             await conn.execute(
-                "INSERT OR IGNORE INTO channels (owner_id, platform, room_ref, kind, source,"
+                "INSERT INTO channels (owner_id, platform, room_ref, kind, source,"
                 " memory_seed, system_prompt, name, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (
                     owner_id,
                     platform,

@@ -44,8 +44,9 @@ from bot.tokens import count_tokens, truncate_to_tokens
 from bot.types import Channel, Person
 from memory.db import Database, ReaderPool, Reads, Row, placeholders
 from memory.decay import EPISODE_TAU_DAYS, episode_weight
+from memory.dialect import Dialect
 from memory.episodes import LEAF, EpisodeRepo, as_blob, cited_rows_by_episode, cosines
-from memory.fts import match_query, owner_scoped, terms
+from memory.fts import terms
 from memory.recall_focus import NOTE_TOKENS, excerpt
 from memory.recall_index import NAMED, RowIndex, recency_of
 from memory.recall_rank import (
@@ -119,7 +120,9 @@ class RecallQuery:
     owner_id: int
     text: str
     terms: tuple[str, ...]
-    match: str | None  # FTS5 expression of quoted terms (memory.fts), bound as a parameter
+    # The engine's keyword query (`Dialect.keyword_query`: for SQLite an FTS5 expression of
+    # quoted terms, memory.fts), bound as a parameter.
+    match: str | None
     vector: npt.NDArray[np.float32] | None  # L2-normalised; None when the embedder failed
     now: datetime
     k: int
@@ -209,7 +212,7 @@ def _date(ts: str) -> str:
     return ts[:10]
 
 
-async def _knn(reads: Reads, table: str, key: str, query: RecallQuery,
+async def _knn(reads: Reads, dialect: Dialect, table: str, key: str, query: RecallQuery,
                k: int) -> dict[int, float]:
     """Cosine similarity of the query to the owner's `k` nearest vectors in `table`.
 
@@ -220,8 +223,7 @@ async def _knn(reads: Reads, table: str, key: str, query: RecallQuery,
     if query.vector is None:
         return {}
     rows = await reads.fetchall(
-        f"SELECT {key}, distance FROM {table} WHERE embedding MATCH ? AND owner_id = ?"
-        " AND k = ?",
+        dialect.knn_sql(table, key),
         (as_blob(query.vector), query.owner_id, min(k, 4096)),
     )
     return cosines(rows)
@@ -242,24 +244,17 @@ class EpisodeSource:
     async def _keyword(self, reads: Reads, query: RecallQuery) -> dict[int, float]:
         if query.match is None:
             return {}
-        # bm25 costs a read of every match's position lists: only the newest `scan`
-        # matches are ranked (all of them unless the query's words are very common). The
-        # CROSS JOIN keeps the planner from running the MATCH once per episode row.
-        hits = await reads.fetchall(
-            "SELECT e.id, f.s FROM (SELECT rowid AS id,"
-            " bm25(episode_owner_fts, 0.0, 1.0, 1.0) AS s FROM episode_owner_fts"
-            " WHERE episode_owner_fts MATCH ? ORDER BY rowid DESC LIMIT ?) AS f"
-            " CROSS JOIN episodes e ON e.id = f.id"
-            " WHERE e.owner_id = ? AND e.tombstoned_at IS NULL ORDER BY f.s LIMIT ?",
-            (owner_scoped(query.match, query.owner_id, ("summary", "key_terms")),
-             query.scan, query.owner_id, query.k),
-        )
+        dialect = self.db.dialect
+        hits = await reads.fetchall(dialect.episode_search, (
+            dialect.scoped(query.match, query.owner_id, ("summary", "key_terms")),
+            query.scan, query.owner_id, query.k))
         return {int(r[0]): float(r[1]) for r in hits}
 
     async def candidates(self, query: RecallQuery) -> list[Candidate]:
         reads = self.reads or self.db
         cos, bm25 = await asyncio.gather(
-            _knn(reads, "episode_vec", "episode_id", query, query.k * OVERFETCH),
+            _knn(reads, self.db.dialect, "episode_vec", "episode_id", query,
+                 query.k * OVERFETCH),
             self._keyword(reads, query),
         )
         ids = list(cos.keys() | bm25.keys())
@@ -424,7 +419,7 @@ class Recall:
             owner_id=owner_id,
             text=query,
             terms=tuple(terms(query)),
-            match=match_query(query),
+            match=self.db.dialect.keyword_query(query),
             vector=vector,
             now=now,
             k=self.tuning.candidates,

@@ -188,7 +188,8 @@ class ReminderRepo:
         async with self.db.write() as conn:
             cur = await conn.execute(
                 "UPDATE reminders SET state = 'pending', claimed_at = NULL,"
-                " unconfirmed = unconfirmed + (sending_at IS NOT NULL), sending_at = NULL"
+                " unconfirmed = unconfirmed + CASE WHEN sending_at IS NULL THEN 0 ELSE 1 END,"
+                " sending_at = NULL"
                 " WHERE state = 'claimed'"
             )
             return int(cur.rowcount or 0)

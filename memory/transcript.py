@@ -15,7 +15,6 @@ from pathlib import Path
 from bot.clock import from_iso, to_iso
 from bot.types import NewRow, Role, RowKind, TranscriptRow
 from memory.db import Database, Row, placeholders
-from memory.fts import match_query
 
 
 def row_from_db(row: Row) -> TranscriptRow:
@@ -79,7 +78,7 @@ class RowFilter:
 
 def _scope(owner_id: int | None, channel_id: int | None) -> tuple[str, list[object]]:
     """SQL narrowing the transcript to an owner and/or a channel (neither: every row)."""
-    parts, params = ["1"], list[object]()
+    parts, params = ["TRUE"], list[object]()
     for column, value in (("owner_id", owner_id), ("channel_id", channel_id)):
         if value is not None:
             parts.append(f"{column} = ?")
@@ -180,20 +179,16 @@ class TranscriptRepo:
     async def search(
         self, owner_id: int, text: str, limit: int = 20
     ) -> list[tuple[TranscriptRow, float]]:
-        """FTS5 keyword search over one owner's message rows: (row, bm25) best first.
+        """Keyword search over one owner's message rows: (row, score) best first.
 
-        bm25 is negative in SQLite (more negative = better); it is returned as is.
+        The score is lower for a better match: SQLite's bm25 (negative), PostgreSQL's
+        negated ts_rank_cd (see `memory.dialect`); it is returned as is.
         """
-        query = match_query(text)
+        query = self.db.dialect.keyword_query(text)
         if query is None:
             return []
         rows = await self.db.fetchall(
-            "SELECT t.*, bm25(transcript_fts) AS score FROM transcript_fts"
-            " JOIN transcript t ON t.id = transcript_fts.rowid"
-            " WHERE transcript_fts MATCH ? AND t.owner_id = ? AND t.kind = 'message'"
-            " ORDER BY score LIMIT ?",
-            (query, owner_id, limit),
-        )
+            self.db.dialect.transcript_search, (query, owner_id, limit))
         return [(row_from_db(r), float(r["score"])) for r in rows]
 
     async def count(

@@ -1,10 +1,18 @@
 """Shared fixtures: the fake OpenAI-compatible server, settings pointing at it, a real SQLite
 database (sqlite-vec loaded) in a temp folder, an injected clock, an assembled `App`, and the
-real Synapse homeservers (`synapse`, `synapse_strict`, session-scoped, from tests/fakes)."""
+real Synapse homeservers (`synapse`, `synapse_strict`, session-scoped, from tests/fakes).
+
+A test marked `@pytest.mark.engines` (or a module with `pytestmark = pytest.mark.engines`)
+runs once per storage engine: its `db` is SQLite (`[sqlite]`) and then a fresh database on the
+session's PostgreSQL server (`[postgres]`, see tests/pg_server.py).
+`STRATA_TEST_ENGINES=sqlite` runs the SQLite variants only.
+"""
 
 from __future__ import annotations
 
 import os
+import signal
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,9 +25,45 @@ from bot.config import Settings, load_settings
 from memory.db import Database
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.synapse import synapse, synapse_strict  # noqa: F401 - shared pytest fixtures
+from tests.pg_server import PgServer
+from tests.pg_server import start as start_pg_server
+
+# test.sh runs pytest as a background job (to pass SIGTERM on), and a non-interactive shell
+# starts background jobs with SIGINT ignored, which Python and every process a test starts
+# would inherit: Ctrl-C (or a test's SIGINT to a child) must mean what it usually means.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 TEST_DIM = 64
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+ENGINES = tuple(e.strip() for e in os.environ.get("STRATA_TEST_ENGINES", "sqlite,postgres")
+                .split(",") if e.strip())
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker("engines") and "db" in metafunc.fixturenames:
+        metafunc.parametrize("db", ENGINES, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """One PostgreSQL server for the session, started on first use, always stopped. Its
+    folder is not under pytest's base temp: a concurrent pytest run may prune those."""
+    server = start_pg_server(Path(tempfile.mkdtemp(prefix="strata-pg-")))
+    try:
+        yield server
+    finally:
+        server.stop()  # and its folder is deleted
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database (at the tests' dimension), dropped afterwards."""
+    name = pg_server.create_database(TEST_DIM)
+    try:
+        yield pg_server.url(name)
+    finally:
+        pg_server.drop_database(name)
 
 
 @pytest.fixture(scope="session")
@@ -38,8 +82,9 @@ def fake_openai(fake_openai_server: FakeOpenAI) -> Iterator[FakeOpenAI]:
     fake_openai_server.responder = None
 
 
-def strata_env(server: FakeOpenAI, db_path: Path) -> dict[str, str]:
-    """Environment variables that point Strata at `server` and `db_path` (for subprocesses)."""
+def strata_env(server: FakeOpenAI, db_path: Path | str) -> dict[str, str]:
+    """Environment variables that point Strata at `server` and `db_path` (a SQLite file or a
+    PostgreSQL URL), for settings and subprocesses."""
     return {
         "STRATA_DB": str(db_path),
         "STRATA_LLM_BASE_URL": server.base_url,
@@ -60,9 +105,16 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "strata.db"
 
 
+# `STRATA_TEST_APP_ENGINE=postgres`: the assembled app's tests (the `settings` fixture) use a
+# fresh PostgreSQL database instead of the SQLite file: how far the whole bot runs there
+# (docs/operations.md, "PostgreSQL"). Not a CI mode yet.
+APP_ENGINE = os.environ.get("STRATA_TEST_APP_ENGINE", "sqlite")
+
+
 @pytest.fixture
-def settings(fake_openai: FakeOpenAI, db_path: Path) -> Settings:
-    return load_settings(None, env=strata_env(fake_openai, db_path))
+def settings(request: pytest.FixtureRequest, fake_openai: FakeOpenAI, db_path: Path) -> Settings:
+    target = request.getfixturevalue("pg_url") if APP_ENGINE == "postgres" else db_path
+    return load_settings(None, env=strata_env(fake_openai, target))
 
 
 @pytest.fixture
@@ -78,8 +130,12 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-async def db(db_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(db_path, TEST_DIM)
+async def db(request: pytest.FixtureRequest, db_path: Path) -> AsyncIterator[Database]:
+    """The test's database: SQLite at `db_path`, or PostgreSQL for an `engines` test's
+    `[postgres]` variant."""
+    engine = getattr(request, "param", "sqlite")
+    target: str | Path = request.getfixturevalue("pg_url") if engine == "postgres" else db_path
+    database = await Database.open(target, TEST_DIM)
     yield database
     await database.close()
 

@@ -93,6 +93,9 @@ async def cmd_db_check(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _db_file(settings: Settings) -> Path:
+    if settings.db.url:
+        raise StrataError("backup, restore and check work on a SQLite file; for PostgreSQL "
+                          "use pg_dump / pg_restore (docs/operations.md, \"PostgreSQL\")")
     return Path(settings.db.path).expanduser()
 
 

@@ -16,10 +16,11 @@ from typing import Any
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
-def available() -> list[tuple[int, str, str]]:
-    """(number, name, sql) for every migration file, in order."""
+def available(package: str = __name__) -> list[tuple[int, str, str]]:
+    """(number, name, sql) for every migration file of `package` (SQLite's, by default; the
+    PostgreSQL engine keeps its own in `memory.pg.migrations`), in order."""
     out = []
-    for entry in resources.files(__name__).iterdir():
+    for entry in resources.files(package).iterdir():
         match = _NAME.match(entry.name)
         if match:
             out.append((int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8")))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from bot.clock import ManualClock
 from bot.types import NewRow, Role, RowKind
@@ -12,6 +13,8 @@ from memory.persons import PersonRepo
 from memory.transcript import RowFilter, TranscriptRepo
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import channel, person, turn
+
+pytestmark = pytest.mark.engines
 
 
 async def test_transcript_filters_counts_and_watermarks(db: Database, clock: ManualClock) -> None:

@@ -1,0 +1,79 @@
+"""What differs between the storage engines: the statements that cannot be written once.
+
+Repositories write portable SQL (`?` marks, `ON CONFLICT` upserts, `IS NOT DISTINCT FROM`,
+`TRUE`, aggregates with `FILTER`), which SQLite runs as it is and the PostgreSQL engine after
+translating the marks (`memory.pg.sql`). Keyword and vector search cannot be portable: FTS5
+`MATCH` with `bm25()` and sqlite-vec's kNN on one side, `tsvector` with `ts_rank_cd()` and
+pgvector's `<=>` on the other. Those statements come from `db.dialect`, one `Dialect` per
+engine, each statement taking the same parameters in the same order on both engines.
+SQLite's is here; PostgreSQL's is `memory.pg.dialect.POSTGRES`. Imports `memory.fts` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memory.fts import match_query, owner_scoped
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    name: str
+    # The bound keyword-query parameter for `text` (None: no words, search nothing).
+    keyword_query: Callable[[str], str | None]
+    # A keyword query limited to one owner's rows and to some columns, for the owner-scoped
+    # searches below: (query, owner_id, columns) -> the bound parameter.
+    scoped: Callable[[str, int, tuple[str, ...]], str]
+    # One owner's message rows matching a keyword query: `t.*` and `score`, best first;
+    # lower scores are better (SQLite's bm25 is negative). Params: (query, owner_id, limit).
+    transcript_search: str
+    # An owner's `k` nearest vectors in a vector table: (key, distance), distance being
+    # 1 - cosine. Formatted with {table} and {key}; params: (vector blob, owner_id, k).
+    knn: str
+    # One owner's live facts matching a scoped keyword query (text and attribute): (id, s),
+    # best (lowest) first. Params: (scoped query, owner_id, limit).
+    fact_search: str
+    # One owner's live episodes matching a scoped keyword query (summary and key terms),
+    # ranking only the newest `scan` matches: (id, s), best first.
+    # Params: (scoped query, scan, owner_id, k).
+    episode_search: str
+    # The column that orders rows as they were inserted (a table without an id).
+    insertion_order: str
+
+    def knn_sql(self, table: str, key: str) -> str:
+        if not (table.isidentifier() and key.isidentifier()):  # formatted into SQL
+            raise ValueError(f"bad vector table {table!r} or key {key!r}")
+        return self.knn.format(table=table, key=key)
+
+
+SQLITE = Dialect(
+    name="sqlite",
+    keyword_query=match_query,
+    transcript_search=(
+        "SELECT t.*, bm25(transcript_fts) AS score FROM transcript_fts"
+        " JOIN transcript t ON t.id = transcript_fts.rowid"
+        " WHERE transcript_fts MATCH ? AND t.owner_id = ? AND t.kind = 'message'"
+        " ORDER BY score LIMIT ?"
+    ),
+    knn="SELECT {key}, distance FROM {table} WHERE embedding MATCH ? AND owner_id = ? AND k = ?",
+    scoped=owner_scoped,
+    # The owner column weighs nothing in bm25; CROSS JOIN keeps MATCH run once.
+    fact_search=(
+        "SELECT f.id, bm25(fact_fts, 0.0, 1.0, 1.0) AS s FROM fact_fts"
+        " CROSS JOIN facts f ON f.id = fact_fts.rowid"
+        " WHERE fact_fts MATCH ? AND f.owner_id = ? AND f.status = 'live'"
+        " ORDER BY s LIMIT ?"
+    ),
+    # bm25 costs a read of every match's position lists: only the newest `scan` matches
+    # are ranked (all of them unless the query's words are very common). The CROSS JOIN
+    # keeps the planner from running the MATCH once per episode row.
+    episode_search=(
+        "SELECT e.id, f.s FROM (SELECT rowid AS id,"
+        " bm25(episode_owner_fts, 0.0, 1.0, 1.0) AS s FROM episode_owner_fts"
+        " WHERE episode_owner_fts MATCH ? ORDER BY rowid DESC LIMIT ?) AS f"
+        " CROSS JOIN episodes e ON e.id = f.id"
+        " WHERE e.owner_id = ? AND e.tombstoned_at IS NULL ORDER BY f.s LIMIT ?"
+    ),
+    insertion_order="rowid",
+)

@@ -1,0 +1,61 @@
+"""PostgreSQL's statements for what cannot be written once (see `memory.dialect`).
+
+Keyword search: the text is parsed with the `english` configuration (Snowball stemming, as
+FTS5's porter tokenizer stems) through an expression GIN index (migration 0001); the query's
+words are OR-ed, as `memory.fts.match_query` OR-s them for FTS5, and `websearch_to_tsquery`
+never fails on user text. The score is `-ts_rank_cd`, so lower is better as with bm25; its
+scale differs from bm25's. Vector search: an exact scan of the owner's vectors ordered by
+pgvector's cosine distance `<=>` (1 - cosine, as sqlite-vec's). Imports `memory.dialect` and
+`memory.fts`.
+"""
+
+from __future__ import annotations
+
+from memory.dialect import Dialect
+from memory.fts import terms
+
+
+def websearch_query(text: str) -> str | None:
+    """`"w1" or "w2" …` for `websearch_to_tsquery`: each word of `text` quoted (words are
+    `\\w+`, so no quote can be inside), OR-ed; None when `text` has no words."""
+    found = terms(text)
+    return " or ".join(f'"{t}"' for t in found) if found else None
+
+
+POSTGRES = Dialect(
+    name="postgres",
+    keyword_query=websearch_query,
+    transcript_search=(
+        "SELECT t.*, -ts_rank_cd(to_tsvector('english', t.content), q) AS score"
+        " FROM transcript t, websearch_to_tsquery('english', ?) q"
+        " WHERE to_tsvector('english', t.content) @@ q AND t.owner_id = ?"
+        " AND t.kind = 'message' ORDER BY score, t.id LIMIT ?"
+    ),
+    knn=("SELECT {key}, embedding <=> ? AS distance FROM {table} WHERE owner_id = ?"
+         " ORDER BY distance, {key} LIMIT ?"),
+    # Owner scoping is a plain `owner_id = ?` condition here: the query stays as it is.
+    scoped=lambda query, owner_id, columns: query,
+    # The expressions are the GIN indexes' own (migration 0001), so the indexes are used.
+    fact_search=(
+        "SELECT f.id, -ts_rank_cd(to_tsvector('english', f.text || ' '"
+        " || replace(f.attribute, '_', ' ')), q) AS s"
+        " FROM facts f, websearch_to_tsquery('english', ?) q"
+        " WHERE to_tsvector('english', f.text || ' ' || replace(f.attribute, '_', ' ')) @@ q"
+        " AND f.owner_id = ? AND f.status = 'live' ORDER BY s, f.id LIMIT ?"
+    ),
+    # The parameters arrive in SQLite's order; a CTE names them so the owner can narrow the
+    # newest-`scan` window as FTS5's owner column does.
+    episode_search=(
+        "WITH p AS (SELECT websearch_to_tsquery('english', ?) AS q, ?::bigint AS scan,"
+        " ?::bigint AS owner, ?::bigint AS k)"
+        " SELECT f.id, f.s FROM (SELECT e.id,"
+        " -ts_rank_cd(to_tsvector('english', e.summary || ' ' || e.key_terms), p.q) AS s"
+        " FROM episodes e, p"
+        " WHERE to_tsvector('english', e.summary || ' ' || e.key_terms) @@ p.q"
+        " AND e.owner_id = p.owner AND e.tombstoned_at IS NULL"
+        " ORDER BY e.id DESC LIMIT (SELECT scan FROM p)) AS f"
+        " ORDER BY f.s, f.id LIMIT (SELECT k FROM p)"
+    ),
+    # No rowid: the physical position, which follows insertion for rows never updated.
+    insertion_order="ctid",
+)

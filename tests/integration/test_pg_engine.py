@@ -1,0 +1,121 @@
+"""What only the PostgreSQL engine has: the same logical schema as SQLite's, its migration
+record, and a test server that is stopped even when the test process is killed by SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from bot.errors import DimensionMismatchError, StorageError
+from memory.db import Database
+from memory.migrations import available
+from tests.conftest import TEST_DIM
+from tests.pg_server import PgServer
+
+ROOT = Path(__file__).parents[2]
+VECTOR_TABLES = {"transcript_vec", "episode_vec", "fact_vec"}
+
+
+def _kind(declared: str) -> str:
+    declared = declared.upper()
+    if declared.startswith("FLOAT[") or declared == "USER-DEFINED":
+        return "vector"
+    return {"INTEGER": "int", "BIGINT": "int", "REAL": "float", "DOUBLE PRECISION": "float",
+            "TEXT": "text"}.get(declared, declared)
+
+
+async def _sqlite_columns(db: Database) -> dict[str, dict[str, tuple[str, bool]]]:
+    tables = await db.fetchall("PRAGMA table_list")
+    out: dict[str, dict[str, tuple[str, bool]]] = {}
+    for t in tables:
+        name, kind = str(t["name"]), str(t["type"])
+        if name.startswith("sqlite_") or not (kind == "table" or name in VECTOR_TABLES):
+            continue
+        if any(name.startswith(f"{v}_vector_chunks") for v in VECTOR_TABLES):  # vec0's own
+            continue
+        columns = await db.fetchall(f'PRAGMA table_info("{name}")')
+        # vec0 declares no types: its key and partition are integers, `embedding` a vector.
+        out[name] = {str(c["name"]): (
+            _kind(str(c["type"]) or ("FLOAT[]" if c["name"] == "embedding" else "INTEGER")),
+            bool(c["notnull"]) or bool(c["pk"]) or name in VECTOR_TABLES) for c in columns}
+    return out
+
+
+async def _pg_columns(db: Database) -> dict[str, dict[str, tuple[str, bool]]]:
+    rows = await db.fetchall(
+        "SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns"
+        " WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position")
+    out: dict[str, dict[str, tuple[str, bool]]] = {}
+    for r in rows:
+        out.setdefault(str(r[0]), {})[str(r[1])] = (_kind(str(r[2])), r[3] == "NO")
+    return out
+
+
+async def test_postgres_has_the_same_tables_columns_types_and_nullability(
+        db_path: Path, pg_url: str) -> None:
+    sqlite = await Database.open(db_path, TEST_DIM)
+    postgres = await Database.open(pg_url, TEST_DIM)
+    try:
+        assert postgres.engine == "postgres" and sqlite.engine == "sqlite"
+        assert await _pg_columns(postgres) == await _sqlite_columns(sqlite)
+    finally:
+        await sqlite.close()
+        await postgres.close()
+
+
+async def test_migrations_are_recorded_once_and_the_dimension_is_kept(pg_url: str) -> None:
+    db = await Database.open(pg_url, TEST_DIM)
+    applied = await db.applied_migrations()
+    await db.close()
+    assert applied == [(n, name) for n, name, _ in available("memory.pg.migrations")]
+    again = await Database.open(pg_url, TEST_DIM)  # re-open: nothing applied twice
+    assert await again.applied_migrations() == applied
+    await again.close()
+    with pytest.raises(DimensionMismatchError, match=f"dimension {TEST_DIM}"):
+        await Database.open(pg_url, TEST_DIM + 1)
+
+
+async def test_an_unreachable_server_is_a_clear_error_without_the_password(
+        pg_server: PgServer) -> None:
+    url = pg_server.url("no_such_database").replace("postgres:@", "postgres:hunter2@")
+    with pytest.raises(StorageError, match="cannot open database") as caught:
+        await Database.open(url, TEST_DIM)
+    assert "hunter2" not in str(caught.value)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(bool(os.environ.get("STRATA_TEST_PG_URL")),
+                    reason="a given server is not started or stopped by the tests")
+def test_sigterm_stops_the_server_the_test_process_started() -> None:
+    folder = Path(tempfile.mkdtemp(prefix="strata-pg-term-"))
+    proc = subprocess.Popen([sys.executable, "-m", "tests.pg_server", "--hold", str(folder)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        pid = int(proc.stdout.readline())
+        assert _running(pid)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == -signal.SIGTERM  # died of the signal, as it would have
+        deadline = time.monotonic() + 30  # the postmaster exits after its children
+        while _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _running(pid)
+        assert not folder.exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -1,0 +1,72 @@
+"""The PostgreSQL engine's statement translation, its URL checks and its dialect helpers."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.config import ConfigError, load_settings
+from memory import pg
+from memory.dialect import SQLITE
+from memory.pg.database import redacted
+from memory.pg.dialect import POSTGRES, websearch_query
+from memory.pg.sql import bind, translate
+
+
+@pytest.mark.parametrize(("sqlite", "postgres"), [
+    ("SELECT * FROM t WHERE a = ? AND b IN (?,?)",
+     "SELECT * FROM t WHERE a = %s AND b IN (%s,%s)"),
+    ("SELECT '?', \"odd?name\" FROM t WHERE c = ?", "SELECT '?', \"odd?name\" FROM t WHERE c = %s"),
+    ("SELECT 'it''s ?' || ?", "SELECT 'it''s ?' || %s"),
+    ("SELECT a % 2 FROM t WHERE b LIKE 'x%' AND c = ?",
+     "SELECT a %% 2 FROM t WHERE b LIKE 'x%%' AND c = %s"),
+    ("SELECT 1 -- why? because\nFROM t WHERE d = ?",
+     "SELECT 1 -- why? because\nFROM t WHERE d = %s"),
+    ("SELECT 'unterminated ?", "SELECT 'unterminated ?"),
+    ("SELECT 1 WHERE a IN () AND b NOT in ( ) AND c = 'IN ()'",
+     "SELECT 1 WHERE a IN (SELECT NULL WHERE FALSE) AND b NOT IN (SELECT NULL WHERE FALSE)"
+     " AND c = 'IN ()'"),
+])
+def test_marks_become_psycopg_placeholders_outside_literals(sqlite: str, postgres: str) -> None:
+    assert translate(sqlite) == postgres
+
+
+def test_numbered_marks_bind_by_name() -> None:
+    assert bind("SELECT ?2, ?1 WHERE a = ?1", (5, "x")) == (
+        "SELECT %(p2)s, %(p1)s WHERE a = %(p1)s", {"p1": 5, "p2": "x"})
+    assert bind("SELECT ? WHERE '?1' = ?", (1, 2)) == ("SELECT %s WHERE '?1' = %s", (1, 2))
+    with pytest.raises(ValueError, match="mixes"):
+        translate("SELECT ?1, ?")
+
+
+def test_a_postgres_url_chooses_the_server_and_a_path_stays_sqlite() -> None:
+    env = {"HOME": "/home/x"}
+    url = "postgresql://strata:secret@db.internal:5432/strata"
+    for given in ({"STRATA_DB": url}, {"STRATA_DB_URL": url}):
+        db = load_settings(None, env={**env, **given}).db
+        assert (db.url, db.path, db.target) == (url, "", url)
+        assert "secret" not in repr(db)
+    db = load_settings(None, env={**env, "STRATA_DB": "/data/strata.db"}).db
+    assert (db.url, db.target) == ("", "/data/strata.db")
+    with pytest.raises(ConfigError, match="postgresql://"):
+        load_settings(None, env={**env, "STRATA_DB_URL": "mysql://x/y"})
+    assert pg.is_url(url) and pg.is_url("postgres://h/d")
+    assert not pg.is_url("/data/postgresql://.db") and not pg.is_url("strata.db")
+
+
+def test_messages_never_show_the_password() -> None:
+    assert redacted("postgresql://bob:s3:cr@t@db:5432/strata?sslmode=require") == \
+        "postgresql://bob:***@db:5432/strata?sslmode=require"
+    assert redacted("postgresql:///strata?host=/run/pg") == "postgresql:///strata?host=/run/pg"
+
+
+def test_keyword_queries_quote_every_word_on_both_engines() -> None:
+    assert websearch_query("Can't we use c++ or *?") == '"can" or "use" or "c"'
+    assert websearch_query("...") is None
+    assert SQLITE.keyword_query("the river") == '"river"'
+    assert POSTGRES.keyword_query("the river") == '"river"'
+
+
+def test_vector_statements_take_only_plain_names() -> None:
+    assert "fact_vec" in POSTGRES.knn_sql("fact_vec", "fact_id")
+    with pytest.raises(ValueError):
+        SQLITE.knn_sql("fact_vec; DROP TABLE facts", "fact_id")
