@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.config import CognitionSettings
-from bot.errors import BudgetExhaustedError, ConfigError
+from bot.errors import BudgetExhaustedError, ConfigError, ModelError
 from bot.types import OwnerKind, Person
 from cognition.backoff import retry_delay
 from cognition.registry import AnyJob, JobContext, JobRegistry
@@ -257,7 +257,13 @@ class Runner:
                                     tokens=ctx.tokens, error="cancelled at shutdown")
             raise
         except Exception as exc:  # task boundary: recorded and skipped, the others go on
-            log.exception("job %s for person %s failed (run %d)", job.name, person.id, run_id)
+            if isinstance(exc, ModelError):
+                # An endpoint that is down or answered junk: expected, retried later, one line.
+                log.warning("job %s for person %s failed (run %d): %s", job.name, person.id,
+                            run_id, exc)
+            else:
+                log.exception("job %s for person %s failed (run %d)", job.name, person.id,
+                              run_id)
             if isinstance(exc, BudgetExhaustedError):
                 # Not a failure of the job: what it did is kept (its finished turns are
                 # reused), and the next check goes on with a fresh budget.

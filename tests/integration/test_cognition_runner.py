@@ -13,6 +13,7 @@ import pytest
 
 from bot.app import App
 from bot.clock import ManualClock
+from bot.errors import ModelError
 from bot.types import Person
 from cognition.registry import BaseJob, JobContext, JobOutcome, JobRegistry
 from cognition.runner import Runner
@@ -131,6 +132,26 @@ async def test_a_failing_job_is_recorded_and_the_others_go_on(
     boom.fail = False
     await runner.check_jobs()
     assert boom.ran == ["v1", "v1"]
+
+
+async def test_a_job_failing_on_the_model_logs_one_line_not_a_traceback(
+        make_app: AppFactory, clock: ManualClock, caplog: pytest.LogCaptureFixture) -> None:
+    """A model or embedder that is down (or answers unusable vectors) is an expected fault:
+    the run is recorded as failed and retried later, and the log says so in one line."""
+
+    async def down(ctx: JobContext) -> None:
+        raise ModelError("the embedding endpoint answered an unusable vector")
+
+    app = await make_app()
+    runner = Runner(app.services, JobRegistry([CountingJob("embeds", on_run=down)]))  # type: ignore[arg-type]
+    await speak(app, clock)
+    clock.advance(hours=1)
+    caplog.clear()
+    reports = await runner.check_jobs()
+    assert [(r.job, r.status) for r in reports] == [("embeds", "error")]
+    failed = [r for r in caplog.records if "embeds" in r.getMessage()]
+    assert failed and all(r.exc_info is None for r in failed)
+    assert "unusable vector" in failed[0].getMessage()
 
 
 def dmn_calls(fake: FakeOpenAI) -> int:
