@@ -138,10 +138,11 @@ async def test_a_simulated_day_shows_every_jobs_effect(
     status = strata(["jobs", "status", "--user", "alice", "--json"], subprocess_env)
     assert status.returncode == 0, status.stderr
     jobs = {r["job"]: r for r in json.loads(status.stdout)}
-    # The nine jobs, and the after-turn compaction's model calls (one budgeted model path).
+    # The nine jobs, and the model calls made outside them: alice's chat turns and the
+    # after-turn compaction (one metered model path).
     assert set(jobs) == {"capabilities", "extract", "patterns", "geo", "synthesis", "dmn",
-                         "research", "consolidate", "decay", "compact:turn"}
-    assert jobs["compact:turn"]["tokens"] > 0
+                         "research", "consolidate", "decay", "compact:turn", "chat:turn"}
+    assert jobs["compact:turn"]["tokens"] > 0 and jobs["chat:turn"]["tokens"] > 0
     for name, row in jobs.items():
         assert row["runs"] >= 1 and row["errors"] == 0, (name, row)
         assert row["last_status"] == "ok", (name, row)
