@@ -283,13 +283,17 @@ class App:
         facts = FactStore(repos.facts, embedder)
         # Memory: turn-zero recall (episodes, transcript rows and facts) on the hot path; row
         # vectors and episode cutting after it.
+        # Model calls outside a job run are charged to the memory owner, one purpose each.
+        def metered(purpose: str) -> Callable[[int], ChatModel]:
+            return metered_for_owner(chat, repos.runs, clock, purpose)
+
         recall = Recall(db, embedder, clock, recall_tuning(settings))
         recall.add_source(FactCandidates(repos.facts, repos.channels))
         row_indexer = RowIndexer(db, embedder, transcript=repos.transcript,
                                  persons=repos.persons)
         cutter = EpisodeCutter(db, embedder, clock, chat, cut_settings(settings),
                                transcript=repos.transcript, persons=repos.persons,
-                               chat_for=metered_for_owner(chat, repos.runs, clock, "cut:turn"))
+                               chat_for=metered("cut:turn"))
         forgetter = Forgetter(db, embedder, repos.facts)
         extractor = FactExtractor(db, facts, repos.persons,
                                   min_confidence=settings.facts.min_confidence,
@@ -297,7 +301,7 @@ class App:
         after_turn: list[AfterTurn] = [
             row_indexer,
             ExtractAfterTurn(cutter, extractor,
-                             metered_for_owner(chat, repos.runs, clock, "extract:turn"), clock,
+                             metered("extract:turn"), clock,
                              settings.facts.max_episodes)
             if settings.facts.extract_after_turn
             else cutter,
@@ -306,7 +310,7 @@ class App:
         if settings.lifecycle.compact_after_turn:
             after_turn.append(CompactionHook(
                 db, chat, clock, policy.compaction,
-                chat_for=metered_for_owner(chat, repos.runs, clock, "compact:turn")))
+                chat_for=metered("compact:turn")))
         if settings.facts.tools:
             MemoryTools(facts, repos.transcript, clock).register(tools)
         # Cognition: reminders and scheduled prompts (tools, /timezone), the ambient snapshot
@@ -333,7 +337,7 @@ class App:
             recaller=recall,
             context=context,
             after_turn=after_turn,
-            chat_for=metered_for_owner(chat, repos.runs, clock, "chat:turn"),
+            chat_for=metered("chat:turn"),
         )
         outbound = Outbound()
         services = Services(
