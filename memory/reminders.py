@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.clock import from_iso, to_iso
+from memory.claims import held_by_a_live_runner
 from memory.db import Database, Row
 
 KINDS = ("reminder", "prompt")
@@ -132,13 +133,13 @@ class ReminderRepo:
         )
         return [_reminder(r) for r in rows]
 
-    async def claim(self, reminder: Reminder, now: datetime) -> bool:
-        """pending → claimed for this occurrence; True for exactly one caller."""
+    async def claim(self, reminder: Reminder, now: datetime, runner: str | None = None) -> bool:
+        """pending → claimed for this occurrence by `runner`; True for exactly one caller."""
         async with self.db.write() as conn:
             cur = await conn.execute(
-                "UPDATE reminders SET state = 'claimed', claimed_at = ?"
+                "UPDATE reminders SET state = 'claimed', claimed_at = ?, claimed_by = ?"
                 " WHERE id = ? AND state = 'pending' AND due_at = ?",
-                (to_iso(now), reminder.id, to_iso(reminder.due_at)),
+                (to_iso(now), runner, reminder.id, to_iso(reminder.due_at)),
             )
             return (cur.rowcount or 0) == 1
 
@@ -182,15 +183,25 @@ class ReminderRepo:
             (reminder_id,),
         )
 
-    async def release_stale_claims(self) -> int:
-        """At start-up: claims of a previous process were never completed; deliver them again.
-        One whose send had started is counted `unconfirmed` (the platform may have it)."""
+    async def release_stale_claims(self, now: datetime | None = None,
+                                   runner: str | None = None) -> int:
+        """Claims of a process that stopped were never completed: deliver them again. One
+        whose send had started is counted `unconfirmed` (the platform may have it).
+
+        With `now`, only claims whose runner is gone (lease run out, or none recorded) and
+        is not `runner` (the caller): a live process's delivery in flight is left alone.
+        Without, every claim (one process that knows it is alone)."""
+        where = "state = 'claimed'"
+        params: tuple[object, ...] = ()
+        if now is not None:
+            where += (" AND (claimed_by IS NULL OR (claimed_by <> ? AND NOT"
+                      f" {held_by_a_live_runner('reminders.claimed_by')}))")
+            params = (runner or "", to_iso(now))
         async with self.db.write() as conn:
             cur = await conn.execute(
-                "UPDATE reminders SET state = 'pending', claimed_at = NULL,"
+                "UPDATE reminders SET state = 'pending', claimed_at = NULL, claimed_by = NULL,"
                 " unconfirmed = unconfirmed + CASE WHEN sending_at IS NULL THEN 0 ELSE 1 END,"
-                " sending_at = NULL"
-                " WHERE state = 'claimed'"
+                f" sending_at = NULL WHERE {where}", params
             )
             return int(cur.rowcount or 0)
 
