@@ -7,9 +7,11 @@ is live exactly while its runner's lease is, so a process that dies leaves claim
 on their own after one lease, and a live process never has to renew claims one by one.
 
 Claiming is one statement on both engines: an upsert that takes the row only when it is free,
-already ours, or held by a runner whose lease has run out; `rowcount` says who won. SQLite's
-`BEGIN IMMEDIATE` and PostgreSQL's write lock (`memory.pg.database`) make it atomic against
-every other process's writes. Times are the runners' own clocks: processes sharing a database
+already ours, or held by a runner whose lease has run out; `rowcount` says who won. It is
+atomic on its own (`Database.execute_atomic`): SQLite has one writer at a time, and on
+PostgreSQL the row lock of `ON CONFLICT … DO UPDATE … WHERE` decides on the row's latest
+version, so claims do not take the engine's one write lock and several processes claim side
+by side. Times are the runners' own clocks: processes sharing a database
 need clocks that agree to well within a lease (NTP). Imports `bot` leaf modules and
 `memory.db`.
 """
@@ -68,7 +70,7 @@ class RunnerLeases:
                         lease: timedelta) -> None:
         """Renew the runner's lease (never shortening it); a row someone removed (a process
         started under the same name) is put back, as this runner evidently lives."""
-        await self.db.execute_write(
+        await self.db.execute_atomic(
             "INSERT INTO runners (id, name, started_at, lease_until) VALUES (?, ?, ?, ?)"
             " ON CONFLICT (id) DO UPDATE SET lease_until = CASE"
             " WHEN excluded.lease_until > runners.lease_until THEN excluded.lease_until"
@@ -93,20 +95,19 @@ class RunnerLeases:
         """Take the owner's jobs for `runner_id`: True when the owner was free, already this
         runner's, or held by a runner whose lease ran out (a dead process); False while
         another live runner holds it, or when the owner no longer exists."""
-        async with self.db.write() as conn:
-            cur = await conn.execute(
-                "INSERT INTO job_leases (owner_id, runner, claimed_at)"
-                " SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM persons WHERE id = ?)"
-                " ON CONFLICT (owner_id) DO UPDATE SET runner = excluded.runner,"
-                " claimed_at = excluded.claimed_at"
-                " WHERE job_leases.runner = excluded.runner"
-                f" OR NOT {held_by_a_live_runner('job_leases.runner')}",
-                (owner_id, runner_id, to_iso(now), owner_id, to_iso(now)))
-            return (cur.rowcount or 0) == 1
+        won = await self.db.execute_atomic(
+            "INSERT INTO job_leases (owner_id, runner, claimed_at)"
+            " SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM persons WHERE id = ?)"
+            " ON CONFLICT (owner_id) DO UPDATE SET runner = excluded.runner,"
+            " claimed_at = excluded.claimed_at"
+            " WHERE job_leases.runner = excluded.runner"
+            f" OR NOT {held_by_a_live_runner('job_leases.runner')}",
+            (owner_id, runner_id, to_iso(now), owner_id, to_iso(now)))
+        return won == 1
 
     async def release(self, owner_id: int, runner_id: str) -> None:
         """Give the owner's jobs back (only if this runner still holds them)."""
-        await self.db.execute_write(
+        await self.db.execute_atomic(
             "DELETE FROM job_leases WHERE owner_id = ? AND runner = ?", (owner_id, runner_id))
 
     async def holder(self, owner_id: int, now: datetime) -> str | None:

@@ -135,13 +135,12 @@ class ReminderRepo:
 
     async def claim(self, reminder: Reminder, now: datetime, runner: str | None = None) -> bool:
         """pending → claimed for this occurrence by `runner`; True for exactly one caller."""
-        async with self.db.write() as conn:
-            cur = await conn.execute(
-                "UPDATE reminders SET state = 'claimed', claimed_at = ?, claimed_by = ?"
-                " WHERE id = ? AND state = 'pending' AND due_at = ?",
-                (to_iso(now), runner, reminder.id, to_iso(reminder.due_at)),
-            )
-            return (cur.rowcount or 0) == 1
+        won = await self.db.execute_atomic(  # a conditional UPDATE: atomic on its own
+            "UPDATE reminders SET state = 'claimed', claimed_at = ?, claimed_by = ?"
+            " WHERE id = ? AND state = 'pending' AND due_at = ?",
+            (to_iso(now), runner, reminder.id, to_iso(reminder.due_at)),
+        )
+        return won == 1
 
     async def sending(self, reminder_id: int, now: datetime) -> None:
         """Note, before the platform is asked, that this claim's send has started."""

@@ -275,3 +275,31 @@ async def test_run_no_jobs_delivers_reminders_but_runs_no_job(
     clock.advance(minutes=1)
     assert await quiet.tick() == []
     assert sent == ["⏰ Reminder: tea"] and log == []
+
+
+async def test_racing_claims_from_four_connections_have_one_winner_per_person(
+        target: str, clock: ManualClock) -> None:
+    """Claims do not take the engine's write lock on PostgreSQL (`execute_atomic`): the
+    statement alone must make one winner, with four databases claiming at once."""
+    from memory.db import Database
+    from tests.conftest import TEST_DIM
+
+    dbs = [await Database.open(target, TEST_DIM) for _ in range(4)]
+    try:
+        persons = [await person(dbs[0], f"p{i:02d}", clock) for i in range(20)]
+        leases = [RunnerLeases(db) for db in dbs]
+        for i, repo in enumerate(leases):
+            await repo.register(f"r{i}/x", f"r{i}", clock.now(), LEASE)
+        won = await asyncio.gather(*[
+            leases[i].claim(p.id, f"r{i}/x", clock.now())
+            for p in persons for i in range(4) for _ in range(2)])
+        per_person = [won[k * 8:(k + 1) * 8] for k in range(20)]
+        holders = [await leases[0].holder(p.id, clock.now()) for p in persons]
+        for wins, holder in zip(per_person, holders, strict=True):
+            # The winner's own repeat claim also succeeds (it is already its own): one or
+            # two wins, all by the same runner.
+            winners = {f"r{i}/x" for i in range(4) for j in range(2) if wins[i * 2 + j]}
+            assert winners == {holder}
+    finally:
+        for db in dbs:
+            await db.close()
