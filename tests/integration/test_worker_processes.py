@@ -30,7 +30,8 @@ from tests.memory_helpers import channel, person, turn
 
 ROOT = Path(__file__).parents[2]
 
-pytestmark = pytest.mark.skipif("postgres" not in ENGINES, reason="PostgreSQL variants are off")
+needs_postgres = pytest.mark.skipif("postgres" not in ENGINES,
+                                    reason="PostgreSQL variants are off")
 
 
 class Gate:
@@ -125,6 +126,7 @@ def job_runs(url: str) -> list[tuple[str, int, str, str]]:
     return [(str(j), int(p), str(r).rsplit("/", 1)[0], str(s)) for j, p, r, s in rows]
 
 
+@needs_postgres
 async def test_two_worker_processes_share_the_jobs_and_each_due_job_runs_once(
         pg_url: str, fake_openai: FakeOpenAI, subprocess_env: dict[str, str],
         workers: list[Worker]) -> None:
@@ -159,6 +161,7 @@ async def test_two_worker_processes_share_the_jobs_and_each_due_job_runs_once(
     assert all("Traceback" not in "".join(w.lines) for w in workers)
 
 
+@needs_postgres
 async def test_a_killed_worker_s_person_is_taken_over_after_its_lease(
         pg_url: str, fake_openai: FakeOpenAI, subprocess_env: dict[str, str],
         workers: list[Worker]) -> None:
@@ -193,3 +196,40 @@ async def test_a_killed_worker_s_person_is_taken_over_after_its_lease(
     # Every job ran once to an end (w1's interrupted one was redone once, by w2).
     finished = [(j, p) for j, p, _, s in runs if s in ("ok", "error")]
     assert len(finished) == len(set(finished))
+
+
+def test_run_no_jobs_delivers_a_reminder_and_runs_no_job(
+        fake_openai: FakeOpenAI, subprocess_env: dict[str, str], db_path: Path) -> None:
+    """`strata run --no-jobs` on a SQLite file: the reminder comes, no background job runs
+    even with the idle gate at zero and a job check every tick."""
+    from tests.fakes.openai_server import Reply
+    from tests.integration.test_run_cli import read_line, start_run
+
+    env = dict(subprocess_env, STRATA_COGNITION_TICK_SECONDS="0.2",
+               STRATA_COGNITION_IDLE_MINUTES="0", STRATA_COGNITION_JOB_INTERVAL_MINUTES="0.001")
+    proc = start_run(env, "--no-jobs", "--console", "--user", "alice")
+    try:
+        assert proc.stdin is not None
+        fake_openai.reply(Reply(tool_calls=[("set_reminder", {"text": "stretch",
+                                                              "in_minutes": 0.03})]), "Will do.")
+        proc.stdin.write("remind me in two seconds to stretch\n")
+        proc.stdin.flush()
+        assert read_line(proc) == "Will do."
+        assert read_line(proc) == "⏰ Reminder: stretch"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+        assert proc.stderr is not None
+        assert "reminders only (no jobs" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    import sqlite3
+
+    with sqlite3.connect(db_path) as conn:
+        jobs = conn.execute("SELECT count(*) FROM job_runs WHERE runner IS NOT NULL").fetchone()
+        # Any job check leaves a cursor row per job and person, even with nothing to do.
+        checked = conn.execute("SELECT count(*) FROM job_cursors").fetchone()
+        runners = conn.execute("SELECT count(*) FROM runners").fetchone()
+    assert jobs == (0,) and checked == (0,)  # no job ran, none was even looked at
+    assert runners == (0,)  # and the runner retired on SIGTERM
