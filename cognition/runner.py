@@ -241,7 +241,13 @@ class Runner:
             jobs = [job for job in self.registry if job.name not in self.settings.disabled_jobs
                     and (person.kind is not OwnerKind.ROOM or job.for_rooms)]
             async with self.claimed(person) as holder:
-                for job in jobs:
+                for i, job in enumerate(jobs):
+                    # Between two jobs: still ours? A process stalled past its lease (a paused
+                    # machine) has lost the person to another and must stop here.
+                    if holder is None and i and not await self.services.leases.claim(
+                            person.id, self.id, self.services.clock.now()):
+                        holder = await self.services.leases.holder(
+                            person.id, self.services.clock.now()) or "a process"
                     if holder is not None:
                         reports.append(JobReport(job.name, person.name, False, "skipped",
                                                  f"another process ({holder}) has them"))

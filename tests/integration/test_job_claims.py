@@ -303,3 +303,30 @@ async def test_racing_claims_from_four_connections_have_one_winner_per_person(
     finally:
         for db in dbs:
             await db.close()
+
+
+async def test_a_runner_stalled_past_its_lease_stops_before_its_next_job(
+        apps: Callable[..., Awaitable[App]], clock: ManualClock) -> None:
+    """Runner one stalls in a job past its lease (a paused machine) and runner two takes the
+    person over; when one wakes up it finishes that job but runs none of the person's next."""
+    one, two = await apps(), await apps()
+    log: list[tuple[str, str, str]] = []
+    stalled, wake = asyncio.Event(), asyncio.Event()
+
+    async def stall(ctx: JobContext) -> None:
+        stalled.set()
+        await wake.wait()
+
+    r1 = runner(one, "one", [Recorded("a", log, "one", hold=stall), Recorded("b", log, "one")])
+    r2 = runner(two, "two", [Recorded("a", log, "two"), Recorded("b", log, "two")])
+    [alice] = await people(one, clock, 1)
+    first = asyncio.create_task(r1.check_jobs())
+    await asyncio.wait_for(stalled.wait(), 10)
+    clock.advance(seconds=LEASE.total_seconds() + 1)
+    async with r2.claimed(alice) as holder:  # two is working on alice when one wakes up
+        assert holder is None
+        wake.set()
+        reports = await asyncio.wait_for(first, 10)
+    assert [r.status for r in reports] == ["ok", "skipped"]
+    assert r2.id in reports[1].detail
+    assert log == [("one", "p00", "a")]
