@@ -5,7 +5,7 @@ cursor (the job's input watermark) moves only in the same transaction that close
 run, so a crash mid-job leaves the cursor where it was and the work is redone, never lost. A
 failed run counts a failure on the cursor and sets when the next attempt may start (the runner
 picks the backoff); a successful one clears both.
-Imports `bot` leaf modules and `memory.db`.
+Imports `bot` leaf modules, `memory.db` and `memory.claims`.
 """
 
 from __future__ import annotations

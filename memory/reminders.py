@@ -4,11 +4,13 @@ A reminder is `pending` until due; the runner `claim`s it (pending → claimed, 
 marks the send as started (`sending`), delivers it, then `complete`s it (→ delivered, or back
 to pending at the next occurrence for a recurring one) in one transaction. A failed delivery
 goes back to pending with one more attempt and a `retry_at` (backoff), or ends `dead` after too
-many. Claims left by a process that stopped are released at the next start, so a reminder that
-became due while the process was down is delivered once; one whose send had started counts as
+many. Claims left by a process that stopped are released at the next start, or by any other
+process sharing the database once the stopped one's runner lease ran out (`memory.claims`;
+a live process's claim is never touched), so a reminder that became due while the process
+was down is delivered once; one whose send had started counts as
 `unconfirmed` (the platform may have it) and is repeated at most once (at-least-once delivery,
 at most one duplicate). Times are stored in UTC; `timezone` is the person's zone used for
-recurrence. Imports `bot` leaf modules and `memory.db`.
+recurrence. Imports `bot` leaf modules, `memory.db` and `memory.claims`.
 """
 
 from __future__ import annotations
