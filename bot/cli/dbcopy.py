@@ -28,11 +28,11 @@ class _Progress:
 
     def __init__(self, every: float = 5.0) -> None:
         self.every = every
-        self._last = 0.0
+        self._last = time.monotonic()
 
     def __call__(self, table: str, done: int, total: int) -> None:
         now = time.monotonic()
-        if done == 0 or done == total or now - self._last >= self.every:
+        if done == total or now - self._last >= self.every:
             self._last = now
             print(f"  {table}: {done:,} / {total:,} rows", file=sys.stderr, flush=True)
 
