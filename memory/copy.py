@@ -64,6 +64,8 @@ class TableCount:
 @dataclass(frozen=True, slots=True)
 class CopyReport:
     counts: tuple[TableCount, ...]
+    source: str = ""  # each database as shown to people (a URL without its password)
+    destination: str = ""
 
     @property
     def ok(self) -> bool:
@@ -189,7 +191,23 @@ async def copy_store(src: Database, dst: Database, *, replace: bool = False,
             for statement in dst.dialect.set_id_counter:
                 await conn.execute(statement, (name, value))
     copied = await count_rows(dst, names)
-    return CopyReport(tuple(TableCount(n, totals[n], copied[n]) for n in names))
+    return CopyReport(tuple(TableCount(n, totals[n], copied[n]) for n in names),
+                      f"{src.path} ({src.engine})", f"{dst.path} ({dst.engine})")
+
+
+async def copy_database(src: str, dst: str, dim: int, *, replace: bool = False,
+                        progress: Progress | None = None) -> CopyReport:
+    """Open the store at `src` (a SQLite path or a PostgreSQL URL; only read, never
+    migrated) and the one at `dst` (created or migrated at `dim`), copy, close both."""
+    source = await Database.open(src, dim, migrate=False)
+    try:
+        destination = await Database.open(dst, dim)
+        try:
+            return await copy_store(source, destination, replace=replace, progress=progress)
+        finally:
+            await destination.close()
+    finally:
+        await source.close()
 
 
 async def _max_id(conn: Any, table: str) -> int:

@@ -1,10 +1,10 @@
 """`strata db copy SRC DST`: move a whole store between databases (`memory.copy`).
 
 SRC and DST are each a SQLite file path or a `postgresql://` URL. The source must exist and
-be migrated; it is only read. The destination is created (a SQLite file) or migrated (an
-existing PostgreSQL database) at the configured embedding dimension, and must hold no rows
-unless `--replace`. Progress goes to stderr; the per-table counts to stdout, and the exit code
-is 1 when any count differs.
+be migrated; it is only read (never migrated here: `strata db migrate` does that). The
+destination is created (a SQLite file) or migrated (an existing PostgreSQL database) at the
+configured embedding dimension, and must hold no rows unless `--replace`. Progress goes to
+stderr; the per-table counts to stdout, and the exit code is 1 when any count differs.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from bot.cli.core import subgroup
 from bot.config import Settings
 from bot.errors import StorageError
 from memory import pg
-from memory.copy import CopyReport, copy_store
-from memory.db import Database
+from memory.copy import CopyReport, copy_database
 
 
 class _Progress:
@@ -49,6 +48,7 @@ def print_report(report: CopyReport) -> None:
     for c in report.counts:
         mark = "" if c.ok else "  MISMATCH"
         print(f"{c.table:<{width}}  {c.source:>10,}  {c.destination:>10,}{mark}")
+    print(f"from {report.source} into {report.destination}")
     if report.ok:
         print(f"copied {len(report.counts)} tables, {report.rows:,} rows: every count matches")
     else:
@@ -62,19 +62,8 @@ async def cmd_db_copy(args: argparse.Namespace, settings: Settings) -> int:
         raise StorageError("the source and the destination are the same database")
     if not pg.is_url(src_target) and not Path(src_target).expanduser().is_file():
         raise StorageError(f"no database file at {src_target}")
-    dim = settings.embed.dim
-    # The source is only read: never migrated here (`strata db migrate` does that).
-    src = await Database.open(src_target, dim, migrate=False)
-    try:
-        dst = await Database.open(dst_target, dim)
-        try:
-            print(f"copying {src.path} ({src.engine}) into {dst.path} ({dst.engine}), "
-                  f"embedding dimension {dim}", file=sys.stderr)
-            report = await copy_store(src, dst, replace=args.replace, progress=_Progress())
-        finally:
-            await dst.close()
-    finally:
-        await src.close()
+    report = await copy_database(src_target, dst_target, settings.embed.dim,
+                                 replace=args.replace, progress=_Progress())
     print_report(report)
     return 0 if report.ok else 1
 
