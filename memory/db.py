@@ -269,6 +269,18 @@ class Database:
         row = await self.fetchone(sql, params)
         return None if row is None else row[0]
 
+    async def stream(self, sql: str, params: Params = (), size: int = 500
+                     ) -> AsyncIterator[list[Row]]:
+        """The rows of one query, `size` at a time, without holding them all in memory (a
+        whole table for `memory.copy`). Other reads wait until the iteration ends."""
+        async with self._read_lock:
+            cur = await self._reader.execute(sql, params)
+            try:
+                while rows := await cur.fetchmany(size):
+                    yield list(rows)
+            finally:
+                await cur.close()
+
     async def executemany_write(self, sql: str, rows: Iterable[Params]) -> None:
         async with self.write() as conn:
             await conn.executemany(sql, rows)

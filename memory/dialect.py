@@ -40,6 +40,20 @@ class Dialect:
     episode_search: str
     # The column that orders rows as they were inserted (a table without an id).
     insertion_order: str
+    # What `memory.copy` needs to know of a store's schema, which each engine keeps in its own
+    # catalogue. The tables that hold data, by name (vector tables included; keyword indexes,
+    # their shadow tables and the engine's own bookkeeping left out). No params.
+    data_tables: str
+    # A table's columns in order: (name, position in the primary key, 0 if not in it).
+    # Params: (table,).
+    table_columns: str
+    # A table's foreign keys: (parent table, column). Params: (table,).
+    table_parents: str
+    # The tables whose `id` comes from a counter that never hands out an id twice, with the
+    # largest id it has handed out: (table, high). No params.
+    id_counters: str
+    # Statements that move a table's counter to a value: params (table, value) as ?1, ?2.
+    set_id_counter: tuple[str, ...]
 
     def knn_sql(self, table: str, key: str) -> str:
         if not (table.isidentifier() and key.isidentifier()):  # formatted into SQL
@@ -76,4 +90,27 @@ SQLITE = Dialect(
         " WHERE e.owner_id = ? AND e.tombstoned_at IS NULL ORDER BY f.s LIMIT ?"
     ),
     insertion_order="rowid",
+    # A vec0 table is a virtual table that holds data; its `_vector_chunksNN` tables are
+    # listed as plain tables but are its storage, like the `shadow` ones.
+    data_tables=(
+        "SELECT t.name FROM pragma_table_list t WHERE t.schema = 'main'"
+        " AND t.name NOT LIKE 'sqlite%'"
+        " AND (t.type = 'table' OR (t.type = 'virtual' AND EXISTS (SELECT 1 FROM sqlite_schema s"
+        "  WHERE s.name = t.name AND s.sql LIKE '%USING vec0%')))"
+        " AND NOT EXISTS (SELECT 1 FROM sqlite_schema v WHERE v.sql LIKE 'CREATE VIRTUAL TABLE%'"
+        "  AND t.name GLOB v.name || '_vector_chunks[0-9]*')"
+        " ORDER BY t.name"
+    ),
+    table_columns="SELECT name, pk FROM pragma_table_info(?) ORDER BY cid",
+    table_parents='SELECT "table", "from" FROM pragma_foreign_key_list(?)',
+    id_counters=(
+        "SELECT s.name, COALESCE(q.seq, 0) FROM sqlite_schema s"
+        " LEFT JOIN sqlite_sequence q ON q.name = s.name"
+        " WHERE s.type = 'table' AND s.sql LIKE '%AUTOINCREMENT%' ORDER BY s.name"
+    ),
+    set_id_counter=(
+        "UPDATE sqlite_sequence SET seq = ?2 WHERE name = ?1",
+        "INSERT INTO sqlite_sequence (name, seq) SELECT ?1, ?2"
+        " WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?1)",
+    ),
 )

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import Settings
+from memory.pg import is_url
 from strata_eval.recall import (
     EPISODE_MODES,
     EvalOptions,
@@ -34,7 +35,7 @@ async def cmd_eval_recall(args: argparse.Namespace, settings: Settings) -> int:
     options = EvalOptions(budget=args.budget, limit_convs=args.limit_convs,
                           conversations=args.conversations,
                           episodes=args.episodes, abstention_per_conv=args.abstention,
-                          consolidate=args.consolidate)
+                          consolidate=args.consolidate, db_url=args.db_url)
     recall = fts_baseline if args.method == "fts" else recall_once
     if args.lived:
         from strata_eval.lived import format_lived, run_lived_eval
@@ -73,6 +74,12 @@ def _positions(text: str) -> tuple[int, ...]:
     return out
 
 
+def _postgres_url(text: str) -> str:
+    if not is_url(text):
+        raise argparse.ArgumentTypeError(f"not a postgresql:// URL: {text!r}")
+    return text
+
+
 def register(sub: Any) -> None:
     """Add `strata eval recall`."""
     evals = sub.add_parser("eval", help="measure memory quality on a data set").add_subparsers(
@@ -99,5 +106,8 @@ def register(sub: Any) -> None:
     rec.add_argument("--lived", action="store_true",
                      help="replay the turns in time with the background memory jobs running "
                           "in the gaps (docs/living-memory.md); adds `storage` to the report")
+    rec.add_argument("--db-url", type=_postgres_url, default=None, metavar="postgresql://…",
+                     help="run on this PostgreSQL server (a fresh database per conversation, "
+                          "dropped afterwards) instead of a temporary SQLite file")
     rec.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     rec.set_defaults(run=cmd_eval_recall)

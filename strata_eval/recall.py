@@ -25,7 +25,8 @@ import re
 import tempfile
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -343,6 +344,9 @@ class EvalOptions:
     # Run a full consolidate + decay pass (compaction, roll-up, janitor, pruning) after the
     # ingest, as the background jobs would, before asking: roll-up must not make memory worse.
     consolidate: bool = False
+    # A PostgreSQL server (`postgresql://…`) to run on instead of a SQLite file: each
+    # conversation gets a fresh database there, dropped afterwards.
+    db_url: str | None = None
 
 
 class Progress:
@@ -379,7 +383,7 @@ def speakers(turns: Sequence[EvalTurn]) -> tuple[str, str]:
     return first(Role.USER), first(Role.ASSISTANT)
 
 
-def _settings_for(settings: Settings, folder: Path, options: EvalOptions,
+def _settings_for(settings: Settings, target: str, options: EvalOptions,
                   assistant: str) -> Settings:
     recall = settings.recall.model_copy(update={"budget_tokens": options.budget, "enabled": True})
     episodes = settings.episodes.model_copy(update={"use_model": options.episodes == "llm"})
@@ -388,7 +392,7 @@ def _settings_for(settings: Settings, folder: Path, options: EvalOptions,
     lifecycle = settings.lifecycle.model_copy(
         update={"rollup_use_model": options.episodes == "llm", "compact_after_turn": False})
     return settings.model_copy(update={
-        "db": DbSettings(path=str(folder / "eval.db")), "recall": recall, "episodes": episodes,
+        "db": DbSettings(path=target), "recall": recall, "episodes": episodes,
         "bot": bot, "lifecycle": lifecycle})
 
 
@@ -466,16 +470,30 @@ async def fts_baseline(app: App, channel: Channel, person: Person, query: str) -
                          (time.perf_counter() - start) * 1000.0, frozenset(rows))
 
 
+@asynccontextmanager
+async def _store(options: EvalOptions) -> AsyncIterator[str]:
+    """Where one conversation's memory lives: a fresh SQLite file in a temporary folder, or
+    a fresh database on the `db_url` server; gone afterwards."""
+    if options.db_url:
+        from memory.pg.scratch import scratch_database  # psycopg only when asked for
+
+        async with scratch_database(options.db_url, prefix="strata_eval") as url:
+            yield url
+    else:
+        with tempfile.TemporaryDirectory(prefix="strata-eval-") as tmp:
+            yield str(Path(tmp) / "eval.db")
+
+
 async def _eval_conversation(
     settings: Settings, options: EvalOptions, turns: Sequence[EvalTurn],
     own: Sequence[EvalQuestion], foreign: Sequence[EvalQuestion], recall: RecallFn,
     progress: Progress, ingest: IngestFn = _ingest,
 ) -> list[Answer]:
     conv = turns[0].conv
-    with tempfile.TemporaryDirectory(prefix="strata-eval-") as tmp:
+    async with _store(options) as target:
         clock = ManualClock(turns[0].ts)
         user, assistant = speakers(turns)
-        app = await App.create(_settings_for(settings, Path(tmp), options, assistant),
+        app = await App.create(_settings_for(settings, target, options, assistant),
                                clock=clock)
         try:
             person = await app.persons.get_or_create(f"eval:{conv}", user, clock.now())

@@ -301,6 +301,15 @@ class PgDatabase(Database):
         async with self.write() as conn:
             await conn.executemany(sql, rows)
 
+    async def stream(self, sql: str, params: Params = (), size: int = 500
+                     ) -> AsyncIterator[list[Row]]:
+        """The rows of one query through a server-side cursor, `size` at a time."""
+        async with self._pool.connection() as conn, conn.transaction(), \
+                conn.cursor(name="strata_stream") as cur:
+            await cur.execute(*bind(sql, params))
+            while rows := await cur.fetchmany(size):
+                yield rows
+
     async def bytes_on_disk(self) -> int:
         return int(await self.fetchval("SELECT pg_database_size(current_database())"))
 

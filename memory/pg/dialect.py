@@ -58,4 +58,33 @@ POSTGRES = Dialect(
     ),
     # No rowid: the physical position, which follows insertion for rows never updated.
     insertion_order="ctid",
+    data_tables=(
+        "SELECT table_name::text FROM information_schema.tables"
+        " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+        " ORDER BY table_name"
+    ),
+    table_columns=(
+        "SELECT a.attname::text, COALESCE((SELECT k.n FROM pg_index i,"
+        " unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)"
+        " WHERE i.indrelid = a.attrelid AND i.indisprimary AND k.attnum = a.attnum), 0)"
+        " FROM pg_attribute a WHERE a.attrelid = ?::regclass AND a.attnum > 0"
+        " AND NOT a.attisdropped ORDER BY a.attnum"
+    ),
+    table_parents=(
+        "SELECT c.confrelid::regclass::text, a.attname::text FROM pg_constraint c"
+        " JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]"
+        " WHERE c.contype = 'f' AND c.conrelid = ?::regclass"
+    ),
+    # Identity columns: their sequence's last value (NULL until it has handed one out).
+    id_counters=(
+        "SELECT table_name::text, COALESCE(pg_sequence_last_value("
+        "pg_get_serial_sequence(quote_ident(table_name), 'id')::regclass), 0)"
+        " FROM information_schema.columns WHERE column_name = 'id' AND is_identity = 'YES'"
+        " AND table_schema = current_schema() ORDER BY table_name"
+    ),
+    # A sequence cannot be set to 0: 1 "not yet called" hands out 1 next.
+    set_id_counter=(
+        "SELECT setval(pg_get_serial_sequence(quote_ident(?1), 'id'), GREATEST(?2, 1),"
+        " ?2 > 0)",
+    ),
 )

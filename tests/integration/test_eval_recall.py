@@ -170,3 +170,32 @@ def test_eval_recall_reports_bad_input(tmp_path: Path, subprocess_env: dict[str,
     run = strata(["eval", "recall", "--turns", str(turns), "--questions", str(questions)],
                  subprocess_env)
     assert run.returncode == 2 and f"{turns}:1: role" in run.stderr
+
+
+def test_eval_recall_on_postgresql_cites_what_sqlite_cites(
+        tmp_path: Path, subprocess_env: dict[str, str], pg_url: str) -> None:
+    """`--db-url`: each conversation in a fresh database on the server, dropped afterwards;
+    the same questions cite the same turns as on SQLite."""
+    import psycopg
+
+    turns, questions = write_data(tmp_path)
+    cited: dict[str, dict[str, list[str]]] = {}
+    with FakeOpenAI(dim=1024) as wide:
+        env = dict(subprocess_env, **strata_env(wide, tmp_path / "unused.db"))
+        for engine, extra in (("sqlite", []), ("postgres", ["--db-url", pg_url])):
+            details = tmp_path / f"{engine}.jsonl"
+            run = strata(["eval", "recall", "--turns", str(turns), "--questions",
+                          str(questions), "--budget", "200", "--abstention", "1",
+                          "--no-progress", "--details", str(details), *extra], env)
+            assert run.returncode == 0, run.stderr
+            cited[engine] = {r["qid"] + ("/abst" if r["abstention"] else ""): r["cited"]
+                             for r in map(json.loads, details.read_text().splitlines())}
+        bad = strata(["eval", "recall", "--turns", str(turns), "--questions", str(questions),
+                      "--db-url", "/tmp/x.db"], env)
+    assert bad.returncode == 2 and "not a postgresql:// URL" in bad.stderr
+    assert "A:D1:3" in cited["postgres"]["A:q0"] and "B:D1:1" in cited["postgres"]["B:q0"]
+    assert cited["postgres"] == cited["sqlite"]
+    with psycopg.connect(pg_url) as conn:
+        left = conn.execute("SELECT count(*) FROM pg_database WHERE datname LIKE 'strata_eval%'"
+                            ).fetchone()
+    assert left == (0,)
