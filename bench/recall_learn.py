@@ -176,8 +176,9 @@ def recall_of(items: Sequence[Item], scorer: Scorer, budget: int) -> float:
 def failures(convs: Sequence[Conv], items: Sequence[Item], budget: int, show: int) -> None:
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     missed: list[str] = []
+    gated_tuning = dataclasses.replace(GATE_OFF, gate_bias=RecallTuning().gate_bias)
     gated = {it.q.qid for c in convs for it in items if it.conv is c
-             and not ask(c, it.q, it.q.qid, RecallTuning(), budget)[0]}
+             and not ask(c, it.q, it.q.qid, gated_tuning, budget)[0]}
     for it in items:
         score = default_score(it)
         rows = chosen(it, score, budget)
@@ -320,7 +321,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--scope", choices=["all", "pool", "both"], default="both")
     ap.add_argument("--variants", action="store_true")
+    ap.add_argument("--set", action="append", default=[],
+                    help="name=value of RecallTuning, e.g. semantic_top=1 (the gate stays off)")
     args = ap.parse_args(argv)
+    global GATE_OFF
+    ints = {f.name for f in dataclasses.fields(RecallTuning) if f.type in ("int", int)}
+    fixed = {k: int(v) if k in ints else float(v) for k, v in (x.split("=", 1) for x in args.set)}
+    GATE_OFF = dataclasses.replace(GATE_OFF, **fixed)  # type: ignore[arg-type]
     turns, questions = load_turns(Path(args.turns)), load_questions(Path(args.questions))
     names = conversations(turns)
     emb = Embeddings(args.base_url, args.model, Path(args.cache))
