@@ -53,6 +53,7 @@ from bot.tokens import count_tokens, truncate_to_tokens  # noqa: E402
 from memory.recall import GATE_WINDOWS, RecallTuning, row_line  # noqa: E402
 from memory.recall_index import SESSION_GAP_MINUTES, keyword_text, minutes_of, recency_of  # noqa: E402
 from memory.recall_rank import (  # noqa: E402
+    RankTuning,
     RowTable,
     Unit,
     build_table,
@@ -187,16 +188,21 @@ def ask(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning,
     stranger = unknown_name(q.question, c.table)
     if gate_logit(ws.gate_z, cover, stranger, rank) < 0:
         return set(), ws.gate_z, cover, stranger
+    return select(c, ws.members, ws.score, top, rank, budget), ws.gate_z, cover, stranger
+
+
+def select(c: Conv, members: np.ndarray, score: np.ndarray, top: Sequence[int],
+           rank: RankTuning, budget: int) -> set[int]:
+    """The rows recall's selection takes from the windows `top` (best first) by `score`."""
     units, seen = [], set()
     for i in top:
         said = " ".join(str(c.fresh[i]["content"]).lower().split())
         if said in seen:
             continue
         seen.add(said)
-        members = tuple(int(m) for m in ws.members[i] if m >= 0)
-        units.append(Unit(i, float(ws.score[i]), members, int(c.table.session[i])))
-    sel = greedy(units, c.table, Cost(c.fresh), budget, rank, unit_vectors(c.table, units))
-    return sel.rows, ws.gate_z, cover, stranger
+        rows = tuple(int(m) for m in members[i] if m >= 0)
+        units.append(Unit(i, float(score[i]), rows, int(c.table.session[i])))
+    return greedy(units, c.table, Cost(c.fresh), budget, rank, unit_vectors(c.table, units)).rows
 
 
 def evaluate(convs: Sequence[Conv], tuning: RecallTuning, budget: int) -> dict[str, Any]:

@@ -136,11 +136,14 @@ class RecallSettings(_Section):
     candidates: int = Field(default=40, gt=0, le=1000)
     # Windows (a row and its neighbours) the selection considers, best first.
     pool: int = Field(default=100, gt=0, le=5000)
-    # score = w_keyword · bm25/best + w_semantic · (cos − mean)/(best − mean) + w_recency · decay:
+    # score = w_keyword · bm25/best + w_semantic · (cos − mean)/(top − mean) + w_recency · decay:
     # both signals calibrated per query; recency only breaks ties.
     w_keyword: float = Field(default=1.0, ge=0)
     w_semantic: float = Field(default=0.5, ge=0)
     w_recency: float = Field(default=0.02, ge=0)
+    # The semantic scale's 1 is the mean cosine of this many best windows (one best window
+    # alone is a noisy scale).
+    semantic_top: int = Field(default=3, ge=1, le=100)
     # Selection: value per token^cost_power, less redundancy × cosine to what was taken (MMR),
     # less session_penalty per window already quoted from the same session.
     cost_power: float = Field(default=0.5, ge=0, le=2)

@@ -75,6 +75,7 @@ class RankTuning:
     gate_unknown_name: float = 10.0
     cost_power: float = 0.5  # value per token^power: 0 ranks by score alone
     redundancy: float = 0.3  # MMR: value − this × the best cosine to a window already taken
+    semantic_top: int = 3  # the semantic scale's 1: the mean cosine of this many best windows
 
 
 @dataclass
@@ -197,7 +198,7 @@ class WindowScores:
     bm25_best: float
     idf: dict[str, float]
     cos_mean: float
-    cos_best: float
+    cos_top: float  # the semantic scale's 1: the mean of the `semantic_top` best cosines
     avg_len: float  # words per window
 
 
@@ -264,7 +265,7 @@ def window_scores(table: RowTable, stems: Sequence[str], vector: F32 | None,
     keyword = bm25 / bm25_best if bm25_best > 0 else np.zeros(n)
     semantic = np.zeros(n)
     cosine = np.full(n, np.nan)
-    gate_z = cos_mean = cos_best = float("nan")
+    gate_z = cos_mean = cos_top = float("nan")
     if vector is not None and table.has_vec.any():
         norms = table.window_norm.copy()
         # Windows whose neighbour is left out (already in the prompt) have another sum.
@@ -275,19 +276,22 @@ def window_scores(table: RowTable, stems: Sequence[str], vector: F32 | None,
             norms[changed] = np.linalg.norm(v[prev[changed]] + v[changed] + v[nxt[changed]],
                                             axis=1)
         has = (norms > 0) & mask
-        cosine, semantic, gate_z, cos_mean, cos_best = _semantic(
-            table.padded @ vector.astype(np.float32), norms, has, prev, nxt)
+        cosine, semantic, gate_z, cos_mean, cos_top = _semantic(
+            table.padded @ vector.astype(np.float32), norms, has, prev, nxt,
+            tuning.semantic_top)
     score = (tuning.w_keyword * keyword + tuning.w_semantic * semantic
              + tuning.w_recency * recency)
     valid = mask & ((keyword > 0) | ~np.isnan(cosine))
     return WindowScores(members, keyword, cosine, semantic, np.where(valid, score, -np.inf),
-                        valid, gate_z, bm25_best, idf, cos_mean, cos_best, avg)
+                        valid, gate_z, bm25_best, idf, cos_mean, cos_top, avg)
 
 
-def _semantic(sims: F32, norms: F64, has: npt.NDArray[np.bool_], prev: I64, nxt: I64
-              ) -> tuple[F64, F64, float, float, float]:
+def _semantic(sims: F32, norms: F64, has: npt.NDArray[np.bool_], prev: I64, nxt: I64,
+              top: int = 1) -> tuple[F64, F64, float, float, float]:
     """Window cosines (of the sum of the window's vectors), their per-query calibration
-    (cos − mean) / (best − mean), the gate's excess z and the background's mean and best."""
+    (cos − mean) / (top − mean), the gate's excess z and the background's mean and `top`:
+    the mean of the `top` best cosines (a single best window is a noisy scale: one lucky
+    paraphrase shrinks every other window's score)."""
     n = has.shape[0]
     centre = np.arange(n)
     centroid = (sims[prev] + sims[centre] + sims[nxt]) / np.maximum(norms, 1e-9)
@@ -297,12 +301,14 @@ def _semantic(sims: F32, norms: F64, has: npt.NDArray[np.bool_], prev: I64, nxt:
     if not background.size:
         return cosine, semantic, float("nan"), float("nan"), float("nan")
     mean, best, sd = float(background.mean()), float(background.max()), float(background.std())
-    if best - mean > 1e-9:
-        semantic = np.where(has, (cosine - mean) / (best - mean), 0.0)
+    k = min(max(int(top), 1), background.size)
+    scale = float(np.partition(background, background.size - k)[background.size - k:].mean())
+    if scale - mean > 1e-9:
+        semantic = np.where(has, (cosine - mean) / (scale - mean), 0.0)
     # The best of n unrelated windows already stands about sqrt(2 ln n) deviations out.
     expected = math.sqrt(2.0 * math.log(max(background.size, 2)))
     gate_z = (best - mean) / sd - expected if sd > 1e-9 else 0.0
-    return cosine, semantic, gate_z, mean, best
+    return cosine, semantic, gate_z, mean, scale
 
 
 def keyword_coverage(table: RowTable, rows: Sequence[int], idf: dict[str, float]) -> float:
@@ -372,7 +378,7 @@ def unit_semantic(cosine: float | None, ws: WindowScores) -> float:
     """An extra candidate's (episode, fact) cosine on the windows' per-query scale."""
     if cosine is None or math.isnan(ws.cos_mean):
         return 0.0
-    spread = ws.cos_best - ws.cos_mean
+    spread = ws.cos_top - ws.cos_mean
     return (cosine - ws.cos_mean) / spread if spread > 1e-9 else 0.0
 
 

@@ -69,10 +69,34 @@ def test_keyword_and_semantic_are_calibrated_per_query() -> None:
     ws = scores(t, "violin teacher lisbon", q)
     assert ws.keyword.max() == pytest.approx(1.0) and int(np.argmax(ws.keyword)) == 0
     assert ws.keyword[1] == 0.0 and 0 < ws.keyword[5] < 1
-    # The best window scores 1 and the background's mean 0, whatever the cosine range.
-    assert ws.semantic.max() == pytest.approx(1.0)
+    # The best windows score about 1 and the background's mean 0, whatever the cosine range.
+    top3 = np.sort(ws.semantic)[-3:]
+    assert top3.mean() == pytest.approx(1.0) and top3[-1] > 1.0
     assert ws.semantic.mean() == pytest.approx(0.0, abs=1e-6)
     assert int(np.argmax(ws.score)) == 0
+    # With a scale of the best window alone, that window is exactly 1.
+    alone = scores(t, "violin teacher lisbon", q, RankTuning(semantic_top=1))
+    assert alone.semantic.max() == pytest.approx(1.0)
+    assert alone.semantic.mean() == pytest.approx(0.0, abs=1e-6)
+
+
+def test_one_lucky_window_does_not_shrink_the_semantic_scale_of_the_rest() -> None:
+    # One window far ahead of every other: over the best alone, the runner-up looks weak;
+    # over the mean of the best three, it keeps a score comparable with other queries'.
+    basis = np.eye(DIM)
+    q = basis[0]
+    vecs = np.stack([q] + [unit(0.5 * q + basis[i]) for i in (1, 2, 3)]
+                    + [basis[i] for i in range(4, DIM)])
+    t = table_of([f"row {i}" for i in range(DIM)], minutes=[100.0 * i for i in range(DIM)],
+                 vectors=vecs)
+    alone = scores(t, "nothing here", q, RankTuning(semantic_top=1))
+    top3 = scores(t, "nothing here", q, RankTuning(semantic_top=3))
+    assert alone.semantic[0] == pytest.approx(1.0)
+    for i in (1, 2, 3):
+        assert top3.semantic[i] > alone.semantic[i] > 0
+    # The ranking itself is the same; only the semantic scale, against the keyword's, moves.
+    assert np.argsort(-top3.semantic).tolist() == np.argsort(-alone.semantic).tolist()
+    assert top3.cos_top < alone.cos_top
 
 
 def test_semantic_scores_do_not_depend_on_the_models_cosine_range() -> None:
