@@ -30,7 +30,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Protocol
@@ -52,7 +52,6 @@ from memory.recall_focus import NOTE_TOKENS, excerpt
 from memory.recall_index import NAMED, RowIndex, recency_of
 from memory.recall_pack import row_shares, window_units
 from memory.recall_rank import (
-    Grouping,
     RankTuning,
     RowTable,
     Selection,
@@ -63,8 +62,6 @@ from memory.recall_rank import (
     gate_logit,
     greedy,
     keyword_coverage,
-    run_around,
-    session_around,
     spans,
     surface_words,
     unit_semantic,
@@ -109,16 +106,15 @@ class RecallTuning:
     gate_unknown_name: float = 10.0
     cost_power: float = 0.5
     redundancy: float = 0.3
-    # Quote a session's chosen rows under one header, gaps marked (False: a header per run
-    # of neighbouring rows).
-    group_sessions: bool = False
-    # State each channel once, in a heading above its items, instead of in every header.
-    channel_headings: bool = False
     skip_recent_rows: int = 20
     keyword_scan: int = 2000
     query_embed_seconds: float = 10.0  # then keyword search only (a hanging embedder)
-    # A window shows its rows within this much of its best row's own score (inf: all three).
-    trim_margin: float = math.inf
+    # Display: the best `trim_after` windows are shown whole; any other shows only its rows
+    # within `trim_margin` of its best row's own score (memory.recall_pack; inf: whole).
+    trim_margin: float = 0.5
+    trim_after: int = 6
+    # State each channel once, in a heading above its items, instead of in every header.
+    channel_headings: bool = True
 
     @property
     def rank(self) -> RankTuning:
@@ -359,36 +355,20 @@ def _header(first: Row, last: Row, provenance: bool = True) -> str:
     return f"- {when}, {row_where(first)}:" if provenance else f"- {when}:"
 
 
-GAP = "  …"  # between two quoted rows of one session that are not neighbours
-
-
-def render_span(rows: Sequence[Row], gaps: Collection[int] = (),
-                provenance: bool = True) -> str:
-    """Rows of one session quoted under one header: date (range) and channel (unless a
-    heading gives it). `gaps`: the positions of rows that do not follow the one before (a
-    `GAP` line goes before them)."""
-    lines = [_header(rows[0], rows[-1], provenance)]
-    for k, x in enumerate(rows):
-        if k in gaps:
-            lines.append(GAP)
-        lines.append(row_line(x))
-    return "\n".join(lines)
-
-
-def gaps_in(table: RowTable, run: Sequence[int]) -> set[int]:
-    """The positions in `run` (table indices, in order) of rows that do not follow the one
-    before."""
-    return {k for k in range(1, len(run)) if int(table.next[run[k - 1]]) != run[k]}
+def render_span(rows: Sequence[Row], provenance: bool = True) -> str:
+    """Neighbouring rows quoted under one header: date (range) and channel (unless a heading
+    above gives it)."""
+    return (_header(rows[0], rows[-1], provenance) + "\n"
+            + "\n".join(row_line(x) for x in rows))
 
 
 @dataclass
 class SpanCost:
-    """What a quoted span costs: exactly count_tokens(render_span(rows, gaps) + "\n"), from
-    each row's line and header parts computed once (`recall_rank.greedy` asks again and
-    again). Without `table` a span is a run of neighbours (no gaps)."""
+    """What a quoted span costs: exactly count_tokens(render_span(rows, provenance) + "\n"),
+    from each row's line and header parts computed once (`recall_rank.greedy` asks again and
+    again)."""
 
     fresh: dict[int, Row]  # table index → the row as it is now
-    table: RowTable | None = None
     provenance: bool = True  # False: the channel is in a heading above (`heading`)
     lines: dict[int, int] = field(default_factory=dict)  # row → len(line) + 1
 
@@ -400,8 +380,6 @@ class SpanCost:
     def __call__(self, run: tuple[int, ...]) -> int:
         first, last = self.fresh[run[0]], self.fresh[run[-1]]
         chars = len(_header(first, last, self.provenance)) + 1 + sum(self._line(i) for i in run)
-        if self.table is not None:
-            chars += (len(GAP) + 1) * len(gaps_in(self.table, run))
         return -(-chars // 4)
 
 
@@ -608,18 +586,14 @@ def focus(c: Candidate, idf: dict[str, float]) -> Candidate:
 
 def shares_for(table: RowTable, ws: WindowScores, top: Sequence[int], stems: Sequence[str],
                vector: npt.NDArray[np.float32] | None,
-               tuning: RecallTuning) -> tuple[dict[int, float] | None, float]:
+               tuning: RecallTuning) -> tuple[dict[int, float] | None, float, int]:
     """The member rows' own scores for display trimming (`memory.recall_pack`) and the
     margin; no scores when windows are shown whole."""
     if not math.isfinite(tuning.trim_margin):
-        return None, math.inf
+        return None, math.inf, 0
     rows = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})
-    return row_shares(table, rows, stems, vector, ws, tuning.rank), tuning.trim_margin
-
-
-def grouping(tuning: RecallTuning) -> Grouping:
-    """Which chosen rows are quoted under one header."""
-    return session_around if tuning.group_sessions else run_around
+    return (row_shares(table, rows, stems, vector, ws, tuning.rank), tuning.trim_margin,
+            tuning.trim_after)
 
 
 def pack(table: RowTable, fresh: dict[int, Row], units: list[Unit],
@@ -636,22 +610,20 @@ def pack(table: RowTable, fresh: dict[int, Row], units: list[Unit],
     if headings:
         wheres = {row_where(fresh[r]) for u in units if u.key >= 0 for r in u.rows}
         budget -= sum(map(heading_cost, wheres | {c.where for c in extras}))
-    group = grouping(tuning)
-    span_cost = SpanCost(fresh, table if group is session_around else None, not headings)
-    sel = greedy(units, table, span_cost, budget, tuning.rank, unit_vectors(table, units),
-                 group)
-    return _items(table, fresh, sel, span_cost, group, extras, extra_scores, rendered_extras,
-                  costs, headings)
+    span_cost = SpanCost(fresh, not headings)
+    sel = greedy(units, table, span_cost, budget, tuning.rank, unit_vectors(table, units))
+    return _items(table, fresh, sel, span_cost, extras, extra_scores, rendered_extras, costs,
+                  headings)
 
 
 def _items(table: RowTable, fresh: dict[int, Row], sel: Selection, span_cost: SpanCost,
-           group: Grouping, extras: Sequence[Candidate], extra_scores: Sequence[float],
+           extras: Sequence[Candidate], extra_scores: Sequence[float],
            rendered_extras: Sequence[str], costs: Sequence[int],
            headings: bool) -> list[RecallItem]:
     """The chosen spans and extras as items, best first."""
     out: list[tuple[float, RecallItem]] = []
-    for run in spans(table, sel.rows, group):
-        rendered = render_span([fresh[i] for i in run], gaps_in(table, run), not headings)
+    for run in spans(table, sel.rows):
+        rendered = render_span([fresh[i] for i in run], not headings)
         score = max(sel.order[i] for i in run)
         text = "\n".join(str(fresh[i]["content"]) for i in run)
         ids = tuple(int(table.ids[i]) for i in run)

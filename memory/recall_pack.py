@@ -70,7 +70,7 @@ def shown_rows(members: Sequence[int], shares: Mapping[int, float],
 
 def window_units(table: RowTable, ws: WindowScores, top: Sequence[int],
                  said: Mapping[int, str], shares: Mapping[int, float] | None = None,
-                 margin: float = math.inf) -> list[Unit]:
+                 margin: float = math.inf, whole: int = 0) -> list[Unit]:
     """The selectable windows, best first: rows still there (`said`: a row's words as they are
     now), exact repeats of a better window's centre (the same words said again) left out, each
     showing its rows within `margin` of its best (`shown_rows`; whole windows without
@@ -86,7 +86,7 @@ def window_units(table: RowTable, ws: WindowScores, top: Sequence[int],
         seen.add(words)
         members = tuple(int(m) for m in ws.members[i] if m >= 0 and int(m) in said)
         core = i
-        if shares is not None and math.isfinite(margin):
+        if shares is not None and math.isfinite(margin) and len(units) >= whole:
             members, core = shown_rows(members, shares, margin)
         units.append(Unit(i, float(ws.score[i]), members, int(table.session[i]), core=core))
     return units

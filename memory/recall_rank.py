@@ -419,37 +419,23 @@ def run_around(table: RowTable, rows: set[int], r: int) -> tuple[int, ...]:
     return (*reversed(before), r, *after)
 
 
-def session_around(table: RowTable, rows: set[int], r: int) -> tuple[int, ...]:
-    """The chosen rows of `r`'s session (same channel, no long pause), in order, with `r`:
-    quoted under one header, a gap between rows that are not neighbours marked as such."""
-    s = table.session[r]
-    return tuple(sorted({x for x in rows if table.session[x] == s} | {r}))
-
-
-Grouping = Callable[[RowTable, set[int], int], tuple[int, ...]]
-
-
 def added_cost(table: RowTable, chosen: set[int], new: Sequence[int],
-               span_cost: Callable[[tuple[int, ...]], int],
-               group: Grouping = run_around) -> int:
-    """What adding `new` rows costs: the spans they make, less the spans they absorb."""
+               span_cost: Callable[[tuple[int, ...]], int]) -> int:
+    """What adding `new` rows costs: the runs they make, less the runs they absorb."""
     after = chosen | set(new)
-    runs_after = {group(table, after, r) for r in new}
-    runs_before = {group(table, chosen, m) for run in runs_after for m in run
+    runs_after = {run_around(table, after, r) for r in new}
+    runs_before = {run_around(table, chosen, m) for run in runs_after for m in run
                    if m in chosen}
     return sum(map(span_cost, runs_after)) - sum(map(span_cost, runs_before))
 
 
 def greedy(units: Sequence[Unit], table: RowTable, span_cost: Callable[[tuple[int, ...]], int],
-           budget: int, tuning: RankTuning, vectors: F32 | None = None,
-           group: Grouping = run_around) -> Selection:
+           budget: int, tuning: RankTuning, vectors: F32 | None = None) -> Selection:
     """Greedy by current value: score × the share of the unit's rows not yet quoted, per
     (tokens it adds)^cost_power, less `redundancy` × its highest cosine to a unit already
     taken (MMR; `vectors`: one unit vector per unit) and `session_penalty` per unit already
     taken from its session. Values are updated only for the units next to what was taken. A
-    window that no longer fits whole may still bring its centre row alone. `group`: which
-    chosen rows are quoted under one header (`run_around`: runs of neighbours;
-    `session_around`: a session's rows, gaps marked), so what a unit adds is priced right."""
+    window that no longer fits whole may still bring its centre row alone."""
     sel = Selection()
     m = len(units)
     if not m:
@@ -469,10 +455,6 @@ def greedy(units: Sequence[Unit], table: RowTable, span_cost: Callable[[tuple[in
                 for x in (r, int(table.prev[r]), int(table.next[r])):
                     if x >= 0:
                         near.setdefault(x, []).append(j)
-    in_session: dict[int, list[int]] = {}
-    for j, u in enumerate(units):
-        if u.key >= 0:
-            in_session.setdefault(u.session, []).append(j)
     mmr = vectors is not None and tuning.redundancy > 0
     # Stop once nothing left can fit: not the cheapest unit's current cost, not a lone row.
     smallest = min(span_cost((u.centre,)) if u.key >= 0 else u.cost for u in units)
@@ -494,12 +476,12 @@ def greedy(units: Sequence[Unit], table: RowTable, span_cost: Callable[[tuple[in
             added: list[int] = []
         else:
             new = [r for r in u.rows if r not in sel.rows]
-            extra = added_cost(table, sel.rows, new, span_cost, group)
+            extra = added_cost(table, sel.rows, new, span_cost)
             if sel.used + extra > budget:
                 if u.centre in sel.rows:
                     continue
                 new = [u.centre]
-                extra = added_cost(table, sel.rows, new, span_cost, group)
+                extra = added_cost(table, sel.rows, new, span_cost)
                 if sel.used + extra > budget:
                     continue
             sel.rows.update(new)
@@ -511,17 +493,13 @@ def greedy(units: Sequence[Unit], table: RowTable, span_cost: Callable[[tuple[in
             taken[u.session] += 1
         if mmr and vectors is not None:
             np.maximum(closest, vectors @ vectors[j], out=closest)
-        touched = {k for r in added for k in near.get(r, ()) if alive[k]}
-        if group is not run_around:  # a header paid already makes its session cheaper
-            touched |= {k for r in added for k in in_session.get(int(table.session[r]), ())
-                        if alive[k]}
-        for k in touched:
+        for k in {k for r in added for k in near.get(r, ()) if alive[k]}:
             rest = [r for r in units[k].rows if r not in sel.rows]
             if not rest:
                 alive[k] = False
                 continue
             share[k] = len(rest) / len(units[k].rows)
-            cost[k] = added_cost(table, sel.rows, rest, span_cost, group)
+            cost[k] = added_cost(table, sel.rows, rest, span_cost)
     return sel
 
 
@@ -537,14 +515,13 @@ def unit_vectors(table: RowTable, units: Sequence[Unit]) -> F32:
         np.float32)
 
 
-def spans(table: RowTable, rows: set[int],
-          group: Grouping = run_around) -> list[tuple[int, ...]]:
-    """The chosen rows as spans under one header each (`group`), each in order."""
+def spans(table: RowTable, rows: set[int]) -> list[tuple[int, ...]]:
+    """The chosen rows as runs of neighbours (same channel and session), each in order."""
     seen: set[int] = set()
     out = []
     for r in sorted(rows):
         if r not in seen:
-            run = group(table, rows, r)
+            run = run_around(table, rows, r)
             seen.update(run)
             out.append(run)
     return out

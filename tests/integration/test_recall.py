@@ -242,9 +242,11 @@ async def test_compaction_tool_and_muted_rows_are_never_recalled(
     await turn(db, ch, alice, "zebra in the zoo", clock)
     await index(db, emb, clock)
     result = await recall_for(db, emb, clock).search(alice.id, "zebra", clock.now())
-    # Quoted as a window of the transcript: date and channel, then who said what.
-    assert [(i.text, i.rendered) for i in result.items] == [
-        ("zebra in the zoo", "- 2026-01-05, private chat on console:\n  > alice: zebra in the zoo")]
+    # Quoted as a window of the transcript: the channel in a heading, the date, then who said
+    # what.
+    assert [i.text for i in result.items] == ["zebra in the zoo"]
+    assert result.render() == ("From the private chat on console:\n"
+                               "- 2026-01-05:\n  > alice: zebra in the zoo")
 
 
 async def test_recency_breaks_ties_and_duplicates_collapse(
