@@ -587,8 +587,8 @@ def focus(c: Candidate, idf: dict[str, float]) -> Candidate:
 def shares_for(table: RowTable, ws: WindowScores, top: Sequence[int], stems: Sequence[str],
                vector: npt.NDArray[np.float32] | None,
                tuning: RecallTuning) -> tuple[dict[int, float] | None, float, int]:
-    """The member rows' own scores for display trimming (`memory.recall_pack`) and the
-    margin; no scores when windows are shown whole."""
+    """What `memory.recall_pack.window_units` trims with: the member rows' own scores, the
+    margin and how many of the best windows stay whole; no scores when all are whole."""
     if not math.isfinite(tuning.trim_margin):
         return None, math.inf, 0
     rows = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})
