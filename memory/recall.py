@@ -371,6 +371,7 @@ class SpanCost:
     fresh: dict[int, Row]  # table index → the row as it is now
     provenance: bool = True  # False: the channel is in a heading above (`heading`)
     lines: dict[int, int] = field(default_factory=dict)  # row → len(line) + 1
+    headers: dict[tuple[int, int], int] = field(default_factory=dict)  # (first, last) → chars
 
     def _line(self, i: int) -> int:
         if i not in self.lines:
@@ -378,8 +379,11 @@ class SpanCost:
         return self.lines[i]
 
     def __call__(self, run: tuple[int, ...]) -> int:
-        first, last = self.fresh[run[0]], self.fresh[run[-1]]
-        chars = len(_header(first, last, self.provenance)) + 1 + sum(self._line(i) for i in run)
+        ends = (run[0], run[-1])
+        if ends not in self.headers:
+            first, last = self.fresh[ends[0]], self.fresh[ends[1]]
+            self.headers[ends] = len(_header(first, last, self.provenance)) + 1
+        chars = self.headers[ends] + sum(self._line(i) for i in run)
         return -(-chars // 4)
 
 

@@ -25,7 +25,6 @@ from memory.recall_rank import (
     RowTable,
     Unit,
     WindowScores,
-    unit_semantic,
 )
 
 F32 = npt.NDArray[np.float32]
@@ -42,18 +41,24 @@ def row_shares(table: RowTable, rows: Sequence[int], stems: Sequence[str],
     avg = float(table.lengths.mean()) if table.n else 1.0
     norm = BM25_K1 * (1 - BM25_B + BM25_B * table.lengths[idx] / max(avg, 1.0))
     bm25 = np.zeros(len(rows))
+    where = {int(r): k for k, r in enumerate(idx)}
     for t in stems:
         post = table.postings.get(t)
         if not post:
             continue
-        tf = np.array([post.get(int(r), 0) for r in idx], dtype=np.float64)
+        tf = np.zeros(len(rows))
+        for r, count in post.items():  # a stem's rows are usually fewer than the shown ones
+            k = where.get(r)
+            if k is not None:
+                tf[k] = count
         bm25 += ws.idf.get(t, 0.0) * tf * (BM25_K1 + 1) / (tf + norm)
     keyword = bm25 / ws.bm25_best if ws.bm25_best > 0 else np.zeros(len(rows))
     semantic = np.zeros(len(rows))
-    if vector is not None:
-        cos = table.vectors[idx] @ vector.astype(np.float32)
-        semantic = np.array([unit_semantic(float(c), ws) if table.has_vec[r] else 0.0
-                             for r, c in zip(idx, cos, strict=True)])
+    spread = ws.cos_best - ws.cos_mean
+    if vector is not None and not math.isnan(ws.cos_mean) and spread > 1e-9:
+        # The row's cosine on the windows' per-query scale (`unit_semantic`).
+        cos = (table.vectors[idx] @ vector.astype(np.float32)).astype(np.float64)
+        semantic = np.where(table.has_vec[idx], (cos - ws.cos_mean) / spread, 0.0)
     score = tuning.w_keyword * keyword + tuning.w_semantic * semantic
     return {int(r): float(s) for r, s in zip(idx, score, strict=True)}
 
