@@ -2,7 +2,7 @@
 
 `strata eval recall` is the measurement of record (the real store, the chat's own after-turn
 steps, recall exactly as the bot runs it). Tuning needs hundreds of runs, so this script runs
-the same pure ranking (`memory.recall_rank`, through `memory.recall`'s rendering rules) on the
+the same pure ranking (`memory.recall_rank`) and packing (`memory.recall.pack`) on the
 rows of a LoCoMo-format data set held in memory, with vectors from an OpenAI-compatible
 embeddings endpoint (cached in a local file), and:
 
