@@ -160,8 +160,8 @@ def default_score(it: Item) -> np.ndarray:
 
 def chosen(it: Item, score: np.ndarray, budget: int) -> set[int]:
     order = np.argsort(-score, kind="stable")[: GATE_OFF.pool]
-    return select(it.conv, it.ws.members, score, [int(i) for i in order], GATE_OFF.rank,
-                  budget)
+    return select(it.conv, dataclasses.replace(it.ws, score=score), [int(i) for i in order],
+                  query_stems(it.q.question), it.conv.qvec[it.q.qid], GATE_OFF, budget)
 
 
 def recall_of(items: Sequence[Item], scorer: Scorer, budget: int) -> float:

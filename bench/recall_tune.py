@@ -2,7 +2,7 @@
 
 `strata eval recall` is the measurement of record (the real store, the chat's own after-turn
 steps, recall exactly as the bot runs it). Tuning needs hundreds of runs, so this script runs
-the same pure ranking (`memory.recall_rank`, through `memory.recall`'s rendering rules) on the
+the same pure ranking (`memory.recall_rank`) and packing (`memory.recall.pack`) on the
 rows of a LoCoMo-format data set held in memory, with vectors from an OpenAI-compatible
 embeddings endpoint (cached in a local file), and:
 
@@ -49,20 +49,23 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bot.tokens import count_tokens, truncate_to_tokens  # noqa: E402
-from memory.recall import GATE_WINDOWS, RecallTuning, row_line  # noqa: E402
+from bot.tokens import truncate_to_tokens  # noqa: E402
+from memory.recall import (  # noqa: E402
+    GATE_WINDOWS,
+    RecallTuning,
+    pack,
+    shares_for,
+)
 from memory.recall_index import SESSION_GAP_MINUTES, keyword_text, minutes_of, recency_of  # noqa: E402
+from memory.recall_pack import window_units  # noqa: E402
 from memory.recall_rank import (  # noqa: E402
-    RankTuning,
     RowTable,
-    Unit,
+    WindowScores,
     build_table,
     gate_idf,
     gate_logit,
-    greedy,
     keyword_coverage,
     strangers,
-    unit_vectors,
     unknown_name,
     window_scores,
     without_names,
@@ -139,13 +142,15 @@ def prepare(turns: list[EvalTurn], questions: list[EvalQuestion], conv: str,
     user, _ = speakers(ct)
     contents = [row_text(t) for t in ct]
     vectors = emb.embed([truncate_to_tokens(c, 512) for c in contents])
-    keyword = [keyword_text({"content": c, "role": t.role.value, "speaker": user,  # type: ignore[arg-type]
+    keyword = [keyword_text({"content": c, "role": t.role.value, "speaker": user,
                              "ts": t.ts.isoformat()})
                for t, c in zip(ct, contents, strict=True)]
     table = build_table(list(range(len(ct))), [1] * len(ct), [minutes_of(
         t.ts.isoformat()) for t in ct], keyword, vectors, np.ones(len(ct), bool),
         SESSION_GAP_MINUTES)
-    fresh = {i: {"content": c, "role": t.role.value, "speaker": user, "ts": t.ts.isoformat()}
+    # The rows as the eval's store holds them: one private chat on the platform "eval".
+    fresh = {i: {"content": c, "role": t.role.value, "speaker": user, "ts": t.ts.isoformat(),
+                 "kind": "private", "platform": "eval", "name": conv, "source": "user"}
              for i, (t, c) in enumerate(zip(ct, contents, strict=True))}
     own = [q for q in questions if q.conv == conv]
     foreign = abstention_sample(questions, conv, per_conv)
@@ -153,21 +158,6 @@ def prepare(turns: list[EvalTurn], questions: list[EvalQuestion], conv: str,
     keys = [q.qid for q in own] + [q.qid + "/f" for q in foreign] + [q.qid + "/s" for q in swapped]
     qv = emb.embed([truncate_to_tokens(q.question, 512) for q in own + foreign + swapped])
     return Conv(conv, ct, table, fresh, own, foreign, dict(zip(keys, qv, strict=True)), swapped)
-
-
-HEADER = "- 2023-05-08 to 2023-05-08, private chat on eval:\n"
-
-
-class Cost:
-    def __init__(self, fresh: dict[int, dict[str, Any]]) -> None:
-        self.fresh = fresh
-        self.memo: dict[tuple[int, ...], int] = {}
-
-    def __call__(self, run: tuple[int, ...]) -> int:
-        if run not in self.memo:
-            text = HEADER + "\n".join(row_line(self.fresh[i]) for i in run)  # type: ignore[arg-type]
-            self.memo[run] = count_tokens(text + "\n")
-        return self.memo[run]
 
 
 def ask(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning,
@@ -188,21 +178,18 @@ def ask(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning,
     stranger = unknown_name(q.question, c.table)
     if gate_logit(ws.gate_z, cover, stranger, rank) < 0:
         return set(), ws.gate_z, cover, stranger
-    return select(c, ws.members, ws.score, top, rank, budget), ws.gate_z, cover, stranger
+    return select(c, ws, top, stems, c.qvec[key], tuning, budget), ws.gate_z, cover, stranger
 
 
-def select(c: Conv, members: np.ndarray, score: np.ndarray, top: Sequence[int],
-           rank: RankTuning, budget: int) -> set[int]:
-    """The rows recall's selection takes from the windows `top` (best first) by `score`."""
-    units, seen = [], set()
-    for i in top:
-        said = " ".join(str(c.fresh[i]["content"]).lower().split())
-        if said in seen:
-            continue
-        seen.add(said)
-        rows = tuple(int(m) for m in members[i] if m >= 0)
-        units.append(Unit(i, float(score[i]), rows, int(c.table.session[i])))
-    return greedy(units, c.table, Cost(c.fresh), budget, rank, unit_vectors(c.table, units)).rows
+def select(c: Conv, ws: WindowScores, top: Sequence[int], stems: Sequence[str],
+           qvec: np.ndarray, tuning: RecallTuning, budget: int) -> set[int]:
+    """The rows recall's selection and packing take from the windows `top` (best first) by
+    `ws.score`: the same `window_units` and `pack` as recall itself."""
+    said = {i: str(row["content"]) for i, row in c.fresh.items()}
+    units = window_units(c.table, ws, top, said, *shares_for(c.table, ws, top, stems, qvec,
+                                                             tuning))
+    items = pack(c.table, c.fresh, units, [], [], budget, tuning)
+    return {r for i in items for r in i.cited_rows}
 
 
 def evaluate(convs: Sequence[Conv], tuning: RecallTuning, budget: int) -> dict[str, Any]:
@@ -280,16 +267,20 @@ def main(argv: list[str] | None = None) -> int:
     emb = Embeddings(args.base_url, args.model, Path(args.cache))
     convs = [prepare(turns, questions, c, emb, args.abstention) for c in picked]
     base = RecallTuning()
-    fixed = {k: float(v) for k, v in (s.split("=", 1) for s in args.set)}
+    kinds = {f.name: {"int": int, "bool": bool}.get(str(f.type), float)
+             for f in dataclasses.fields(RecallTuning)}
+
+    def value(k: str, v: str) -> float:
+        return kinds[k](float(v))
+
+    fixed = {k: value(k, v) for k, v in (s.split("=", 1) for s in args.set)}
     base = dataclasses.replace(base, **fixed)  # type: ignore[arg-type]
-    grid = [(k, [float(x) for x in v.split(",")]) for k, v in (g.split("=", 1)
-                                                                for g in args.grid)]
-    ints = {f.name for f in dataclasses.fields(RecallTuning) if f.type in ("int", int)}
-    grid = [(k, [int(x) if k in ints else x for x in v]) for k, v in grid]
+    grid = [(k, [value(k, x) for x in v.split(",")]) for k, v in (g.split("=", 1)
+                                                                  for g in args.grid)]
     combos = list(itertools.product(*(vals for _, vals in grid))) or [()]
     for combo in combos:
-        tuning = dataclasses.replace(base, **{k: v for (k, _), v in zip(grid, combo,
-                                                                         strict=True)})
+        tuning = dataclasses.replace(base, **{k: v for (k, _), v in zip(  # type: ignore[arg-type]
+            grid, combo, strict=True)})
         res = evaluate(convs, tuning, args.budget)
         label = " ".join(f"{k}={v}" for (k, _), v in zip(grid, combo, strict=True)) or "base"
         print(f"{label:<40} recall {res['evidence_recall']:.4f} "

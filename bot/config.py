@@ -150,6 +150,11 @@ class RecallSettings(_Section):
     redundancy: float = Field(default=0.3, ge=0)
     session_penalty: float = Field(default=0.0, ge=0)
     relative_floor: float = Field(default=0.0, ge=0, le=1)
+    # Display: the best trim_after windows are shown whole; any other only its rows within
+    # trim_margin of its best row's own score. Each channel named once, in a heading.
+    trim_margin: float = Field(default=0.5, ge=0)
+    trim_after: int = Field(default=6, ge=0)
+    channel_headings: bool = True
     # The abstention gate: inject only if bias + cosine·z + keyword·coverage − unknown_name·[a
     # name the memory never mentions] > 0. Fitted on data; its features are scale-free, so no
     # retuning for another embedding model.

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -49,6 +50,7 @@ from memory.episodes import LEAF, EpisodeRepo, as_blob, cited_rows_by_episode, c
 from memory.fts import terms
 from memory.recall_focus import NOTE_TOKENS, excerpt
 from memory.recall_index import NAMED, RowIndex, recency_of
+from memory.recall_pack import row_shares, window_units
 from memory.recall_rank import (
     RankTuning,
     RowTable,
@@ -108,6 +110,12 @@ class RecallTuning:
     skip_recent_rows: int = 20
     keyword_scan: int = 2000
     query_embed_seconds: float = 10.0  # then keyword search only (a hanging embedder)
+    # Display: the best `trim_after` windows are shown whole; any other shows only its rows
+    # within `trim_margin` of its best row's own score (memory.recall_pack; inf: whole).
+    trim_margin: float = 0.5
+    trim_after: int = 6
+    # State each channel once, in a heading above its items, instead of in every header.
+    channel_headings: bool = True
 
     @property
     def rank(self) -> RankTuning:
@@ -172,6 +180,18 @@ class RecallItem:
     cited_rows: tuple[int, ...]
     text: str
     rendered: str
+    # Provenance ("private chat on telegram"), when the block states it once for all of the
+    # channel's items (`heading`) instead of in each item's header ("" : in the header).
+    where: str = ""
+
+
+def heading(where: str) -> str:
+    """The line above the items of one channel, when items leave provenance out."""
+    return f"From the {where}:"
+
+
+def heading_cost(where: str) -> int:
+    return count_tokens(heading(where) + "\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +204,8 @@ class RecallResult:
 
     @property
     def tokens(self) -> int:
-        return sum(i.tokens for i in self.items)
+        wheres = {i.where for i in self.items if i.where}
+        return sum(i.tokens for i in self.items) + sum(map(heading_cost, wheres))
 
     @property
     def cited_row_ids(self) -> set[int]:
@@ -195,7 +216,14 @@ class RecallResult:
         """The block for the prompt, or None when nothing is worth injecting."""
         if not self.items:
             return None
-        return "\n".join(i.rendered for i in self.items)
+        if not any(i.where for i in self.items):
+            return "\n".join(i.rendered for i in self.items)
+        # One heading per channel, channels in the order of their best item.
+        groups: dict[str, list[str]] = {}
+        for i in self.items:
+            groups.setdefault(i.where, []).append(i.rendered)
+        return "\n".join(line for where, parts in groups.items()
+                         for line in ([heading(where)] if where else []) + parts)
 
 
 # -- candidate sources ------------------------------------------------------------------------
@@ -300,10 +328,12 @@ class EpisodeSource:
 
 
 
-def render_item(c: Candidate) -> str:
-    """One quoted memory: a header with date and provenance, then the text as `>` lines."""
+def render_item(c: Candidate, provenance: bool = True) -> str:
+    """One quoted memory: a header with date and provenance (unless a heading gives it),
+    then the text as `>` lines."""
     quoted = "\n".join("  > " + line for line in c.text.splitlines() if line.strip())
-    return f"- {c.when}, {c.where} — {c.label}:\n{quoted}"
+    where = f", {c.where}" if provenance else ""
+    return f"- {c.when}{where} — {c.label}:\n{quoted}"
 
 
 def row_line(row: Row) -> str:
@@ -315,24 +345,34 @@ def row_line(row: Row) -> str:
     return "\n".join("  > " + line for line in text.splitlines() if line.strip())
 
 
-def _header(first: Row, last: Row) -> str:
+def row_where(row: Row) -> str:
+    """The provenance of a row: which channel it was said in."""
+    return _where(row["kind"], row["platform"], row["name"], row["source"])
+
+
+def _header(first: Row, last: Row, provenance: bool = True) -> str:
     start, end = _date(first["ts"]), _date(last["ts"])
     when = start if start == end else f"{start} to {end}"
-    return f"- {when}, {_where(first['kind'], first['platform'], first['name'], first['source'])}:"
+    return f"- {when}, {row_where(first)}:" if provenance else f"- {when}:"
 
 
-def render_span(rows: Sequence[Row]) -> str:
-    """Neighbouring rows quoted under one header: date (range) and channel."""
-    return _header(rows[0], rows[-1]) + "\n" + "\n".join(row_line(x) for x in rows)
+def render_span(rows: Sequence[Row], provenance: bool = True) -> str:
+    """Neighbouring rows quoted under one header: date (range) and channel (unless a heading
+    above gives it)."""
+    return (_header(rows[0], rows[-1], provenance) + "\n"
+            + "\n".join(row_line(x) for x in rows))
 
 
 @dataclass
-class _SpanCost:
-    """What a quoted span costs: exactly count_tokens(render_span(rows) + "\n"), from each
-    row's line and header parts computed once (`recall_rank.greedy` asks again and again)."""
+class SpanCost:
+    """What a quoted span costs: exactly count_tokens(render_span(rows, provenance) + "\n"),
+    from each row's line and header parts computed once (`recall_rank.greedy` asks again and
+    again)."""
 
     fresh: dict[int, Row]  # table index → the row as it is now
+    provenance: bool = True  # False: the channel is in a heading above (`heading`)
     lines: dict[int, int] = field(default_factory=dict)  # row → len(line) + 1
+    headers: dict[tuple[int, int], int] = field(default_factory=dict)  # (first, last) → chars
 
     def _line(self, i: int) -> int:
         if i not in self.lines:
@@ -340,8 +380,11 @@ class _SpanCost:
         return self.lines[i]
 
     def __call__(self, run: tuple[int, ...]) -> int:
-        first, last = self.fresh[run[0]], self.fresh[run[-1]]
-        chars = len(_header(first, last)) + 1 + sum(self._line(i) for i in run)
+        ends = (run[0], run[-1])
+        if ends not in self.headers:
+            first, last = self.fresh[ends[0]], self.fresh[ends[1]]
+            self.headers[ends] = len(_header(first, last, self.provenance)) + 1
+        chars = self.headers[ends] + sum(self._line(i) for i in run)
         return -(-chars // 4)
 
 
@@ -472,16 +515,14 @@ class Recall:
         fresh_rows = await self.index.texts(q.owner_id, [int(table.ids[i]) for i in wanted])
         fresh = {i: fresh_rows[int(table.ids[i])] for i in wanted
                  if int(table.ids[i]) in fresh_rows}
-        units = _window_units(table, ws, top, fresh)
-        rendered_extras = [render_item(c) for c in extras]
-        costs = [count_tokens(r + "\n") for r in rendered_extras]
+        said = {i: str(row["content"]) for i, row in fresh.items()}
+        units = window_units(table, ws, top, said,
+                             *shares_for(table, ws, top, stems, q.vector, self.tuning))
         for j, c in enumerate(extras):
             cited = tuple(rows.position[r] for r in c.cited_rows if r in rows.position)
-            units.append(Unit(-1 - j, extra_scores[j], cited, -1, costs[j]))
-        span_cost = _SpanCost(fresh)
-        sel = greedy(units, table, span_cost, budget, rank, unit_vectors(table, units))
-        return _items(table, fresh, sel, span_cost, extras, extra_scores, rendered_extras,
-                      costs), len(top) + len(extras)
+            units.append(Unit(-1 - j, extra_scores[j], cited, -1))
+        return pack(table, fresh, units, extras, extra_scores, budget,
+                    self.tuning), len(top) + len(extras)
 
     @staticmethod
     def _extra_score(c: Candidate, ws: WindowScores, rank: RankTuning) -> float:
@@ -548,40 +589,57 @@ def focus(c: Candidate, idf: dict[str, float]) -> Candidate:
     return c if text == c.text else replace(c, text=text)
 
 
-def _window_units(table: RowTable, ws: WindowScores, top: Sequence[int],
-                  fresh: dict[int, Row]) -> list[Unit]:
-    """The selectable windows: rows still there, exact repeats of a better window's centre
-    (the same words said again) left out."""
-    units: list[Unit] = []
-    seen: set[str] = set()
-    for i in top:
-        if i not in fresh:
-            continue
-        said = " ".join(str(fresh[i]["content"]).lower().split())
-        if said in seen:
-            continue
-        seen.add(said)
-        members = tuple(int(m) for m in ws.members[i] if m >= 0 and int(m) in fresh)
-        units.append(Unit(i, float(ws.score[i]), members, int(table.session[i])))
-    return units
+def shares_for(table: RowTable, ws: WindowScores, top: Sequence[int], stems: Sequence[str],
+               vector: npt.NDArray[np.float32] | None,
+               tuning: RecallTuning) -> tuple[dict[int, float] | None, float, int]:
+    """What `memory.recall_pack.window_units` trims with: the member rows' own scores, the
+    margin and how many of the best windows stay whole; no scores when all are whole."""
+    if not math.isfinite(tuning.trim_margin):
+        return None, math.inf, 0
+    rows = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})
+    return (row_shares(table, rows, stems, vector, ws, tuning.rank), tuning.trim_margin,
+            tuning.trim_after)
 
 
-def _items(table: RowTable, fresh: dict[int, Row], sel: Selection, span_cost: _SpanCost,
+def pack(table: RowTable, fresh: dict[int, Row], units: list[Unit],
+         extras: Sequence[Candidate], extra_scores: Sequence[float], budget: int,
+         tuning: RecallTuning) -> list[RecallItem]:
+    """Fill the budget from `units` (windows, then one per extra with key −1 − its position,
+    priced here) and render what was chosen as items, best first. With channel headings, the
+    heading of every channel a candidate comes from is paid for up front, so the block never
+    exceeds the budget whichever of them is used."""
+    headings = tuning.channel_headings
+    rendered_extras = [render_item(c, not headings) for c in extras]
+    costs = [count_tokens(r + "\n") for r in rendered_extras]
+    units = [replace(u, cost=costs[-1 - u.key]) if u.key < 0 else u for u in units]
+    if headings:
+        wheres = {row_where(fresh[r]) for u in units if u.key >= 0 for r in u.rows}
+        budget -= sum(map(heading_cost, wheres | {c.where for c in extras}))
+    span_cost = SpanCost(fresh, not headings)
+    sel = greedy(units, table, span_cost, budget, tuning.rank, unit_vectors(table, units))
+    return _items(table, fresh, sel, span_cost, extras, extra_scores, rendered_extras, costs,
+                  headings)
+
+
+def _items(table: RowTable, fresh: dict[int, Row], sel: Selection, span_cost: SpanCost,
            extras: Sequence[Candidate], extra_scores: Sequence[float],
-           rendered_extras: Sequence[str], costs: Sequence[int]) -> list[RecallItem]:
+           rendered_extras: Sequence[str], costs: Sequence[int],
+           headings: bool) -> list[RecallItem]:
     """The chosen spans and extras as items, best first."""
     out: list[tuple[float, RecallItem]] = []
     for run in spans(table, sel.rows):
-        rendered = render_span([fresh[i] for i in run])
+        rendered = render_span([fresh[i] for i in run], not headings)
         score = max(sel.order[i] for i in run)
         text = "\n".join(str(fresh[i]["content"]) for i in run)
         ids = tuple(int(table.ids[i]) for i in run)
         out.append((score, RecallItem("window", ids[0], round(score, 4), round(score, 4),
-                                      span_cost(run), ids, text, rendered)))
+                                      span_cost(run), ids, text, rendered,
+                                      row_where(fresh[run[0]]) if headings else "")))
     for j in sel.extras:
         c = extras[j]
         out.append((extra_scores[j], RecallItem(c.kind, c.id, round(extra_scores[j], 4),
                                                 round(extra_scores[j], 4), costs[j],
-                                                c.cited_rows, c.text, rendered_extras[j])))
+                                                c.cited_rows, c.text, rendered_extras[j],
+                                                c.where if headings else "")))
     out.sort(key=lambda x: -x[0])
     return [item for _, item in out]

@@ -394,6 +394,11 @@ class Unit:
     rows: tuple[int, ...]  # table indices the unit brings (an extra: those it cites)
     session: int  # −1: none
     cost: int = 0  # extras only; windows are priced by the block they change
+    core: int = -1  # windows: the row brought alone when the whole no longer fits (−1: key)
+
+    @property
+    def centre(self) -> int:
+        return self.core if self.core >= 0 else self.key
 
 
 @dataclass
@@ -458,7 +463,7 @@ def greedy(units: Sequence[Unit], table: RowTable, span_cost: Callable[[tuple[in
                         near.setdefault(x, []).append(j)
     mmr = vectors is not None and tuning.redundancy > 0
     # Stop once nothing left can fit: not the cheapest unit's current cost, not a lone row.
-    smallest = min(span_cost((u.key,)) if u.key >= 0 else u.cost for u in units)
+    smallest = min(span_cost((u.centre,)) if u.key >= 0 else u.cost for u in units)
     while alive.any() and budget - sel.used >= min(smallest, float(cost[alive].min())):
         value = score * share
         if tuning.cost_power:
@@ -479,9 +484,9 @@ def greedy(units: Sequence[Unit], table: RowTable, span_cost: Callable[[tuple[in
             new = [r for r in u.rows if r not in sel.rows]
             extra = added_cost(table, sel.rows, new, span_cost)
             if sel.used + extra > budget:
-                if u.key in sel.rows:
+                if u.centre in sel.rows:
                     continue
-                new = [u.key]
+                new = [u.centre]
                 extra = added_cost(table, sel.rows, new, span_cost)
                 if sel.used + extra > budget:
                     continue

@@ -108,6 +108,45 @@ async def test_fact_from_three_weeks_and_200_turns_ago_in_another_channel(
     assert "2026-01-05" in block  # quoted with its date
 
 
+async def test_each_channel_is_named_once_above_its_quoted_rows(
+        db: Database, emb: OpenAIEmbedder, clock: ManualClock) -> None:
+    """The block names each channel once, in a heading; under it every quoted row is whole,
+    word for word, with who said it and its date, and the block keeps to its budget."""
+    alice = await person(db, "alice", clock)
+    telegram = await channel(db, alice, "tg-alice", clock, platform="telegram")
+    console = await channel(db, alice, "alice/default", clock)
+    said: dict[Any, list[str]] = {telegram: [], console: []}
+    for i in range(12):
+        ch = telegram if i % 2 else console
+        text = f"the violin lesson number {i} went well, {filler(i)}"
+        await turn(db, ch, alice, text, clock, reply=filler(100 + i))
+        said[ch].append(text)
+        clock.advance(hours=3)
+        await turns(db, ch, alice, [filler(200 + i * 5 + k) for k in range(4)], clock)
+    await index(db, emb, clock)
+    recall = recall_for(db, emb, clock, skip_recent_rows=0)
+    for budget in (60, 150, 400):
+        result = await recall.search(alice.id, "How did the violin lessons go?", clock.now(),
+                                     budget)
+        block = result.render()
+        assert block is not None and count_tokens(block) <= result.tokens <= budget
+        headings = [line for line in block.splitlines() if line.startswith("From the ")]
+        assert len(headings) == len(set(headings))
+        under, quoted = "", 0
+        for line in block.splitlines():
+            if line.startswith("From the "):
+                under = line
+            elif line.startswith("  > alice: the violin"):
+                text = line.removeprefix("  > alice: ")
+                ch = telegram if text in said[telegram] else console
+                assert text in said[ch] and under == f"From the private chat on {ch.platform}:"
+                quoted += 1
+            elif line.startswith("- "):
+                assert line[2:12].startswith("2026-") and "private chat" not in line
+        assert quoted >= 1
+    assert len(headings) == 2  # with room enough, both channels
+
+
 async def test_unrelated_question_injects_nothing(db: Database, emb: OpenAIEmbedder,
                                                   clock: ManualClock) -> None:
     alice = await person(db, "alice", clock)
@@ -242,9 +281,11 @@ async def test_compaction_tool_and_muted_rows_are_never_recalled(
     await turn(db, ch, alice, "zebra in the zoo", clock)
     await index(db, emb, clock)
     result = await recall_for(db, emb, clock).search(alice.id, "zebra", clock.now())
-    # Quoted as a window of the transcript: date and channel, then who said what.
-    assert [(i.text, i.rendered) for i in result.items] == [
-        ("zebra in the zoo", "- 2026-01-05, private chat on console:\n  > alice: zebra in the zoo")]
+    # Quoted as a window of the transcript: the channel in a heading, the date, then who said
+    # what.
+    assert [i.text for i in result.items] == ["zebra in the zoo"]
+    assert result.render() == ("From the private chat on console:\n"
+                               "- 2026-01-05:\n  > alice: zebra in the zoo")
 
 
 async def test_recency_breaks_ties_and_duplicates_collapse(
