@@ -301,7 +301,9 @@ def _semantic(sims: F32, norms: F64, has: npt.NDArray[np.bool_], prev: I64, nxt:
     if not background.size:
         return cosine, semantic, float("nan"), float("nan"), float("nan")
     mean, best, sd = float(background.mean()), float(background.max()), float(background.std())
-    k = min(max(int(top), 1), background.size)
+    # At most half of the windows: in a small memory the mean of all of them is the mean
+    # itself, and a zero spread would switch the semantic signal off.
+    k = min(max(int(top), 1), max(background.size // 2, 1))
     scale = float(np.partition(background, background.size - k)[background.size - k:].mean())
     if scale - mean > 1e-9:
         semantic = np.where(has, (cosine - mean) / (scale - mean), 0.0)
