@@ -33,7 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
-from psycopg import AsyncConnection, AsyncCursor
+from psycopg import AsyncConnection, AsyncCursor, sql
 from psycopg.adapt import Buffer, Dumper, Loader
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
@@ -297,4 +297,19 @@ class PgDatabase(Database):
 
     async def checkpoint(self) -> None:
         """Nothing to fold: PostgreSQL manages its own write-ahead log."""
+
+    async def reclaim(self, tables: Iterable[str]) -> None:
+        """After deleting rows from `tables` (/forget, /wipe): `VACUUM` them, so the deleted
+        row versions (and their index entries) are removed from the table and index pages
+        and their space becomes reusable. VACUUM cannot run inside a transaction: it runs
+        on a pooled connection, which is in autocommit mode, outside the write lock (it
+        blocks neither reads nor writes). What it cannot promise: see docs/operations.md."""
+        names = sorted(set(tables))
+        if not names:
+            return
+        statement = sql.SQL("VACUUM {}").format(sql.SQL(", ").join(map(sql.Identifier, names)))
+        async with self._pool.connection() as conn:
+            if not conn.autocommit:  # the pool's connections are; VACUUM needs it
+                raise StorageError("VACUUM needs an autocommit connection")
+            await conn.execute(statement)
 
