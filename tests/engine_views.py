@@ -5,6 +5,7 @@ allowed values of a CHECK constraint. The product's catalogue queries are in the
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
@@ -76,3 +77,16 @@ async def check_values(db: Database, table: str, column: str) -> tuple[str, ...]
         found = re.search(rf"\({column} = ANY \(ARRAY\[(.*?)\]\)\)", sql, re.S)
     assert found is not None, f"no CHECK on {table}.{column}: {sql}"
     return tuple(re.findall(r"'(\w+)'", found.group(1)))
+
+
+def stored_bytes_at(target: str, dim: int) -> bytes:
+    """`stored_bytes` of the database at `target` (a path or URL), from synchronous code."""
+
+    async def read() -> bytes:
+        db = await Database.open(target, dim)
+        try:
+            return await stored_bytes(db)
+        finally:
+            await db.close()
+
+    return asyncio.run(read())
