@@ -22,6 +22,7 @@ HOSTILE = [
     "   \t  ",
     "x" * 1_000_000,
     "nul\x00byte",
+    "\U0010ffff0 escape-like \U0010ffff\U0010ffff then \x00\x00",
     'quotes " and * and : and ( and AND and NEAR and - and well-known and c++ and foo(bar)',
     "'; DROP TABLE transcript; --",
     "Robert'); DELETE FROM persons WHERE ('1'='1",
