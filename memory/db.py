@@ -302,6 +302,18 @@ class Database:
         async with self._lock:
             await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    async def reclaim(self, tables: Iterable[str]) -> None:
+        """After deleting rows from `tables` (/forget, /wipe): leave no deleted text where the
+        engine can reach it. SQLite overwrites freed pages itself (`secure_delete`); what is
+        left is merging every FTS5 index (its `optimize` drops the deleted terms from its
+        segments) and truncating the WAL, which still holds the old pages."""
+        rows = await self.fetchall(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%USING fts5%'")
+        async with self.write() as conn:
+            for (name,) in rows:
+                await conn.execute(f"INSERT INTO {name} ({name}) VALUES ('optimize')")
+        await self.checkpoint()
+
 
 class ReaderPool:
     """A few extra read connections, so independent reads of one task run at the same time.

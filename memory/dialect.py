@@ -54,6 +54,28 @@ class Dialect:
     id_counters: str
     # Statements that move a table's counter to a value: params (table, value) as ?1, ?2.
     set_id_counter: tuple[str, ...]
+    # The hidden column that names one row of any table, for a read-then-delete of rows
+    # found by their contents (a table without an id); stable while the row is not updated.
+    row_key: str
+    # A condition: text column `{column}` (lower-cased) contains the bound parameter.
+    # Formatted with {column}; params: (needle,).
+    contains: str
+    # The catalogue. Ordinary tables and vector tables, except `persons`: (name, how it was
+    # created: SQL on SQLite, '' where that is not kept). No params.
+    tables: str
+    # A table's columns in order: (name, declared type). Params: (table,).
+    columns: str
+    # A table's columns with a foreign key to `persons`: (column). Params: (table,).
+    person_refs: str
+    # A table's unique keys, one row per (key, column): (key name, column). Params: (table,).
+    unique_keys: str
+    # Whether pruning has a bulk path (per-row FTS/vector triggers to drop, FTS indexes to
+    # rebuild, `memory.prune`); without it pruning always deletes in batches.
+    bulk_prune: bool
+    # `UPDATE {table} SET {column} = ? WHERE {column} = ?` that leaves a row as it is where
+    # the new value would collide with a unique key: (table, column, the table's unique keys
+    # containing `column`, each its column names) -> SQL. Params: (new, old).
+    update_or_ignore: Callable[[str, str, list[tuple[str, ...]]], str]
 
     def knn_sql(self, table: str, key: str) -> str:
         if not (table.isidentifier() and key.isidentifier()):  # formatted into SQL
@@ -113,4 +135,14 @@ SQLITE = Dialect(
         "INSERT INTO sqlite_sequence (name, seq) SELECT ?1, ?2"
         " WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?1)",
     ),
+    row_key="rowid",
+    contains="instr(lower({column}), ?) > 0",
+    tables="SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name != 'persons'",
+    columns="SELECT name, type FROM pragma_table_info(?) ORDER BY cid",
+    person_refs="SELECT \"from\" FROM pragma_foreign_key_list(?) WHERE \"table\" = 'persons'",
+    unique_keys=("SELECT l.name, i.name FROM pragma_index_list(?1) l,"
+                 " pragma_index_info(l.name) i WHERE l.\"unique\" ORDER BY l.name, i.seqno"),
+    bulk_prune=True,
+    update_or_ignore=lambda table, column, keys: (
+        f'UPDATE OR IGNORE "{table}" SET "{column}" = ? WHERE "{column}" = ?'),
 )

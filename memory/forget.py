@@ -11,11 +11,12 @@ extractively from what remains (and re-embedded); one with nothing left is delet
 identities and channels (they carry the name and the platform ids): no row names them any more.
 Their next message creates a new person, with a new id (ids are never reused).
 
-Afterwards `scrub()` leaves no trace in the bytes of the files: `secure_delete` is on (see
-`memory.db`), every FTS5 index is merged (`optimize`, which drops the deleted terms from its
-segments) and the WAL is checkpointed and truncated. A word matches when every query word
-starts a word of the text (case-insensitive, crude stem: see `memory.text.word_pattern`).
-Imports `bot` leaf modules and `memory` only.
+Afterwards `scrub()` leaves no trace in the bytes of the files: on SQLite `secure_delete` is on
+(see `memory.db`), every FTS5 index is merged (`optimize`, which drops the deleted terms from
+its segments) and the WAL is checkpointed and truncated; on PostgreSQL the touched tables are
+vacuumed (`Database.reclaim`; what that can and cannot promise: docs/operations.md). A word
+matches when every query word starts a word of the text (case-insensitive, crude stem: see
+`memory.text.word_pattern`). Imports `bot` leaf modules and `memory` only.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ log = logging.getLogger(__name__)
 # Tables forgetting and wiping handle themselves (the rest of OWNED_TABLES generically).
 _SPECIAL = {"identities", "channels", "transcript", "episodes", "facts", "fact_sources",
             "fact_cursors", "memory_pauses"}
+# What forgetting and wiping delete from or rewrite: vacuumed afterwards on PostgreSQL.
+SCRUBBED_TABLES = (*(t for t, _ in OWNED_TABLES), "persons", "link_codes", "episode_rows",
+                   "transcript_vec", "episode_vec", "fact_vec")
 # Per-channel "last row handled" cursors (memory.cursors).
 CURSOR_TABLES = ("episode_cursors", "transcript_vec_cursors")
 # A forget that matches more than this many exchanges (or more than one fact) asks first:
@@ -167,7 +171,8 @@ class Forgetter:
         # A cheap SQL prefilter (SQLite's lower() folds ASCII only, so only ASCII stems are
         # used); the regex decides.
         stems = [t for t in (stem(w) for w in terms(words)) if t.isascii()]
-        prefilter = "".join(" AND instr(lower(content), ?) > 0" for _ in stems)
+        contains = self.db.dialect.contains.format(column="content")
+        prefilter = "".join(f" AND {contains}" for _ in stems)
         scope = await self.db.fetchall(
             "SELECT id, turn_id, kind, content FROM transcript"
             f" WHERE (owner_id = ? OR person_id = ?){prefilter} ORDER BY id",
@@ -318,12 +323,13 @@ class Forgetter:
         for table, column in OWNED_TABLES:
             if table in _SPECIAL:
                 continue
-            info = await self.db.fetchall(f"PRAGMA table_info({table})")
-            text_cols = [c["name"] for c in info if "TEXT" in str(c["type"]).upper()]
+            info = await self.db.fetchall(self.db.dialect.columns, (table,))
+            text_cols = [str(c[0]) for c in info if "TEXT" in str(c[1]).upper()]
             if not text_cols:
                 continue
             rows = await self.db.fetchall(
-                f"SELECT rowid AS rid, {', '.join(text_cols)} FROM {table} WHERE {column} = ?",
+                f"SELECT {self.db.dialect.row_key} AS rid, {', '.join(text_cols)} FROM {table}"
+                f" WHERE {column} = ?",
                 (plan.person_id,),
             )
             hits = [r["rid"] for r in rows
@@ -348,7 +354,8 @@ class Forgetter:
             for table, rowids in plan.generic.items():
                 for chunk in _chunks(rowids):
                     await conn.execute(
-                        f"DELETE FROM {table} WHERE rowid IN ({placeholders(chunk)})", chunk)
+                        f"DELETE FROM {table} WHERE {self.db.dialect.row_key} IN"
+                        f" ({placeholders(chunk)})", chunk)
             await self._fix_cursors(conn, plan.channels)
         log.info("forgot for person %s: %s", plan.person_id, plan.describe())
         await self.scrub()
@@ -453,11 +460,6 @@ class Forgetter:
                 )
 
     async def scrub(self) -> None:
-        """Merge every FTS5 index (dropping deleted terms) and truncate the WAL."""
-        rows = await self.db.fetchall(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%USING fts5%'"
-        )
-        async with self.db.write() as conn:
-            for (name,) in rows:
-                await conn.execute(f"INSERT INTO {name} ({name}) VALUES ('optimize')")
-        await self.db.checkpoint()
+        """Leave no deleted text where the engine can reach it (`Database.reclaim`: FTS5
+        merged and the WAL truncated on SQLite, the touched tables vacuumed on PostgreSQL)."""
+        await self.db.reclaim(SCRUBBED_TABLES)

@@ -4,7 +4,8 @@
 time); `LinkCodes.redeem` consumes it once. `merge_persons(db, keep, gone)` moves everything
 the `gone` person owns to `keep` — identities, channels, transcript, episodes, vectors and any
 other table that references `persons` — in one transaction, then deletes `gone`, so memory
-follows the person. Imports `bot` leaf modules and `memory.db`.
+follows the person. Imports `bot` leaf modules, `memory.db` and
+`memory.dialect`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import aiosqlite
 
 from bot.clock import to_iso
 from memory.db import Database, placeholders
+from memory.dialect import Dialect
 
 # No 0/O, 1/I/L: codes are read off one screen and typed on another.
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -87,42 +89,48 @@ async def merge_persons(db: Database, keep: int, gone: int) -> None:
     """
     if keep == gone:
         raise ValueError("cannot merge a person into itself")
+    dialect = db.dialect
     async with db.write() as conn:
-        cur = await conn.execute(
-            "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name != 'persons'"
-        )
+        cur = await conn.execute(dialect.tables)
         tables = [(str(r[0]), str(r[1] or "")) for r in await cur.fetchall()]
         for name, sql in tables:
             if sql.upper().startswith("CREATE VIRTUAL TABLE"):
                 if "USING VEC0" in " ".join(sql.upper().split()):
-                    await _move_vec_rows(conn, name, keep, gone)
+                    await _move_vec_rows(conn, dialect, name, keep, gone)
                 continue
-            cur = await conn.execute(f'PRAGMA table_info("{name}")')
-            columns = {str(r[1]) for r in await cur.fetchall()}
-            cur = await conn.execute(f'PRAGMA foreign_key_list("{name}")')
-            refs = {str(r[3]) for r in await cur.fetchall() if r[2] == "persons"}
-            for column in sorted(refs | (columns & {"owner_id", "person_id"})):
+            cur = await conn.execute(dialect.columns, (name,))
+            columns = {str(r[0]) for r in await cur.fetchall()}
+            cur = await conn.execute(dialect.person_refs, (name,))
+            refs = {str(r[0]) for r in await cur.fetchall()}
+            moved = sorted(refs | (columns & {"owner_id", "person_id"}))
+            if not moved:
+                continue
+            cur = await conn.execute(dialect.unique_keys, (name,))
+            keys: dict[str, list[str]] = {}
+            for key, column in await cur.fetchall():
+                keys.setdefault(str(key), []).append(str(column))
+            for column in moved:
                 await conn.execute(
-                    f'UPDATE OR IGNORE "{name}" SET "{column}" = ? WHERE "{column}" = ?',
+                    dialect.update_or_ignore(
+                        name, column, [tuple(k) for k in keys.values() if column in k]),
                     (keep, gone),
                 )
+        # The later of the two activity times (text time stamps compare as text).
         await conn.execute(
-            "UPDATE persons SET last_active_at = max(coalesce(last_active_at, ''),"
-            " coalesce((SELECT last_active_at FROM persons WHERE id = ?), ''))"
-            " WHERE id = ?",
+            "UPDATE persons SET last_active_at = coalesce((SELECT CASE WHEN"
+            " g.last_active_at IS NULL OR g.last_active_at <= coalesce(persons.last_active_at,"
+            " '') THEN persons.last_active_at ELSE g.last_active_at END"
+            " FROM persons g WHERE g.id = ?), persons.last_active_at) WHERE id = ?",
             (gone, keep),
-        )
-        await conn.execute(
-            "UPDATE persons SET last_active_at = NULL WHERE id = ? AND last_active_at = ''",
-            (keep,),
         )
         await conn.execute("DELETE FROM persons WHERE id = ?", (gone,))
 
 
-async def _move_vec_rows(conn: aiosqlite.Connection, table: str, keep: int, gone: int) -> None:
+async def _move_vec_rows(conn: aiosqlite.Connection, dialect: Dialect, table: str, keep: int,
+                         gone: int) -> None:
     execute = conn.execute
-    cur = await execute(f'PRAGMA table_info("{table}")')
-    columns = [str(r[1]) for r in await cur.fetchall()]
+    cur = await execute(dialect.columns, (table,))
+    columns = [str(r[0]) for r in await cur.fetchall()]
     if "owner_id" not in columns:
         return
     names = ", ".join(f'"{c}"' for c in columns)

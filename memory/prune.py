@@ -19,7 +19,9 @@ rebuild ~7 µs per row left; the vec0 deletes are fast only when done apart from
   transaction that deletes the vectors explicitly, drops the per-row FTS/vector delete
   triggers, deletes the rows, recreates the triggers from their stored SQL and rebuilds both
   transcript FTS indexes from what is left. All or nothing: a failure rolls back the
-  deletes and the trigger changes together.
+  deletes and the trigger changes together. SQLite only (`Dialect.bulk_prune`): PostgreSQL
+  has no per-row triggers to skip (expression indexes, vectors leave by a foreign key), so
+  it always deletes in batches.
 Imports `bot` leaf modules and `memory` only.
 """
 
@@ -223,7 +225,7 @@ async def prune_owner(
     plans = [await _plan(db, c[0], c[1]) for c in channels]
     ids = sorted(i for p in plans for i in p.ids)
     total = int(await db.fetchval("SELECT count(*) FROM transcript"))
-    if not use_bulk(len(ids), total - len(ids), bulk_min_rows):
+    if not (db.dialect.bulk_prune and use_bulk(len(ids), total - len(ids), bulk_min_rows)):
         return [_result(p, await _delete(db, p.ids) if p.ids else 0) for p in plans]
     vectors = await _delete_bulk(db, ids)
     return [_result(p, sum(1 for i in p.ids if i in vectors)) for p in plans]

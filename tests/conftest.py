@@ -2,10 +2,12 @@
 database (sqlite-vec loaded) in a temp folder, an injected clock, an assembled `App`, and the
 real Synapse homeservers (`synapse`, `synapse_strict`, session-scoped, from tests/fakes).
 
-A test marked `@pytest.mark.engines` (or a module with `pytestmark = pytest.mark.engines`)
-runs once per storage engine: its `db` is SQLite (`[sqlite]`) and then a fresh database on the
-session's PostgreSQL server (`[postgres]`, see tests/pg_server.py).
-`STRATA_TEST_ENGINES=sqlite` runs the SQLite variants only.
+The storage engine of a run is `STRATA_TEST_ENGINE` (`sqlite`, the default, or `postgres`):
+every storage fixture (`db_target`, `db`, `settings`, `subprocess_env`) is then a SQLite file in
+the test's temp folder, or a fresh database on the session's PostgreSQL server (see
+tests/pg_server.py). test.sh runs the whole suite once per engine. A test about SQLite itself
+is marked `@pytest.mark.sqlite_only("why")` and skipped on PostgreSQL; one about PostgreSQL
+itself `@pytest.mark.postgres_only` and skipped on SQLite.
 """
 
 from __future__ import annotations
@@ -36,13 +38,25 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 
 TEST_DIM = 64
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-ENGINES = tuple(e.strip() for e in os.environ.get("STRATA_TEST_ENGINES", "sqlite,postgres")
-                .split(",") if e.strip())
+ENGINE = os.environ.get("STRATA_TEST_ENGINE", "sqlite").strip() or "sqlite"
+if ENGINE not in ("sqlite", "postgres"):
+    raise pytest.UsageError(f"STRATA_TEST_ENGINE={ENGINE!r}: use sqlite or postgres")
 
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if metafunc.definition.get_closest_marker("engines") and "db" in metafunc.fixturenames:
-        metafunc.parametrize("db", ENGINES, indirect=True)
+def pytest_report_header() -> str:
+    return f"storage engine: {ENGINE} (STRATA_TEST_ENGINE)"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Skip what is about the other engine: `sqlite_only` tests must name their reason."""
+    for item in items:
+        only = item.get_closest_marker("sqlite_only")
+        if only is not None and ENGINE != "sqlite":
+            if not only.args:
+                raise pytest.UsageError(f"{item.nodeid}: sqlite_only needs a reason")
+            item.add_marker(pytest.mark.skip(reason=f"SQLite only: {only.args[0]}"))
+        if item.get_closest_marker("postgres_only") is not None and ENGINE != "postgres":
+            item.add_marker(pytest.mark.skip(reason="PostgreSQL only (STRATA_TEST_ENGINE)"))
 
 
 @pytest.fixture(scope="session")
@@ -102,25 +116,28 @@ def strata_env(server: FakeOpenAI, db_path: Path | str) -> dict[str, str]:
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
+    """Where the test's SQLite file goes (a SQLite-only test's database)."""
     return tmp_path / "strata.db"
 
 
-# `STRATA_TEST_APP_ENGINE=postgres`: the assembled app's tests (the `settings` fixture) use a
-# fresh PostgreSQL database instead of the SQLite file: how far the whole bot runs there
-# (docs/operations.md, "PostgreSQL"). Not a CI mode yet.
-APP_ENGINE = os.environ.get("STRATA_TEST_APP_ENGINE", "sqlite")
+@pytest.fixture
+def db_target(request: pytest.FixtureRequest, db_path: Path) -> Path | str:
+    """The test's database for this run's engine: the SQLite file `db_path`, or the URL of a
+    fresh, migrated PostgreSQL database. `db`, `settings` and `subprocess_env` all use it."""
+    if ENGINE == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return db_path
 
 
 @pytest.fixture
-def settings(request: pytest.FixtureRequest, fake_openai: FakeOpenAI, db_path: Path) -> Settings:
-    target = request.getfixturevalue("pg_url") if APP_ENGINE == "postgres" else db_path
-    return load_settings(None, env=strata_env(fake_openai, target))
+def settings(fake_openai: FakeOpenAI, db_target: Path | str) -> Settings:
+    return load_settings(None, env=strata_env(fake_openai, db_target))
 
 
 @pytest.fixture
-def subprocess_env(fake_openai: FakeOpenAI, db_path: Path) -> dict[str, str]:
+def subprocess_env(fake_openai: FakeOpenAI, db_target: Path | str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
-    env.update(strata_env(fake_openai, db_path))
+    env.update(strata_env(fake_openai, db_target))
     return env
 
 
@@ -130,12 +147,9 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-async def db(request: pytest.FixtureRequest, db_path: Path) -> AsyncIterator[Database]:
-    """The test's database: SQLite at `db_path`, or PostgreSQL for an `engines` test's
-    `[postgres]` variant."""
-    engine = getattr(request, "param", "sqlite")
-    target: str | Path = request.getfixturevalue("pg_url") if engine == "postgres" else db_path
-    database = await Database.open(target, TEST_DIM)
+async def db(db_target: Path | str) -> AsyncIterator[Database]:
+    """The test's database, on this run's engine (see `db_target`)."""
+    database = await Database.open(db_target, TEST_DIM)
     yield database
     await database.close()
 

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
-from psycopg import AsyncConnection, AsyncCursor
+from psycopg import AsyncConnection, AsyncCursor, sql
 from psycopg.adapt import Buffer, Dumper, Loader
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
@@ -115,6 +115,39 @@ class _NumberLoader(Loader):
             else int(text)
 
 
+# PostgreSQL's text cannot hold NUL, which SQLite stores and a chat message may contain:
+# NUL is written as MARK + "0" and MARK itself (a noncharacter, never meant for interchange)
+# as MARK + MARK, and read back, so every text is stored and returned exactly.
+MARK = "\U0010ffff"
+_ESCAPED = re.compile(MARK + "(.)", re.DOTALL)
+
+
+def escape_nul(text: str) -> str:
+    if MARK in text:
+        text = text.replace(MARK, MARK + MARK)
+    return text.replace("\x00", MARK + "0") if "\x00" in text else text
+
+
+def unescape_nul(text: str) -> str:
+    if MARK not in text:
+        return text
+    return _ESCAPED.sub(lambda m: "\x00" if m.group(1) == "0" else MARK, text)
+
+
+class _StrDumper(Dumper):
+    """A `str` as psycopg sends it (untyped text, so PostgreSQL infers the type), escaped."""
+
+    oid = 0
+
+    def dump(self, obj: Any) -> Buffer:
+        return escape_nul(str(obj)).encode()
+
+
+class _TextLoader(Loader):
+    def load(self, data: Buffer) -> str:
+        return unescape_nul(bytes(data).decode())
+
+
 async def _configure(conn: AsyncConnection[Any]) -> None:
     info = await TypeInfo.fetch(conn, "vector")
     if info is None:
@@ -123,6 +156,11 @@ async def _configure(conn: AsyncConnection[Any]) -> None:
     conn.adapters.register_dumper(bytes, dumper)
     conn.adapters.register_loader(info.oid, _VectorBlobLoader)
     conn.adapters.register_loader("numeric", _NumberLoader)
+    if conn.info.encoding != "utf-8":
+        raise StorageError(f"the connection's encoding is {conn.info.encoding}, not UTF-8")
+    conn.adapters.register_dumper(str, _StrDumper)
+    for name in ("text", "varchar", "bpchar", "name"):
+        conn.adapters.register_loader(name, _TextLoader)
 
 
 class PgCursor:
@@ -315,4 +353,19 @@ class PgDatabase(Database):
 
     async def checkpoint(self) -> None:
         """Nothing to fold: PostgreSQL manages its own write-ahead log."""
+
+    async def reclaim(self, tables: Iterable[str]) -> None:
+        """After deleting rows from `tables` (/forget, /wipe): `VACUUM` them, so the deleted
+        row versions (and their index entries) are removed from the table and index pages
+        and their space becomes reusable. VACUUM cannot run inside a transaction: it runs
+        on a pooled connection, which is in autocommit mode, outside the write lock (it
+        blocks neither reads nor writes). What it cannot promise: see docs/operations.md."""
+        names = sorted(set(tables))
+        if not names:
+            return
+        statement = sql.SQL("VACUUM {}").format(sql.SQL(", ").join(map(sql.Identifier, names)))
+        async with self._pool.connection() as conn:
+            if not conn.autocommit:  # the pool's connections are; VACUUM needs it
+                raise StorageError("VACUUM needs an autocommit connection")
+            await conn.execute(statement)
 

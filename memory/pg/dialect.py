@@ -15,6 +15,21 @@ from memory.dialect import Dialect
 from memory.fts import terms
 
 
+def update_or_ignore(table: str, column: str, keys: list[tuple[str, ...]]) -> str:
+    """SQLite's `UPDATE OR IGNORE` for one column: a row whose new value would collide with
+    another row's on a unique key is left as it is. The check reads the rows as they were
+    before the statement; rows it moves keep apart from each other (they differed in the
+    other columns of every key while they shared the old value)."""
+    quoted = f'"{table}"'
+    clauses = [
+        " AND NOT EXISTS (SELECT 1 FROM " + quoted + " o WHERE "
+        + " AND ".join(f'o."{c}" = ?1' if c == column else f'o."{c}" = {quoted}."{c}"'
+                       for c in key) + ")"
+        for key in keys
+    ]
+    return (f'UPDATE {quoted} SET "{column}" = ?1 WHERE "{column}" = ?2' + "".join(clauses))
+
+
 def websearch_query(text: str) -> str | None:
     """`"w1" or "w2" …` for `websearch_to_tsquery`: each word of `text` quoted (words are
     `\\w+`, so no quote can be inside), OR-ed; None when `text` has no words."""
@@ -87,4 +102,24 @@ POSTGRES = Dialect(
         "SELECT setval(pg_get_serial_sequence(quote_ident(?1), 'id'), GREATEST(?2, 1),"
         " ?2 > 0)",
     ),
+    row_key="ctid",
+    contains="strpos(lower({column}), ?) > 0",
+    tables=("SELECT table_name, '' FROM information_schema.tables"
+            " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+            " AND table_name != 'persons' ORDER BY table_name"),
+    columns=("SELECT column_name, upper(data_type) FROM information_schema.columns"
+             " WHERE table_schema = current_schema() AND table_name = ?"
+             " ORDER BY ordinal_position"),
+    person_refs=("SELECT a.attname FROM pg_constraint c JOIN pg_attribute a"
+                 " ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)"
+                 " WHERE c.contype = 'f' AND c.conrelid = ?::regclass"
+                 " AND c.confrelid = 'persons'::regclass"),
+    unique_keys=("SELECT c.relname, a.attname FROM pg_index i"
+                 " JOIN pg_class c ON c.oid = i.indexrelid"
+                 " CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)"
+                 " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum"
+                 " WHERE i.indrelid = ?::regclass AND i.indisunique ORDER BY c.relname, k.n"),
+    # Expression GIN indexes and foreign keys: no per-row triggers to drop, nothing to rebuild.
+    bulk_prune=False,
+    update_or_ignore=update_or_ignore,
 )

@@ -10,6 +10,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
 import sqlite_vec
 
 from memory.driver import sqlite_driver
@@ -17,6 +18,9 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_run_cli import read_line, start_run
 
 ROOT = Path(__file__).parents[2]
+pytestmark = pytest.mark.sqlite_only(
+    "strata db backup/restore/check copy and check a SQLite file; PostgreSQL refuses them"
+    " with an error naming pg_dump (test_pg_engine.py)")
 
 
 def strata(args: list[str], env: dict[str, str],

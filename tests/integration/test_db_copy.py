@@ -133,6 +133,7 @@ async def source(fake_openai: FakeOpenAI, db_path: Path, clock: ManualClock
     yield gone
 
 
+@pytest.mark.postgres_only  # SQLite to PostgreSQL and back: once, in the PostgreSQL pass
 async def test_copy_round_trips_counts_ids_and_recall(
         source: int, fake_openai: FakeOpenAI, db_path: Path, pg_url: str, tmp_path: Path,
         clock: ManualClock, subprocess_env: dict[str, str]) -> None:

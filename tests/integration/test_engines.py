@@ -2,8 +2,8 @@
 keyword and vector search), cursors, job runs, reminders, facts and episodes (with recall's
 episode search), on SQLite and on PostgreSQL.
 
-Every test here runs twice (`[sqlite]`, `[postgres]`, see tests/conftest.py) against a real
-database and asserts the same results on both.
+test.sh runs every test here once per engine (`STRATA_TEST_ENGINE`, see tests/conftest.py)
+against a real database, asserting the same results on both.
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ from memory.reminders import ReminderRepo
 from memory.transcript import TranscriptRepo, history_since_watermark
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import channel, person, turn
-
-pytestmark = pytest.mark.engines
 
 
 async def test_a_person_is_created_once_per_identity_even_when_racing(

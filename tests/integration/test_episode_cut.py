@@ -6,8 +6,6 @@ import asyncio
 import json
 from typing import Any
 
-import pytest
-
 from bot.clock import ManualClock
 from bot.llm import OpenAIChatModel
 from bot.types import ChannelKind, RowKind
@@ -28,7 +26,6 @@ from tests.memory_helpers import (
 )
 
 # Every test runs on SQLite and on PostgreSQL (tests/conftest.py).
-pytestmark = pytest.mark.engines
 
 GOOD = {"summary": "Alice talked about her garden.", "salience": 0.8,
         "emotion": {"label": "joy", "intensity": 0.6}, "key_terms": ["garden", "Alice"]}

@@ -1,13 +1,10 @@
 import numpy as np
-import pytest
 
 from bot.clock import ManualClock
 from bot.types import ChannelKind
 from memory.db import Database
 from memory.episodes import EpisodeRepo, NewEpisode
 from memory.persons import ChannelRepo, PersonRepo
-
-pytestmark = pytest.mark.engines
 
 
 async def test_insert_get_embeddings_tombstone(db: Database, clock: ManualClock) -> None:

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -172,6 +174,7 @@ def test_eval_recall_reports_bad_input(tmp_path: Path, subprocess_env: dict[str,
     assert run.returncode == 2 and f"{turns}:1: role" in run.stderr
 
 
+@pytest.mark.postgres_only  # both engines in one test: once, in the PostgreSQL pass
 def test_eval_recall_on_postgresql_cites_what_sqlite_cites(
         tmp_path: Path, subprocess_env: dict[str, str], pg_url: str) -> None:
     """`--db-url`: each conversation in a fresh database on the server, dropped afterwards;

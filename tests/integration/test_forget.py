@@ -1,19 +1,19 @@
 """`/forget` and `/wipe` leave no trace — in any table, FTS or vector index, nor in the bytes of
-the database files — while other people's memory is untouched. Real turns through the turn
-processor, real SQLite files, the fake model server."""
+the database files (on PostgreSQL: in no row version, live or dead, of any table; see
+tests/engine_views.py) — while other people's memory is untouched. Real turns through the turn
+processor, a real database, the fake model server."""
 
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 from typing import Any
 
 from bot.app import App
 from bot.clock import ManualClock
 from bot.types import InboundMessage, NewRow, Person, Role, RowKind, TurnResult
-from memory.db import Database
 from memory.episodes import EpisodeRepo, NewEpisode, as_blob
 from memory.facts import NewFact
+from tests.engine_views import all_table_text, stored_bytes
 from tests.fakes.openai_server import FakeOpenAI
 
 TOKEN = "Zorblaxqq"  # alice's secret: a word that occurs nowhere else
@@ -34,30 +34,6 @@ async def say(app: App, clock: ManualClock, user: str, text: str, **kw: Any) -> 
     result = await app.processor.handle(msg(text, user, clock, **kw))
     assert result is not None
     return result
-
-
-def file_bytes(db: Database) -> bytes:
-    data = b""
-    for suffix in ("", "-wal"):
-        path = Path(db.path + suffix)
-        if path.exists():
-            data += path.read_bytes()
-    return data.lower()
-
-
-async def all_table_text(db: Database) -> str:
-    """Every value of every table (FTS shadow tables and vector tables included)."""
-    names = [r[0] for r in await db.fetchall(
-        "SELECT name FROM sqlite_master WHERE type = 'table'")]
-    out = []
-    for name in names:
-        for row in await db.fetchall(f'SELECT * FROM "{name}"'):
-            for value in tuple(row):
-                if isinstance(value, bytes):
-                    out.append(value.decode("latin-1"))
-                else:
-                    out.append(str(value))
-    return "\n".join(out).lower()
 
 
 async def index_vectors(app: App, owner: Person) -> None:
@@ -138,7 +114,7 @@ async def test_forget_leaves_no_trace_and_keeps_the_rest(app: App, fake_openai: 
     alice, bob, ids = await populate(app, clock)
     bob_before = await snapshot(app, bob.id)
     await app.db.checkpoint()
-    assert TOKEN.lower().encode() in file_bytes(app.db)  # the check below can fail
+    assert TOKEN.lower().encode() in await stored_bytes(app.db)  # the check below can fail
 
     asked = await say(app, clock, "alice", f"/forget {TOKEN}")
     assert asked.command == "forget" and "/forget yes" in asked.reply
@@ -148,9 +124,11 @@ async def test_forget_leaves_no_trace_and_keeps_the_rest(app: App, fake_openai: 
     assert done.reply.startswith("Forgotten: 2 facts, 2 exchanges"), done.reply
 
     assert TOKEN.lower() not in await all_table_text(app.db)
-    assert TOKEN.lower().encode() not in file_bytes(app.db)
-    assert await app.db.fetchval("SELECT count(*) FROM transcript_fts WHERE transcript_fts"
-                                 " MATCH ?", (TOKEN,)) == 0
+    assert TOKEN.lower().encode() not in await stored_bytes(app.db)
+    assert await app.transcript.search(alice.id, TOKEN) == []
+    if app.db.engine == "sqlite":  # the FTS5 index itself (PostgreSQL's is on the table)
+        assert await app.db.fetchval("SELECT count(*) FROM transcript_fts WHERE transcript_fts"
+                                     " MATCH ?", (TOKEN,)) == 0
     # What did not match stays: the Sunday walk, its fact, the rebuilt episode, the summary.
     rows = await app.transcript.for_owner(alice.id)
     assert [r.content for r in rows if r.role is Role.USER] == [f"I walk the {KEEP} every Sunday."]
@@ -172,7 +150,7 @@ async def test_forget_leaves_no_trace_and_keeps_the_rest(app: App, fake_openai: 
                                  (alice.id,)) == 1
     # Bob is untouched, to the byte.
     assert await snapshot(app, bob.id) == bob_before
-    assert BOB.lower().encode() in file_bytes(app.db)
+    assert BOB.lower().encode() in await stored_bytes(app.db)
     # The commands themselves were never stored.
     assert not [r for r in rows if "/forget" in r.content]
 
@@ -207,7 +185,7 @@ async def test_wipe_asks_then_leaves_no_trace(app: App, fake_openai: FakeOpenAI,
     done = await say(app, clock, "alice", "/wipe confirm")
     assert done.reply.startswith("Done: I deleted everything"), done.reply
     text = await all_table_text(app.db)
-    raw = file_bytes(app.db)
+    raw = await stored_bytes(app.db)
     for word in (TOKEN, KEEP, "she is grey", "every sunday"):
         assert word.lower() not in text, word
         assert word.lower().encode() not in raw, word
@@ -239,7 +217,7 @@ async def test_wipe_removes_the_persons_turns_in_shared_rooms(
                        [r.id for r in room_rows])
     await say(app, clock, "alice", "/wipe")
     await say(app, clock, "alice", "/wipe confirm")
-    raw = file_bytes(app.db)
+    raw = await stored_bytes(app.db)
     assert TOKEN.lower().encode() not in raw and BOB.lower().encode() in raw
     rows = await app.db.fetchall("SELECT content FROM transcript")
     assert [r[0] for r in rows] == [f"Mine is {BOB}", f"You said: bob: Mine is {BOB}"]
@@ -266,7 +244,7 @@ async def test_forget_waits_for_an_episode_being_cut(app: App, fake_openai: Fake
     assert await app.db.fetchval("SELECT count(*) FROM episodes WHERE owner_id = ?",
                                  (alice.id,)) >= 1
     assert TOKEN.lower() not in await all_table_text(app.db)
-    assert TOKEN.lower().encode() not in file_bytes(app.db)
+    assert TOKEN.lower().encode() not in await stored_bytes(app.db)
 
 
 async def test_wipe_leaves_no_row_naming_the_person(app: App, fake_openai: FakeOpenAI,
@@ -291,7 +269,7 @@ async def test_wipe_leaves_no_row_naming_the_person(app: App, fake_openai: FakeO
     assert done.reply.startswith("Done: I deleted everything"), done.reply
 
     text = await all_table_text(app.db)
-    raw = file_bytes(app.db)
+    raw = await stored_bytes(app.db)
     for needle in (name.lower(), f"console:{name.lower()}"):
         assert needle not in text, needle
         assert needle.encode() not in raw, needle

@@ -24,7 +24,7 @@ from bot.types import Person
 from cognition.registry import BaseJob, JobContext, JobOutcome, JobRegistry
 from cognition.runner import Runner
 from memory.claims import RunnerLeases
-from tests.conftest import ENGINES, strata_env
+from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI
 from tests.memory_helpers import channel, person
 
@@ -54,12 +54,10 @@ class Recorded(BaseJob):
         return JobOutcome(f"did {ctx.inputs}")
 
 
-@pytest.fixture(params=ENGINES)
-def target(request: pytest.FixtureRequest, db_path: Path) -> str:
-    """One database for every runner of the test: a SQLite file or a PostgreSQL database."""
-    if request.param == "postgres":
-        return str(request.getfixturevalue("pg_url"))
-    return str(db_path)
+@pytest.fixture
+def target(db_target: Path | str) -> str:
+    """One database for every runner of the test: the run's engine (STRATA_TEST_ENGINE)."""
+    return str(db_target)
 
 
 @pytest.fixture

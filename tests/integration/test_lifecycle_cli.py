@@ -24,8 +24,8 @@ from tests.lifecycle_helpers import add_episode, add_turn, blobs, make_scope
 ROOT = Path(__file__).parents[2]
 
 
-async def _seed(db_path: Path) -> None:
-    db = await Database.open(db_path, TEST_DIM)
+async def _seed(db_target: Path | str) -> None:
+    db = await Database.open(db_target, TEST_DIM)
     try:
         scope = await make_scope(db, "kim", START)
         for i, vec in enumerate(blobs(SIZES, TEST_DIM, seed=0)):
@@ -35,14 +35,14 @@ async def _seed(db_path: Path) -> None:
         await db.close()
 
 
-def test_consolidate_show_map_decay(fake_openai: FakeOpenAI, db_path: Path, tmp_path: Path,
+def test_consolidate_show_map_decay(fake_openai: FakeOpenAI, db_target: Path | str, tmp_path: Path,
                                     monkeypatch: pytest.MonkeyPatch,
                                     capsys: pytest.CaptureFixture[str],
                                     subprocess_env: dict[str, str]) -> None:
-    for key, value in strata_env(fake_openai, db_path).items():
+    for key, value in strata_env(fake_openai, db_target).items():
         monkeypatch.setenv(key, value)
     monkeypatch.chdir(tmp_path)  # no stray ./strata.toml
-    asyncio.run(_seed(db_path))
+    asyncio.run(_seed(db_target))
     fake_openai.responder = summarise
 
     assert main(["jobs", "run", "--job", "consolidate", "--user", "kim",
@@ -74,17 +74,17 @@ def test_consolidate_show_map_decay(fake_openai: FakeOpenAI, db_path: Path, tmp_
     assert json.loads(capsys.readouterr().out)["hierarchy"][0]["tombstoned"] == 0
 
 
-def test_bad_input_is_a_clear_error(fake_openai: FakeOpenAI, db_path: Path, tmp_path: Path,
+def test_bad_input_is_a_clear_error(fake_openai: FakeOpenAI, db_target: Path | str, tmp_path: Path,
                                     monkeypatch: pytest.MonkeyPatch,
                                     capsys: pytest.CaptureFixture[str]) -> None:
-    for key, value in strata_env(fake_openai, db_path).items():
+    for key, value in strata_env(fake_openai, db_target).items():
         monkeypatch.setenv(key, value)
     monkeypatch.chdir(tmp_path)
     assert main(["jobs", "run", "--job", "decay", "--user", "nobody"]) == 2
     assert "no person called 'nobody'" in capsys.readouterr().err
     assert main(["jobs", "run", "--job", "decay", "--now", "tuesday"]) == 2
     assert "not an ISO" in capsys.readouterr().err
-    asyncio.run(_seed(db_path))
+    asyncio.run(_seed(db_target))
     assert main(["memory", "map", "--user", "kim", "--out", str(tmp_path / "no" / "m.png")]) == 2
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(SystemExit):

@@ -79,9 +79,8 @@ async def test_link_merges_identities_channels_and_memory(
     assert await app.transcript.count(away.id) == 0
     moved = await episodes.get(episode_id)
     assert moved is not None and moved.owner_id == home.id
-    hits = await app.db.fetchall(
-        "SELECT episode_id FROM episode_vec WHERE owner_id = ? AND embedding MATCH ? AND k = 5",
-        (home.id, as_blob(vec)))
+    hits = await app.db.fetchall(app.db.dialect.knn_sql("episode_vec", "episode_id"),
+                                 (as_blob(vec), home.id, 5))
     assert [h[0] for h in hits] == [episode_id]
     # Keyword search over the merged person's memory finds what was said on either platform.
     assert [r.content for r, _ in await app.transcript.search(home.id, "Leipzig")] == [

@@ -6,11 +6,17 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from bot.clock import ManualClock, to_iso
 from memory.db import Database
 from memory.episodes import EpisodeRepo
 from memory.janitor import decay_pass
 from tests.conftest import TEST_DIM
+
+pytestmark = pytest.mark.sqlite_only(
+    "upgrades a SQLite file made by an older SQLite schema; PostgreSQL's schema starts"
+    " at its own migration 0001")
 
 
 async def old_database(path: Path, clock: ManualClock) -> dict[str, list[int]]:

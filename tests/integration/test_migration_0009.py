@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
 from bot.clock import ManualClock
 from memory.db import Database
@@ -17,6 +18,10 @@ from memory.episodes import EpisodeRepo, NewEpisode
 from memory.facts import FactRepo, NewFact
 from memory.migrations import available
 from tests.memory_helpers import channel, person, row_indexer, turn
+
+pytestmark = pytest.mark.sqlite_only(
+    "upgrades a SQLite file made by an older SQLite schema; PostgreSQL's schema starts"
+    " at its own migration 0001")
 
 DIM = 16
 # The newest migration before 0009.

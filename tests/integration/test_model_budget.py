@@ -31,13 +31,13 @@ def _run(capsys: pytest.CaptureFixture[str]) -> int:
 
 
 @pytest.fixture
-def kim(fake_openai: FakeOpenAI, db_path: Path, tmp_path: Path,
+def kim(fake_openai: FakeOpenAI, db_target: Path | str, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Kim's 50 leaf episodes, and Strata pointed at the fake model."""
-    for key, value in strata_env(fake_openai, db_path).items():
+    for key, value in strata_env(fake_openai, db_target).items():
         monkeypatch.setenv(key, value)
     monkeypatch.chdir(tmp_path)
-    asyncio.run(_seed(db_path))
+    asyncio.run(_seed(db_target))
     fake_openai.responder = summarise
 
 

@@ -19,6 +19,8 @@ from memory.migrations import available
 from tests.conftest import TEST_DIM
 from tests.pg_server import PgServer
 
+pytestmark = pytest.mark.postgres_only
+
 ROOT = Path(__file__).parents[2]
 VECTOR_TABLES = {"transcript_vec", "episode_vec", "fact_vec"}
 
@@ -119,3 +121,13 @@ def test_sigterm_stops_the_server_the_test_process_started() -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+@pytest.mark.parametrize("args", [["backup", "copy.db"], ["restore", "copy.db"], ["check"]])
+def test_the_sqlite_file_tools_refuse_a_server_and_name_pg_dump(
+        subprocess_env: dict[str, str], tmp_path: Path, args: list[str]) -> None:
+    assert subprocess_env["STRATA_DB"].startswith("postgresql://")
+    out = subprocess.run([sys.executable, "-m", "bot.cli", "db", *args], env=subprocess_env,
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 2 and "pg_dump" in out.stderr, out.stderr
+    assert not (tmp_path / "copy.db").exists()

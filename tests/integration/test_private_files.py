@@ -35,6 +35,8 @@ def usual_umask() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("usual_umask")
+@pytest.mark.sqlite_only("the SQLite file's and its WAL's modes; PostgreSQL's files are"
+                         " the server's")
 async def test_new_database_wal_and_shm_are_private(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
     db = await Database.open(path, TEST_DIM)
@@ -48,6 +50,8 @@ async def test_new_database_wal_and_shm_are_private(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("usual_umask")
+@pytest.mark.sqlite_only("the SQLite file's and its WAL's modes; PostgreSQL's files are"
+                         " the server's")
 async def test_existing_world_readable_database_is_tightened(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     db = await Database.open(path, TEST_DIM)

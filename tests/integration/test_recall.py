@@ -43,7 +43,6 @@ from tests.memory_helpers import (
 )
 
 # The tests taking `db` run on SQLite and on PostgreSQL (tests/conftest.py).
-pytestmark = pytest.mark.engines
 
 FACT = "My sister Beatrix moved to Lisbon, she teaches violin there"
 

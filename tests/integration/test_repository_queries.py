@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from bot.clock import ManualClock
 from bot.types import NewRow, Role, RowKind
@@ -13,8 +12,6 @@ from memory.persons import PersonRepo
 from memory.transcript import RowFilter, TranscriptRepo
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import channel, person, turn
-
-pytestmark = pytest.mark.engines
 
 
 async def test_transcript_filters_counts_and_watermarks(db: Database, clock: ManualClock) -> None:

@@ -1,4 +1,4 @@
-"""The SQLite store: migrations, dimension guard, pragmas, and hostile text stored exactly."""
+"""The store: migrations, dimension guard, SQLite's pragmas, and hostile text stored exactly."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ HOSTILE = [
     "   \t  ",
     "x" * 1_000_000,
     "nul\x00byte",
+    "\U0010ffff0 escape-like \U0010ffff\U0010ffff then \x00\x00",
     'quotes " and * and : and ( and AND and NEAR and - and well-known and c++ and foo(bar)',
     "'; DROP TABLE transcript; --",
     "Robert'); DELETE FROM persons WHERE ('1'='1",
@@ -29,6 +30,8 @@ HOSTILE = [
 ]
 
 
+@pytest.mark.sqlite_only("diffs SQLite's schema with tests/fixtures/schema.sql; PostgreSQL's"
+                         " is compared with SQLite's in test_pg_engine.py")
 async def test_migrated_schema_matches_checked_in_copy(tmp_path: Path) -> None:
     expected = (FIXTURES / "schema.sql").read_text()
     actual = await dump_schema(tmp_path / "s.db")
@@ -37,25 +40,28 @@ async def test_migrated_schema_matches_checked_in_copy(tmp_path: Path) -> None:
         "`python -m tests.schema_dump > tests/fixtures/schema.sql`")
 
 
-async def test_migrations_recorded_once(db: Database, db_path: Path) -> None:
+async def test_migrations_recorded_once(db: Database, db_target: Path | str) -> None:
     rows = await db.fetchall("SELECT id, name FROM migrations ORDER BY id")
-    assert [(r[0], r[1]) for r in rows] == [(n, name) for n, name, _ in available()]
+    folder = "memory.migrations" if db.engine == "sqlite" else "memory.pg.migrations"
+    assert [(r[0], r[1]) for r in rows] == [(n, name) for n, name, _ in available(folder)]
     await db.close()
-    again = await Database.open(db_path, db.dim)  # re-open: nothing re-applied
+    again = await Database.open(db_target, db.dim)  # re-open: nothing re-applied
     assert await again.fetchval("SELECT count(*) FROM migrations") == len(rows)
     await again.close()
 
 
-async def test_other_dimension_is_a_clear_error(db: Database, db_path: Path) -> None:
+async def test_other_dimension_is_a_clear_error(db: Database, db_target: Path | str) -> None:
     with pytest.raises(DimensionMismatchError, match=f"dimension {db.dim}"):
-        await Database.open(db_path, db.dim + 1)
+        await Database.open(db_target, db.dim + 1)
 
 
+@pytest.mark.sqlite_only("a SQLite file's folder; an unreachable server: test_pg_engine.py")
 async def test_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(StorageError, match="does not exist"):
         await Database.open(tmp_path / "no" / "such" / "x.db", 8)
 
 
+@pytest.mark.sqlite_only("SQLite's pragmas and the sqlite-vec extension")
 async def test_pragmas_and_extensions(db: Database) -> None:
     assert (await db.fetchval("PRAGMA journal_mode")).lower() == "wal"
     assert await db.fetchval("PRAGMA foreign_keys") == 1
@@ -84,7 +90,8 @@ async def test_hostile_text_is_stored_exactly(db: Database, clock: ManualClock, 
     assert stored is not None and stored.content == text
     # Searching with the same hostile text never raises.
     await repo.search(person_id, text[:10_000])
-    assert await db.fetchval("PRAGMA integrity_check") == "ok"
+    if db.engine == "sqlite":
+        assert await db.fetchval("PRAGMA integrity_check") == "ok"
 
 
 async def test_lone_surrogate_becomes_replacement_char(db: Database, clock: ManualClock) -> None:

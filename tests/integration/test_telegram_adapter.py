@@ -433,13 +433,13 @@ async def test_link_from_telegram_joins_another_platforms_identity(
 
 @pytest.fixture
 def make_app(
-    fake_openai: FakeOpenAI, db_path: Path, clock: ManualClock
+    fake_openai: FakeOpenAI, db_target: Path | str, clock: ManualClock
 ) -> Callable[..., contextlib.AbstractAsyncContextManager[App]]:
     """An `App` whose settings add `env` (STRATA_… variables) to the test defaults."""
 
     @contextlib.asynccontextmanager
     async def make(**env: str) -> AsyncIterator[App]:
-        settings = load_settings(None, env={**strata_env(fake_openai, db_path), **env})
+        settings = load_settings(None, env={**strata_env(fake_openai, db_target), **env})
         application = await App.create(settings, clock=clock)
         try:
             yield application

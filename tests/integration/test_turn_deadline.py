@@ -27,17 +27,17 @@ telegram_api = fake_module.telegram_api  # the fixture (assigned, not imported: 
 DEADLINE = "0.6"
 
 
-def short_deadline(server: FakeOpenAI, db_path: Path, **extra: str) -> Settings:
-    env = strata_env(server, db_path)
+def short_deadline(server: FakeOpenAI, db_target: Path | str, **extra: str) -> Settings:
+    env = strata_env(server, db_target)
     env["STRATA_LLM_TURN_DEADLINE_SECONDS"] = DEADLINE
     env.update(extra)
     return load_settings(None, env=env)
 
 
 @pytest.fixture
-async def hung_app(fake_openai: FakeOpenAI, db_path: Path,
+async def hung_app(fake_openai: FakeOpenAI, db_target: Path | str,
                    clock: ManualClock) -> AsyncIterator[App]:
-    application = await App.create(short_deadline(fake_openai, db_path), clock=clock)
+    application = await App.create(short_deadline(fake_openai, db_target), clock=clock)
     yield application
     await application.close()
 
@@ -78,9 +78,9 @@ async def test_hanging_stream_keeps_typing_on_telegram_until_the_honest_message(
 
 
 async def test_hanging_embedder_costs_recall_not_the_turn(
-        fake_openai: FakeOpenAI, db_path: Path, clock: ManualClock,
+        fake_openai: FakeOpenAI, db_target: Path | str, clock: ManualClock,
         caplog: pytest.LogCaptureFixture) -> None:
-    settings = short_deadline(fake_openai, db_path, STRATA_RECALL_QUERY_EMBED_SECONDS="0.1",
+    settings = short_deadline(fake_openai, db_target, STRATA_RECALL_QUERY_EMBED_SECONDS="0.1",
                               STRATA_EMBED_TIMEOUT="0.2")
     app = await App.create(settings, clock=clock)
     try:

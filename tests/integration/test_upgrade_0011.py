@@ -5,12 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import sqlite_vec
 
 from memory.db import Database
 from memory.driver import sqlite_driver
 from memory.migrations import available, split_statements
 from tests.conftest import TEST_DIM
+
+pytestmark = pytest.mark.sqlite_only(
+    "upgrades a SQLite file made by an older SQLite schema; PostgreSQL's schema starts"
+    " at its own migration 0001")
 
 T0 = "2026-01-05T09:00:00+00:00"
 

@@ -19,15 +19,15 @@ from memory.db import Database
 from memory.jobruns import JobRunRepo
 from memory.persons import ChannelRepo, PersonRepo
 from memory.reminders import ReminderRepo
-from tests.conftest import ENGINES, TEST_DIM
+from tests.conftest import ENGINE, TEST_DIM
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 BEFORE = {"sqlite": 11, "postgres": 1}  # the last migration before the runner claims
 
 
-@pytest.fixture(params=ENGINES)
+@pytest.fixture
 def engine_target(request: pytest.FixtureRequest, db_path: Path) -> tuple[str, str]:
-    if request.param == "postgres":
+    if ENGINE == "postgres":
         # An empty database on the session's server (`pg_url` gives a migrated one).
         server = request.getfixturevalue("pg_server")
         name = f"strata_upgrade_{secrets.token_hex(4)}"

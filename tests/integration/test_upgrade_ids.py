@@ -8,10 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from memory.db import Database, migrate_file, raw_connection
 from memory.episodes import as_blob
 from tests.conftest import TEST_DIM
+
+pytestmark = pytest.mark.sqlite_only(
+    "upgrades a SQLite file made by an older SQLite schema; PostgreSQL's schema starts"
+    " at its own migration 0001")
 
 REBUILT = ("persons", "channels", "transcript", "episodes", "facts")
 T = "2026-01-05T09:00:00+00:00"

@@ -24,14 +24,13 @@ import pytest
 from bot.clock import ManualClock
 from memory.db import Database
 from memory.episodes import EpisodeRepo, NewEpisode
-from tests.conftest import ENGINES, TEST_DIM
+from tests.conftest import TEST_DIM
 from tests.fakes.openai_server import FakeOpenAI, hashed_embedding
 from tests.memory_helpers import channel, person, turn
 
 ROOT = Path(__file__).parents[2]
 
-needs_postgres = pytest.mark.skipif("postgres" not in ENGINES,
-                                    reason="PostgreSQL variants are off")
+needs_postgres = pytest.mark.postgres_only
 
 
 class Gate:
