@@ -508,10 +508,13 @@ async def test_group_answers_only_when_addressed_and_keeps_private_memory_privat
                                 reply_to_bot_message_id=answer["message_id"])
         await settle(fake, adapter, 4)
 
-    group_requests = fake_openai.chat_requests()[1:]
-    assert len(group_requests) == 2
-    for body in group_requests:
+    # The room's episode summary (a JSON-mode request of the after-turn cutter) may reach the
+    # model before the adapter stops, or after: only the answers are counted, but no request
+    # about the room, of either kind, may carry Ada's private secret.
+    for body in fake_openai.chat_requests()[1:]:
         assert secret not in contents(body)
+    group_requests = [b for b in fake_openai.chat_requests()[1:] if "response_format" not in b]
+    assert len(group_requests) == 2
     assert "lunch at noon?" in contents(group_requests[0])  # the room's own memory
     texts = fake.bot_texts(GROUP)
     assert texts == ["Reply to: Ada: what is my diagnosis?", "Reply to: Bob: and mine?"]
