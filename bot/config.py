@@ -143,7 +143,7 @@ class RecallSettings(_Section):
     w_recency: float = Field(default=0.02, ge=0)
     # The semantic scale's 1 is the mean cosine of this many best windows (one best window
     # alone is a noisy scale).
-    semantic_top: int = Field(default=3, ge=1, le=100)
+    semantic_top: int = Field(default=1, ge=1, le=100)
     # Selection: value per token^cost_power, less redundancy × cosine to what was taken (MMR),
     # less session_penalty per window already quoted from the same session.
     cost_power: float = Field(default=0.5, ge=0, le=2)

@@ -106,7 +106,7 @@ class RecallTuning:
     gate_unknown_name: float = 10.0
     cost_power: float = 0.5
     redundancy: float = 0.3
-    semantic_top: int = 3
+    semantic_top: int = 1
     skip_recent_rows: int = 20
     keyword_scan: int = 2000
     query_embed_seconds: float = 10.0  # then keyword search only (a hanging embedder)

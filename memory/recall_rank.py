@@ -75,7 +75,7 @@ class RankTuning:
     gate_unknown_name: float = 10.0
     cost_power: float = 0.5  # value per token^power: 0 ranks by score alone
     redundancy: float = 0.3  # MMR: value − this × the best cosine to a window already taken
-    semantic_top: int = 3  # the semantic scale's 1: the mean cosine of this many best windows
+    semantic_top: int = 1  # the semantic scale's 1: the mean cosine of this many best windows
 
 
 @dataclass

@@ -66,7 +66,7 @@ def test_keyword_and_semantic_are_calibrated_per_query() -> None:
              "more weather", "a long pause", "violin practice tomorrow"]
     t = table_of(texts, minutes=[0, 100, 200, 300, 400, 500])  # every row its own session
     q = t.vectors[0]
-    ws = scores(t, "violin teacher lisbon", q)
+    ws = scores(t, "violin teacher lisbon", q, RankTuning(semantic_top=3))
     assert ws.keyword.max() == pytest.approx(1.0) and int(np.argmax(ws.keyword)) == 0
     assert ws.keyword[1] == 0.0 and 0 < ws.keyword[5] < 1
     # The best windows score about 1 and the background's mean 0, whatever the cosine range.
@@ -74,8 +74,8 @@ def test_keyword_and_semantic_are_calibrated_per_query() -> None:
     assert top3.mean() == pytest.approx(1.0) and top3[-1] > 1.0
     assert ws.semantic.mean() == pytest.approx(0.0, abs=1e-6)
     assert int(np.argmax(ws.score)) == 0
-    # With a scale of the best window alone, that window is exactly 1.
-    alone = scores(t, "violin teacher lisbon", q, RankTuning(semantic_top=1))
+    # With a scale of the best window alone (the default), that window is exactly 1.
+    alone = scores(t, "violin teacher lisbon", q)
     assert alone.semantic.max() == pytest.approx(1.0)
     assert alone.semantic.mean() == pytest.approx(0.0, abs=1e-6)
 
