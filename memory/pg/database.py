@@ -14,8 +14,9 @@ position and by column name. What the engine does to keep that promise:
   every other writer of the database, as the repositories assume. Reads never wait for it.
 - Vectors: this schema has no binary column except the pgvector ones, so a `bytes` parameter
   (a little-endian float32 blob, as stored in SQLite) is sent as a `vector`, and a `vector`
-  column reads back as such a blob. `numeric` (what `sum()` of integers returns) reads as an
-  int or a float, never a `Decimal`.
+  column reads back as such a blob. A read naming the `embedding` column fetches binary
+  results, so vectors are copied rather than parsed from text. `numeric` (what `sum()` of
+  integers returns) reads as an int or a float, never a `Decimal`, in text and binary alike.
 
 Imports `bot.errors`, `memory.db`, `memory.pg` and psycopg.
 """
