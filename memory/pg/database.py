@@ -35,6 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 import psycopg
 from psycopg import AsyncConnection, AsyncCursor
+from psycopg.abc import AdaptContext
 from psycopg.adapt import Buffer, Dumper, Loader
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
@@ -127,11 +128,17 @@ class _VectorBinaryLoader(Loader):
         return np.frombuffer(bytes(data), dtype=">f4", offset=4).astype("<f4").tobytes()
 
 
-class _NumberBinaryLoader(NumericBinaryLoader):
+class _NumberBinaryLoader(Loader):
     """`numeric` in binary results: as `_NumberLoader` does for text, never a Decimal."""
 
+    format = Format.BINARY
+
+    def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
+        super().__init__(oid, context)
+        self._decimal = NumericBinaryLoader(oid, context)
+
     def load(self, data: Buffer) -> int | float:
-        value = super().load(data)
+        value = self._decimal.load(data)
         if value.is_finite() and int(value.as_tuple().exponent) >= 0:
             return int(value)
         return float(value)
