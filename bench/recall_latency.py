@@ -101,34 +101,45 @@ def make_corpus(rng: np.random.Generator, vocab: Sequence[str], n: int, dim: int
 
 
 async def insert_rows(db: Database, person: Person, channel: Channel, corpus: Corpus,
-                      rng: np.random.Generator) -> None:
-    """Bulk-insert message rows (FTS via trigger), their owner-partitioned vectors, and the
-    row indexer's cursor past them: what a chat of `len(corpus.texts)` turns leaves behind."""
+                      rng: np.random.Generator, chunk: int = 5000) -> list[int]:
+    """Bulk-insert message rows (FTS via trigger on SQLite), their owner-partitioned vectors,
+    and the row indexer's cursor past them: what a chat of `len(corpus.texts)` turns leaves
+    behind. Portable SQL in batches of `chunk` rows, so it fills either engine; returns the
+    rows' ids in order."""
     n = len(corpus.texts)
     sessions = max(1, n // SESSION_TURNS)
     starts = np.sort(rng.uniform(0, SPAN_DAYS, size=sessions))[::-1]
-    last = 0
-    for begin in range(0, n, 5000):
-        stop = min(n, begin + 5000)
+    ids: list[int] = []
+    for begin in range(0, n, chunk):
+        stop = min(n, begin + chunk)
+        rows = []
+        for i in range(begin, stop):
+            s_index = min(i // SESSION_TURNS, sessions - 1)
+            ts = to_iso(NOW - timedelta(days=float(starts[s_index]))
+                        + timedelta(seconds=30 * (i % SESSION_TURNS)))
+            user = i % 2 == 0
+            rows.append((channel.id, channel.owner_id, person.id if user else None, ts,
+                         "user" if user else "assistant", corpus.texts[i], f"t{i}"))
         async with db.write() as conn:
-            for i in range(begin, stop):
-                s_index = min(i // SESSION_TURNS, sessions - 1)
-                ts = to_iso(NOW - timedelta(days=float(starts[s_index]))
-                            + timedelta(seconds=30 * (i % SESSION_TURNS)))
-                user = i % 2 == 0
-                cur = await conn.execute(
-                    "INSERT INTO transcript (channel_id, owner_id, person_id, ts, source, role,"
-                    " kind, content, turn_id) VALUES (?, ?, ?, ?, 'user', ?, 'message', ?, ?)",
-                    (channel.id, channel.owner_id, person.id if user else None, ts,
-                     "user" if user else "assistant", corpus.texts[i], f"t{i}"))
-                last = int(cur.lastrowid or 0)
-                await conn.execute(
-                    "INSERT INTO transcript_vec (row_id, owner_id, embedding) VALUES (?, ?, ?)",
-                    (last, channel.owner_id, corpus.vectors[i].astype("<f4").tobytes()))
+            last = ids[-1] if ids else 0
+            await conn.executemany(
+                "INSERT INTO transcript (channel_id, owner_id, person_id, ts, source, role,"
+                " kind, content, turn_id) VALUES (?, ?, ?, ?, 'user', ?, 'message', ?, ?)", rows)
+            cur = await conn.execute(
+                "SELECT id FROM transcript WHERE channel_id = ? AND id > ? ORDER BY id",
+                (channel.id, last))
+            new = [int(r[0]) for r in await cur.fetchall()]
+            assert len(new) == stop - begin, "another writer in the bench's channel"
+            await conn.executemany(
+                "INSERT INTO transcript_vec (row_id, owner_id, embedding) VALUES (?, ?, ?)",
+                [(rid, channel.owner_id, corpus.vectors[i].astype("<f4").tobytes())
+                 for rid, i in zip(new, range(begin, stop), strict=True)])
             await conn.execute(
                 "INSERT INTO transcript_vec_cursors (channel_id, last_row_id) VALUES (?, ?)"
                 " ON CONFLICT (channel_id) DO UPDATE SET last_row_id = excluded.last_row_id",
-                (channel.id, last))
+                (channel.id, new[-1]))
+            ids += new
+    return ids
 
 
 class PrecomputedEmbedder:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from bot.types import Channel
 from memory.decay import fact_visible, fact_weight
 from memory.facts import Fact, FactRepo, index_text
 from memory.persons import ChannelRepo
@@ -34,13 +35,17 @@ class FactCandidates:
         self.repo = repo
         self.channels = channels
 
-    async def where(self, fact: Fact) -> str:
-        """Where the fact came from, in words."""
+    async def where(self, fact: Fact, seen: dict[int, Channel | None] | None = None) -> str:
+        """Where the fact came from, in words. `seen`: channels already looked up, by id (a
+        search's facts mostly share one or two; a server database pays a round trip each)."""
         if fact.source == "dmn":
             return "from my own reflections"
         if fact.source.startswith("external-agent:"):
             return f"from {fact.source.partition(':')[2]}"
-        channel = await self.channels.get(fact.channel_id) if fact.channel_id else None
+        seen = {} if seen is None else seen
+        if fact.channel_id and fact.channel_id not in seen:
+            seen[fact.channel_id] = await self.channels.get(fact.channel_id)
+        channel = seen.get(fact.channel_id) if fact.channel_id else None
         if channel is None:
             return f"from {fact.source}"
         return f"from what was said in a {channel.kind.value} chat on {channel.platform}"
@@ -49,6 +54,7 @@ class FactCandidates:
         hits = await self.repo.search(query.owner_id, query.text, query.vector, limit=query.k,
                                       match=query.match)
         out = []
+        seen: dict[int, Channel | None] = {}
         for hit in hits:
             fact = hit.fact
             if not fact_visible(fact.kind, fact.last_relevant_at, query.now):
@@ -61,7 +67,7 @@ class FactCandidates:
                 text=index_text(fact.text, fact.attribute) + url,
                 label=f"fact #{fact.id} ({fact.kind})",
                 when=f"since {fact.valid_from.date().isoformat()}",
-                where=await self.where(fact),
+                where=await self.where(fact, seen),
                 recency=fact_weight(fact.kind, fact.last_relevant_at, query.now),
                 salience=fact.confidence,
                 # No cited rows: a fact is never dropped as "covered" by an episode about the
