@@ -221,7 +221,7 @@ async def take_lease(leases: Leases, name: str, holder: str, now: datetime,
 
 # The channels whose turn the current task holds, so that a holder's nested `channel_turn`
 # (the Telegram queue worker answering through `answer`) does not wait for itself.
-_HELD: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+_HELD: contextvars.ContextVar[frozenset[tuple[str, int]]] = contextvars.ContextVar(
     "strata_held_channels", default=frozenset())
 
 
@@ -249,7 +249,7 @@ class ChannelTurns:
     async def hold(self, channel_id: int, *, wait: bool = True) -> AsyncIterator[bool]:
         """Hold the channel's turn for the body; yields False (and holds nothing) when `wait`
         is off and another task or process has it."""
-        if channel_id in _HELD.get():
+        if (self.holder, channel_id) in _HELD.get():
             yield True
             return
         lock = self._locks.setdefault(channel_id, asyncio.Lock())
@@ -260,7 +260,7 @@ class ChannelTurns:
             if not await self._take(channel_id, wait):
                 yield False
                 return
-            token = _HELD.set(_HELD.get() | {channel_id})
+            token = _HELD.set(_HELD.get() | {(self.holder, channel_id)})
             renew = asyncio.create_task(self._renew(channel_id))
             try:
                 yield True

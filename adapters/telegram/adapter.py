@@ -268,6 +268,7 @@ class TelegramAdapter:
         self._serving: set[int] = set()  # channels this process is answering now
         self._busy_until: dict[int, float] = {}  # channels another process had, until when
         self.polling = False  # whether this process holds the polling lease (tests, logs)
+        self._renewed_at = 0.0  # when (event loop time) the polling lease was last renewed
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -421,6 +422,8 @@ class TelegramAdapter:
                 continue
             failures = 0
             for update in updates:
+                if self._shared is not None and not await self._still_polling(self._shared):
+                    break  # another process polls now (this one stalled): it fetches these
                 if not await self._take(update):
                     break  # not stored: fetched again from this offset after a pause
                 self._offset = update.update_id + 1
@@ -436,12 +439,21 @@ class TelegramAdapter:
         except Exception:  # poll loop boundary: a database hiccup is retried, never fatal
             log.warning("telegram: could not renew the polling lease", exc_info=True)
             held = False
+        if held:
+            self._renewed_at = asyncio.get_running_loop().time()
         if held != self.polling:
             log.info("telegram: this process %s polling", "starts" if held else "stops")
             self.polling = held
         if not held:
             self._offset = None  # the poller decides what is confirmed
         return held
+
+    async def _still_polling(self, inbox: SharedInbox) -> bool:
+        """Renew the polling lease while a long batch is being stored (every third of the
+        lease), so it never runs out under a live poller; False once another process has it."""
+        if asyncio.get_running_loop().time() - self._renewed_at < self.poll_lease / 3:
+            return True
+        return await self._may_poll(inbox)
 
     async def _take(self, update: Update) -> bool:
         """Accept one update; False when it should be fetched again (storing failed)."""

@@ -54,6 +54,9 @@ def hello(i: int) -> str:
     return f"hello from person {i}"
 
 
+STATE: list[Callable[[], str]] = []  # what a timeout reports about the system
+
+
 def until(what: str, check: Callable[[], T], timeout: float = 90.0) -> T:
     """Poll `check` until it returns something true; fail naming `what` after `timeout`."""
     deadline = time.monotonic() + timeout
@@ -62,7 +65,8 @@ def until(what: str, check: Callable[[], T], timeout: float = 90.0) -> T:
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what} (last: {value!r})")
+            state = "; ".join(s() for s in STATE)
+            raise AssertionError(f"timed out waiting for {what} (last: {value!r}; {state})")
         time.sleep(0.1)
 
 
@@ -124,7 +128,7 @@ def test_three_processes_share_one_database_and_one_telegram_bot(
         STRATA_DB=pg_url,
         STRATA_TELEGRAM_TOKEN=fake.token,
         STRATA_TELEGRAM_BASE_URL=fake.base_url,
-        STRATA_TELEGRAM_POLL_LEASE_SECONDS="3",
+        STRATA_TELEGRAM_POLL_LEASE_SECONDS="6",
         STRATA_TELEGRAM_MAX_TURNS=str(MAX_TURNS),
         STRATA_BOT_CLOCK_FILE=str(clock_file),
         STRATA_BOT_TURN_LEASE_SECONDS="5",
@@ -140,7 +144,7 @@ def test_three_processes_share_one_database_and_one_telegram_bot(
     logs = [open(tmp_path / f"strata-{n}.log", "w") for n in range(PROCESSES)]  # noqa: SIM115
     for log in logs:
         processes.append(subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "run"], stdout=log, stderr=log, text=True,
+            [sys.executable, "-m", "bot.cli", "-v", "run"], stdout=log, stderr=log, text=True,
             env=env, cwd=ROOT))
     db = Db(pg_url)
 
@@ -152,6 +156,16 @@ def test_three_processes_share_one_database_and_one_telegram_bot(
 
     def answered() -> dict[int, list[str]]:
         return {i: fake.bot_texts(user(i)) for i in range(PERSONS)}
+
+    STATE[:] = [
+        lambda: f"replies {sum(map(len, answered().values()))}",
+        lambda: f"queued {db.value('SELECT count(*) FROM turn_queue')}",
+        lambda: f"leases {db.rows('SELECT name, holder FROM leases')[:12]}",
+        lambda: f"pending updates {fake.pending_update_count}",
+        lambda: f"model requests {len(fake_openai.chat_requests())}, gated "
+                f"{len(fake_openai.gated)}",
+        lambda: f"alive {[p.poll() is None for p in processes]}",
+    ]
 
     try:
         until("every process to reach Telegram", lambda: len(fake.calls("getMe")) >= PROCESSES)
