@@ -55,6 +55,7 @@ def hello(i: int) -> str:
 
 
 STATE: list[Callable[[], str]] = []  # what a timeout reports about the system
+BEGAN = [time.monotonic()]
 
 
 def until(what: str, check: Callable[[], T], timeout: float = 90.0) -> T:
@@ -63,6 +64,7 @@ def until(what: str, check: Callable[[], T], timeout: float = 90.0) -> T:
     while True:
         value = check()
         if value:
+            print(f"{time.monotonic() - BEGAN[0]:7.1f} s  {what}")  # the phases' wall times (-s)
             return value
         if time.monotonic() > deadline:
             state = "; ".join(s() for s in STATE)
@@ -118,6 +120,7 @@ def test_three_processes_share_one_database_and_one_telegram_bot(
     pg_url: str, tmp_path: Path, processes: list[subprocess.Popen[str]],
 ) -> None:
     fake = telegram_api
+    BEGAN[0] = time.monotonic()
     start = datetime.now(UTC).replace(second=0, microsecond=0)
     clock_file = tmp_path / "clock"
     FileClock.write(clock_file, start)
