@@ -35,6 +35,7 @@ from cognition.research import configured_search
 from cognition.runner import Runner
 from cognition.services import Services
 from memory.calendar import CalendarRepo
+from memory.claims import RunnerLeases
 from memory.clustering import ClusterParams
 from memory.compaction import CompactionHook, CompactionPolicy
 from memory.db import Database
@@ -218,12 +219,13 @@ class Repos:
     portraits: PortraitRepo
     calendar: CalendarRepo
     links: LinkCodes
+    leases: RunnerLeases
 
     @classmethod
     def over(cls, db: Database) -> Repos:
         return cls(PersonRepo(db), ChannelRepo(db), TranscriptRepo(db), EpisodeRepo(db),
                    FactRepo(db), JobRunRepo(db), ReminderRepo(db), PortraitRepo(db),
-                   CalendarRepo(db), LinkCodes(db))
+                   CalendarRepo(db), LinkCodes(db), RunnerLeases(db))
 
 
 def metered_for_owner(chat: ChatModel, runs: JobRunRepo, clock: Clock,
@@ -380,6 +382,7 @@ class App:
             facts=facts,
             extractor=extractor,
             lifecycle=MemoryLifecycle(db, embedder, policy),
+            leases=repos.leases,
             cutter=cutter,
             connectors=configured_connectors(settings),
             search=configured_search(settings),

@@ -251,6 +251,14 @@ class MatrixSettings(_Section):
 
 class CognitionSettings(_Section):
     enabled: bool = True
+    # False: this process delivers reminders but runs no background jobs (`strata run
+    # --no-jobs`), so a deployment runs them in one `strata worker` instead.
+    jobs: bool = True
+    # Several processes on one database: each runner names itself (default host:pid; set a
+    # name unique among live processes if host names and pids can repeat) and holds a lease
+    # it renews; claims of a runner whose lease ran out are free for the others.
+    runner_name: str = ""
+    runner_lease_seconds: float = Field(default=120.0, gt=0)
     tick_seconds: float = Field(default=60.0, gt=0)
     job_interval_minutes: float = Field(default=5.0, gt=0)
     idle_minutes: float = Field(default=30.0, ge=0)

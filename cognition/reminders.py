@@ -290,15 +290,16 @@ def register_commands(commands: CommandRouter, services: ReminderPorts) -> None:
 
 # -- delivery -------------------------------------------------------------------------------------
 
-async def deliver_due(services: Services, now: datetime) -> int:
-    """Deliver every due reminder and scheduled prompt once; return how many were delivered."""
+async def deliver_due(services: Services, now: datetime, *, runner: str | None = None) -> int:
+    """Deliver every due reminder and scheduled prompt once (claimed for `runner`, the
+    calling runner's id); return how many were delivered."""
     s = services
     delivered = 0
     for reminder in await s.reminders.due(now):
         channel = await s.channels.get(reminder.channel_id)
         if channel is not None and not s.outbound.can_send(channel.platform):
             continue  # its platform's adapter is not running (yet): it stays due, unclaimed
-        if not await s.reminders.claim(reminder, now):
+        if not await s.reminders.claim(reminder, now, runner):
             continue  # another delivery has it
         try:
             await deliver(services, reminder, now)

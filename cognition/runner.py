@@ -12,6 +12,16 @@ failed run backs off like `ext.tasks`' reconnect loop: the next attempt waits
 `job_retry_minutes`, doubling per consecutive failure up to `job_retry_max_minutes`, and is a
 new background turn (the failed answer is never replayed).
 
+Several processes may share one database (`strata run --no-jobs` beside one `strata worker`, or
+several full `strata run`): each runner has an identity and a lease in the database
+(`memory.claims`), renewed every tick and by a heartbeat beside the loop. Before it looks at a
+person's jobs a runner claims that person (one statement; the winner works through all of
+the person's jobs one after another, as a single process does); a person held by another live
+runner is skipped. A runner that dies leaves claims, open runs and claimed reminders that
+expire with its lease; any live runner then interrupts the runs and frees the reminders, and
+the next pass claims the person. A runner starting under the name of one that stopped (the
+same host:pid, or `cognition.runner_name`) frees that one's claims at once.
+
 Tests drive `tick()` / `check_jobs()` / `run_job()` directly after moving a `ManualClock`.
 May import `bot` and `memory`.
 """
@@ -21,7 +31,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+import os
+import secrets
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -40,6 +53,12 @@ Sleep = Callable[[float], Awaitable[None]]
 
 # Jobs that still run while a person has paused memory (they forget, never remember).
 RUN_WHILE_PAUSED = frozenset({"decay"})
+
+
+def default_runner_name() -> str:
+    """host:pid: what a process restarted in the same container (same host name, same pid 1)
+    is recognised by, so it frees its previous life's claims at once."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +85,13 @@ class Runner:
         registry: JobRegistry,
         *,
         sleep: Sleep = asyncio.sleep,
+        name: str | None = None,
+        jobs: bool | None = None,
+        reminders: bool = True,
     ) -> None:
+        """`name`: the runner's stable name (default `cognition.runner_name`, else host:pid);
+        `jobs`: run the background jobs (default `cognition.jobs`); `reminders`: deliver
+        reminders and scheduled prompts."""
         self.services = services
         self.registry = registry
         names = registry.names()
@@ -77,6 +102,14 @@ class Runner:
                 f"are: {', '.join(names)}"
             )
         self._sleep = sleep
+        self.name = name or services.settings.cognition.runner_name or default_runner_name()
+        # This life of the runner: a restart under the same name is a new id.
+        self.id = f"{self.name}/{secrets.token_hex(4)}"
+        self.lease = timedelta(seconds=services.settings.cognition.runner_lease_seconds)
+        self.jobs = services.settings.cognition.jobs if jobs is None else jobs
+        self.reminders = reminders
+        self._held: dict[int, int] = {}  # person id -> nested claims held by this runner
+        self._beat_task: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
         # The loop's job check runs beside it, so a long pass never holds up a reminder.
         self._jobs_task: asyncio.Task[None] | None = None
@@ -100,16 +133,22 @@ class Runner:
         return self._task is not None and not self._task.done()
 
     async def stop(self) -> None:
-        """Cancel the loop and wait for it; a job in flight is cancelled (and redone later)."""
-        for task in (self._task, self._jobs_task):
+        """Cancel the loop and wait for it; a job in flight is cancelled (and redone later).
+        The runner then retires: its claims are free for the other processes at once."""
+        for task in (self._task, self._jobs_task, self._beat_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        self._task = self._jobs_task = None
+        self._task = self._jobs_task = self._beat_task = None
+        if self._started:
+            self._started = False
+            with contextlib.suppress(Exception):  # shutdown: a lost row only expires later
+                await self.services.leases.retire(self.id)
 
     async def _loop(self) -> None:
         await self.start_up()
+        self._beat_task = asyncio.create_task(self._beat(), name="strata-cognition-lease")
         while True:
             try:
                 await self.tick(wait=False)
@@ -119,16 +158,44 @@ class Runner:
                 log.exception("cognition tick failed")
             await self._sleep(self.settings.tick_seconds)
 
+    async def _beat(self) -> None:
+        """Renew the lease beside the loop, so a tick held up by a long delivery never lets
+        it run out. Real time (not the injected sleep): a lease is about this process being
+        alive, and tests renew it by ticking."""
+        while True:
+            await asyncio.sleep(self.lease.total_seconds() / 4)
+            try:
+                await self.heartbeat()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # task boundary: the next beat (or tick) tries again
+                log.warning("renewing the runner lease failed", exc_info=True)
+
     async def start_up(self) -> None:
-        """Recover from a previous process: close its open runs, release its claims."""
+        """Register this runner, then recover what stopped runners left (see `recover`)."""
         if self._started:
             return
-        self._started = True
         now = self.services.clock.now()
-        stale = await self.services.runs.interrupt_stale(now)
-        released = await self.services.reminders.release_stale_claims()
+        forgotten = await self.services.leases.register(self.id, self.name, now, self.lease)
+        self._started = True
+        if forgotten:
+            log.info("runner %s: a previous run under this name stopped; its claims are free",
+                     self.name)
+        await self.recover(now)
+
+    async def heartbeat(self) -> None:
+        """Renew this runner's lease (every tick, and beside the loop)."""
+        await self.services.leases.heartbeat(self.id, self.name, self.services.clock.now(),
+                                             self.lease)
+
+    async def recover(self, now: datetime) -> tuple[int, int]:
+        """Close the open runs and free the claimed reminders of runners that are gone (their
+        lease ran out): never those of a live process, never this runner's own."""
+        stale = await self.services.runs.interrupt_stale(now, self.id)
+        released = await self.services.reminders.release_stale_claims(now, self.id)
         if stale or released:
             log.info("recovered %d interrupted job runs and %d claimed reminders", stale, released)
+        return stale, released
 
     async def tick(self, *, wait: bool = True) -> list[JobReport]:
         """Deliver what is due; check the jobs when their interval has come round.
@@ -138,7 +205,12 @@ class Runner:
         """
         await self.start_up()
         now = self.services.clock.now()
-        await deliver_due(self.services, now)
+        await self.heartbeat()
+        await self.recover(now)
+        if self.reminders:
+            await deliver_due(self.services, now, runner=self.id)
+        if not self.jobs:
+            return []
         if self._next_jobs_at is not None and now < self._next_jobs_at:
             return []
         if not wait and self._jobs_task is not None and not self._jobs_task.done():
@@ -166,13 +238,50 @@ class Runner:
         reports = []
         owners = persons if persons is not None else await self.services.persons.all(None)
         for person in owners:
-            for job in self.registry:
-                if job.name in self.settings.disabled_jobs:
-                    continue
-                if person.kind is OwnerKind.ROOM and not job.for_rooms:
-                    continue
-                reports.append(await self.run_job(job, person))
+            jobs = [job for job in self.registry if job.name not in self.settings.disabled_jobs
+                    and (person.kind is not OwnerKind.ROOM or job.for_rooms)]
+            async with self.claimed(person) as holder:
+                for i, job in enumerate(jobs):
+                    # Between two jobs: still ours? A process stalled past its lease (a paused
+                    # machine) has lost the person to another and must stop here.
+                    if holder is None and i and not await self.services.leases.claim(
+                            person.id, self.id, self.services.clock.now()):
+                        holder = await self.services.leases.holder(
+                            person.id, self.services.clock.now()) or "a process"
+                    if holder is not None:
+                        reports.append(JobReport(job.name, person.name, False, "skipped",
+                                                 f"another process ({holder}) has them"))
+                    else:
+                        reports.append(await self.run_job(job, person))
+        log.info("runner %s: job check done: %d owners, %d runs, %d held by other processes",
+                 self.id, len(owners), sum(r.ran for r in reports),
+                 sum(r.detail.startswith("another process") for r in reports))
         return reports
+
+    @contextlib.asynccontextmanager
+    async def claimed(self, person: Person) -> AsyncIterator[str | None]:
+        """Hold the person's jobs for this runner while the block runs: yields None when
+        held, else who holds them (another live runner). Nested holds share one claim."""
+        await self.start_up()
+        s = self.services
+        first = self._held.get(person.id, 0) == 0
+        if first and not await s.leases.claim(person.id, self.id, s.clock.now()):
+            holder = await s.leases.holder(person.id, s.clock.now())
+            if holder is None and await s.persons.get(person.id) is None:
+                yield None  # nothing to hold: the run finds the person gone
+                return
+            yield holder or "a process that just finished"
+            return
+        self._held[person.id] = self._held.get(person.id, 0) + 1
+        try:
+            yield None
+        finally:
+            self._held[person.id] -= 1
+            if self._held[person.id] == 0:
+                del self._held[person.id]
+                # Shielded: a cancelled pass (shutdown) still gives the person back.
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(s.leases.release(person.id, self.id))
 
     async def idle_for(self, person: Person, now: datetime) -> timedelta | None:
         """How long the person (or a shared room) has been quiet (None: never spoke)."""
@@ -190,7 +299,18 @@ class Runner:
         `force` skips the idle gate and the job's minimum interval (never the watermark check:
         a job with nothing new has nothing to do). `asked` (someone named this job) skips only
         the idle gate: the gate protects a person from background work, not from a request.
+        The person is claimed for this runner around the run (`claimed`): while another
+        process has them, nothing runs here.
         """
+        async with self.claimed(person) as holder:
+            if holder is not None:
+                return JobReport(job.name, person.name, False, "skipped",
+                                 f"another process ({holder}) has this person's jobs")
+            return await self._run_job(job, person, force=force, now=now, asked=asked)
+
+    async def _run_job(
+        self, job: AnyJob, person: Person, *, force: bool, now: datetime | None, asked: bool,
+    ) -> JobReport:
         s = self.services
         # Re-read: activity since the check started must stop jobs that have not started.
         fresh = await s.persons.get(person.id)
@@ -240,7 +360,7 @@ class Runner:
             inputs = await job.inputs(ctx)
         except Exception as exc:  # task boundary: a job's failure must not stop the others
             log.exception("job %s for person %s: reading inputs failed", job.name, person.id)
-            run_id = await s.runs.start(job.name, person.id, now)
+            run_id = await s.runs.start(job.name, person.id, now, self.id)
             await self._failed(run_id, failures, ctx, exc)
             return JobReport(job.name, person.name, True, "error", f"{type(exc).__name__}: {exc}")
         if inputs is None or inputs == ctx.previous:
@@ -248,7 +368,7 @@ class Runner:
             await s.runs.checked(job.name, person.id, now, what)
             return JobReport(job.name, person.name, False, "skipped", what)
         ctx.inputs = inputs
-        run_id = await s.runs.start(job.name, person.id, now)
+        run_id = await s.runs.start(job.name, person.id, now, self.id)
         try:
             outcome = await job.run(ctx)
         except asyncio.CancelledError:

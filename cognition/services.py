@@ -20,6 +20,7 @@ from bot.turns import ToolRegistry, TurnProcessor
 from cognition.connectors import Connector
 from cognition.research import SearchProvider
 from memory.calendar import CalendarRepo
+from memory.claims import RunnerLeases
 from memory.episode_cut import EpisodeCutter
 from memory.episodes import EpisodeRepo
 from memory.fact_extraction import FactExtractor
@@ -52,6 +53,7 @@ class Services:
     facts: FactStore
     extractor: FactExtractor
     lifecycle: MemoryLifecycle
+    leases: RunnerLeases
     cutter: EpisodeCutter | None = None
     connectors: list[Connector] = field(default_factory=list)
     search: SearchProvider | None = None

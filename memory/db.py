@@ -242,6 +242,15 @@ class Database:
             cur = await conn.execute(sql, params)
             return cur.lastrowid
 
+    async def execute_atomic(self, sql: str, params: Params = ()) -> int:
+        """Run one write statement that is atomic on its own (a conditional UPDATE, an upsert
+        whose WHERE decides): return how many rows it changed. On SQLite it is an ordinary
+        write; a server engine may run it beside other writers, relying on its row locks
+        instead of the one write lock (claims: `memory.claims`)."""
+        async with self.write() as conn:
+            cur = await conn.execute(sql, params)
+            return int(cur.rowcount or 0)
+
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         async with self._read_lock:
             cur = await self._reader.execute(sql, params)

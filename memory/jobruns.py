@@ -5,7 +5,7 @@ cursor (the job's input watermark) moves only in the same transaction that close
 run, so a crash mid-job leaves the cursor where it was and the work is redone, never lost. A
 failed run counts a failure on the cursor and sets when the next attempt may start (the runner
 picks the backoff); a successful one clears both.
-Imports `bot` leaf modules and `memory.db`.
+Imports `bot` leaf modules, `memory.db` and `memory.claims`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.clock import from_iso, to_iso
+from memory.claims import held_by_a_live_runner
 from memory.db import Database, Row
 
 
@@ -83,10 +84,12 @@ class JobRunRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def start(self, job: str, person_id: int | None, now: datetime) -> int:
+    async def start(self, job: str, person_id: int | None, now: datetime,
+                    runner: str | None = None) -> int:
+        """Open a `running` row, naming the runner (`memory.claims`) that works on it."""
         run_id = await self.db.execute_write(
-            "INSERT INTO job_runs (job, person_id, started_at) VALUES (?, ?, ?)",
-            (job, person_id, to_iso(now)),
+            "INSERT INTO job_runs (job, person_id, started_at, runner) VALUES (?, ?, ?, ?)",
+            (job, person_id, to_iso(now), runner),
         )
         assert run_id is not None
         return run_id
@@ -143,14 +146,18 @@ class JobRunRepo:
             (purpose, person_id, to_iso(now), to_iso(now), tokens),
         )
 
-    async def interrupt_stale(self, now: datetime) -> int:
-        """Mark runs left `running` by a previous process as interrupted; return how many."""
+    async def interrupt_stale(self, now: datetime, runner: str | None = None) -> int:
+        """Mark runs left `running` by a process that stopped as interrupted; return how many.
+
+        Only runs whose runner is gone (its lease ran out, or no runner was recorded): a run
+        of `runner` (the caller) or of another live process is left alone."""
         async with self.db.write() as conn:
             cur = await conn.execute(
                 "UPDATE job_runs SET status = 'interrupted', finished_at = ?,"
                 " error = 'the process stopped during this run; it will be redone'"
-                " WHERE status = 'running'",
-                (to_iso(now),),
+                " WHERE status = 'running' AND (runner IS NULL OR (runner <> ? AND NOT"
+                f" {held_by_a_live_runner('job_runs.runner')}))",
+                (to_iso(now), runner or "", to_iso(now)),
             )
             return int(cur.rowcount or 0)
 

@@ -4,11 +4,13 @@ A reminder is `pending` until due; the runner `claim`s it (pending → claimed, 
 marks the send as started (`sending`), delivers it, then `complete`s it (→ delivered, or back
 to pending at the next occurrence for a recurring one) in one transaction. A failed delivery
 goes back to pending with one more attempt and a `retry_at` (backoff), or ends `dead` after too
-many. Claims left by a process that stopped are released at the next start, so a reminder that
-became due while the process was down is delivered once; one whose send had started counts as
+many. Claims left by a process that stopped are released at the next start, or by any other
+process sharing the database once the stopped one's runner lease ran out (`memory.claims`;
+a live process's claim is never touched), so a reminder that became due while the process
+was down is delivered once; one whose send had started counts as
 `unconfirmed` (the platform may have it) and is repeated at most once (at-least-once delivery,
 at most one duplicate). Times are stored in UTC; `timezone` is the person's zone used for
-recurrence. Imports `bot` leaf modules and `memory.db`.
+recurrence. Imports `bot` leaf modules, `memory.db` and `memory.claims`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.clock import from_iso, to_iso
+from memory.claims import held_by_a_live_runner
 from memory.db import Database, Row
 
 KINDS = ("reminder", "prompt")
@@ -132,15 +135,14 @@ class ReminderRepo:
         )
         return [_reminder(r) for r in rows]
 
-    async def claim(self, reminder: Reminder, now: datetime) -> bool:
-        """pending → claimed for this occurrence; True for exactly one caller."""
-        async with self.db.write() as conn:
-            cur = await conn.execute(
-                "UPDATE reminders SET state = 'claimed', claimed_at = ?"
-                " WHERE id = ? AND state = 'pending' AND due_at = ?",
-                (to_iso(now), reminder.id, to_iso(reminder.due_at)),
-            )
-            return (cur.rowcount or 0) == 1
+    async def claim(self, reminder: Reminder, now: datetime, runner: str | None = None) -> bool:
+        """pending → claimed for this occurrence by `runner`; True for exactly one caller."""
+        won = await self.db.execute_atomic(  # a conditional UPDATE: atomic on its own
+            "UPDATE reminders SET state = 'claimed', claimed_at = ?, claimed_by = ?"
+            " WHERE id = ? AND state = 'pending' AND due_at = ?",
+            (to_iso(now), runner, reminder.id, to_iso(reminder.due_at)),
+        )
+        return won == 1
 
     async def sending(self, reminder_id: int, now: datetime) -> None:
         """Note, before the platform is asked, that this claim's send has started."""
@@ -182,15 +184,25 @@ class ReminderRepo:
             (reminder_id,),
         )
 
-    async def release_stale_claims(self) -> int:
-        """At start-up: claims of a previous process were never completed; deliver them again.
-        One whose send had started is counted `unconfirmed` (the platform may have it)."""
+    async def release_stale_claims(self, now: datetime | None = None,
+                                   runner: str | None = None) -> int:
+        """Claims of a process that stopped were never completed: deliver them again. One
+        whose send had started is counted `unconfirmed` (the platform may have it).
+
+        With `now`, only claims whose runner is gone (lease run out, or none recorded) and
+        is not `runner` (the caller): a live process's delivery in flight is left alone.
+        Without, every claim (one process that knows it is alone)."""
+        where = "state = 'claimed'"
+        params: tuple[object, ...] = ()
+        if now is not None:
+            where += (" AND (claimed_by IS NULL OR (claimed_by <> ? AND NOT"
+                      f" {held_by_a_live_runner('reminders.claimed_by')}))")
+            params = (runner or "", to_iso(now))
         async with self.db.write() as conn:
             cur = await conn.execute(
-                "UPDATE reminders SET state = 'pending', claimed_at = NULL,"
+                "UPDATE reminders SET state = 'pending', claimed_at = NULL, claimed_by = NULL,"
                 " unconfirmed = unconfirmed + CASE WHEN sending_at IS NULL THEN 0 ELSE 1 END,"
-                " sending_at = NULL"
-                " WHERE state = 'claimed'"
+                f" sending_at = NULL WHERE {where}", params
             )
             return int(cur.rowcount or 0)
 

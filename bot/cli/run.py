@@ -1,6 +1,9 @@
 """`strata run`: the bot as a service. Starts every platform adapter whose credentials are
 configured (and the console with `--console`), plus the cognition runner, and shuts all of them
 down cleanly on SIGINT/SIGTERM (or at the end of console input, unless `--keep-running`).
+`strata run --no-jobs` (or `cognition.jobs = false`) delivers reminders but leaves the
+background jobs to `strata worker`, which runs the cognition runner alone: no chat adapters,
+the jobs always on. Any number of both may share one database (docs/operations.md).
 """
 
 from __future__ import annotations
@@ -13,12 +16,20 @@ from typing import Any
 
 from bot.app import App, configured_adapters
 from bot.config import Settings
+from bot.errors import ConfigError
 from bot.ports import Adapter
+
+
+def _cognition(settings: Settings, **update: Any) -> Settings:
+    return settings.model_copy(
+        update={"cognition": settings.cognition.model_copy(update=update)})
 
 
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     from adapters.console.adapter import ConsoleAdapter
 
+    if args.no_jobs:
+        settings = _cognition(settings, jobs=False)
     app = await App.create(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -31,7 +42,10 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
             console = ConsoleAdapter(user=args.user, channel=args.channel, clock=app.clock)
             adapters.insert(0, console)
         names = ", ".join(a.platform for a in adapters) or "no chat adapters"
-        runner = "the cognition runner" if settings.cognition.enabled else "no runner (disabled)"
+        runner = "no runner (disabled)"
+        if settings.cognition.enabled:
+            runner = ("the cognition runner" if settings.cognition.jobs
+                      else "reminders only (no jobs: run them in `strata worker`)")
         print(f"strata: running {names} and {runner}; stop with Ctrl-C or SIGTERM",
               file=sys.stderr, flush=True)
         end_with = None if args.keep_running else console
@@ -46,6 +60,30 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if failures else 0
 
 
+async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    if not settings.cognition.enabled:
+        raise ConfigError("cognition.enabled is false: a worker would have nothing to do")
+    update: dict[str, Any] = {"jobs": True}
+    if args.name:
+        update["runner_name"] = args.name
+    app = await App.create(_cognition(settings, **update))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        assert app.runner is not None
+        print(f"strata: worker {app.runner.name} running the cognition jobs; stop with Ctrl-C "
+              "or SIGTERM", file=sys.stderr, flush=True)
+        await app.serve([], stop)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await app.close()
+    print("strata: stopped", file=sys.stderr, flush=True)
+    return 0
+
+
 def register(sub: Any) -> None:
     run = sub.add_parser("run", help="run the configured chat adapters and the background runner")
     run.add_argument("--console", action="store_true", help="also chat in this terminal")
@@ -53,4 +91,12 @@ def register(sub: Any) -> None:
     run.add_argument("--channel", default="default", help="with --console: which channel")
     run.add_argument("--keep-running", action="store_true",
                      help="with --console: keep running after the end of console input")
+    run.add_argument("--no-jobs", action="store_true",
+                     help="deliver reminders but run no background jobs (leave them to "
+                     "`strata worker`)")
     run.set_defaults(run=cmd_run)
+    worker = sub.add_parser("worker", help="run the background jobs only, no chat adapters "
+                            "(beside `strata run --no-jobs` on one database)")
+    worker.add_argument("--name", help="this runner's name (default cognition.runner_name, "
+                        "else host:pid); unique among the processes sharing the database")
+    worker.set_defaults(run=cmd_worker)

@@ -278,6 +278,15 @@ class PgDatabase(Database):
             cur = await conn.execute(sql, params)
             return cur.lastrowid
 
+    async def execute_atomic(self, sql: str, params: Params = ()) -> int:
+        """One statement in its own transaction without the write lock: PostgreSQL's row
+        locks make a conditional UPDATE or an `ON CONFLICT … DO UPDATE … WHERE` decide on the
+        row's latest committed version, so two processes claiming one row never both win
+        (READ COMMITTED re-checks the WHERE after waiting for the other's lock)."""
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(*bind(sql, params))
+            return int(cur.rowcount or 0)
+
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         async with self._pool.connection() as conn:
             cur = await conn.execute(*bind(sql, params))
