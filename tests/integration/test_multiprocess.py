@@ -140,15 +140,17 @@ def test_three_processes_share_one_database_and_one_telegram_bot(
         STRATA_EPISODES_USE_MODEL="false",
         STRATA_LIFECYCLE_COMPACT_AFTER_TURN="false",
         STRATA_COGNITION_TICK_SECONDS="0.2",
+        STRATA_COGNITION_RUNNER_LEASE_SECONDS="5",
         STRATA_COGNITION_DECAY_HOURS="24",
         STRATA_COGNITION_DISABLED_JOBS=json.dumps(
             ["capabilities", "consolidate", "dmn", "extract", "geo", "research", "synthesis"]),
     )
-    logs = [open(tmp_path / f"strata-{n}.log", "w") for n in range(PROCESSES)]  # noqa: SIM115
-    for log in logs:
+    commands = [["run"]] * PROCESSES + [["worker"]]
+    logs = [open(tmp_path / f"strata-{n}.log", "w") for n in range(len(commands))]  # noqa: SIM115
+    for log, command in zip(logs, commands, strict=True):
         processes.append(subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "-v", "run"], stdout=log, stderr=log, text=True,
-            env=env, cwd=ROOT))
+            [sys.executable, "-m", "bot.cli", "-v", *command], stdout=log, stderr=log,
+            text=True, env=env, cwd=ROOT))
     db = Db(pg_url)
 
     def lease_holders(prefix: str) -> dict[str, str]:
@@ -160,6 +162,13 @@ def test_three_processes_share_one_database_and_one_telegram_bot(
     def answered() -> dict[int, list[str]]:
         return {i: fake.bot_texts(user(i)) for i in range(PERSONS)}
 
+    def checked_since(now: datetime) -> int:
+        """Persons whose `patterns` job was looked at (ran, or had nothing new) at `now` or
+        later: a job pass of some process has reached them since the clock moved."""
+        return int(db.value(
+            "SELECT count(*) FROM job_cursors WHERE job = 'patterns'"
+            " AND greatest(last_checked_at, last_ok_at) >= %s", to_iso(now)))
+
     STATE[:] = [
         lambda: f"replies {sum(map(len, answered().values()))}",
         lambda: f"queued {db.value('SELECT count(*) FROM turn_queue')}",
@@ -167,99 +176,122 @@ def test_three_processes_share_one_database_and_one_telegram_bot(
         lambda: f"pending updates {fake.pending_update_count}",
         lambda: f"model requests {len(fake_openai.chat_requests())}, gated "
                 f"{len(fake_openai.gated)}",
+        lambda: f"job runs {db.rows('SELECT job, status, count(*) FROM job_runs GROUP BY 1, 2')}",
         lambda: f"alive {[p.poll() is None for p in processes]}",
     ]
+    first, second = range(0, 90), range(90, 180)  # then 180..199 write after the kill
+    late = range(180, PERSONS)
 
     try:
-        until("every process to reach Telegram", lambda: len(fake.calls("getMe")) >= PROCESSES)
+        until("every process to start", lambda: len(fake.calls("getMe")) >= PROCESSES
+              and db.value("SELECT count(*) FROM runners") == len(commands))
         until("one process to poll", lambda: lease_holders("poll:"))
 
-        # 1. The first half writes; the three processes answer whichever chats they claim.
-        for i in range(PERSONS // 2):
+        # 1. Persons write; the three `strata run` answer whichever chats they claim.
+        for i in first:
             fake.push_private_message(user(i), hello(i), first_name=f"P{i}")
-        until("the first half's answers", lambda: all(
-            len(fake.bot_texts(user(i))) == 1 for i in range(PERSONS // 2)))
+        until("the first answers", lambda: all(len(fake.bot_texts(user(i))) == 1
+                                               for i in first))
         until("an empty turn queue", lambda: db.value("SELECT count(*) FROM turn_queue") == 0)
 
-        # 2. The model holds every answer; the second half writes. Each process fills up
-        # with chats waiting on the model; then the poller is killed mid-turn.
+        # 2. The model holds every answer; more persons write, and each chat process fills up
+        # with chats waiting on the model. Then half an hour passes: every runner's job pass
+        # starts and stops at the model too. The process that polls is killed mid-turn and
+        # mid-job.
         fake_openai.close_gate()
-        for i in range(PERSONS // 2, PERSONS):
+        for i in second:
             fake.push_private_message(user(i), hello(i), first_name=f"P{i}")
-        until("every process busy at the model",
+        until("every chat process busy at the model",
               lambda: len(fake_openai.gated) == PROCESSES * MAX_TURNS
               and fake.pending_update_count == 0)
+        FileClock.write(clock_file, start + timedelta(minutes=40))
+        until("every runner busy at the model",
+              lambda: len(fake_openai.gated) == PROCESSES * MAX_TURNS + len(commands))
         poller = next(iter(lease_holders("poll:").values()))
         pid = int(poller.split(":")[1])
         victim = next(p for p in processes if p.pid == pid)
+        [runner] = [str(r) for (r,) in db.rows(
+            "SELECT id FROM runners WHERE name LIKE %s", f"%:{pid}")]
         cut_off = {int(n.split(":")[1]) for n, h in lease_holders("turn:").items()
-                   if h == poller}
+                   if h == poller and int(db.value(
+                       "SELECT count(*) FROM channels WHERE id = %s AND platform = 'telegram'",
+                       int(n.split(":")[1])))}
         assert len(cut_off) == MAX_TURNS  # the poller too was answering chats
+        held_jobs = {int(o) for (o,) in db.rows(
+            "SELECT owner_id FROM job_leases WHERE runner = %s", runner)}
+        assert len(held_jobs) == 1  # ... and working through a person's jobs
         victim.send_signal(signal.SIGKILL)
         victim.wait(10)
         cut_off_rooms = {int(r) for (r,) in db.rows(
             "SELECT room_ref FROM channels WHERE id = ANY(%s)", list(cut_off))}
         fake_openai.open_gate()
 
-        # 3. Another process takes the polling over: new messages still arrive.
+        # 3. Another process takes the polling over: new persons' messages still arrive.
         until("another process to poll",
               lambda: (h := lease_holders("poll:")) and poller not in h.values(), 30)
-        for i in range(REMINDING):
-            fake.push_private_message(user(i), "Remind me in two hours to stretch")
-        until("every answer", lambda: all(
-            len(texts) == (2 if i < REMINDING else 1) for i, texts in answered().items()),
-            timeout=120)
+        for i in late:
+            fake.push_private_message(user(i), "Remind me in two hours to stretch",
+                                      first_name=f"P{i}")
+        until("every answer", lambda: all(len(texts) == 1 for texts in answered().values()),
+              timeout=120)
         until("an empty turn queue", lambda: db.value("SELECT count(*) FROM turn_queue") == 0)
+        # The survivors' job passes at this time end (the killed one's person waits for its
+        # runner's lease to run out, on the simulated clock: at the next step).
+        until("the job passes at 40 minutes",
+              lambda: checked_since(start + timedelta(minutes=40))
+              >= len(first) + len(second) - len(held_jobs), timeout=120)
 
         # No turn lost, none answered twice: one reply each in Telegram and in the transcript.
         for i, texts in answered().items():
-            expected = [f"You said: {hello(i)}"]
-            if i < REMINDING:
-                expected.append("I will remind you.")
-            assert texts == expected, (i, texts)
+            expected = "I will remind you." if i in late else f"You said: {hello(i)}"
+            assert texts == [expected], (i, texts)
         assert db.rows(
             "SELECT turn_id, count(*) FROM transcript WHERE role = 'assistant'"
             " AND kind = 'message' GROUP BY turn_id HAVING count(*) > 1") == []
-        assert db.value("SELECT count(*) FROM transcript WHERE role = 'user'") == (
-            PERSONS + REMINDING)
+        assert db.value("SELECT count(*) FROM transcript t JOIN channels c"
+                        " ON c.id = t.channel_id WHERE t.role = 'user'"
+                        " AND c.platform = 'telegram'") == PERSONS
         # The model was asked once per message, except the killed process's turns, asked
         # again by the process that took their chats over.
         asked = Counter(last_user_text(b) for b in fake_openai.chat_requests()
                         if b["messages"][-1].get("role") == "user")
         redone = {hello(uid - FIRST_USER) for uid in cut_off_rooms}
         assert len(redone) == MAX_TURNS
-        for i in range(PERSONS):
+        for i in [*first, *second]:
             assert asked[hello(i)] == (2 if hello(i) in redone else 1), hello(i)
-        assert asked["Remind me in two hours to stretch"] == REMINDING
+        assert asked["Remind me in two hours to stretch"] == len(late)
 
-        # 4. A day of idle time, on the shared simulated clock: the jobs and reminders fire.
-        steps = [timedelta(minutes=40), timedelta(hours=2, minutes=5), timedelta(hours=9),
-                 timedelta(hours=16), timedelta(hours=23, minutes=50)]
-        for step in steps:
+        # 4. The rest of a day of idle time on the shared simulated clock: every runner's
+        # job pass reaches every person at each step; the reminders come due.
+        for step in (timedelta(hours=2, minutes=5), timedelta(hours=9), timedelta(hours=16),
+                     timedelta(hours=23, minutes=50)):
             now = start + step
             FileClock.write(clock_file, now)
-            # Each person's jobs were looked at on or after this time (ran, or had nothing new).
-            until(f"every person's jobs checked at {now:%H:%M}", lambda now=now: db.value(
-                "SELECT count(*) FROM job_cursors WHERE job = 'patterns'"
-                " AND greatest(last_checked_at, last_ok_at) >= %s",
-                to_iso(now)) == PERSONS, timeout=120)
+            until(f"every person's jobs looked at, at {now:%H:%M}",
+                  lambda now=now: checked_since(now) == PERSONS, timeout=120)
         until("every reminder sent", lambda: sum(
-            t == "⏰ Reminder: stretch" for i in range(REMINDING)
-            for t in fake.bot_texts(user(i))) == REMINDING)
+            t == "⏰ Reminder: stretch" for i in late for t in fake.bot_texts(user(i)))
+            == len(late))
     finally:
         for log in logs:
             log.close()
 
-    # Each due job ran exactly once per person; each reminder fired exactly once.
+    # Each due job ran exactly once per person; the killed process's run was interrupted
+    # and redone by another; each reminder fired exactly once.
     runs = Counter((str(j), int(p), str(s)) for j, p, s in db.rows(
         "SELECT job, person_id, status FROM job_runs WHERE job = ANY(%s)", list(JOBS)))
     persons = [int(p) for (p,) in db.rows("SELECT id FROM persons WHERE kind = 'person'")]
     assert len(persons) == PERSONS
     for job in JOBS:
         for p in persons:
-            assert runs[(job, p, "ok")] == 1, (job, p, runs)
-    assert not [k for k in runs if k[2] != "ok"]
-    assert db.rows("SELECT deliveries, state FROM reminders") == [(1, "delivered")] * REMINDING
+            assert runs[(job, p, "ok")] == 1, (job, p)
+    lost = db.rows("SELECT job, person_id, status, runner FROM job_runs WHERE status <> 'ok'")
+    assert lost and {(int(p), s, r) for _, p, s, r in lost} == {
+        (o, "interrupted", runner) for o in held_jobs}
+    for job, p, _, _ in lost:  # another process ran what the killed one had started
+        assert db.value("SELECT runner FROM job_runs WHERE job = %s AND person_id = %s"
+                        " AND status = 'ok'", job, p) not in (None, runner)
+    assert db.rows("SELECT deliveries, state FROM reminders") == [(1, "delivered")] * len(late)
     for i in range(PERSONS):
         reminders = [t for t in fake.bot_texts(user(i)) if t.startswith("⏰")]
-        assert reminders == (["⏰ Reminder: stretch"] if i < REMINDING else []), i
+        assert reminders == (["⏰ Reminder: stretch"] if i in late else []), i
