@@ -2,8 +2,9 @@
 
 A lease is a row (`name`, `holder`, `expires_at`). Taking one is one upsert that succeeds when
 the row is free, already the caller's, or expired (its holder died or stalled); `rowcount`
-says who won. SQLite's `BEGIN IMMEDIATE` and PostgreSQL's write lock (`memory.pg.database`)
-make it atomic against every other process. Times are the holders' wall clocks (processes on
+says who won. It is one self-deciding statement (`Database.execute_atomic`): SQLite runs it
+under its one writer, PostgreSQL on row locks beside other writers, and two processes taking
+one lease never both win. Times are the holders' wall clocks (processes on
 several hosts need clocks that agree to well within a lease: NTP), never a simulated clock:
 a lease measures whether a process still lives. Imports `bot.clock` and `memory.db`.
 """
@@ -23,28 +24,24 @@ class Leases:
     async def take(self, name: str, holder: str, now: datetime, ttl: timedelta) -> bool:
         """Take or renew lease `name` for `holder` until `now + ttl`: True when it is now
         `holder`'s, False while another holder's lease has not expired."""
-        async with self.db.write() as conn:
-            cur = await conn.execute(
-                "INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)"
-                " ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,"
-                " expires_at = excluded.expires_at"
-                " WHERE leases.holder = excluded.holder OR leases.expires_at < ?",
-                (name, holder, to_iso(now + ttl), to_iso(now)))
-            return (cur.rowcount or 0) == 1
+        return await self.db.execute_atomic(
+            "INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)"
+            " ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,"
+            " expires_at = excluded.expires_at"
+            " WHERE leases.holder = excluded.holder OR leases.expires_at < ?",
+            (name, holder, to_iso(now + ttl), to_iso(now))) == 1
 
     async def take_over(self, name: str, old: str, holder: str, now: datetime,
                         ttl: timedelta) -> bool:
         """Take lease `name` from `old`, known to be gone (a dead process on this host), at
         once: True when `old` still had it and now `holder` does."""
-        async with self.db.write() as conn:
-            cur = await conn.execute(
-                "UPDATE leases SET holder = ?, expires_at = ? WHERE name = ? AND holder = ?",
-                (holder, to_iso(now + ttl), name, old))
-            return (cur.rowcount or 0) == 1
+        return await self.db.execute_atomic(
+            "UPDATE leases SET holder = ?, expires_at = ? WHERE name = ? AND holder = ?",
+            (holder, to_iso(now + ttl), name, old)) == 1
 
     async def release(self, name: str, holder: str) -> None:
         """Give lease `name` back (only if `holder` still has it)."""
-        await self.db.execute_write(
+        await self.db.execute_atomic(
             "DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))
 
     async def holder(self, name: str, now: datetime) -> str | None:
