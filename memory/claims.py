@@ -58,6 +58,10 @@ class RunnerLeases:
             cur = await conn.execute("DELETE FROM runners WHERE name = ? AND id <> ?",
                                      (name, runner_id))
             forgotten = int(cur.rowcount or 0)
+            # Runners long gone (a new host:pid each restart outside a container) are not
+            # kept: a missing runner holds nothing, just as an expired one.
+            await conn.execute("DELETE FROM runners WHERE lease_until < ?",
+                               (to_iso(now - timedelta(days=1)),))
             await conn.execute(
                 "INSERT INTO runners (id, name, started_at, lease_until) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until",

@@ -197,6 +197,13 @@ async def test_a_restart_under_the_same_name_frees_its_previous_claims_at_once(
     assert not await leases.claim(bob.id, after.id, clock.now())  # another live process's
     [old] = await one.services.runs.runs(person_id=alice.id)  # type: ignore[union-attr]
     assert old.id == run and old.status == "interrupted"
+    # Runners gone for more than a day are not kept; the live ones are.
+    clock.advance(days=2)
+    await after.heartbeat()
+    await runner(other, "host:9", []).start_up()
+    names = {r.name for r in await leases.live(clock.now())}
+    rows = {str(r[0]) for r in await one.db.fetchall("SELECT name FROM runners")}
+    assert names == rows == {"host:7", "host:9"}
 
 
 async def test_a_starting_runner_leaves_a_live_runners_reminder_claim_alone(
