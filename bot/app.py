@@ -10,11 +10,13 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
-from bot.clock import SystemClock
+from bot.clock import FileClock, SystemClock
 from bot.commands import CommandRouter
 from bot.config import Settings
+from bot.errors import ConfigError
 from bot.link import LinkCommand
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
 from bot.memory_commands import MemoryCommands
@@ -22,7 +24,8 @@ from bot.memory_tools import MemoryTools
 from bot.metered_chat import MeteredChat
 from bot.outbound import Outbound
 from bot.ports import Adapter, AfterTurn, ChatModel, Clock
-from bot.turns import ToolRegistry, TurnProcessor
+from bot.shared_inbox import SharedInbox
+from bot.turns import ChannelTurns, ToolRegistry, TurnProcessor
 from bot.types import Channel, Person
 from cognition.ambient import AmbientContext
 from cognition.connectors import configured_connectors
@@ -43,6 +46,7 @@ from memory.fact_recall import FactCandidates
 from memory.facts import FactRepo, FactStore
 from memory.forget import Forgetter
 from memory.jobruns import JobRunRepo
+from memory.leases import Leases
 from memory.lifecycle import LifecyclePolicy, MemoryLifecycle
 from memory.linking import LinkCodes
 from memory.persons import ChannelRepo, PersonRepo
@@ -52,8 +56,20 @@ from memory.reminders import ReminderRepo
 from memory.rollup import RollupPolicy
 from memory.row_vectors import RowIndexer
 from memory.transcript import TranscriptRepo
+from memory.turn_queue import TurnQueue
 
 log = logging.getLogger(__name__)
+
+
+def default_clock(settings: Settings) -> Clock:
+    """The system clock; `bot.clock_file` (a simulation aid) makes it a shared file's time."""
+    if settings.bot.clock_file:
+        try:
+            return FileClock(settings.bot.clock_file)
+        except ValueError as exc:
+            raise ConfigError(f"config key bot.clock_file (or STRATA_BOT_CLOCK_FILE): {exc}"
+                              ) from exc
+    return SystemClock()
 
 
 def make_chat_model(settings: Settings) -> OpenAIChatModel:
@@ -270,12 +286,15 @@ class App:
     services: Services | None = None
     runner: Runner | None = None
     repos: Repos | None = None
+    # What the adapters are handed: the processor, plus the database's turn queue and leases
+    # so that several processes can share a platform account (`bot.shared_inbox`).
+    inbox: SharedInbox | None = None
 
     @classmethod
     async def create(cls, settings: Settings, clock: Clock | None = None) -> App:
         """Everything wired once, in dependency order: each part gets the repositories and
         ports it uses when it is built, and nothing is patched in afterwards."""
-        clock = clock or SystemClock()
+        clock = clock or default_clock(settings)
         db = await open_db(settings)
         chat = make_chat_model(settings)
         embedder = make_embedder(settings)
@@ -340,6 +359,8 @@ class App:
             context=context,
             after_turn=after_turn,
             chat_for=metered("chat:turn"),
+            turns=ChannelTurns(Leases(db),
+                               ttl=timedelta(seconds=settings.bot.turn_lease_seconds)),
         )
         outbound = Outbound()
         services = Services(
@@ -372,6 +393,7 @@ class App:
             repos.transcript, processor, facts, extractor, forgetter, commands,
             episodes=repos.episodes, recall=recall, cutter=cutter, row_indexer=row_indexer,
             outbound=outbound, services=services, runner=runner, repos=repos,
+            inbox=SharedInbox(processor, TurnQueue(db), Leases(db), clock),
         )
 
     async def serve(
@@ -388,7 +410,7 @@ class App:
         tasks: dict[asyncio.Task[Any], Adapter] = {}
         for adapter in adapters:
             self.outbound.register(adapter.platform, adapter.send)
-            tasks[asyncio.create_task(adapter.start(self.processor),
+            tasks[asyncio.create_task(adapter.start(self.inbox or self.processor),
                                       name=f"adapter-{adapter.platform}")] = adapter
         if self.runner is not None and self.settings.cognition.enabled:
             self.runner.start()

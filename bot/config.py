@@ -128,6 +128,13 @@ class BotSettings(_Section):
     history_tokens: int = Field(default=3000, gt=0)
     max_tool_rounds: int = Field(default=4, ge=0, le=16)
     stream: bool = True
+    # Several processes on one database: the process answering a channel's turn holds the
+    # channel's lease, renewed while it works; a process that dies frees it after this long.
+    turn_lease_seconds: float = Field(default=30.0, gt=0)
+    # A simulation and testing aid, never for production: read "now" from this file (one
+    # ISO-8601 time stamp, rewritten to move time) instead of the system clock, so several
+    # processes share one simulated clock. Empty: the system clock.
+    clock_file: str = ""
 
 
 class RecallSettings(_Section):
@@ -231,6 +238,11 @@ class TelegramSettings(_Section):
     base_url: str = ""
     edit_interval: float = Field(default=1.0, ge=0)
     live_location_minutes: float = Field(default=5.0, ge=0)
+    # Several processes on one bot token: one polls getUpdates at a time, holding this lease
+    # (renewed before every poll); another takes over when the poller has been gone this long.
+    poll_lease_seconds: float = Field(default=30.0, ge=3)
+    # Turns one process answers at once (chats beyond it wait for this or another process).
+    max_turns: int = Field(default=32, gt=0)
 
 
 class MatrixSettings(_Section):

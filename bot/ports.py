@@ -7,7 +7,8 @@ production) without touching the code that uses it.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from datetime import datetime
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -20,6 +21,7 @@ from bot.types import (
     Completion,
     InboundMessage,
     Person,
+    QueuedAnswer,
     ToolSpec,
     TurnResult,
 )
@@ -96,6 +98,29 @@ class Inbox(TurnHandler, Protocol):
     ) -> TurnResult | None: ...
 
     async def unanswered(self, platform: str, since: datetime) -> list[Accepted]: ...
+
+
+@runtime_checkable
+class SharedInbox(Inbox, Protocol):
+    """An inbox shared by several processes on one database (`bot.shared_inbox`): one process
+    polls a platform account (holding the lease `hold` names) and takes messages in
+    (`take_in`: stored and queued, durable); every process claims channels with queued turns
+    (`claim`, never waiting: None while another has the channel) and answers them, each
+    `done` once its reply is shown."""
+
+    async def hold(self, name: str, ttl: timedelta) -> bool: ...
+
+    async def release(self, name: str) -> None: ...
+
+    async def take_in(self, msg: InboundMessage, reply_to: str | None = None) -> bool: ...
+
+    async def queued_channels(self, platform: str, limit: int = 100) -> list[int]: ...
+
+    def claim(
+        self, channel_id: int
+    ) -> AbstractAsyncContextManager[list[QueuedAnswer] | None]: ...
+
+    async def done(self, answer: QueuedAnswer) -> None: ...
 
 
 class Adapter(Protocol):

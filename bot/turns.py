@@ -14,16 +14,21 @@ May import `memory`; never `adapters` or `cognition`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import json
 import logging
 import math
+import os
+import socket
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from bot.clock import SystemClock
 from bot.commands import CommandContext, CommandRouter
 from bot.config import Settings
 from bot.errors import ModelError, ModelRateLimitedError, ModelRequestError
@@ -46,6 +51,7 @@ from bot.types import (
     TurnResult,
     Usage,
 )
+from memory.leases import Leases
 from memory.persons import ChannelRepo, PersonRepo
 from memory.transcript import TranscriptRepo, history_since_watermark
 
@@ -180,6 +186,121 @@ class CallLimiter:
         return None
 
 
+def process_name() -> str:
+    """This process's name as a lease holder: host, pid and a random part (a pid is reused
+    after a restart; the random part tells the two lives apart)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def holder_gone(holder: str) -> bool:
+    """Whether lease holder `holder` (a `process_name`) is a process of this host that no
+    longer runs: its leases need not be waited out (a restart after a crash answers at once).
+    A holder on another host, or whose pid runs (perhaps reused), counts as alive."""
+    host, _, rest = holder.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists but is not ours to signal
+        return False
+    return False
+
+
+async def take_lease(leases: Leases, name: str, holder: str, now: datetime,
+                     ttl: timedelta) -> bool:
+    """Take or renew lease `name`; also from a holder that died on this host."""
+    if await leases.take(name, holder, now, ttl):
+        return True
+    old = await leases.holder(name, now)
+    return old is not None and holder_gone(old) and await leases.take_over(
+        name, old, holder, now, ttl)
+
+
+# The channels whose turn the current task holds, so that a holder's nested `channel_turn`
+# (the Telegram queue worker answering through `answer`) does not wait for itself.
+_HELD: contextvars.ContextVar[frozenset[tuple[str, int]]] = contextvars.ContextVar(
+    "strata_held_channels", default=frozenset())
+
+
+@dataclass
+class ChannelTurns:
+    """One turn at a time per channel, across every process on the database.
+
+    In a process an `asyncio.Lock` per channel queues the turns in arrival order; across
+    processes the holder of the lock also holds the database lease `turn:<channel id>`
+    (`memory.leases`), renewed every third of `ttl` while the turn runs, so a process that
+    dies mid-turn holds the channel for at most `ttl` more. Lease times are on `wall`, the real
+    clock: a lease is about whether a process still lives, not about the bot's (perhaps
+    simulated) time. Without `leases` (a test's bare processor) only the in-process lock is
+    taken.
+    """
+
+    leases: Leases | None = None
+    holder: str = field(default_factory=process_name)
+    ttl: timedelta = timedelta(seconds=30)
+    wall: Clock = field(default_factory=SystemClock)
+    max_wait: float = 0.5  # seconds between attempts while another process holds the lease
+    _locks: dict[int, asyncio.Lock] = field(default_factory=dict, init=False)
+
+    @contextlib.asynccontextmanager
+    async def hold(self, channel_id: int, *, wait: bool = True) -> AsyncIterator[bool]:
+        """Hold the channel's turn for the body; yields False (and holds nothing) when `wait`
+        is off and another task or process has it."""
+        if (self.holder, channel_id) in _HELD.get():
+            yield True
+            return
+        lock = self._locks.setdefault(channel_id, asyncio.Lock())
+        if not wait and lock.locked():
+            yield False
+            return
+        async with lock:
+            if not await self._take(channel_id, wait):
+                yield False
+                return
+            token = _HELD.set(_HELD.get() | {(self.holder, channel_id)})
+            renew = asyncio.create_task(self._renew(channel_id))
+            try:
+                yield True
+            finally:
+                _HELD.reset(token)
+                renew.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await renew
+                if self.leases is not None:
+                    # Shielded: a turn cancelled at shutdown still frees its channel at once.
+                    await asyncio.shield(self.leases.release(self.name(channel_id),
+                                                             self.holder))
+
+    @staticmethod
+    def name(channel_id: int) -> str:
+        return f"turn:{channel_id}"
+
+    async def _take(self, channel_id: int, wait: bool) -> bool:
+        if self.leases is None:
+            return True
+        pause = 0.02
+        while not await take_lease(self.leases, self.name(channel_id), self.holder,
+                                   self.wall.now(), self.ttl):
+            if not wait:
+                return False
+            await asyncio.sleep(pause)  # another process answers this channel: try again
+            pause = min(pause * 2, self.max_wait)
+        return True
+
+    async def _renew(self, channel_id: int) -> None:
+        if self.leases is None:
+            return
+        while True:
+            await asyncio.sleep(self.ttl.total_seconds() / 3)
+            if not await self.leases.take(self.name(channel_id), self.holder, self.wall.now(),
+                                          self.ttl):
+                log.warning("channel %d: the turn lease was taken over (this process stalled "
+                            "longer than %s)", channel_id, self.ttl)
+
+
 @dataclass
 class TurnProcessor:
     settings: Settings
@@ -197,7 +318,8 @@ class TurnProcessor:
     # The model for a person's or room's own turns, metered for that memory owner; background
     # turns use `chat` (a job charges them to its run's budget).
     chat_for: Callable[[int], ChatModel] | None = None
-    _locks: dict[int, asyncio.Lock] = field(default_factory=dict, init=False)
+    # One turn at a time per channel, across processes when it has the database's leases.
+    turns: ChannelTurns = field(default_factory=ChannelTurns)
     # Accepted turns not yet answered, per channel: their rows are kept out of the history of
     # the turns before them (the message goes last in its own turn's prompt, nowhere earlier).
     _queued: dict[int, set[str]] = field(default_factory=dict, init=False)
@@ -309,12 +431,32 @@ class TurnProcessor:
     ) -> TurnResult | None:
         """Answer an accepted message in its chat's turn (one at a time per channel)."""
         channel = accepted.channel
-        lock = self._locks.setdefault(channel.id, asyncio.Lock())
         try:
-            async with lock:
+            async with self.turns.hold(channel.id):
+                if accepted.stored:
+                    # Answered already (by a process that died before showing it): the stored
+                    # reply is shown, the model is not asked again.
+                    stored = await self._stored_reply(accepted.turn_id)
+                    if stored is not None:
+                        return TurnResult(stored, accepted.turn_id, channel.id,
+                                          accepted.person.id)
                 return await self._handle_locked(accepted, on_partial)
         finally:
             self._queued.get(channel.id, set()).discard(accepted.turn_id)
+
+    def hold_back(self, channel_id: int, turn_ids: Sequence[str]) -> None:
+        """Turns queued elsewhere (the database's turn queue) for `channel_id`: their rows stay
+        out of the history of the turns before them, as this process's own queued ones do."""
+        for turn_id in turn_ids:
+            self._queue(channel_id, turn_id)
+
+    def let_go(self, channel_id: int, turn_ids: Sequence[str]) -> None:
+        """Undo `hold_back` (or `accept`'s own queueing) for turns answered elsewhere."""
+        held = self._queued.get(channel_id)
+        if held is not None:
+            held.difference_update(turn_ids)
+            if not held:
+                del self._queued[channel_id]
 
     async def unanswered(self, platform: str, since: datetime) -> list[Accepted]:
         """Messages of `platform`'s private chats stored since `since` whose turn has no reply
@@ -348,8 +490,16 @@ class TurnProcessor:
         self._queued.setdefault(channel_id, set()).add(turn_id)
 
     async def _replied(self, turn_id: str) -> bool:
-        return any(r.role is Role.ASSISTANT and r.kind is RowKind.MESSAGE
-                   for r in await self.transcript.by_turn(turn_id))
+        return await self._stored_reply(turn_id) is not None
+
+    async def answered(self, turn_id: str) -> bool:
+        """Whether the turn's reply is stored."""
+        return await self._replied(turn_id)
+
+    async def _stored_reply(self, turn_id: str) -> str | None:
+        replies = [r.content for r in await self.transcript.by_turn(turn_id)
+                   if r.role is Role.ASSISTANT and r.kind is RowKind.MESSAGE]
+        return replies[-1] if replies else None
 
     async def _handle_locked(
         self, accepted: Accepted, on_partial: PartialCallback | None
@@ -455,8 +605,7 @@ class TurnProcessor:
         """
         channel = await self.background_channel(person, source)
         turn_id = turn_id or uuid.uuid4().hex
-        lock = self._locks.setdefault(channel.id, asyncio.Lock())
-        async with lock:
+        async with self.turns.hold(channel.id):
             done = await self.transcript.by_turn(turn_id)
             replies = [r for r in done if r.role is Role.ASSISTANT and r.kind is RowKind.MESSAGE]
             if replies:
@@ -667,6 +816,7 @@ class TurnProcessor:
     async def _run_hook(
         self, hook: AfterTurn, channel: Channel, person: Person, turn_id: str
     ) -> None:
+        _HELD.set(frozenset())  # this task's own context: it holds no channel's turn
         try:
             await hook(channel, person, turn_id)
         except ModelError as exc:  # a model or embedder that is down: one line, no traceback

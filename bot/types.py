@@ -229,6 +229,16 @@ class Accepted:
 
 
 @dataclass(frozen=True, slots=True)
+class QueuedAnswer:
+    """A turn from the database's turn queue, ready for its answer in this process:
+    `reply_to` is the platform message a group reply answers, `queue_id` its queue entry."""
+
+    accepted: Accepted
+    reply_to: str | None
+    queue_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class TurnResult:
     """What a turn produced, for the adapter: the reply (already stored) and whether it failed."""
 

@@ -57,8 +57,8 @@ from adapters.telegram import mapping
 from adapters.telegram.formatting import to_html
 from bot.config import Settings
 from bot.errors import StrataError
-from bot.ports import Adapter, Clock, Inbox, PartialCallback, TurnHandler
-from bot.types import Accepted, InboundMessage, TurnResult
+from bot.ports import Adapter, Clock, Inbox, PartialCallback, SharedInbox, TurnHandler
+from bot.types import Accepted, InboundMessage, QueuedAnswer, TurnResult
 
 log = logging.getLogger(__name__)
 
@@ -222,8 +222,17 @@ class TelegramAdapter:
         typing_every: float = TYPING_EVERY,
         retry_base: float = 1.0,
         recover_within: float = 3600.0,
+        poll_lease: float = 30.0,
+        max_turns: int = 32,
+        queue_every: float = 0.5,
     ) -> None:
         self.token = token
+        # With a shared inbox (several processes on one database): how long this process's
+        # polling lease lasts without renewal, how many chats it answers at once, and how
+        # often it looks for turns other processes queued.
+        self.poll_lease = poll_lease
+        self.max_turns = max_turns
+        self.queue_every = queue_every
         self.retry_base = retry_base  # the first backoff after a 5xx; doubles each retry
         # A message stored but unanswered (a crash) is answered after a restart when it is
         # at most this old; an older one stays in the transcript unanswered.
@@ -253,6 +262,13 @@ class TelegramAdapter:
         self._live_recorded: dict[tuple[str, str | None], datetime] = {}
         self._stopped = asyncio.Event()
         self._closing = False
+        self._shared: SharedInbox | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._serving: set[int] = set()  # channels this process is answering now
+        self._busy_until: dict[int, float] = {}  # channels another process had, until when
+        self.polling = False  # whether this process holds the polling lease (tests, logs)
+        self._renewed_at = 0.0  # when (event loop time) the polling lease was last renewed
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -287,15 +303,21 @@ class TelegramAdapter:
         me = app.bot.bot
         self.identity = mapping.BotIdentity(id=me.id, username=me.username or "")
         self._inbox = handler
+        self._shared = handler if isinstance(handler, SharedInbox) else None
         self._app = app
         self._stopped.clear()
         await app.start()
-        # What a crash left stored but unanswered goes first, before anything new arrives.
-        since = datetime.now(UTC) - self.recover_within
-        for accepted in await handler.unanswered(self.platform, since):
-            log.info("telegram: answering a message stored before a restart in %s",
-                     accepted.msg.room_id)
-            self._start_turn(accepted, None)
+        if self._shared is not None:
+            # The database's turn queue keeps what a crash left: any process answers it.
+            self._worker = asyncio.create_task(self._serve_queue(self._shared),
+                                               name="telegram-turns")
+        else:
+            # What a crash left stored but unanswered goes first, before anything new arrives.
+            since = datetime.now(UTC) - self.recover_within
+            for accepted in await handler.unanswered(self.platform, since):
+                log.info("telegram: answering a message stored before a restart in %s",
+                         accepted.msg.room_id)
+                self._start_turn(accepted, None)
         self._poller = asyncio.create_task(self._poll(app.bot), name="telegram-poll")
         await self._publish_commands(app.bot)
         log.info("telegram: polling as @%s", self.identity.username)
@@ -318,6 +340,11 @@ class TelegramAdapter:
         self._closing = True
         try:
             await self._stop_polling(app.bot)
+            worker, self._worker = self._worker, None
+            if worker is not None:
+                worker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await worker
             if self._tasks:  # they still send their replies, so the bot stays up meanwhile
                 _, pending = await asyncio.wait(set(self._tasks), timeout=self.shutdown_grace)
                 for task in pending:
@@ -370,11 +397,17 @@ class TelegramAdapter:
         """Long-poll getUpdates. Each update is accepted (its message stored) before the next
         call's offset confirms it to Telegram, so a crash never loses a confirmed message."""
         failures = 0
+        timeout = self.poll_timeout
+        if self._shared is not None:
+            timeout = min(timeout, self.poll_lease / 3)  # renewed before the lease runs out
         while True:
+            if self._shared is not None and not await self._may_poll(self._shared):
+                await asyncio.sleep(self.poll_lease / 3)
+                continue
             try:
                 updates = await bot.get_updates(
                     offset=self._offset,
-                    timeout=timedelta(seconds=self.poll_timeout),
+                    timeout=timedelta(seconds=timeout),
                     allowed_updates=ALLOWED_UPDATES,
                 )
             except RetryAfter as exc:
@@ -389,9 +422,38 @@ class TelegramAdapter:
                 continue
             failures = 0
             for update in updates:
+                if self._shared is not None and not await self._still_polling(self._shared):
+                    break  # another process polls now (this one stalled): it fetches these
                 if not await self._take(update):
                     break  # not stored: fetched again from this offset after a pause
                 self._offset = update.update_id + 1
+
+    def _lease_name(self) -> str:
+        bot_id = self.identity.id if self.identity is not None else 0
+        return f"poll:{self.platform}:{bot_id}"
+
+    async def _may_poll(self, inbox: SharedInbox) -> bool:
+        """Take or renew the polling lease: True when this process is the one to poll."""
+        try:
+            held = await inbox.hold(self._lease_name(), timedelta(seconds=self.poll_lease))
+        except Exception:  # poll loop boundary: a database hiccup is retried, never fatal
+            log.warning("telegram: could not renew the polling lease", exc_info=True)
+            held = False
+        if held:
+            self._renewed_at = asyncio.get_running_loop().time()
+        if held != self.polling:
+            log.info("telegram: this process %s polling", "starts" if held else "stops")
+            self.polling = held
+        if not held:
+            self._offset = None  # the poller decides what is confirmed
+        return held
+
+    async def _still_polling(self, inbox: SharedInbox) -> bool:
+        """Renew the polling lease while a long batch is being stored (every third of the
+        lease), so it never runs out under a live poller; False once another process has it."""
+        if asyncio.get_running_loop().time() - self._renewed_at < self.poll_lease / 3:
+            return True
+        return await self._may_poll(inbox)
 
     async def _take(self, update: Update) -> bool:
         """Accept one update; False when it should be fetched again (storing failed)."""
@@ -421,6 +483,7 @@ class TelegramAdapter:
         with contextlib.suppress(asyncio.CancelledError):
             await poller
         if self._offset is None:
+            await self._release_polling()
             return
         try:
             await bot.get_updates(offset=self._offset, timeout=timedelta(0), limit=1,
@@ -428,6 +491,17 @@ class TelegramAdapter:
         except TelegramError as exc:
             log.info("telegram: could not confirm the last updates (%s); they are skipped as "
                      "redeliveries after a restart", exc.message)
+        await self._release_polling()
+
+    async def _release_polling(self) -> None:
+        """Give the polling lease back at a clean stop, so another process polls at once."""
+        if self._shared is None or not self.polling:
+            return
+        self.polling = False
+        try:
+            await self._shared.release(self._lease_name())
+        except Exception:  # shutdown boundary: the lease then simply expires
+            log.warning("telegram: could not release the polling lease", exc_info=True)
 
     async def _on_update(self, update: Update) -> None:
         """Map one update, store its message (`accept`) and queue its turn."""
@@ -442,12 +516,19 @@ class TelegramAdapter:
         msg = mapping.to_inbound(update, self.identity)
         if msg is None or self._too_soon(msg):
             return
+        message = update.effective_message
+        if self._shared is not None:
+            reply_to = message.message_id if message is not None and not msg.is_private else None
+            if await self._shared.take_in(msg, None if reply_to is None else str(reply_to)):
+                self._wake.set()
+            elif msg.addressed_to_bot and not self._shared.allowed(msg):
+                self._track(asyncio.create_task(self._silence(msg), name="telegram-unlisted"))
+            return
         accepted = await self._inbox.accept(msg)
         if accepted is None:
             if msg.addressed_to_bot and not self._inbox.allowed(msg):
                 self._track(asyncio.create_task(self._silence(msg), name="telegram-unlisted"))
             return
-        message = update.effective_message
         reply_to = message.message_id if message is not None and not msg.is_private else None
         self._start_turn(accepted, reply_to)
 
@@ -484,6 +565,58 @@ class TelegramAdapter:
             ops = self._ops(chat, answer=msg.addressed_to_bot)
             # Groups get the finished reply: edits count against the 20-a-minute group limit.
             await deliver_turn(_Answer(self._inbox, accepted), msg, ops, stream=msg.is_private)
+
+    # -- the shared turn queue (several processes) -------------------------------------------
+
+    async def _serve_queue(self, inbox: SharedInbox) -> None:
+        """Answer the queued turns of this platform's chats, whichever process took them in:
+        up to `max_turns` chats at once, each claimed from the database (a chat another
+        process is answering is left to it and looked at again a little later)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            self._wake.clear()
+            try:
+                channels = await inbox.queued_channels(self.platform, 4 * self.max_turns)
+            except Exception:  # worker loop boundary: a database hiccup is retried
+                log.warning("telegram: could not read the turn queue", exc_info=True)
+                channels = []
+            now = loop.time()
+            for channel_id in channels:
+                if len(self._serving) >= self.max_turns or self._closing:
+                    break
+                if channel_id in self._serving or self._busy_until.get(channel_id, 0) > now:
+                    continue
+                self._serving.add(channel_id)
+                self._track(asyncio.create_task(self._serve_channel(inbox, channel_id),
+                                                name=f"telegram-channel-{channel_id}"))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.queue_every)
+
+    async def _serve_channel(self, inbox: SharedInbox, channel_id: int) -> None:
+        try:
+            async with inbox.claim(channel_id) as answers:
+                if answers is None:  # another process has this chat now
+                    self._busy_until[channel_id] = (asyncio.get_running_loop().time()
+                                                    + 2 * self.queue_every)
+                    return
+                self._busy_until.pop(channel_id, None)
+                for answer in answers:
+                    if self._closing:
+                        break  # stays queued: answered after the restart or by another process
+                    await self._answer_queued(inbox, answer)
+                    await inbox.done(answer)
+        except Exception:  # task boundary: the chat's turns stay queued and are tried again
+            log.exception("telegram: answering queued turns of channel %d failed", channel_id)
+        finally:
+            self._serving.discard(channel_id)
+            self._wake.set()
+
+    async def _answer_queued(self, inbox: SharedInbox, answer: QueuedAnswer) -> None:
+        msg = answer.accepted.msg
+        reply_to = int(answer.reply_to) if answer.reply_to else None
+        chat = _Chat(self._bot(), int(msg.room_id), reply_to, retry_base=self.retry_base)
+        ops = self._ops(chat, answer=msg.addressed_to_bot)
+        await deliver_turn(_Answer(inbox, answer.accepted), msg, ops, stream=msg.is_private)
 
     async def _silence(self, msg: InboundMessage) -> None:
         # A private message is always addressed, so silence means "not on the allowlist".
@@ -536,4 +669,6 @@ def build_telegram_adapter(
         edit_interval=s.edit_interval,
         live_location_every=s.live_location_minutes * 60,
         commands=commands,
+        poll_lease=s.poll_lease_seconds,
+        max_turns=s.max_turns,
     )

@@ -13,6 +13,8 @@ recorded in `requests`, with its size in bytes in `sizes`. For latency experimen
 `slots` (at most this many chat answers at once, like a local server with one GPU; the rest
 queue) and `embed_fn` (text, dim -> vector; default `hashed_embedding`). `served` records each
 chat answer's (last user text, arrived, started, finished) on the `time.monotonic()` clock.
+`close_gate()` holds every chat answer until `open_gate()` (`gated` lists the last user texts
+of the requests waiting there): a test freezes turns at the model call this way.
 
 Run standalone (for trying the CLI by hand): `python -m tests.fakes.openai_server --port 8000`.
 """
@@ -113,6 +115,8 @@ class FakeOpenAI:
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._closing: asyncio.Event | None = None
+        self._gate: asyncio.Event | None = None  # set: open
+        self._gated: list[str] = []
 
     # -- scripting ---------------------------------------------------------------------------
 
@@ -136,6 +140,21 @@ class FakeOpenAI:
             for _ in range(times):
                 self.faults.append(Fault(kind, status, seconds, retry_after, path))
 
+    def close_gate(self) -> None:
+        """Hold every chat answer from now on until `open_gate()`."""
+        assert self._loop is not None and self._gate is not None
+        self._loop.call_soon_threadsafe(self._gate.clear)
+
+    def open_gate(self) -> None:
+        assert self._loop is not None and self._gate is not None
+        self._loop.call_soon_threadsafe(self._gate.set)
+
+    @property
+    def gated(self) -> list[str]:
+        """The last user texts of the chat requests waiting at the closed gate."""
+        with self._lock:
+            return list(self._gated)
+
     def chat_requests(self) -> list[dict[str, Any]]:
         with self._lock:
             return [body for path, body in self.requests if path == "chat"]
@@ -148,6 +167,8 @@ class FakeOpenAI:
             self.replies.clear()
             self.faults.clear()
             self.served.clear()
+        if self._loop is not None and self._gate is not None:
+            self._loop.call_soon_threadsafe(self._gate.set)
         self.latency = self.chunk_delay = 0.0
         self.slots = None
         self.embed_fn = hashed_embedding
@@ -199,6 +220,8 @@ class FakeOpenAI:
         self._loop = loop
         asyncio.set_event_loop(loop)
         self._closing = asyncio.Event()
+        self._gate = asyncio.Event()
+        self._gate.set()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/chat/completions", self._chat)
@@ -358,6 +381,16 @@ class FakeOpenAI:
     async def _chat_now(self, request: web.Request, arrived: float) -> web.StreamResponse:
         started = time.monotonic()
         body = await self._record("chat", request)
+        assert self._gate is not None
+        if not self._gate.is_set():
+            text = last_user_text(body)
+            with self._lock:
+                self._gated.append(text)
+            try:
+                await self._gate.wait()
+            finally:
+                with self._lock:
+                    self._gated.remove(text)
         fault = await self._apply_fault("chat", request)
         if fault is not None:
             return fault

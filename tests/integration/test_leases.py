@@ -1,0 +1,87 @@
+"""Named leases and the turn queue on both engines: one holder at a time, taken over once
+expired or once its holder's process is gone, and a turn queued once."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot.clock import ManualClock
+from bot.turns import ChannelTurns, holder_gone, process_name, take_lease
+from bot.types import InboundMessage
+from memory.db import Database
+from memory.leases import Leases
+from memory.turn_queue import TurnQueue
+from tests.memory_helpers import channel, person
+
+pytestmark = pytest.mark.engines
+T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
+TTL = timedelta(seconds=30)
+
+
+async def test_one_holder_at_a_time_until_the_lease_expires(db: Database) -> None:
+    leases = Leases(db)
+    assert await leases.take("poll:x", "a", T0, TTL)
+    assert not await leases.take("poll:x", "b", T0 + timedelta(seconds=29), TTL)
+    assert await leases.take("poll:x", "a", T0 + timedelta(seconds=29), TTL)  # renewed
+    assert not await leases.take("poll:x", "b", T0 + timedelta(seconds=58), TTL)
+    assert await leases.holder("poll:x", T0 + timedelta(seconds=58)) == "a"
+    assert await leases.take("poll:x", "b", T0 + timedelta(seconds=60), TTL)  # a stalled
+    assert not await leases.take("poll:x", "a", T0 + timedelta(seconds=61), TTL)
+    await leases.release("poll:x", "a")  # not a's any more: nothing happens
+    assert await leases.holder("poll:x", T0 + timedelta(seconds=61)) == "b"
+    await leases.release("poll:x", "b")
+    assert await leases.holder("poll:x", T0 + timedelta(seconds=61)) is None
+
+
+async def test_racing_takers_get_one_lease(db: Database) -> None:
+    leases = Leases(db)
+    won = await asyncio.gather(*(leases.take("turn:1", f"p{i}", T0, TTL) for i in range(8)))
+    assert sum(won) == 1
+
+
+async def test_a_dead_process_on_this_host_is_taken_over_at_once(db: Database) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    gone = f"{process_name().split(':')[0]}:{dead}:0000"
+    assert holder_gone(gone) and not holder_gone(process_name())
+    assert not holder_gone(f"elsewhere:{dead}:0000")  # another host: wait for the lease
+    leases = Leases(db)
+    assert await leases.take("turn:1", gone, T0, TTL)
+    assert await take_lease(leases, "turn:1", process_name(), T0, TTL)
+    assert await leases.take("turn:2", f"elsewhere:{dead}:0000", T0, TTL)
+    assert not await take_lease(leases, "turn:2", process_name(), T0, TTL)
+
+
+async def test_channel_turns_exclude_each_other_across_holders(db: Database) -> None:
+    a, b = ChannelTurns(Leases(db), holder="a"), ChannelTurns(Leases(db), holder="b")
+    async with a.hold(7) as held:
+        assert held
+        async with b.hold(7, wait=False) as other:
+            assert not other
+        async with a.hold(7) as again:  # the holder's own nested turn does not wait
+            assert again
+    async with b.hold(7, wait=False) as other:
+        assert other  # released when a's turn ended
+
+
+async def test_a_turn_is_queued_once(db: Database) -> None:
+    clock = ManualClock(T0)
+    owner = await person(db, "ada", clock)
+    chan = await channel(db, owner, "42", clock, platform="telegram")
+    queue = TurnQueue(db)
+    msg = InboundMessage(platform="telegram", room_id="42", sender_id="42", text="/help",
+                         ts=T0, message_id="9")
+    args = dict(platform="telegram", channel_id=chan.id, person_id=owner.id, turn_id="t1",
+                stored=False, msg=msg, reply_to=None, now=T0)
+    assert await queue.put(**args)  # type: ignore[arg-type]
+    assert not await queue.put(**args)  # type: ignore[arg-type]
+    [queued] = await queue.for_channel(chan.id)
+    assert queued.msg == msg and queued.turn_id == "t1" and not queued.stored
+    assert await queue.channels("telegram") == [chan.id]
+    await queue.done(queued.id)
+    assert await queue.count() == 0

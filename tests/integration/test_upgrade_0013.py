@@ -1,0 +1,73 @@
+"""Upgrade to the turn claims (SQLite migration 0013, PostgreSQL 0003): a database made by the
+schema before, with a person, a Telegram chat and its stored messages, keeps its rows, and
+after the upgrade a turn of that chat can be queued and its channel leased."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from bot.types import ChannelKind, InboundMessage, NewRow, Role
+from memory.db import Database
+from memory.leases import Leases
+from memory.migrations import available
+from memory.persons import ChannelRepo, PersonRepo
+from memory.transcript import TranscriptRepo
+from memory.turn_queue import TurnQueue
+from tests.conftest import ENGINES, TEST_DIM
+
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+OURS = {"sqlite": (13, "memory.migrations"), "postgres": (3, "memory.pg.migrations")}
+
+
+def before(engine: str) -> int:
+    """The last migration before the turn claims."""
+    number, package = OURS[engine]
+    return max(n for n, _, _ in available(package) if n < number)
+
+
+@pytest.fixture(params=ENGINES)
+def engine_target(request: pytest.FixtureRequest, db_path: Path) -> tuple[str, str]:
+    if request.param == "postgres":
+        server = request.getfixturevalue("pg_server")
+        name = f"strata_upgrade_{secrets.token_hex(4)}"
+        with psycopg.connect(server.admin_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        request.addfinalizer(lambda: server.drop_database(name))
+        return "postgres", str(server.url(name))
+    return "sqlite", str(db_path)
+
+
+async def test_upgrade_keeps_the_chats_and_queues_their_turns(
+        engine_target: tuple[str, str]) -> None:
+    engine, target = engine_target
+    old = await Database.open(target, TEST_DIM, upto=before(engine))
+    try:
+        ada = await PersonRepo(old).get_or_create("telegram:42", "Ada", T0)
+        chat = await ChannelRepo(old).get_or_create(
+            platform="telegram", room_ref="42", owner_id=ada.id, kind=ChannelKind.PRIVATE,
+            source="user", now=T0, name="Ada")
+        await TranscriptRepo(old).append([NewRow(
+            channel_id=chat.id, person_id=ada.id, ts=T0, source="user", role=Role.USER,
+            content="hello", turn_id="t1", platform_msg_id="7")])
+    finally:
+        await old.close()
+
+    db = await Database.open(target, TEST_DIM)
+    try:
+        [row] = await TranscriptRepo(db).by_platform_msg(chat.id, "7")
+        assert (row.content, row.turn_id) == ("hello", "t1")
+        queue = TurnQueue(db)
+        msg = InboundMessage(platform="telegram", room_id="42", sender_id="42", text="hello",
+                             ts=T0, message_id="7")
+        assert await queue.put(platform="telegram", channel_id=chat.id, person_id=ada.id,
+                               turn_id="t1", stored=True, msg=msg, reply_to=None, now=T0)
+        assert [q.turn_id for q in await queue.for_channel(chat.id)] == ["t1"]
+        assert await Leases(db).take(f"turn:{chat.id}", "host:1:a", T0, timedelta(seconds=30))
+    finally:
+        await db.close()
