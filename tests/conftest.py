@@ -130,6 +130,18 @@ def db_target(request: pytest.FixtureRequest, db_path: Path) -> Path | str:
 
 
 @pytest.fixture
+def empty_target(request: pytest.FixtureRequest, db_path: Path) -> tuple[str, str]:
+    """(engine, target) of an empty, unmigrated database on this run's engine, for upgrade
+    tests that migrate it step by step: a SQLite path, or a new PostgreSQL database."""
+    if ENGINE == "postgres":
+        server = request.getfixturevalue("pg_server")
+        name = server.create_empty_database()
+        request.addfinalizer(lambda: server.drop_database(name))
+        return "postgres", str(server.url(name))
+    return "sqlite", str(db_path)
+
+
+@pytest.fixture
 def settings(fake_openai: FakeOpenAI, db_target: Path | str) -> Settings:
     return load_settings(None, env=strata_env(fake_openai, db_target))
 

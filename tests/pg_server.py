@@ -111,6 +111,12 @@ class PgServer:
             sql.Identifier(name), sql.Identifier(self._template(dim))))
         return name
 
+    def create_empty_database(self) -> str:
+        """A new database with no schema at all (for upgrade tests); returns its name."""
+        name = next(self._names)
+        self._admin(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        return name
+
     def drop_database(self, name: str) -> None:
         self._admin(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
             sql.Identifier(name)))

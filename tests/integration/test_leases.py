@@ -8,8 +8,6 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 
-import pytest
-
 from bot.clock import ManualClock
 from bot.turns import ChannelTurns, holder_gone, process_name, take_lease
 from bot.types import InboundMessage
@@ -18,7 +16,6 @@ from memory.leases import Leases
 from memory.turn_queue import TurnQueue
 from tests.memory_helpers import channel, person
 
-pytestmark = pytest.mark.engines
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 TTL = timedelta(seconds=30)
 

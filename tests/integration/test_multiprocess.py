@@ -115,6 +115,7 @@ def processes() -> Iterator[list[subprocess.Popen[str]]]:
             p.wait(10)
 
 
+@pytest.mark.postgres_only  # one PostgreSQL shared by four processes
 def test_three_processes_share_one_database_and_one_telegram_bot(
     fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI, subprocess_env: dict[str, str],
     pg_url: str, tmp_path: Path, processes: list[subprocess.Popen[str]],

@@ -5,13 +5,7 @@ runner, so no live process can hold them)."""
 
 from __future__ import annotations
 
-import secrets
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-
-import psycopg
-import pytest
-from psycopg import sql
 
 from bot.types import ChannelKind
 from memory.claims import RunnerLeases
@@ -19,28 +13,15 @@ from memory.db import Database
 from memory.jobruns import JobRunRepo
 from memory.persons import ChannelRepo, PersonRepo
 from memory.reminders import ReminderRepo
-from tests.conftest import ENGINE, TEST_DIM
+from tests.conftest import TEST_DIM
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 BEFORE = {"sqlite": 11, "postgres": 1}  # the last migration before the runner claims
 
 
-@pytest.fixture
-def engine_target(request: pytest.FixtureRequest, db_path: Path) -> tuple[str, str]:
-    if ENGINE == "postgres":
-        # An empty database on the session's server (`pg_url` gives a migrated one).
-        server = request.getfixturevalue("pg_server")
-        name = f"strata_upgrade_{secrets.token_hex(4)}"
-        with psycopg.connect(server.admin_url, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        request.addfinalizer(lambda: server.drop_database(name))
-        return "postgres", str(server.url(name))
-    return "sqlite", str(db_path)
-
-
 async def test_upgrade_keeps_rows_and_the_first_runner_recovers_the_old_claims(
-        engine_target: tuple[str, str]) -> None:
-    engine, target = engine_target
+        empty_target: tuple[str, str]) -> None:
+    engine, target = empty_target
     old = await Database.open(target, TEST_DIM, upto=BEFORE[engine])
     try:
         alice = await PersonRepo(old).get_or_create("console:al", "al", T0)

@@ -4,13 +4,7 @@ after the upgrade a turn of that chat can be queued and its channel leased."""
 
 from __future__ import annotations
 
-import secrets
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-
-import psycopg
-import pytest
-from psycopg import sql
 
 from bot.types import ChannelKind, InboundMessage, NewRow, Role
 from memory.db import Database
@@ -19,7 +13,7 @@ from memory.migrations import available
 from memory.persons import ChannelRepo, PersonRepo
 from memory.transcript import TranscriptRepo
 from memory.turn_queue import TurnQueue
-from tests.conftest import ENGINES, TEST_DIM
+from tests.conftest import TEST_DIM
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 OURS = {"sqlite": (13, "memory.migrations"), "postgres": (3, "memory.pg.migrations")}
@@ -31,21 +25,9 @@ def before(engine: str) -> int:
     return max(n for n, _, _ in available(package) if n < number)
 
 
-@pytest.fixture(params=ENGINES)
-def engine_target(request: pytest.FixtureRequest, db_path: Path) -> tuple[str, str]:
-    if request.param == "postgres":
-        server = request.getfixturevalue("pg_server")
-        name = f"strata_upgrade_{secrets.token_hex(4)}"
-        with psycopg.connect(server.admin_url, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        request.addfinalizer(lambda: server.drop_database(name))
-        return "postgres", str(server.url(name))
-    return "sqlite", str(db_path)
-
-
 async def test_upgrade_keeps_the_chats_and_queues_their_turns(
-        engine_target: tuple[str, str]) -> None:
-    engine, target = engine_target
+        empty_target: tuple[str, str]) -> None:
+    engine, target = empty_target
     old = await Database.open(target, TEST_DIM, upto=before(engine))
     try:
         ada = await PersonRepo(old).get_or_create("telegram:42", "Ada", T0)
