@@ -44,8 +44,8 @@ class Dialect:
     # catalogue. The tables that hold data, by name (vector tables included; keyword indexes,
     # their shadow tables and the engine's own bookkeeping left out). No params.
     data_tables: str
-    # A table's columns in order: (name, position in the primary key, 0 if not in it).
-    # Params: (table,).
+    # A table's columns in order: (name, position in the primary key or 0, declared type,
+    # upper case). Params: (table,).
     table_columns: str
     # A table's foreign keys: (parent table, column). Params: (table,).
     table_parents: str
@@ -63,10 +63,6 @@ class Dialect:
     # The catalogue. Ordinary tables and vector tables, except `persons`: (name, how it was
     # created: SQL on SQLite, '' where that is not kept). No params.
     tables: str
-    # A table's columns in order: (name, declared type). Params: (table,).
-    columns: str
-    # A table's columns with a foreign key to `persons`: (column). Params: (table,).
-    person_refs: str
     # A table's unique keys, one row per (key, column): (key name, column). Params: (table,).
     unique_keys: str
     # Whether pruning has a bulk path (per-row FTS/vector triggers to drop, FTS indexes to
@@ -123,7 +119,7 @@ SQLITE = Dialect(
         "  AND t.name GLOB v.name || '_vector_chunks[0-9]*')"
         " ORDER BY t.name"
     ),
-    table_columns="SELECT name, pk FROM pragma_table_info(?) ORDER BY cid",
+    table_columns="SELECT name, pk, upper(type) FROM pragma_table_info(?) ORDER BY cid",
     table_parents='SELECT "table", "from" FROM pragma_foreign_key_list(?)',
     id_counters=(
         "SELECT s.name, COALESCE(q.seq, 0) FROM sqlite_schema s"
@@ -138,8 +134,6 @@ SQLITE = Dialect(
     row_key="rowid",
     contains="instr(lower({column}), ?) > 0",
     tables="SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name != 'persons'",
-    columns="SELECT name, type FROM pragma_table_info(?) ORDER BY cid",
-    person_refs="SELECT \"from\" FROM pragma_foreign_key_list(?) WHERE \"table\" = 'persons'",
     unique_keys=("SELECT l.name, i.name FROM pragma_index_list(?1) l,"
                  " pragma_index_info(l.name) i WHERE l.\"unique\" ORDER BY l.name, i.seqno"),
     bulk_prune=True,

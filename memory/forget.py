@@ -323,8 +323,8 @@ class Forgetter:
         for table, column in OWNED_TABLES:
             if table in _SPECIAL:
                 continue
-            info = await self.db.fetchall(self.db.dialect.columns, (table,))
-            text_cols = [str(c[0]) for c in info if "TEXT" in str(c[1]).upper()]
+            info = await self.db.fetchall(self.db.dialect.table_columns, (table,))
+            text_cols = [str(c[0]) for c in info if "TEXT" in str(c[2])]
             if not text_cols:
                 continue
             rows = await self.db.fetchall(

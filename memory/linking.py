@@ -98,10 +98,10 @@ async def merge_persons(db: Database, keep: int, gone: int) -> None:
                 if "USING VEC0" in " ".join(sql.upper().split()):
                     await _move_vec_rows(conn, dialect, name, keep, gone)
                 continue
-            cur = await conn.execute(dialect.columns, (name,))
+            cur = await conn.execute(dialect.table_columns, (name,))
             columns = {str(r[0]) for r in await cur.fetchall()}
-            cur = await conn.execute(dialect.person_refs, (name,))
-            refs = {str(r[0]) for r in await cur.fetchall()}
+            cur = await conn.execute(dialect.table_parents, (name,))
+            refs = {str(r[1]) for r in await cur.fetchall() if str(r[0]) == "persons"}
             moved = sorted(refs | (columns & {"owner_id", "person_id"}))
             if not moved:
                 continue
@@ -129,7 +129,7 @@ async def merge_persons(db: Database, keep: int, gone: int) -> None:
 async def _move_vec_rows(conn: aiosqlite.Connection, dialect: Dialect, table: str, keep: int,
                          gone: int) -> None:
     execute = conn.execute
-    cur = await execute(dialect.columns, (table,))
+    cur = await execute(dialect.table_columns, (table,))
     columns = [str(r[0]) for r in await cur.fetchall()]
     if "owner_id" not in columns:
         return

@@ -81,7 +81,8 @@ POSTGRES = Dialect(
     table_columns=(
         "SELECT a.attname::text, COALESCE((SELECT k.n FROM pg_index i,"
         " unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)"
-        " WHERE i.indrelid = a.attrelid AND i.indisprimary AND k.attnum = a.attnum), 0)"
+        " WHERE i.indrelid = a.attrelid AND i.indisprimary AND k.attnum = a.attnum), 0),"
+        " upper(format_type(a.atttypid, a.atttypmod))"
         " FROM pg_attribute a WHERE a.attrelid = ?::regclass AND a.attnum > 0"
         " AND NOT a.attisdropped ORDER BY a.attnum"
     ),
@@ -107,13 +108,6 @@ POSTGRES = Dialect(
     tables=("SELECT table_name, '' FROM information_schema.tables"
             " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
             " AND table_name != 'persons' ORDER BY table_name"),
-    columns=("SELECT column_name, upper(data_type) FROM information_schema.columns"
-             " WHERE table_schema = current_schema() AND table_name = ?"
-             " ORDER BY ordinal_position"),
-    person_refs=("SELECT a.attname FROM pg_constraint c JOIN pg_attribute a"
-                 " ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)"
-                 " WHERE c.contype = 'f' AND c.conrelid = ?::regclass"
-                 " AND c.confrelid = 'persons'::regclass"),
     unique_keys=("SELECT c.relname, a.attname FROM pg_index i"
                  " JOIN pg_class c ON c.oid = i.indexrelid"
                  " CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)"
