@@ -197,10 +197,10 @@ async def test_a_killed_worker_s_person_is_taken_over_after_its_lease(
     assert len(finished) == len(set(finished))
 
 
-def test_run_no_jobs_delivers_a_reminder_and_runs_no_job(
-        fake_openai: FakeOpenAI, subprocess_env: dict[str, str], db_path: Path) -> None:
-    """`strata run --no-jobs` on a SQLite file: the reminder comes, no background job runs
-    even with the idle gate at zero and a job check every tick."""
+async def test_run_no_jobs_delivers_a_reminder_and_runs_no_job(
+        fake_openai: FakeOpenAI, subprocess_env: dict[str, str], db_target: Path | str) -> None:
+    """`strata run --no-jobs` on this run's engine: the reminder comes, no background job
+    runs even with the idle gate at zero and a job check every tick."""
     from tests.fakes.openai_server import Reply
     from tests.integration.test_run_cli import read_line, start_run
 
@@ -223,12 +223,13 @@ def test_run_no_jobs_delivers_a_reminder_and_runs_no_job(
         if proc.poll() is None:
             proc.kill()
             proc.wait(5)
-    import sqlite3
-
-    with sqlite3.connect(db_path) as conn:
-        jobs = conn.execute("SELECT count(*) FROM job_runs WHERE runner IS NOT NULL").fetchone()
+    db = await Database.open(db_target, TEST_DIM)
+    try:
+        jobs = await db.fetchval("SELECT count(*) FROM job_runs WHERE runner IS NOT NULL")
         # Any job check leaves a cursor row per job and person, even with nothing to do.
-        checked = conn.execute("SELECT count(*) FROM job_cursors").fetchone()
-        runners = conn.execute("SELECT count(*) FROM runners").fetchone()
-    assert jobs == (0,) and checked == (0,)  # no job ran, none was even looked at
-    assert runners == (0,)  # and the runner retired on SIGTERM
+        checked = await db.fetchval("SELECT count(*) FROM job_cursors")
+        runners = await db.fetchval("SELECT count(*) FROM runners")
+    finally:
+        await db.close()
+    assert jobs == 0 and checked == 0  # no job ran, none was even looked at
+    assert runners == 0  # and the runner retired on SIGTERM
