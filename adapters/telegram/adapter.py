@@ -589,8 +589,12 @@ class TelegramAdapter:
                 self._serving.add(channel_id)
                 self._track(asyncio.create_task(self._serve_channel(inbox, channel_id),
                                                 name=f"telegram-channel-{channel_id}"))
+            # `asyncio.timeout`, not `wait_for`: on Python 3.11 a cancel (the adapter
+            # stopping) that lands while `wait_for` cancels its inner task on a timeout can be
+            # lost, and the loop then waits for ever: `strata run` hung on SIGTERM.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.queue_every)
+                async with asyncio.timeout(self.queue_every):
+                    await self._wake.wait()
 
     async def _serve_channel(self, inbox: SharedInbox, channel_id: int) -> None:
         try:
