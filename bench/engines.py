@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import sys
@@ -78,6 +77,7 @@ from bench.recall_latency import (  # noqa: E402 - after the path set-up
     time_numpy,
     vocabulary,
 )
+from bench.report import write_report  # noqa: E402
 from bench.storage import HashEmbedder  # noqa: E402
 from bot.clock import ManualClock  # noqa: E402
 from bot.types import Channel, ChannelKind, NewRow, Person, Role  # noqa: E402
@@ -422,11 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     rep = asyncio.run(main_async(args))
     print(table(rep))
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(rep, indent=2) + "\n", encoding="utf-8")
-        print(f"wrote {out}")
+    write_report(args.out, rep)
     return 0
 
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import math
 import platform
 import sys
@@ -51,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.report import write_report  # noqa: E402
 from bot.clock import ManualClock, to_iso  # noqa: E402 - after the path set-up
 from bot.types import Channel, ChannelKind, Person  # noqa: E402
 from memory.db import Database  # noqa: E402
@@ -325,11 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     report = asyncio.run(main_async(args))
     print(table(report["results"]))
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        print(f"wrote {out}")
+    write_report(args.out, report)
     return 0
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
-import json
 import platform
 import sys
 import tempfile
@@ -40,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.report import write_report  # noqa: E402
 from bot.types import ChannelKind, NewRow, Role  # noqa: E402 - after the path set-up
 from memory.db import Database  # noqa: E402
 from memory.episodes import EpisodeRepo, NewEpisode  # noqa: E402
@@ -181,11 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     report = asyncio.run(main_async(args))
     print(table(report))
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        print(f"wrote {args.out}")
+    write_report(args.out, report)
     return 0 if report["meets_target"] else 1
 
 

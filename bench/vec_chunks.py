@@ -19,7 +19,6 @@ The choice of migration 0009 (8-vector chunks, memory-mapped reads) comes from t
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -34,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.report import write_report  # noqa: E402
 from memory.db import MMAP_BYTES  # noqa: E402 - after the path set-up
 from memory.driver import sqlite_driver  # noqa: E402
 
@@ -139,9 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                   f" {k['mmap']['cpu_ms_p50']:.2f} ms", flush=True)
     report = {"benchmark": "vec0 chunk size", "dim_bytes": args.dim, "dim_knn": KNN_DIM,
               "knn_vectors": args.size, "top_k": TOP_K, "results": rows}
-    if args.out:
-        Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        print(f"wrote {args.out}")
+    write_report(args.out, report)
     return 0
 
 
