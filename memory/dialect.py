@@ -40,9 +40,11 @@ class Dialect:
     episode_search: str
     # The column that orders rows as they were inserted (a table without an id).
     insertion_order: str
-    # What `memory.copy` needs to know of a store's schema, which each engine keeps in its own
-    # catalogue. The tables that hold data, by name (vector tables included; keyword indexes,
-    # their shadow tables and the engine's own bookkeeping left out). No params.
+    # What `memory.copy`, `/link` and `/forget` need to know of a store's schema, which each
+    # engine keeps in its own catalogue. The tables that hold data (vector tables included;
+    # keyword indexes, their shadow tables and the engine's own bookkeeping left out):
+    # (name, 1 where a row's owner cannot be updated in place, a sqlite-vec table whose
+    # partition key it is, else 0). No params.
     data_tables: str
     # A table's columns in order: (name, position in the primary key or 0, declared type,
     # upper case). Params: (table,).
@@ -60,9 +62,6 @@ class Dialect:
     # A condition: text column `{column}` (lower-cased) contains the bound parameter.
     # Formatted with {column}; params: (needle,).
     contains: str
-    # The catalogue. Ordinary tables and vector tables, except `persons`: (name, how it was
-    # created: SQL on SQLite, '' where that is not kept). No params.
-    tables: str
     # A table's unique keys, one row per (key, column): (key name, column). Params: (table,).
     unique_keys: str
     # Whether pruning has a bulk path (per-row FTS/vector triggers to drop, FTS indexes to
@@ -111,7 +110,7 @@ SQLITE = Dialect(
     # A vec0 table is a virtual table that holds data; its `_vector_chunksNN` tables are
     # listed as plain tables but are its storage, like the `shadow` ones.
     data_tables=(
-        "SELECT t.name FROM pragma_table_list t WHERE t.schema = 'main'"
+        "SELECT t.name, t.type = 'virtual' FROM pragma_table_list t WHERE t.schema = 'main'"
         " AND t.name NOT LIKE 'sqlite%'"
         " AND (t.type = 'table' OR (t.type = 'virtual' AND EXISTS (SELECT 1 FROM sqlite_schema s"
         "  WHERE s.name = t.name AND s.sql LIKE '%USING vec0%')))"
@@ -133,7 +132,6 @@ SQLITE = Dialect(
     ),
     row_key="rowid",
     contains="instr(lower({column}), ?) > 0",
-    tables="SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name != 'persons'",
     unique_keys=("SELECT l.name, i.name FROM pragma_index_list(?1) l,"
                  " pragma_index_info(l.name) i WHERE l.\"unique\" ORDER BY l.name, i.seqno"),
     bulk_prune=True,

@@ -91,12 +91,13 @@ async def merge_persons(db: Database, keep: int, gone: int) -> None:
         raise ValueError("cannot merge a person into itself")
     dialect = db.dialect
     async with db.write() as conn:
-        cur = await conn.execute(dialect.tables)
-        tables = [(str(r[0]), str(r[1] or "")) for r in await cur.fetchall()]
-        for name, sql in tables:
-            if sql.upper().startswith("CREATE VIRTUAL TABLE"):
-                if "USING VEC0" in " ".join(sql.upper().split()):
-                    await _move_vec_rows(conn, dialect, name, keep, gone)
+        cur = await conn.execute(dialect.data_tables)
+        tables = [(str(r[0]), bool(r[1])) for r in await cur.fetchall()]
+        for name, reinsert in tables:
+            if name == "persons":
+                continue
+            if reinsert:
+                await _move_vec_rows(conn, dialect, name, keep, gone)
                 continue
             cur = await conn.execute(dialect.table_columns, (name,))
             columns = {str(r[0]) for r in await cur.fetchall()}

@@ -74,7 +74,7 @@ POSTGRES = Dialect(
     # No rowid: the physical position, which follows insertion for rows never updated.
     insertion_order="ctid",
     data_tables=(
-        "SELECT table_name::text FROM information_schema.tables"
+        "SELECT table_name::text, 0 FROM information_schema.tables"
         " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
         " ORDER BY table_name"
     ),
@@ -105,9 +105,6 @@ POSTGRES = Dialect(
     ),
     row_key="ctid",
     contains="strpos(lower({column}), ?) > 0",
-    tables=("SELECT table_name, '' FROM information_schema.tables"
-            " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
-            " AND table_name != 'persons' ORDER BY table_name"),
     unique_keys=("SELECT c.relname, a.attname FROM pg_index i"
                  " JOIN pg_class c ON c.oid = i.indexrelid"
                  " CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)"
