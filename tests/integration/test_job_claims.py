@@ -10,22 +10,17 @@ worker`) are in test_worker_processes.py.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from bot.app import App
 from bot.clock import ManualClock
-from bot.config import Settings, load_settings
 from bot.types import Person
 from cognition.registry import BaseJob, JobContext, JobOutcome, JobRegistry
 from cognition.runner import Runner
 from memory.claims import RunnerLeases
-from tests.conftest import strata_env
-from tests.fakes.openai_server import FakeOpenAI
+from tests.integration.conftest import AppFactory
 from tests.memory_helpers import channel, person
 
 LEASE = timedelta(seconds=120)  # the default runner_lease_seconds
@@ -54,30 +49,6 @@ class Recorded(BaseJob):
         return JobOutcome(f"did {ctx.inputs}")
 
 
-@pytest.fixture
-def target(db_target: Path | str) -> str:
-    """One database for every runner of the test: the run's engine (STRATA_TEST_ENGINE)."""
-    return str(db_target)
-
-
-@pytest.fixture
-async def apps(target: str, fake_openai: FakeOpenAI,
-               clock: ManualClock) -> AsyncIterator[Callable[..., Awaitable[App]]]:
-    made: list[App] = []
-    base = load_settings(None, env=strata_env(fake_openai, target))
-
-    async def make(**cognition: Any) -> App:
-        settings: Settings = base.model_copy(update={
-            "cognition": base.cognition.model_copy(update=cognition)})
-        app = await App.create(settings, clock=clock)
-        made.append(app)
-        return app
-
-    yield make
-    for app in made:
-        await app.close()
-
-
 def runner(app: App, name: str, jobs: list[BaseJob]) -> Runner:
     assert app.services is not None
     return Runner(app.services, JobRegistry(jobs), name=name)  # type: ignore[arg-type]
@@ -88,8 +59,8 @@ async def people(app: App, clock: ManualClock, n: int) -> list[Person]:
 
 
 async def test_two_runners_take_disjoint_persons_and_every_due_job_runs_once(
-        apps: Callable[..., Awaitable[App]], clock: ManualClock) -> None:
-    one, two = await apps(), await apps()
+        make_app: AppFactory, clock: ManualClock) -> None:
+    one, two = await make_app(), await make_app()
     log: list[tuple[str, str, str]] = []
     both_working, started = asyncio.Event(), [0]
 
@@ -127,8 +98,8 @@ async def test_two_runners_take_disjoint_persons_and_every_due_job_runs_once(
 
 
 async def test_a_runner_that_stops_leaves_a_lease_that_expires_and_another_takes_over(
-        apps: Callable[..., Awaitable[App]], clock: ManualClock) -> None:
-    one, two = await apps(), await apps()
+        make_app: AppFactory, clock: ManualClock) -> None:
+    one, two = await make_app(), await make_app()
     log: list[tuple[str, str, str]] = []
     holding = asyncio.Event()
 
@@ -163,8 +134,8 @@ async def test_a_runner_that_stops_leaves_a_lease_that_expires_and_another_takes
 
 
 async def test_a_live_runner_keeps_its_claims_by_renewing_its_lease(
-        apps: Callable[..., Awaitable[App]], clock: ManualClock) -> None:
-    one, two = await apps(), await apps()
+        make_app: AppFactory, clock: ManualClock) -> None:
+    one, two = await make_app(), await make_app()
     r1, r2 = runner(one, "one", []), runner(two, "two", [])
     [alice] = await people(one, clock, 1)
     leases: RunnerLeases = one.services.leases  # type: ignore[union-attr]
@@ -179,8 +150,8 @@ async def test_a_live_runner_keeps_its_claims_by_renewing_its_lease(
 
 
 async def test_a_restart_under_the_same_name_frees_its_previous_claims_at_once(
-        apps: Callable[..., Awaitable[App]], clock: ManualClock) -> None:
-    one, again, other = await apps(), await apps(), await apps()
+        make_app: AppFactory, clock: ManualClock) -> None:
+    one, again, other = await make_app(), await make_app(), await make_app()
     [alice, bob] = await people(one, clock, 2)
     leases: RunnerLeases = one.services.leases  # type: ignore[union-attr]
     before, live = runner(one, "host:7", []), runner(other, "host:8", [])
@@ -205,10 +176,10 @@ async def test_a_restart_under_the_same_name_frees_its_previous_claims_at_once(
 
 
 async def test_a_starting_runner_leaves_a_live_runners_reminder_claim_alone(
-        apps: Callable[..., Awaitable[App]], clock: ManualClock) -> None:
+        make_app: AppFactory, clock: ManualClock) -> None:
     """A reminder claimed by a process that is sending it is not released by another
     process's start-up: it is sent once. Only after the sender's lease ran out is it freed."""
-    one, two = await apps(), await apps()
+    one, two = await make_app(), await make_app()
     [alice] = await people(one, clock, 1)
     chat = await channel(one.db, alice, "a", clock)
     reminders = one.services.reminders  # type: ignore[union-attr]
@@ -231,8 +202,8 @@ async def test_a_starting_runner_leaves_a_live_runners_reminder_claim_alone(
 
 
 async def test_two_runners_deliver_every_reminder_exactly_once(
-        apps: Callable[..., Awaitable[App]], clock: ManualClock) -> None:
-    one, two = await apps(), await apps()
+        make_app: AppFactory, clock: ManualClock) -> None:
+    one, two = await make_app(), await make_app()
     sent: list[tuple[str, str]] = []
 
     def platform(name: str) -> Callable[[str, str], Awaitable[list[str]]]:
@@ -260,8 +231,8 @@ async def test_two_runners_deliver_every_reminder_exactly_once(
 
 
 async def test_run_no_jobs_delivers_reminders_but_runs_no_job(
-        apps: Callable[..., Awaitable[App]], clock: ManualClock) -> None:
-    app = await apps(jobs=False)
+        make_app: AppFactory, clock: ManualClock) -> None:
+    app = await make_app(jobs=False)
     log: list[tuple[str, str, str]] = []
     assert app.services is not None
     quiet = Runner(app.services, JobRegistry([Recorded("a", log, "one")]))  # type: ignore[list-item]
@@ -283,13 +254,13 @@ async def test_run_no_jobs_delivers_reminders_but_runs_no_job(
 
 
 async def test_racing_claims_from_four_connections_have_one_winner_per_person(
-        target: str, clock: ManualClock) -> None:
+        db_target: Path | str, clock: ManualClock) -> None:
     """Claims do not take the engine's write lock on PostgreSQL (`execute_atomic`): the
     statement alone must make one winner, with four databases claiming at once."""
     from memory.db import Database
     from tests.conftest import TEST_DIM
 
-    dbs = [await Database.open(target, TEST_DIM) for _ in range(4)]
+    dbs = [await Database.open(db_target, TEST_DIM) for _ in range(4)]
     try:
         persons = [await person(dbs[0], f"p{i:02d}", clock) for i in range(20)]
         leases = [RunnerLeases(db) for db in dbs]
@@ -311,10 +282,10 @@ async def test_racing_claims_from_four_connections_have_one_winner_per_person(
 
 
 async def test_a_runner_stalled_past_its_lease_stops_before_its_next_job(
-        apps: Callable[..., Awaitable[App]], clock: ManualClock) -> None:
+        make_app: AppFactory, clock: ManualClock) -> None:
     """Runner one stalls in a job past its lease (a paused machine) and runner two takes the
     person over; when one wakes up it finishes that job but runs none of the person's next."""
-    one, two = await apps(), await apps()
+    one, two = await make_app(), await make_app()
     log: list[tuple[str, str, str]] = []
     stalled, wake = asyncio.Event(), asyncio.Event()
 
