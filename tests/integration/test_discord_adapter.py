@@ -573,9 +573,8 @@ async def test_bad_token_is_a_clear_error(app: App, fake_discord: FakeDiscord) -
 async def test_stop_is_quick_and_leaves_no_connection(app: App, fake_discord: FakeDiscord) -> None:
     adapter = await start_adapter(app, fake_discord)
     assert fake_discord.connected_sessions == 1
-    started = time.monotonic()
-    await adapter.stop()
-    assert time.monotonic() - started < 5
+    async with asyncio.timeout(WAIT):  # a hang detector, not a speed bound
+        await adapter.stop()
     await fake_discord.wait_for(lambda f: f.connected_sessions == 0, timeout=WAIT)
     await adapter.stop()  # idempotent
 

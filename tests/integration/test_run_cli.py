@@ -9,7 +9,6 @@ import selectors
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tests.fakes.openai_server import FakeOpenAI, Reply
@@ -43,9 +42,7 @@ def test_run_chats_delivers_a_reminder_and_stops_cleanly_on_sigterm(
         proc.stdin.write("remind me in two seconds to stretch\n")
         proc.stdin.flush()
         assert read_line(proc) == "Will do."
-        started = time.monotonic()
-        assert read_line(proc) == "⏰ Reminder: stretch"
-        assert time.monotonic() - started < 10
+        assert read_line(proc) == "⏰ Reminder: stretch"  # within read_line's hang detector
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) == 0
         assert proc.stderr is not None

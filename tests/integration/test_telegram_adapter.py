@@ -50,12 +50,12 @@ async def running(
     handler: Any, fake: FakeTelegramAPI, **options: Any
 ) -> AsyncIterator[TelegramAdapter]:
     options.setdefault("edit_interval", 1.0)
+    options.setdefault("shutdown_grace", 5)
     adapter = TelegramAdapter(
         fake.token,
         base_url=fake.base_url,
         base_file_url=fake.base_file_url,
         poll_timeout=1,
-        shutdown_grace=5,
         **options,
     )
     await adapter.connect(handler)
@@ -577,11 +577,13 @@ async def test_stop_is_prompt_and_restart_does_not_reanswer(
     app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
 ) -> None:
     fake = telegram_api
-    async with running(app.processor, fake) as adapter:
-        fake.push_private_message(ADA, "once")
-        await settle(fake, adapter, 1)
-        started = time.monotonic()
-    assert time.monotonic() - started < 3.0
+    # Stopping while idle must not wait out the shutdown grace: with a grace of ten minutes,
+    # a stop that waited for it would trip the one-minute hang detector, however busy the
+    # machine (no wall-time bound on a prompt stop itself).
+    async with asyncio.timeout(60):
+        async with running(app.processor, fake, shutdown_grace=600) as adapter:
+            fake.push_private_message(ADA, "once")
+            await settle(fake, adapter, 1)
     async with running(app.processor, fake) as adapter:
         await fake.wait_for(lambda: len(fake.calls("getUpdates")) >= 4)
     assert adapter.updates_seen == 0
@@ -645,10 +647,8 @@ def test_strata_run_serves_telegram_and_stops_on_sigterm(
         fake.wait_for_sync(lambda: fake.bot_texts(ADA) == ["You said: hello from telegram"],
                            timeout=15)
         assert {"help", "memory", "forget"} <= {c["command"] for c in fake.my_commands()}
-        started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(20) == 0
-        assert time.monotonic() - started < 15
+        assert proc.wait(20) == 0  # a hang detector, not a speed bound
         _, err = proc.communicate(timeout=5)
         assert "strata: running telegram" in err and "strata: stopped" in err
         assert "Traceback" not in err
