@@ -1,9 +1,11 @@
 """`strata jobs`: see and run the background jobs. `jobs status` shows each job's last run,
 result, tokens and errors per person, and for a failing job its failures in a row and when it
-is retried; `jobs run --job NAME|all` runs jobs once, now (or as if at `--now`), through the
-same runner and job registry as `strata run`, and prints what each did. A named job runs past
-the idle gate (someone asked for it); `--job all` honours the gate, and `--force` also skips
-the jobs' minimum intervals and a failing job's backoff.
+is retried; with several processes on one database (`strata run`, `strata worker`), also which
+of them are alive and which holds each person's jobs now. `jobs run --job NAME|all` runs jobs
+once, now (or as if at `--now`), through the same runner and job registry as `strata run`, and
+prints what each did. A named job runs past the idle gate (someone asked for it); `--job all`
+honours the gate, and `--force` also skips the jobs' minimum intervals and a failing job's
+backoff.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ async def cmd_jobs_run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
+    now = _clock(args.now).now()
     db = await open_db(settings)
     try:
         repos = Repos.over(db)
@@ -79,8 +82,11 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
         else:
             people = await persons.all()
         names = default_registry().names()
+        runners = await repos.leases.live(now)
+        runner_names = {r.id: r.name for r in runners}
         out: list[dict[str, Any]] = []
         for person in people:
+            holder = await repos.leases.holder(person.id, now)
             summary = {row.job: row for row in await runs.summary(person.id)}
             for job in names + sorted(set(summary) - set(names)):
                 row = summary.get(job)
@@ -89,6 +95,7 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
                 out.append({
                     "person": person.name,
                     "job": job,
+                    "held_by": runner_names.get(holder, holder) if holder else None,
                     "runs": row.runs if row else 0,
                     "errors": row.errors if row else 0,
                     "tokens": row.tokens if row else 0,
@@ -107,19 +114,30 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
+    if runners:
+        print("runners: " + ", ".join(
+            f"{r.name} (since {_minute(r.started_at.isoformat())})" for r in runners))
+    else:
+        print("runners: none alive (no `strata run` or `strata worker` holds a lease on this"
+              " database now)")
     if not out:
         print("no people yet: nobody has talked to Strata in this database")
         return 0
     print(f"{'person':<12} {'job':<13} {'runs':>4} {'err':>3} {'tokens':>6}  {'last run':<16} "
-          f"{'status':<11} {'fails':>5} {'next retry':<16} result")
+          f"{'status':<11} {'fails':>5} {'next retry':<16} {'held by':<14} result")
     for r in out:
-        when = r["last_run"][:16].replace("T", " ") if r["last_run"] else "never"
-        retry = r["next_retry"][:16].replace("T", " ") if r["next_retry"] else "-"
+        when = _minute(r["last_run"]) if r["last_run"] else "never"
+        retry = _minute(r["next_retry"]) if r["next_retry"] else "-"
         result = (r["last_result"] or r["last_check"] or "")[:70]
         print(f"{r['person'][:12]:<12} {r['job']:<13} {r['runs']:>4} {r['errors']:>3} "
               f"{r['tokens']:>6}  {when:<16} {r['last_status'] or '-':<11} "
-              f"{r['failures']:>5} {retry:<16} {result}")
+              f"{r['failures']:>5} {retry:<16} {(r['held_by'] or '-')[:14]:<14} {result}")
     return 0
+
+
+def _minute(iso: str) -> str:
+    """An ISO time to the minute, for a table: 2026-03-01 12:00."""
+    return iso[:16].replace("T", " ")
 
 
 def register(sub: Any) -> None:
@@ -127,6 +145,7 @@ def register(sub: Any) -> None:
     status = jobs.add_parser("status", help="last run, result, tokens, errors per job and person")
     status.add_argument("--user")
     status.add_argument("--json", action="store_true")
+    status.add_argument("--now", help="ISO time to judge the runners' leases by (default: now)")
     status.set_defaults(run=cmd_jobs_status)
     names = default_registry().names()
     run = jobs.add_parser("run", help="run background jobs once, now")

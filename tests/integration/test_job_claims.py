@@ -9,13 +9,19 @@ worker`) are in test_worker_processes.py.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from bot.app import App
+from bot.cli.jobs import cmd_jobs_status
 from bot.clock import ManualClock
+from bot.config import Settings
 from bot.types import Person
 from cognition.registry import BaseJob, JobContext, JobOutcome, JobRegistry
 from cognition.runner import Runner
@@ -306,3 +312,36 @@ async def test_a_runner_stalled_past_its_lease_stops_before_its_next_job(
     assert [r.status for r in reports] == ["ok", "skipped"]
     assert r2.id in reports[1].detail
     assert log == [("one", "p00", "a")]
+
+
+async def test_jobs_status_names_the_live_runners_and_who_holds_each_person(
+        make_app: AppFactory, clock: ManualClock, settings: Settings,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`strata jobs status` on a database shared by several processes: which are alive, and
+    which one holds each person's jobs; a runner whose lease ran out holds nobody."""
+    one, two = await make_app(), await make_app()
+    alice, _ = await people(one, clock, 2)
+    first, second = runner(one, "host:7", []), runner(two, "host:9", [])
+    await first.start_up()
+    await second.start_up()
+    leases = RunnerLeases(one.db)
+    assert await leases.claim(alice.id, first.id, clock.now())
+
+    assert await cmd_jobs_status(argparse.Namespace(user=None, json=True,
+                                                    now=clock.now().isoformat()), settings) == 0
+    rows = json.loads(capsys.readouterr().out)
+    held = {(r["person"], r["held_by"]) for r in rows}
+    assert held == {("p00", "host:7"), ("p01", None)}
+    assert await cmd_jobs_status(argparse.Namespace(user="p00", json=False,
+                                                    now=clock.now().isoformat()), settings) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[0].startswith("runners: host:7 (since ") and ", host:9 (since " in text[0]
+    assert "held by" in text[1]
+    assert all("host:7" in line for line in text[2:]) and len(text) > 2
+    # Both processes gone quiet: past the lease nobody is alive and alice is free again.
+    clock.advance(seconds=LEASE.total_seconds() + 1)
+    assert await cmd_jobs_status(argparse.Namespace(user="p00", json=False,
+                                                    now=clock.now().isoformat()), settings) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[0].startswith("runners: none alive")
+    assert not any("host:7" in line for line in text[2:])
