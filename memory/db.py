@@ -24,7 +24,7 @@ import sqlite_vec
 from bot.errors import DimensionMismatchError, StorageError
 from bot.private_files import private_file, tighten
 from memory import pg
-from memory.dialect import SQLITE
+from memory.dialect import SQLITE, Dialect
 from memory.driver import sqlite_driver
 from memory.migrations import apply_migrations, read_meta
 
@@ -39,6 +39,9 @@ MMAP_BYTES = 1 << 30
 
 class Reads(Protocol):
     """Anything reads can go through: a `Database` (its reader) or a `ReaderPool`."""
+
+    @property
+    def dialect(self) -> Dialect: ...
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]: ...
 
@@ -138,7 +141,7 @@ class Database:
     """
 
     engine = "sqlite"
-    dialect = SQLITE
+    dialect: Dialect = SQLITE
 
     def __init__(
         self, path: str, dim: int, writer: aiosqlite.Connection, reader: aiosqlite.Connection
@@ -340,6 +343,10 @@ class ReaderPool:
                     free.put_nowait(conn)
                 self._free = free
             return self._free
+
+    @property
+    def dialect(self) -> Dialect:
+        return self.db.dialect
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         if self.db.engine != "sqlite":  # a server engine's own pool already reads in parallel

@@ -13,6 +13,7 @@ modules. Imports `bot` leaf modules and `memory.db`.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -248,12 +249,9 @@ class EpisodeRepo:
         out = np.zeros((len(ids), self.db.dim), dtype=np.float32)
         index = {eid: i for i, eid in enumerate(ids)}
         for start in range(0, len(ids), 500):
-            chunk = list(ids[start:start + 500])
-            marks = placeholders(chunk)
+            chunk = [int(i) for i in ids[start:start + 500]]
             rows = await self.db.fetchall(
-                f"SELECT episode_id, embedding FROM episode_vec WHERE episode_id IN ({marks})",
-                chunk,
-            )
+                self.db.dialect.vectors_sql("episode_vec", "episode_id"), (json.dumps(chunk),))
             for r in rows:
                 out[index[r[0]]] = np.frombuffer(r[1], dtype="<f4")
         return out

@@ -17,6 +17,7 @@ scores in [0, 1]. Imports `bot` leaf modules and `memory` modules only.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -453,9 +454,8 @@ class FactRepo:
         if missing and embedding is not None:
             query_vec = np.asarray(embedding, dtype=np.float32)
             for r in await self.db.fetchall(
-                "SELECT fact_id, embedding FROM fact_vec"
-                f" WHERE fact_id IN ({placeholders(missing)})",
-                missing,
+                self.db.dialect.vectors_sql("fact_vec", "fact_id"),
+                (json.dumps([int(i) for i in missing]),),
             ):
                 sim = float(np.dot(np.frombuffer(r[1], dtype="<f4"), query_vec))
                 if math.isfinite(sim):  # a vector stored before they were checked: no cosine

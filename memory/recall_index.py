@@ -17,6 +17,7 @@ their channels; a shared room's owner is the room's scope. Imports `bot` leaf mo
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import re
 from collections import OrderedDict
@@ -186,8 +187,7 @@ class RowIndex:
             part = todo[start:start + CHUNK]
             ids = [rows.ids[i] for i in part]
             found = await self.reads.fetchall(
-                "SELECT row_id, embedding FROM transcript_vec"
-                f" WHERE row_id IN ({placeholders(ids)})", ids)
+                self.reads.dialect.vectors_sql("transcript_vec", "row_id"), (json.dumps(ids),))
             at = {rid: i for rid, i in zip(ids, part, strict=True)}
             for r in found:
                 i = at[int(r[0])]

@@ -46,6 +46,8 @@ POSTGRES = Dialect(
         " WHERE to_tsvector('english', t.content) @@ q AND t.owner_id = ?"
         " AND t.kind = 'message' ORDER BY score, t.id LIMIT ?"
     ),
+    vectors=("SELECT {key}, embedding FROM {table}"
+             " WHERE {key} IN (SELECT jsonb_array_elements_text(?::jsonb)::bigint)"),
     knn=("SELECT {key}, embedding <=> ? AS distance FROM {table} WHERE owner_id = ?"
          " ORDER BY distance, {key} LIMIT ?"),
     # Owner scoping is a plain `owner_id = ?` condition here: the query stays as it is.

@@ -8,6 +8,7 @@ never a Decimal, as in a text read.
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 import numpy as np
@@ -62,3 +63,32 @@ async def test_text_with_a_nul_reads_back_exactly_beside_a_vector(
     assert row["content"] == said
     assert await db.fetchval("SELECT content FROM transcript WHERE id = ?",
                              (row_ids[0],)) == said
+
+
+async def test_vectors_by_key_are_the_stored_ones_for_exactly_the_keys_asked(
+        db: Database, clock: ManualClock) -> None:
+    """`Dialect.vectors_sql`, the one way to read some rows' vectors: each asked key that has
+    a vector gets its own, bit for bit; keys without one, and other owners' rows that were
+    not asked for, are not returned."""
+    ann, bob = await person(db, "ann", clock), await person(db, "bob", clock)
+    rng = np.random.default_rng(5)
+    stored: dict[int, bytes] = {}
+    rows: dict[str, list[int]] = {}
+    for who in (ann, bob):
+        ch = await channel(db, who, f"dm-{who.name}", clock)
+        for i in range(6):
+            [row_id] = await turn(db, ch, who, f"message {i}", clock)
+            rows.setdefault(who.name, []).append(row_id)
+            if i != 3:  # one row the indexer has not reached
+                stored[row_id] = as_blob(rng.normal(size=TEST_DIM).astype(np.float32))
+                await db.execute_write(
+                    "INSERT INTO transcript_vec (row_id, owner_id, embedding) VALUES (?, ?, ?)",
+                    (row_id, who.id, stored[row_id]))
+    ann_rows = rows["ann"]
+    asked = [*ann_rows, 10**9]  # and a key that names no row at all
+    found = await db.fetchall(db.dialect.vectors_sql("transcript_vec", "row_id"),
+                              (json.dumps(asked),))
+    got = {int(r[0]): bytes(r[1]) for r in found}
+    assert got == {k: v for k, v in stored.items() if k in ann_rows}
+    assert len(got) == 5 and len(found) == 5
+    assert await db.fetchall(db.dialect.vectors_sql("transcript_vec", "row_id"), ("[]",)) == []
