@@ -27,16 +27,16 @@ class Check:
 
 
 async def _database(settings: Settings) -> list[Check]:
-    try:
-        driver = sqlite_driver()
-    except StrataError as exc:
-        return [Check(False, "sqlite-vec and FTS5", str(exc))]
-    checks = [
-        Check(True, f"sqlite-vec and FTS5 load ({driver.__name__}, SQLite {driver.sqlite_version})")
-    ]
-    if settings.db.url:  # a server: no file to look for, the connection tells
+    checks: list[Check] = []
+    if settings.db.url:  # a server: no SQLite to load, no file to look for
         path: Path | str = "on the PostgreSQL server"
     else:
+        try:
+            driver = sqlite_driver()
+        except StrataError as exc:
+            return [Check(False, "sqlite-vec and FTS5", str(exc))]
+        checks.append(Check(True, f"sqlite-vec and FTS5 load ({driver.__name__},"
+                                  f" SQLite {driver.sqlite_version})"))
         path = Path(settings.db.path).expanduser()
     if isinstance(path, Path) and not path.exists():
         checks.append(
@@ -48,11 +48,11 @@ async def _database(settings: Settings) -> list[Check]:
         )
         return checks
     try:
-        count = await stored_rows(settings.db.target, settings.embed.dim)
+        count, versions = await stored_rows(settings.db.target, settings.embed.dim)
     except StrataError as exc:
         checks.append(Check(False, f"database {path}", str(exc)))
         return checks
-    checks.append(Check(True, f"database {path} ({count} transcript rows, "
+    checks.append(Check(True, f"database {path} ({versions}; {count} transcript rows, "
                               f"dimension {settings.embed.dim})"))
     return checks
 

@@ -293,6 +293,12 @@ class Database:
         rows = await self.fetchall("SELECT id, name FROM migrations ORDER BY id")
         return [(int(r[0]), str(r[1])) for r in rows]
 
+    async def versions(self) -> str:
+        """The engine and its vector extension, as `strata doctor` reports them."""
+        row = await self.fetchone("SELECT sqlite_version(), vec_version()")
+        assert row is not None  # a SELECT without FROM always gives one row
+        return f"SQLite {row[0]}, sqlite-vec {row[1]}"
+
     async def bytes_on_disk(self) -> int:
         """The database's size on disk after folding the WAL in (what a person's memory costs)."""
         await self.checkpoint()

@@ -258,12 +258,13 @@ class TranscriptRepo:
         return {int(r[0]): int(r[1]) for r in rows}
 
 
-async def stored_rows(path: str | Path, dim: int) -> int:
-    """Open the database file as it is (not migrated) and count its transcript rows; raises
-    what `Database.open` raises for a file that cannot be used."""
+async def stored_rows(path: str | Path, dim: int) -> tuple[int, str]:
+    """Open the database as it is (not migrated): its transcript rows and its engine's
+    versions (`Database.versions`); raises what `Database.open` raises for a store that
+    cannot be used."""
     db = await Database.open(path, dim, migrate=False)
     try:
-        return await TranscriptRepo(db).count()
+        return await TranscriptRepo(db).count(), await db.versions()
     finally:
         await db.close()
 

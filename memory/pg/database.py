@@ -395,6 +395,16 @@ class PgDatabase(Database):
             while rows := await cur.fetchmany(size):
                 yield rows
 
+    async def versions(self) -> str:
+        """The server and its extensions, as `strata doctor` reports them."""
+        row = await self.fetchone(
+            "SELECT current_setting('server_version'),"
+            " (SELECT extversion FROM pg_extension WHERE extname = 'vector'),"
+            " (SELECT extversion FROM pg_extension WHERE extname = 'pg_trgm')")
+        assert row is not None  # a SELECT without FROM always gives one row
+        trgm = f", pg_trgm {row[2]}" if row[2] else ""
+        return f"PostgreSQL {row[0]}, pgvector {row[1] or 'missing'}{trgm}"
+
     async def bytes_on_disk(self) -> int:
         return int(await self.fetchval("SELECT pg_database_size(current_database())"))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -67,10 +68,20 @@ def test_unknown_user_and_bad_config_are_one_line_errors(subprocess_env: dict[st
     assert len(bad.stderr.strip().splitlines()) == 1 and "embed.dim" in bad.stderr
 
 
-def test_doctor(fake_openai: FakeOpenAI, subprocess_env: dict[str, str]) -> None:
+def test_doctor(fake_openai: FakeOpenAI, subprocess_env: dict[str, str],
+                db_target: Path | str) -> None:
+    assert strata(["db", "migrate"], subprocess_env).returncode == 0
     out = strata(["doctor"], subprocess_env)
     assert out.returncode == 0, out.stdout
-    assert "sqlite-vec" in out.stdout and out.stdout.count("ok ") >= 4
+    assert out.stdout.count("ok ") >= 4
+    [database] = [line for line in out.stdout.splitlines() if line.startswith("ok    database")]
+    assert "0 transcript rows" in database
+    if isinstance(db_target, str):  # PostgreSQL: its versions, and nothing about SQLite
+        assert re.search(r"PostgreSQL \d+\.\d+, pgvector \d+\.\d+\.\d+", database), database
+        assert "sqlite" not in out.stdout.lower()
+    else:
+        assert re.search(r"SQLite 3\.\d+\.\d+, sqlite-vec v\d", database), database
+        assert "sqlite-vec and FTS5 load" in out.stdout
     broken = strata(["doctor"], dict(subprocess_env, STRATA_LLM_BASE_URL="http://127.0.0.1:9/v1",
                                      STRATA_LLM_MODEL="nope"))
     assert broken.returncode == 1
