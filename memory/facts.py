@@ -353,7 +353,9 @@ class FactRepo:
         total = 0
         for start in range(0, len(ids), 500):
             chunk = list(ids[start : start + 500])
-            await execute(f"DELETE FROM fact_vec WHERE fact_id IN ({placeholders(chunk)})", chunk)
+            # One key at a time: sqlite-vec answers `IN (…)` by scanning every owner's keys.
+            await conn.executemany(  # type: ignore[attr-defined]
+                "DELETE FROM fact_vec WHERE fact_id = ?", [(i,) for i in chunk])
             cur = await execute(f"DELETE FROM facts WHERE id IN ({placeholders(chunk)})", chunk)
             total += cur.rowcount
         return total
