@@ -282,6 +282,9 @@ class CognitionSettings(_Section):
     reminder_max_attempts: int = Field(default=8, gt=0)
     disabled_jobs: StrList = ()
     decay_hours: float = Field(default=1.0, gt=0)
+    # The decay job deletes job-run records older than this (each job's newest run and
+    # newest success are kept), so `strata jobs status` totals cover this many days.
+    job_runs_keep_days: float = Field(default=90.0, gt=0)
     late_after_minutes: float = Field(default=5.0, ge=0)
     upcoming_hours: float = Field(default=36.0, gt=0)
     calendars: StrList = ()

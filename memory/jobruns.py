@@ -146,6 +146,19 @@ class JobRunRepo:
             (purpose, person_id, to_iso(now), to_iso(now), tokens),
         )
 
+    async def prune(self, person_id: int, before: datetime) -> int:
+        """Delete the person's finished runs that started before `before`, except each job's
+        newest run and newest successful one (what `last`, `last_ok_started` and `strata jobs
+        status` read); return how many. Without this the table grows by a row per model call
+        after every turn (`record_usage`), forever."""
+        return await self.db.execute_atomic(
+            "DELETE FROM job_runs WHERE person_id = ? AND started_at < ?"
+            " AND finished_at IS NOT NULL"
+            " AND id NOT IN (SELECT max(id) FROM job_runs WHERE person_id = ? GROUP BY job)"
+            " AND id NOT IN (SELECT max(id) FROM job_runs WHERE person_id = ? AND status = 'ok'"
+            " GROUP BY job)",
+            (person_id, to_iso(before), person_id, person_id))
+
     async def interrupt_stale(self, now: datetime, runner: str | None = None) -> int:
         """Mark runs left `running` by a process that stopped as interrupted; return how many.
 

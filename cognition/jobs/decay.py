@@ -1,9 +1,9 @@
 """Decay: recompute episode weights, delete expired tombstones, prune the transcript (the
 memory life cycle's `decay_pass`), then per-kind fact decay and the purge of faded facts —
 invalid ones, and live ones hidden for longer than their kind's grace (the data graph's
-`FactRepo.decay`, table in `memory.decay.FACT_DECAY`) — direct calls, no model. Runs at most
-every `decay_hours` for each person and shared room; its input is time itself, one watermark
-per period."""
+`FactRepo.decay`, table in `memory.decay.FACT_DECAY`) — and the person's job-run records
+older than `job_runs_keep_days` — direct calls, no model. Runs at most every `decay_hours`
+for each person and shared room; its input is time itself, one watermark per period."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Protocol
 from bot.config import Settings
 from cognition.jobs.common import FactPorts
 from cognition.registry import BaseJob, JobContext, JobOutcome
+from memory.jobruns import JobRunRepo
 from memory.lifecycle import MemoryLifecycle
 
 
@@ -23,6 +24,8 @@ class DecayPorts(FactPorts, Protocol):
     def settings(self) -> Settings: ...
     @property
     def lifecycle(self) -> MemoryLifecycle: ...
+    @property
+    def runs(self) -> JobRunRepo: ...
 
 
 class DecayJob(BaseJob):
@@ -40,12 +43,16 @@ class DecayJob(BaseJob):
     async def run(self, ctx: JobContext[DecayPorts]) -> JobOutcome:
         result = await ctx.services.lifecycle.decay(ctx.now, ctx.person.id)
         facts_weighed, facts_purged = await ctx.services.facts.repo.decay(ctx.now, ctx.person.id)
+        keep = ctx.services.settings.cognition.job_runs_keep_days
+        runs_deleted = await ctx.services.runs.prune(ctx.person.id, ctx.now - timedelta(days=keep))
         lines = [*result.lines(), f"fact weights updated: {facts_weighed}, faded facts "
-                                  f"purged: {facts_purged}"]
+                                  f"purged: {facts_purged}",
+                 f"job runs older than {keep:g} days deleted: {runs_deleted}"]
         return JobOutcome("; ".join(lines), details={
             "weights_updated": result.weights_updated,
             "episodes_deleted": result.episodes_deleted,
             "rows_pruned": result.rows_pruned,
             "fact_weights_updated": facts_weighed,
             "facts_purged": facts_purged,
+            "job_runs_deleted": runs_deleted,
         })
