@@ -43,9 +43,13 @@ async def export_person(db: Database, person_id: int) -> dict[str, Any]:
         raise KeyError(person_id)
     out: dict[str, Any] = {"person": _dict(person)}
     for table, column in OWNED_TABLES:
+        # The table's own columns, not `*`: a column an engine derives (PostgreSQL's stored
+        # tsvector of episodes) is not the person's data, and the export is the same on both.
+        names = ", ".join(str(c[0]) for c in await db.fetchall(db.dialect.table_columns,
+                                                                (table,)))
         rows = await db.fetchall(
-            f"SELECT * FROM {table} WHERE {column} = ? ORDER BY {db.dialect.insertion_order}",
-            (person_id,)
+            f"SELECT {names} FROM {table} WHERE {column} = ?"
+            f" ORDER BY {db.dialect.insertion_order}", (person_id,)
         )
         out[table] = [_dict(r) for r in rows]
     # What the person said in shared rooms is owned by the room but is still theirs.

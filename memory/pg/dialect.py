@@ -66,9 +66,9 @@ POSTGRES = Dialect(
         "WITH p AS (SELECT websearch_to_tsquery('english', ?) AS q, ?::bigint AS scan,"
         " ?::bigint AS owner, ?::bigint AS k)"
         " SELECT f.id, f.s FROM (SELECT e.id,"
-        " -ts_rank_cd(to_tsvector('english', e.summary || ' ' || e.key_terms), p.q) AS s"
+        " -ts_rank_cd(e.words, p.q) AS s"
         " FROM episodes e, p"
-        " WHERE to_tsvector('english', e.summary || ' ' || e.key_terms) @@ p.q"
+        " WHERE e.words @@ p.q"
         " AND e.owner_id = p.owner AND e.tombstoned_at IS NULL"
         " ORDER BY e.id DESC LIMIT (SELECT scan FROM p)) AS f"
         " ORDER BY f.s, f.id LIMIT (SELECT k FROM p)"
@@ -86,7 +86,7 @@ POSTGRES = Dialect(
         " WHERE i.indrelid = a.attrelid AND i.indisprimary AND k.attnum = a.attnum), 0),"
         " upper(format_type(a.atttypid, a.atttypmod))"
         " FROM pg_attribute a WHERE a.attrelid = ?::regclass AND a.attnum > 0"
-        " AND NOT a.attisdropped ORDER BY a.attnum"
+        " AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum"
     ),
     table_parents=(
         "SELECT c.confrelid::regclass::text, a.attname::text FROM pg_constraint c"

@@ -9,14 +9,20 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from bot.clock import ManualClock
 from bot.errors import DimensionMismatchError, StorageError
 from memory.db import Database
+from memory.episodes import EpisodeRepo, NewEpisode
+from memory.export import export_person
 from memory.migrations import available
 from tests.conftest import TEST_DIM
+from tests.memory_helpers import channel, person, turn
 from tests.pg_server import PgServer
 
 pytestmark = pytest.mark.postgres_only
@@ -53,7 +59,9 @@ async def _sqlite_columns(db: Database) -> dict[str, dict[str, tuple[str, bool]]
 async def _pg_columns(db: Database) -> dict[str, dict[str, tuple[str, bool]]]:
     rows = await db.fetchall(
         "SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns"
-        " WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position")
+        # A generated column (episodes' stored tsvector) is derived, like an index: not data.
+        " WHERE table_schema = current_schema() AND is_generated = 'NEVER'"
+        " ORDER BY table_name, ordinal_position")
     out: dict[str, dict[str, tuple[str, bool]]] = {}
     for r in rows:
         out.setdefault(str(r[0]), {})[str(r[1])] = (_kind(str(r[2])), r[3] == "NO")
@@ -131,3 +139,36 @@ def test_the_sqlite_file_tools_refuse_a_server_and_name_pg_dump(
                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert out.returncode == 2 and "pg_dump" in out.stderr, out.stderr
     assert not (tmp_path / "copy.db").exists()
+
+
+async def test_episode_words_are_stored_follow_edits_and_stay_out_of_the_export(
+        pg_url: str) -> None:
+    """Episode keyword search ranks a stored tsvector (migration 0004), which follows an
+    edited summary; it is PostgreSQL's derived data, so the person's export does not carry
+    it and the export's episode columns are SQLite's."""
+    clock = ManualClock(datetime(2026, 3, 1, tzinfo=UTC))
+    db = await Database.open(pg_url, TEST_DIM)
+    try:
+        ann = await person(db, "ann", clock)
+        chat = await channel(db, ann, "dm", clock)
+        [row] = await turn(db, chat, ann, "we walked up the lighthouse", clock)
+        repo = EpisodeRepo(db)
+        eid = await repo.insert(NewEpisode(ann.id, chat.id, "A walk up the old lighthouse",
+                                           "user", clock.now(), clock.now(), (row,),
+                                           key_terms="lighthouse walk"),
+                                np.ones(TEST_DIM, np.float32), clock.now())
+
+        async def found(words: str) -> list[int]:
+            query = db.dialect.keyword_query(words)
+            return [int(r[0]) for r in await db.fetchall(
+                db.dialect.episode_search, (query, 100, ann.id, 10))]
+
+        assert await found("lighthouse") == [eid]
+        await db.execute_write("UPDATE episodes SET summary = ?, key_terms = ? WHERE id = ?",
+                               ("A swim at the harbour", "harbour swim", eid))
+        assert await found("lighthouse") == [] and await found("harbour") == [eid]
+        exported = await export_person(db, ann.id)
+        [episode] = exported["episodes"]
+        assert "words" not in episode and episode["summary"] == "A swim at the harbour"
+    finally:
+        await db.close()
