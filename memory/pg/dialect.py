@@ -52,12 +52,11 @@ POSTGRES = Dialect(
          " ORDER BY distance, {key} LIMIT ?"),
     # Owner scoping is a plain `owner_id = ?` condition here: the query stays as it is.
     scoped=lambda query, owner_id, columns: query,
-    # The expressions are the GIN indexes' own (migration 0001), so the indexes are used.
+    # Stored tsvector columns with GIN indexes (migration 0004): ranking reads them as stored.
     fact_search=(
-        "SELECT f.id, -ts_rank_cd(to_tsvector('english', f.text || ' '"
-        " || replace(f.attribute, '_', ' ')), q) AS s"
+        "SELECT f.id, -ts_rank_cd(f.words, q) AS s"
         " FROM facts f, websearch_to_tsquery('english', ?) q"
-        " WHERE to_tsvector('english', f.text || ' ' || replace(f.attribute, '_', ' ')) @@ q"
+        " WHERE f.words @@ q"
         " AND f.owner_id = ? AND f.status = 'live' ORDER BY s, f.id LIMIT ?"
     ),
     # The parameters arrive in SQLite's order; a CTE names them so the owner can narrow the

@@ -20,6 +20,7 @@ from bot.errors import DimensionMismatchError, StorageError
 from memory.db import Database
 from memory.episodes import EpisodeRepo, NewEpisode
 from memory.export import export_person
+from memory.facts import FactRepo, NewFact
 from memory.migrations import available
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import channel, person, turn
@@ -141,11 +142,10 @@ def test_the_sqlite_file_tools_refuse_a_server_and_name_pg_dump(
     assert not (tmp_path / "copy.db").exists()
 
 
-async def test_episode_words_are_stored_follow_edits_and_stay_out_of_the_export(
-        pg_url: str) -> None:
-    """Episode keyword search ranks a stored tsvector (migration 0004), which follows an
-    edited summary; it is PostgreSQL's derived data, so the person's export does not carry
-    it and the export's episode columns are SQLite's."""
+async def test_stored_words_follow_edits_and_stay_out_of_the_export(pg_url: str) -> None:
+    """Episode and fact keyword search rank stored tsvectors (migration 0004), which follow
+    an edited text; they are PostgreSQL's derived data, so the person's export does not carry
+    them and the export's columns are SQLite's."""
     clock = ManualClock(datetime(2026, 3, 1, tzinfo=UTC))
     db = await Database.open(pg_url, TEST_DIM)
     try:
@@ -167,8 +167,22 @@ async def test_episode_words_are_stored_follow_edits_and_stay_out_of_the_export(
         await db.execute_write("UPDATE episodes SET summary = ?, key_terms = ? WHERE id = ?",
                                ("A swim at the harbour", "harbour swim", eid))
         assert await found("lighthouse") == [] and await found("harbour") == [eid]
+        facts = FactRepo(db)
+        fid = await facts.add(NewFact(ann.id, "user_specific", "Ann keeps bees", "user",
+                                      attribute="hobby_beekeeping"), None, clock.now())
+
+        async def facts_found(words: str) -> list[int]:
+            query = db.dialect.keyword_query(words)
+            return [int(r[0]) for r in await db.fetchall(
+                db.dialect.fact_search, (query, ann.id, 10))]
+
+        assert await facts_found("bees") == [fid] == await facts_found("beekeeping")
+        await db.execute_write("UPDATE facts SET text = ? WHERE id = ?", ("Ann rows", fid))
+        assert await facts_found("bees") == [] and await facts_found("rows") == [fid]
         exported = await export_person(db, ann.id)
         [episode] = exported["episodes"]
         assert "words" not in episode and episode["summary"] == "A swim at the harbour"
+        [fact] = exported["facts"]
+        assert "words" not in fact and fact["text"] == "Ann rows"
     finally:
         await db.close()
