@@ -18,6 +18,7 @@ which case they fail: CI must never skip the Matrix tests silently.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import hmac
 import itertools
@@ -28,6 +29,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -47,6 +49,17 @@ _RELAXED: dict[str, float] = {"per_second": 10_000, "burst_count": 100_000}
 #: ``rc_message`` in strict mode: a burst of 2, then one message a second. (Synapse also holds
 #: each 429 answer back ~0.5 s, so a rate-limited send costs ~0.5 s + retry_after_ms.)
 STRICT_MESSAGE_LIMIT: dict[str, float] = {"per_second": 1.0, "burst_count": 2}
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent() -> None:
+    """In the child, before Synapse runs: have Linux send it SIGTERM when the process that
+    started it dies, however that process dies (a SIGKILL of pytest runs no teardown, and
+    Synapse's own session keeps it from the signals sent to pytest's process group)."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class SynapseUnavailable(RuntimeError):
@@ -214,7 +227,8 @@ class Synapse:
             stdin=subprocess.DEVNULL,
             stdout=self._log_file,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            start_new_session=True,  # the terminal's Ctrl-C goes to pytest, which stops it
+            preexec_fn=_die_with_parent,
         )
         try:
             self._wait_ready(began + self.startup_timeout)
@@ -387,8 +401,8 @@ class Synapse:
         self.port = 0
 
 
-def _start_or_skip(strict_ratelimit: bool) -> Synapse:
-    """Start a Synapse; skip when it is not installed, unless ``$CI`` is set (then fail)."""
+def synapse_available_or_skip() -> None:
+    """Skip the test when Synapse is not installed, unless ``$CI`` is set (then fail)."""
     problem = ""
     try:
         synapse_python()
@@ -398,6 +412,11 @@ def _start_or_skip(strict_ratelimit: bool) -> Synapse:
         pytest.fail(f"CI is set but Synapse is unavailable: {problem}", pytrace=False)
     if problem:
         pytest.skip(f"Synapse not installed: {problem}")
+
+
+def _start_or_skip(strict_ratelimit: bool) -> Synapse:
+    """Start a Synapse (`synapse_available_or_skip` first)."""
+    synapse_available_or_skip()
     return Synapse(strict_ratelimit=strict_ratelimit).start()
 
 
@@ -419,3 +438,17 @@ def synapse_strict() -> Iterator[Synapse]:
         yield server
     finally:
         server.stop()
+
+
+def _hold() -> None:
+    """`python -m tests.fakes.synapse --hold`: start a Synapse, print its pid, wait to be
+    killed (how the test of `_die_with_parent` drives it)."""
+    server = Synapse().start()
+    assert server._proc is not None
+    print(server._proc.pid, flush=True)
+    while True:
+        time.sleep(1)
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--hold"]:
+    _hold()
