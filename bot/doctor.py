@@ -11,7 +11,7 @@ from bot.config import Settings
 from bot.errors import ModelBadResponseError, ModelError, StrataError
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
 from memory.driver import sqlite_driver
-from memory.transcript import stored_rows
+from memory.transcript import describe_store
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +48,7 @@ async def _database(settings: Settings) -> list[Check]:
         )
         return checks
     try:
-        count, versions = await stored_rows(settings.db.target, settings.embed.dim)
+        count, versions = await describe_store(settings.db.target, settings.embed.dim)
     except StrataError as exc:
         checks.append(Check(False, f"database {path}", str(exc)))
         return checks

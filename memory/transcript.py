@@ -258,7 +258,7 @@ class TranscriptRepo:
         return {int(r[0]): int(r[1]) for r in rows}
 
 
-async def stored_rows(path: str | Path, dim: int) -> tuple[int, str]:
+async def describe_store(path: str | Path, dim: int) -> tuple[int, str]:
     """Open the database as it is (not migrated): its transcript rows and its engine's
     versions (`Database.versions`); raises what `Database.open` raises for a store that
     cannot be used."""
