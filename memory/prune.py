@@ -27,6 +27,7 @@ Imports `bot` leaf modules and `memory` only.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -176,9 +177,10 @@ async def _delete_bulk(db: Database, ids: list[int]) -> set[int]:
             # Vectors first, apart from the rest: vec0 deletes are ~5x slower interleaved.
             for start in range(0, len(ids), BATCH):
                 chunk = ids[start:start + BATCH]
-                cur = await conn.execute(
-                    "SELECT row_id FROM transcript_vec WHERE row_id IN"
-                    f" ({placeholders(chunk)})", chunk)
+                # By key (`Dialect.vectors_sql`): `row_id IN (…)` scans every owner's keys,
+                # inside the write transaction that holds up everyone's turns meanwhile.
+                cur = await conn.execute(db.dialect.vectors_sql("transcript_vec", "row_id"),
+                                         (json.dumps([int(i) for i in chunk]),))
                 found = [r[0] for r in await cur.fetchall()]
                 await conn.executemany("DELETE FROM transcript_vec WHERE row_id = ?",
                                        [(i,) for i in found])
