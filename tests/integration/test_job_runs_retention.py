@@ -5,8 +5,6 @@ are left alone. Real store, the injected clock."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from bot.clock import ManualClock
 from memory.jobruns import JobRunRepo
 from tests.integration.conftest import AppFactory

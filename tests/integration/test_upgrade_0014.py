@@ -1,0 +1,46 @@
+"""Upgrade to job runs indexed person first (SQLite migration 0014, PostgreSQL 0005): the run
+records of the schema before are kept, and afterwards read and pruned per person as before."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from memory.db import Database
+from memory.jobruns import JobRunRepo
+from memory.migrations import available
+from memory.persons import PersonRepo
+from tests.conftest import TEST_DIM
+
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+OURS = {"sqlite": (14, "memory.migrations"), "postgres": (5, "memory.pg.migrations")}
+
+
+def before(engine: str) -> int:
+    number, package = OURS[engine]
+    return max(n for n, _, _ in available(package) if n < number)
+
+
+async def test_upgrade_keeps_the_runs_and_prunes_them_per_person(
+        empty_target: tuple[str, str]) -> None:
+    engine, target = empty_target
+    old = await Database.open(target, TEST_DIM, upto=before(engine))
+    try:
+        ada = await PersonRepo(old).get_or_create("console:ada", "Ada", T0)
+        runs = JobRunRepo(old)
+        ids = []
+        for status in ("ok", "error", "ok", "error"):
+            ids.append(await runs.start("digest", ada.id, T0))
+            await runs.finish(ids[-1], now=T0, status=status)
+    finally:
+        await old.close()
+
+    db = await Database.open(target, TEST_DIM)
+    try:
+        assert max(n for n, _ in await db.applied_migrations()) == OURS[engine][0]
+        runs = JobRunRepo(db)
+        assert [r.id for r in await runs.runs(person_id=ada.id)] == ids[::-1]
+        assert await runs.prune(ada.id, T0 + timedelta(days=1)) == 2  # newest run, newest ok
+        assert [r.id for r in await runs.runs(person_id=ada.id)] == [ids[3], ids[2]]
+        assert await runs.last_ok_started("digest", ada.id) == T0
+    finally:
+        await db.close()
