@@ -11,6 +11,7 @@ from bot.ports import ChatModel, Clock, Embedder
 from bot.types import Channel, ChannelKind, NewRow, Person, Role, RowKind
 from memory.db import Database
 from memory.episode_cut import CutSettings, EpisodeCutter
+from memory.migrations import available
 from memory.persons import ChannelRepo, PersonRepo
 from memory.row_vectors import RowIndexer
 from memory.transcript import TranscriptRepo
@@ -78,3 +79,12 @@ def episode_cutter(db: Database, embedder: Embedder, clock: Clock, chat: ChatMod
     """An episode cutter over `db` with its repositories (as the composition root wires it)."""
     return EpisodeCutter(db, embedder, clock, chat, settings, transcript=TranscriptRepo(db),
                          persons=PersonRepo(db))
+
+
+MIGRATION_PACKAGES = {"sqlite": "memory.migrations", "postgres": "memory.pg.migrations"}
+
+
+def before_migration(engine: str, number: int) -> int:
+    """The engine's last migration before its migration `number`: how far an upgrade test
+    migrates the database it fills with the older schema's rows."""
+    return max(n for n, _, _ in available(MIGRATION_PACKAGES[engine]) if n < number)

@@ -31,18 +31,24 @@ def start_run(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, bufsize=1)
 
 
+def remind_and_wait(proc: subprocess.Popen[str], fake_openai: FakeOpenAI) -> None:
+    """Ask a running `strata run --console` for a reminder two seconds out (the fake model
+    sets it) and read the answer, then the reminder itself."""
+    assert proc.stdin is not None
+    fake_openai.reply(Reply(tool_calls=[("set_reminder", {"text": "stretch",
+                                                          "in_minutes": 0.03})]), "Will do.")
+    proc.stdin.write("remind me in two seconds to stretch\n")
+    proc.stdin.flush()
+    assert read_line(proc) == "Will do."
+    assert read_line(proc) == "⏰ Reminder: stretch"  # within read_line's hang detector
+
+
 def test_run_chats_delivers_a_reminder_and_stops_cleanly_on_sigterm(
         fake_openai: FakeOpenAI, subprocess_env: dict[str, str]) -> None:
     env = dict(subprocess_env, STRATA_COGNITION_TICK_SECONDS="0.2")
     proc = start_run(env, "--console", "--user", "alice")
     try:
-        assert proc.stdin is not None
-        fake_openai.reply(Reply(tool_calls=[("set_reminder", {"text": "stretch",
-                                                              "in_minutes": 0.03})]), "Will do.")
-        proc.stdin.write("remind me in two seconds to stretch\n")
-        proc.stdin.flush()
-        assert read_line(proc) == "Will do."
-        assert read_line(proc) == "⏰ Reminder: stretch"  # within read_line's hang detector
+        remind_and_wait(proc, fake_openai)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) == 0
         assert proc.stderr is not None

@@ -9,26 +9,20 @@ from datetime import UTC, datetime, timedelta
 from bot.types import ChannelKind, InboundMessage, NewRow, Role
 from memory.db import Database
 from memory.leases import Leases
-from memory.migrations import available
 from memory.persons import ChannelRepo, PersonRepo
 from memory.transcript import TranscriptRepo
 from memory.turn_queue import TurnQueue
 from tests.conftest import TEST_DIM
+from tests.memory_helpers import before_migration
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-OURS = {"sqlite": (13, "memory.migrations"), "postgres": (3, "memory.pg.migrations")}
-
-
-def before(engine: str) -> int:
-    """The last migration before the turn claims."""
-    number, package = OURS[engine]
-    return max(n for n, _, _ in available(package) if n < number)
+OURS = {"sqlite": 13, "postgres": 3}  # the migration under test, per engine
 
 
 async def test_upgrade_keeps_the_chats_and_queues_their_turns(
         empty_target: tuple[str, str]) -> None:
     engine, target = empty_target
-    old = await Database.open(target, TEST_DIM, upto=before(engine))
+    old = await Database.open(target, TEST_DIM, upto=before_migration(engine, OURS[engine]))
     try:
         ada = await PersonRepo(old).get_or_create("telegram:42", "Ada", T0)
         chat = await ChannelRepo(old).get_or_create(

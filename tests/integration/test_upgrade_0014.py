@@ -7,23 +7,18 @@ from datetime import UTC, datetime, timedelta
 
 from memory.db import Database
 from memory.jobruns import JobRunRepo
-from memory.migrations import available
 from memory.persons import PersonRepo
 from tests.conftest import TEST_DIM
+from tests.memory_helpers import before_migration
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-OURS = {"sqlite": (14, "memory.migrations"), "postgres": (5, "memory.pg.migrations")}
-
-
-def before(engine: str) -> int:
-    number, package = OURS[engine]
-    return max(n for n, _, _ in available(package) if n < number)
+OURS = {"sqlite": 14, "postgres": 5}  # the migration under test, per engine
 
 
 async def test_upgrade_keeps_the_runs_and_prunes_them_per_person(
         empty_target: tuple[str, str]) -> None:
     engine, target = empty_target
-    old = await Database.open(target, TEST_DIM, upto=before(engine))
+    old = await Database.open(target, TEST_DIM, upto=before_migration(engine, OURS[engine]))
     try:
         ada = await PersonRepo(old).get_or_create("console:ada", "Ada", T0)
         runs = JobRunRepo(old)
@@ -36,7 +31,7 @@ async def test_upgrade_keeps_the_runs_and_prunes_them_per_person(
 
     db = await Database.open(target, TEST_DIM)
     try:
-        assert max(n for n, _ in await db.applied_migrations()) == OURS[engine][0]
+        assert max(n for n, _ in await db.applied_migrations()) == OURS[engine]
         runs = JobRunRepo(db)
         assert [r.id for r in await runs.runs(person_id=ada.id)] == ids[::-1]
         assert await runs.prune(ada.id, T0 + timedelta(days=1)) == 2  # newest run, newest ok

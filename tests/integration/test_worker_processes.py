@@ -26,6 +26,7 @@ from memory.db import Database
 from memory.episodes import EpisodeRepo, NewEpisode
 from tests.conftest import TEST_DIM
 from tests.fakes.openai_server import FakeOpenAI, hashed_embedding
+from tests.integration.test_run_cli import remind_and_wait, start_run
 from tests.memory_helpers import channel, person, turn
 
 ROOT = Path(__file__).parents[2]
@@ -201,20 +202,11 @@ async def test_run_no_jobs_delivers_a_reminder_and_runs_no_job(
         fake_openai: FakeOpenAI, subprocess_env: dict[str, str], db_target: Path | str) -> None:
     """`strata run --no-jobs` on this run's engine: the reminder comes, no background job
     runs even with the idle gate at zero and a job check every tick."""
-    from tests.fakes.openai_server import Reply
-    from tests.integration.test_run_cli import read_line, start_run
-
     env = dict(subprocess_env, STRATA_COGNITION_TICK_SECONDS="0.2",
                STRATA_COGNITION_IDLE_MINUTES="0", STRATA_COGNITION_JOB_INTERVAL_MINUTES="0.001")
     proc = start_run(env, "--no-jobs", "--console", "--user", "alice")
     try:
-        assert proc.stdin is not None
-        fake_openai.reply(Reply(tool_calls=[("set_reminder", {"text": "stretch",
-                                                              "in_minutes": 0.03})]), "Will do.")
-        proc.stdin.write("remind me in two seconds to stretch\n")
-        proc.stdin.flush()
-        assert read_line(proc) == "Will do."
-        assert read_line(proc) == "⏰ Reminder: stretch"
+        remind_and_wait(proc, fake_openai)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) == 0
         assert proc.stderr is not None
