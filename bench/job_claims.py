@@ -102,7 +102,7 @@ async def worker(target: str, name: str, offset: int, seconds: float,
             if await leases.claim(owner, runner, now()):
                 won += 1
                 await leases.release(owner, runner)
-        await leases.retire(runner)
+        await leases.retire(runner, now())
         return {"name": name, "claims": won, "attempts": tried}
     finally:
         await db.close()

@@ -144,7 +144,7 @@ class Runner:
         if self._started:
             self._started = False
             with contextlib.suppress(Exception):  # shutdown: a lost row only expires later
-                await self.services.leases.retire(self.id)
+                await self.services.leases.retire(self.id, self.services.clock.now())
 
     async def _loop(self) -> None:
         await self.start_up()

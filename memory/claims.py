@@ -81,10 +81,17 @@ class RunnerLeases:
             " ELSE runners.lease_until END",
             (runner_id, name, to_iso(now), to_iso(now + lease)))
 
-    async def retire(self, runner_id: str) -> None:
+    async def retire(self, runner_id: str, now: datetime) -> None:
         """A runner stopping cleanly: its job leases and its row go; what it still had
-        claimed (nothing, after a clean stop) is free for the others at once."""
+        claimed (nothing, after a clean stop) is free for the others at once. A run it still
+        has open is closed as interrupted: the stop's cancellation can land between a run
+        row's commit and the runner learning its id, and then no one else would close it
+        (its runner is not stale, it is gone)."""
         async with self.db.write() as conn:
+            await conn.execute(
+                "UPDATE job_runs SET status = 'interrupted', finished_at = ?,"
+                " error = 'the process stopped during this run; it will be redone'"
+                " WHERE runner = ? AND status = 'running'", (to_iso(now), runner_id))
             await conn.execute("DELETE FROM job_leases WHERE runner = ?", (runner_id,))
             await conn.execute("DELETE FROM runners WHERE id = ?", (runner_id,))
 

@@ -345,3 +345,24 @@ async def test_jobs_status_names_the_live_runners_and_who_holds_each_person(
     text = capsys.readouterr().out.splitlines()
     assert text[0].startswith("runners: none alive")
     assert not any("host:7" in line for line in text[2:])
+
+
+async def test_a_runner_that_stops_closes_the_runs_it_left_open(
+        make_app: AppFactory, clock: ManualClock) -> None:
+    """A stop can cancel a job between its `running` row's commit and the moment the runner
+    learns the row's id (seen on PostgreSQL: the commit went through, the cancellation came
+    before its answer), so the job's own `cancelled` bookkeeping never runs. A clean stop
+    closes whatever this runner still has open, and only that."""
+    one, two = await make_app(), await make_app()
+    r1, r2 = runner(one, "one", []), runner(two, "two", [])
+    [alice] = await people(one, clock, 1)
+    await r1.start_up()
+    await r2.start_up()
+    runs = one.services.runs  # type: ignore[union-attr]
+    orphan = await runs.start("a", alice.id, clock.now(), r1.id)  # the id the cancel lost
+    other = await runs.start("b", alice.id, clock.now(), r2.id)  # a live runner's open run
+    await r1.stop()
+    by_id = {r.id: r for r in await runs.runs(person_id=alice.id)}
+    assert by_id[orphan].status == "interrupted" and by_id[orphan].finished_at is not None
+    assert by_id[other].status == "running"
+    await r2.stop()

@@ -31,7 +31,7 @@ async def test_upgrade_keeps_the_runs_and_prunes_them_per_person(
 
     db = await Database.open(target, TEST_DIM)
     try:
-        assert max(n for n, _ in await db.applied_migrations()) == OURS[engine]
+        assert OURS[engine] in {n for n, _ in await db.applied_migrations()}
         runs = JobRunRepo(db)
         assert [r.id for r in await runs.runs(person_id=ada.id)] == ids[::-1]
         assert await runs.prune(ada.id, T0 + timedelta(days=1)) == 2  # newest run, newest ok
