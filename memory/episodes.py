@@ -13,7 +13,6 @@ modules. Imports `bot` leaf modules and `memory.db`.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -249,9 +248,8 @@ class EpisodeRepo:
         out = np.zeros((len(ids), self.db.dim), dtype=np.float32)
         index = {eid: i for i, eid in enumerate(ids)}
         for start in range(0, len(ids), 500):
-            chunk = [int(i) for i in ids[start:start + 500]]
-            rows = await self.db.fetchall(
-                self.db.dialect.vectors_sql("episode_vec", "episode_id"), (json.dumps(chunk),))
+            rows = await self.db.fetchall(*self.db.dialect.vectors_query(
+                "episode_vec", "episode_id", ids[start:start + 500]))
             for r in rows:
                 out[index[r[0]]] = np.frombuffer(r[1], dtype="<f4")
         return out

@@ -17,7 +17,6 @@ scores in [0, 1]. Imports `bot` leaf modules and `memory` modules only.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -33,6 +32,7 @@ from bot.errors import MutedSourceError, UnknownKindError
 from bot.ports import Embedder
 from memory.db import Database, Row, placeholders
 from memory.decay import fact_expired, fact_weight
+from memory.dialect import vector_deletes
 from memory.episodes import as_blob, cosines
 from memory.fts import terms
 from memory.profiles import profile_for
@@ -353,9 +353,8 @@ class FactRepo:
         total = 0
         for start in range(0, len(ids), 500):
             chunk = list(ids[start : start + 500])
-            # One key at a time: sqlite-vec answers `IN (…)` by scanning every owner's keys.
             await conn.executemany(  # type: ignore[attr-defined]
-                "DELETE FROM fact_vec WHERE fact_id = ?", [(i,) for i in chunk])
+                *vector_deletes("fact_vec", "fact_id", chunk))
             cur = await execute(f"DELETE FROM facts WHERE id IN ({placeholders(chunk)})", chunk)
             total += cur.rowcount
         return total
@@ -456,9 +455,7 @@ class FactRepo:
         if missing and embedding is not None:
             query_vec = np.asarray(embedding, dtype=np.float32)
             for r in await self.db.fetchall(
-                self.db.dialect.vectors_sql("fact_vec", "fact_id"),
-                (json.dumps([int(i) for i in missing]),),
-            ):
+                *self.db.dialect.vectors_query("fact_vec", "fact_id", missing)):
                 sim = float(np.dot(np.frombuffer(r[1], dtype="<f4"), query_vec))
                 if math.isfinite(sim):  # a vector stored before they were checked: no cosine
                     cosine[r[0]] = sim

@@ -29,6 +29,7 @@ from typing import Any
 
 from bot.ports import Embedder
 from memory.db import Database, placeholders
+from memory.dialect import vector_deletes
 from memory.episodes import as_blob
 from memory.export import OWNED_TABLES
 from memory.facts import Fact, FactRepo, fact_from_db
@@ -431,9 +432,7 @@ class Forgetter:
     async def _delete_rows(conn: Any, row_ids: Iterable[int]) -> None:
         for chunk in _chunks(sorted(row_ids)):
             marks = placeholders(chunk)
-            # One key at a time: sqlite-vec answers `IN (…)` by scanning every owner's keys.
-            await conn.executemany("DELETE FROM transcript_vec WHERE row_id = ?",
-                                   [(i,) for i in chunk])
+            await conn.executemany(*vector_deletes("transcript_vec", "row_id", chunk))
             await conn.execute(f"DELETE FROM fact_sources WHERE row_id IN ({marks})", chunk)
             await conn.execute(f"DELETE FROM transcript WHERE id IN ({marks})", chunk)
 
@@ -441,8 +440,7 @@ class Forgetter:
     async def _delete_episodes(conn: Any, ids: Sequence[int]) -> None:
         for chunk in _chunks(ids):
             marks = placeholders(chunk)
-            await conn.executemany("DELETE FROM episode_vec WHERE episode_id = ?",
-                                   [(i,) for i in chunk])  # point deletes, as above
+            await conn.executemany(*vector_deletes("episode_vec", "episode_id", chunk))
             await conn.execute(f"DELETE FROM fact_sources WHERE episode_id IN ({marks})", chunk)
             await conn.execute(f"UPDATE episodes SET parent_id = NULL WHERE parent_id IN"
                                f" ({marks})", chunk)

@@ -27,13 +27,13 @@ Imports `bot` leaf modules and `memory` only.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memory.db import Database, placeholders
+from memory.dialect import vector_deletes
 from memory.profiles import profile_for
 from memory.transcript import watermark
 
@@ -177,13 +177,12 @@ async def _delete_bulk(db: Database, ids: list[int]) -> set[int]:
             # Vectors first, apart from the rest: vec0 deletes are ~5x slower interleaved.
             for start in range(0, len(ids), BATCH):
                 chunk = ids[start:start + BATCH]
-                # By key (`Dialect.vectors_sql`): `row_id IN (…)` scans every owner's keys,
+                # By key (`Dialect.vectors`): `row_id IN (…)` scans every owner's keys,
                 # inside the write transaction that holds up everyone's turns meanwhile.
-                cur = await conn.execute(db.dialect.vectors_sql("transcript_vec", "row_id"),
-                                         (json.dumps([int(i) for i in chunk]),))
+                cur = await conn.execute(
+                    *db.dialect.vectors_query("transcript_vec", "row_id", chunk))
                 found = [r[0] for r in await cur.fetchall()]
-                await conn.executemany("DELETE FROM transcript_vec WHERE row_id = ?",
-                                       [(i,) for i in found])
+                await conn.executemany(*vector_deletes("transcript_vec", "row_id", found))
                 vectors.update(found)
             for name, _ in triggers:
                 await conn.execute(f"DROP TRIGGER {name}")

@@ -17,7 +17,6 @@ their channels; a shared room's owner is the room's scope. Imports `bot` leaf mo
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import re
 from collections import OrderedDict
@@ -187,7 +186,7 @@ class RowIndex:
             part = todo[start:start + CHUNK]
             ids = [rows.ids[i] for i in part]
             found = await self.reads.fetchall(
-                self.reads.dialect.vectors_sql("transcript_vec", "row_id"), (json.dumps(ids),))
+                *self.reads.dialect.vectors_query("transcript_vec", "row_id", ids))
             at = {rid: i for rid, i in zip(ids, part, strict=True)}
             for r in found:
                 i = at[int(r[0])]

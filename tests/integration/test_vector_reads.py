@@ -8,7 +8,6 @@ never a Decimal, as in a text read.
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
 
 import numpy as np
@@ -67,7 +66,7 @@ async def test_text_with_a_nul_reads_back_exactly_beside_a_vector(
 
 async def test_vectors_by_key_are_the_stored_ones_for_exactly_the_keys_asked(
         db: Database, clock: ManualClock) -> None:
-    """`Dialect.vectors_sql`, the one way to read some rows' vectors: each asked key that has
+    """`Dialect.vectors_query`, the one way to read some rows' vectors: each asked key that has
     a vector gets its own, bit for bit; keys without one, and other owners' rows that were
     not asked for, are not returned."""
     ann, bob = await person(db, "ann", clock), await person(db, "bob", clock)
@@ -86,9 +85,8 @@ async def test_vectors_by_key_are_the_stored_ones_for_exactly_the_keys_asked(
                     (row_id, who.id, stored[row_id]))
     ann_rows = rows["ann"]
     asked = [*ann_rows, 10**9]  # and a key that names no row at all
-    found = await db.fetchall(db.dialect.vectors_sql("transcript_vec", "row_id"),
-                              (json.dumps(asked),))
+    found = await db.fetchall(*db.dialect.vectors_query("transcript_vec", "row_id", asked))
     got = {int(r[0]): bytes(r[1]) for r in found}
     assert got == {k: v for k, v in stored.items() if k in ann_rows}
     assert len(got) == 5 and len(found) == 5
-    assert await db.fetchall(db.dialect.vectors_sql("transcript_vec", "row_id"), ("[]",)) == []
+    assert await db.fetchall(*db.dialect.vectors_query("transcript_vec", "row_id", [])) == []
