@@ -28,6 +28,14 @@ from memory.db import Database
 LIVE = "EXISTS (SELECT 1 FROM runners r WHERE r.id = {col} AND r.lease_until >= ?)"
 
 
+# Closing the open job runs of runners that are gone, which are redone later (one `?`: now;
+# the caller adds which runners after `AND`): the stale ones (`JobRunRepo.interrupt_stale`)
+# and a retiring runner's own (`RunnerLeases.retire`).
+INTERRUPT_RUNS = ("UPDATE job_runs SET status = 'interrupted', finished_at = ?,"
+                  " error = 'the process stopped during this run; it will be redone'"
+                  " WHERE status = 'running' AND ")
+
+
 def held_by_a_live_runner(column: str) -> str:
     """The SQL condition "the runner named in `column` holds a live lease" (one `?`: now)."""
     if not column.replace(".", "").replace("_", "").isalnum():  # formatted into SQL
@@ -88,10 +96,7 @@ class RunnerLeases:
         row's commit and the runner learning its id, and then no one else would close it
         (its runner is not stale, it is gone)."""
         async with self.db.write() as conn:
-            await conn.execute(
-                "UPDATE job_runs SET status = 'interrupted', finished_at = ?,"
-                " error = 'the process stopped during this run; it will be redone'"
-                " WHERE runner = ? AND status = 'running'", (to_iso(now), runner_id))
+            await conn.execute(INTERRUPT_RUNS + "runner = ?", (to_iso(now), runner_id))
             await conn.execute("DELETE FROM job_leases WHERE runner = ?", (runner_id,))
             await conn.execute("DELETE FROM runners WHERE id = ?", (runner_id,))
 
@@ -120,6 +125,14 @@ class RunnerLeases:
         """Give the owner's jobs back (only if this runner still holds them)."""
         await self.db.execute_atomic(
             "DELETE FROM job_leases WHERE owner_id = ? AND runner = ?", (owner_id, runner_id))
+
+    async def holders(self, now: datetime) -> dict[int, str]:
+        """Every owner whose jobs a live runner holds now, with that runner (one query, for
+        `strata jobs status` over all the persons)."""
+        rows = await self.db.fetchall(
+            "SELECT l.owner_id, l.runner FROM job_leases l"
+            f" WHERE {held_by_a_live_runner('l.runner')}", (to_iso(now),))
+        return {int(r[0]): str(r[1]) for r in rows}
 
     async def holder(self, owner_id: int, now: datetime) -> str | None:
         """The live runner holding the owner's jobs, if any."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.clock import from_iso, to_iso
-from memory.claims import held_by_a_live_runner
+from memory.claims import INTERRUPT_RUNS, held_by_a_live_runner
 from memory.db import Database, Row
 
 
@@ -166,9 +166,7 @@ class JobRunRepo:
         of `runner` (the caller) or of another live process is left alone."""
         async with self.db.write() as conn:
             cur = await conn.execute(
-                "UPDATE job_runs SET status = 'interrupted', finished_at = ?,"
-                " error = 'the process stopped during this run; it will be redone'"
-                " WHERE status = 'running' AND (runner IS NULL OR (runner <> ? AND NOT"
+                INTERRUPT_RUNS + "(runner IS NULL OR (runner <> ? AND NOT"
                 f" {held_by_a_live_runner('job_runs.runner')}))",
                 (to_iso(now), runner or "", to_iso(now)),
             )

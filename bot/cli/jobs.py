@@ -84,9 +84,10 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
         names = default_registry().names()
         runners = await repos.leases.live(now)
         runner_names = {r.id: r.name for r in runners}
+        holders = await repos.leases.holders(now)
         out: list[dict[str, Any]] = []
         for person in people:
-            holder = await repos.leases.holder(person.id, now)
+            holder = holders.get(person.id)
             summary = {row.job: row for row in await runs.summary(person.id)}
             for job in names + sorted(set(summary) - set(names)):
                 row = summary.get(job)
