@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.report import write_report  # noqa: E402
 from memory.claims import RunnerLeases  # noqa: E402
 from memory.db import Database  # noqa: E402
 from memory.persons import PersonRepo  # noqa: E402
@@ -209,10 +210,8 @@ def main() -> None:
         "seconds": args.seconds,
         "engines": results,
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
+    print(json.dumps(report, indent=2))
+    write_report(args.out, report)
 
 
 def _cpus() -> int:

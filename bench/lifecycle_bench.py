@@ -31,6 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.report import write_report  # noqa: E402
 from bot.clock import to_iso  # noqa: E402
 from bot.llm import OpenAIChatModel, OpenAIEmbedder  # noqa: E402
 from bot.types import ChannelKind  # noqa: E402
@@ -61,9 +62,8 @@ def machine() -> dict[str, Any]:
 def write(name: str, data: dict[str, Any]) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     data["machine"] = machine()
-    text = json.dumps(data, indent=2)
-    (RESULTS / f"{name}.json").write_text(text + "\n")
-    print(text)
+    print(json.dumps(data, indent=2))
+    write_report(RESULTS / f"{name}.json", data)
 
 
 def topic_vectors(n: int, topics: int, noise: int, seed: int = 0) -> np.ndarray:
