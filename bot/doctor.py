@@ -10,6 +10,7 @@ from pathlib import Path
 from bot.config import Settings
 from bot.errors import ModelBadResponseError, ModelError, StrataError
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
+from bot.wording import counted
 from memory.driver import sqlite_driver
 from memory.transcript import describe_store
 
@@ -52,7 +53,7 @@ async def _database(settings: Settings) -> list[Check]:
     except StrataError as exc:
         checks.append(Check(False, f"database {path}", str(exc)))
         return checks
-    checks.append(Check(True, f"database {path} ({versions}; {count} transcript rows, "
+    checks.append(Check(True, f"database {path} ({versions}; {counted(count, 'transcript row')}, "
                               f"dimension {settings.embed.dim})"))
     return checks
 

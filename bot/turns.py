@@ -51,6 +51,7 @@ from bot.types import (
     TurnResult,
     Usage,
 )
+from bot.wording import counted
 from memory.leases import Leases
 from memory.persons import ChannelRepo, PersonRepo
 from memory.transcript import TranscriptRepo, history_since_watermark
@@ -158,7 +159,7 @@ def rate_limited_message(wait_seconds: float) -> str:
     secs = max(1, math.ceil(wait_seconds))
     return (
         "You're writing faster than I'm allowed to think — I can answer again in about "
-        f"{secs} second{'s' if secs != 1 else ''}. Your message is saved."
+        f"{counted(secs, 'second')}. Your message is saved."
     )
 
 

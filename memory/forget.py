@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.ports import Embedder
+from bot.wording import counted
 from memory.db import Database, placeholders
 from memory.dialect import vector_deletes
 from memory.episodes import as_blob
@@ -105,22 +106,22 @@ class ForgetPlan:
         """One line: what would go."""
         parts = []
         if self.facts:
-            parts.append(f"{len(self.facts)} fact{'s' * (len(self.facts) != 1)}")
+            parts.append(counted(len(self.facts), "fact"))
         if self.turn_ids:
             n = len(self.turn_ids)
-            parts.append(f"{n} exchange{'s' * (n != 1)} of our conversation")
+            parts.append(f"{counted(n, 'exchange')} of our conversation")
         rebuilt = sum(1 for e in self.episodes if e.summary is not None)
         dropped = len(self.episodes) - rebuilt
         if dropped:
-            parts.append(f"{dropped} memor{'ies' if dropped != 1 else 'y'}")
+            parts.append(counted(dropped, "memory", "memories"))
         if rebuilt:
-            parts.append(f"{rebuilt} rewritten memor{'ies' if rebuilt != 1 else 'y'}")
+            parts.append(counted(rebuilt, "rewritten memory", "rewritten memories"))
         if self.compactions:
             n = len(self.compactions)
-            parts.append(f"{n} summar{'ies' if n != 1 else 'y'}")
+            parts.append(counted(n, "summary", "summaries"))
         other = sum(len(v) for v in self.generic.values())
         if other:
-            parts.append(f"{other} other item{'s' * (other != 1)}")
+            parts.append(counted(other, "other item"))
         return ", ".join(parts) or "nothing"
 
 

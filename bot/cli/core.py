@@ -15,6 +15,7 @@ from bot.clock import ManualClock, SystemClock, from_iso
 from bot.config import Settings
 from bot.errors import StrataError
 from bot.ports import Clock
+from bot.wording import counted
 from memory import backup
 from memory.export import export_person
 from memory.lifecycle import hierarchy
@@ -67,8 +68,11 @@ async def cmd_db_migrate(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_db_backup(args: argparse.Namespace, settings: Settings) -> int:
     report = await asyncio.to_thread(backup.backup, _db_file(settings), args.path)
-    print(f"backed up {report.source} to {report.target} ({report.bytes:,} bytes, "
-          f"{report.transcript_rows} transcript rows); it passes the integrity checks")
+    # A file that is not (yet) a Strata store has no transcript to count.
+    rows = ("no transcript" if report.transcript_rows is None
+            else counted(report.transcript_rows, "transcript row"))
+    print(f"backed up {report.source} to {report.target} ({report.bytes:,} bytes, {rows}); "
+          "it passes the integrity checks")
     return 0
 
 

@@ -17,6 +17,7 @@ from bot.app import Repos, make_embedder, open_db
 from bot.cli.core import _person_or_fail
 from bot.config import Settings
 from bot.memory_commands import fact_line
+from bot.wording import counted
 from memory.forget import Forgetter
 
 
@@ -75,7 +76,7 @@ async def cmd_memory_wipe(args: argparse.Namespace, settings: Settings) -> int:
         rows = await repos.transcript.count(person.id)
         facts = await repos.facts.count(person.id, live_only=False)
         question = (f"Delete everything stored about {person.name} (person {person.id}): "
-                    f"{rows} transcript rows, {facts} facts, all episodes?")
+                    f"{counted(rows, 'transcript row')}, {counted(facts, 'fact')}, all episodes?")
         if not args.yes and not confirm(question):
             print("aborted: nothing deleted", file=sys.stderr)
             return 1

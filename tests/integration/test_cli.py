@@ -76,6 +76,12 @@ def test_doctor(fake_openai: FakeOpenAI, subprocess_env: dict[str, str],
     assert out.stdout.count("ok ") >= 4
     [database] = [line for line in out.stdout.splitlines() if line.startswith("ok    database")]
     assert "0 transcript rows" in database
+    # One message stored while the model is unreachable: "1 transcript row", not "1 … rows".
+    down = dict(subprocess_env, STRATA_LLM_BASE_URL="http://127.0.0.1:9/v1")
+    assert strata(["chat", "--user", "a"], down, "hello\n").returncode == 0
+    again = strata(["doctor"], subprocess_env)
+    [database] = [line for line in again.stdout.splitlines() if line.startswith("ok    database")]
+    assert "1 transcript row," in database, database
     if isinstance(db_target, str):  # PostgreSQL: its versions, and nothing about SQLite
         assert re.search(r"PostgreSQL \d+\.\d+, pgvector \d+\.\d+\.\d+", database), database
         assert "sqlite" not in out.stdout.lower()

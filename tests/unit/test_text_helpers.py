@@ -3,6 +3,7 @@ from hypothesis import strategies as st
 
 from bot.commands import CommandRouter
 from bot.tokens import count_tokens, truncate_to_tokens
+from bot.wording import counted
 from memory.fts import match_query, terms
 from memory.profiles import MUTED, profile_for
 
@@ -67,3 +68,11 @@ def test_share_budget_cuts_the_long_texts_and_keeps_the_short_ones() -> None:
     assert sum(count_tokens(t) for t in out) <= 200
     assert out[1].startswith("x x") and out[1].endswith("…")
     assert share_budget(["a", "b"], 100) == ["a", "b"]
+
+
+def test_counts_read_in_the_right_number() -> None:
+    assert counted(1, "transcript row") == "1 transcript row"
+    assert counted(0, "transcript row") == "0 transcript rows"
+    assert counted(2, "memory", "memories") == "2 memories"
+    assert counted(1, "memory", "memories") == "1 memory"
+    assert counted(12345, "fact") == "12,345 facts"
