@@ -271,16 +271,29 @@ def summarize(answers: Sequence[Answer], budget: int) -> dict[str, Any]:
     for cat in sorted({a.category for a in own}):
         group = [a for a in own if a.category == cat]
         by_category[cat] = metrics(group, with_evidence=lambda a: bool(a.evidence))
+    # Per conversation as well: a split's mean can hide one conversation far from the rest,
+    # which is what a tune/check gap needs to be read against.
+    by_conversation: dict[str, dict[str, float]] = {}
+    for conv in sorted({a.conv for a in answers}):
+        mine = [a for a in own if a.conv == conv]
+        by_conversation[conv] = {
+            "questions": len(mine),
+            **metrics(mine, with_evidence=lambda a: a.scored),
+            "false_injection_rate": _false_injection([a for a in absent if a.conv == conv]),
+        }
     return {
         "questions": len(own),
         "budget_tokens": budget,
         "overall": metrics(own, with_evidence=lambda a: a.scored),
         "by_category": by_category,
-        "abstention": {
-            "n": len(absent),
-            "false_injection_rate": round(_mean([1.0 if a.injected else 0.0 for a in absent]), 4),
-        },
+        "by_conversation": by_conversation,
+        "abstention": {"n": len(absent), "false_injection_rate": _false_injection(absent)},
     }
+
+
+def _false_injection(absent: Sequence[Answer]) -> float:
+    """The share of questions about other conversations that got anything injected."""
+    return round(_mean([1.0 if a.injected else 0.0 for a in absent]), 4)
 
 
 def abstention_sample(
@@ -310,6 +323,14 @@ def format_table(report: dict[str, Any]) -> str:
     lines.append(line("overall", report["overall"]))
     for cat, m in report["by_category"].items():
         lines.append(line(cat + ("*" if cat == ADVERSARIAL else ""), m))
+    by_conversation = report.get("by_conversation", {})
+    if len(by_conversation) > 1:
+        lines.append(f"{'conversation':<14}{'recall':>8}{'hit':>8}{'tokens':>9}{'empty':>8}"
+                     f"{'FI':>9}{'questions':>11}")
+        for conv, m in by_conversation.items():
+            lines.append(f"{conv:<14}{m['evidence_recall']:>8.3f}{m['hit_rate']:>8.3f}"
+                         f"{m['mean_injected_tokens']:>9.1f}{m['empty_rate']:>8.3f}"
+                         f"{m['false_injection_rate']:>9.3f}{m['questions']:>11}")
     ab = report["abstention"]
     lines.append(f"abstention: {ab['n']} questions from other conversations, "
                  f"false injection rate {ab['false_injection_rate']:.3f}")

@@ -19,8 +19,8 @@ T = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def answer(qid: str, category: str, evidence: tuple[str, ...], cited: set[str], tokens: int,
-           latency: float, abstention: bool = False) -> Answer:
-    return Answer(qid, "c", category, evidence, frozenset(cited), tokens, latency, abstention)
+           latency: float, abstention: bool = False, conv: str = "c") -> Answer:
+    return Answer(qid, conv, category, evidence, frozenset(cited), tokens, latency, abstention)
 
 
 def test_summary_by_hand() -> None:
@@ -48,6 +48,25 @@ def test_summary_by_hand() -> None:
     assert report["abstention"] == {"n": 2, "false_injection_rate": 0.5}
     table = format_table(report)
     assert "overall" in table and "0.500" in table
+
+
+def test_each_conversation_is_reported_on_its_own() -> None:
+    """A tune/check gap is read per conversation: one split's mean can hide a conversation."""
+    answers = [
+        answer("1", "single_hop", ("a", "b"), {"a"}, 100, 10.0, conv="c1"),      # 0.5
+        answer("2", "multi_hop", ("c",), {"c"}, 100, 10.0, conv="c1"),           # 1.0
+        answer("3", "single_hop", ("d",), set(), 0, 10.0, conv="c2"),            # 0, empty
+        answer("4", "temporal", (), {"q"}, 80, 10.0, abstention=True, conv="c1"),
+        answer("5", "temporal", (), set(), 0, 10.0, abstention=True, conv="c2"),
+        answer("6", "temporal", (), set(), 0, 10.0, abstention=True, conv="c2"),
+    ]
+    report = summarize(answers, 1000)
+    c1, c2 = report["by_conversation"]["c1"], report["by_conversation"]["c2"]
+    assert c1["questions"] == 2 and c1["evidence_recall"] == 0.75 and c1["empty_rate"] == 0.0
+    assert c2["questions"] == 1 and c2["evidence_recall"] == 0.0 and c2["empty_rate"] == 1.0
+    assert c1["false_injection_rate"] == 1.0 and c2["false_injection_rate"] == 0.0
+    table = format_table(report)
+    assert any(line.startswith("c2") and "0.000" in line for line in table.splitlines())
 
 
 def q(conv: str, i: int, category: str = "single_hop") -> EvalQuestion:
