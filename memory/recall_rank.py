@@ -327,17 +327,34 @@ CALENDAR = frozenset(
 )
 
 
+# A full stop after these ends an abbreviation, not a sentence: the "Seuss" of "Dr. Seuss" is a
+# name, and the "City" of "U.S. City" is no sentence's first word.
+_TITLES = frozenset({"mr", "mrs", "ms", "dr", "st", "jr", "sr", "prof", "mt", "vs"})
+_SENTENCE_END = re.compile(r"(\w*)[.!?]+[\"'’”)]*\s+$")
+
+
+def _capitalised(query: str) -> list[str]:
+    """The query's capitalised words that may be names: not one that begins the query or a
+    sentence in it (capitalised for that reason alone)."""
+    out = []
+    for m in _NAME.finditer(query):
+        before = query[: m.start()]
+        if not _WORD.search(before):  # the query's first word
+            continue
+        end = _SENTENCE_END.search(before)
+        if end and len(end.group(1)) > 1 and end.group(1).lower() not in _TITLES:
+            continue
+        out.append(m.group(0))
+    return out
+
+
 def strangers(query: str, table: RowTable, known: Collection[str] = ()) -> list[str]:
     """The names in the query (capitalised words, not the first, not a month or weekday) that
     this memory never mentions, as written in the query: neither its rows nor `known` (the
     words of its other memories, e.g. a roll-up parent's summary once the rows it came from
     are pruned)."""
-    words = _NAME.findall(query)
-    first = _WORD.search(query)
-    if first and words and words[0] == first.group(0):
-        words = words[1:]
     out = []
-    for w in words:
+    for w in _capitalised(query):
         for word in surface_words(w):
             # Initials (U.S.) and calendar words say nothing about who is meant.
             if len(word) < 3 or word in CALENDAR or word in STOPWORDS:

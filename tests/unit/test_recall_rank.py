@@ -151,6 +151,19 @@ def test_a_name_is_checked_as_written_not_as_a_stem() -> None:
     assert surface_words("John’s U.S. trip") == ["john", "u", "s", "trip"]
 
 
+def test_a_sentence_s_first_word_is_no_name() -> None:
+    # Capitalised because a sentence begins there, as the query's first word is.
+    t = table_of(["Caroline: I joined a support group in September"])
+    question = "Was September a good month for Caroline? Answer yes or no."
+    assert strangers(question, t) == []
+    assert strangers("Caroline joined. Then Tim left!  Sure", t) == ["Tim"]
+    assert strangers("I asked: Where did Caroline go? Tell me about Tim", t) == ["Tim"]
+    assert strangers('"Tim? Who?" she asked', t) == []  # the first word, after a quote
+    # An abbreviation's full stop ends no sentence: these are names.
+    assert strangers("Does Caroline like books by Dr. Seuss?", t) == ["Seuss"]
+    assert strangers("Did Caroline visit the U.S. Embassy?", t) == ["Embassy"]
+
+
 def cost_of(run: tuple[int, ...]) -> int:
     return 10 + 20 * len(run)  # a header, then each row
 
