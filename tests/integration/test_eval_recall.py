@@ -83,8 +83,12 @@ def test_eval_recall_report(tmp_path: Path, subprocess_env: dict[str, str]) -> N
     assert "overall" in run.stdout and "false injection rate" in run.stdout
 
     report = json.loads(out.read_text())
-    assert set(report) == {"questions", "budget_tokens", "overall", "by_category", "abstention",
-                           "command", "embedder"}
+    assert set(report) == {"questions", "budget_tokens", "overall", "by_category",
+                           "by_conversation", "abstention", "command", "embedder"}
+    # Each conversation on its own: its own questions, and its foreign one got nothing.
+    assert set(report["by_conversation"]) == {"A", "B"}
+    assert sum(m["questions"] for m in report["by_conversation"].values()) == 5
+    assert all(m["false_injection_rate"] == 0.0 for m in report["by_conversation"].values())
     assert report["command"].startswith("strata eval recall --turns ")
     assert report["questions"] == 5 and report["budget_tokens"] == 200
     keys = {"evidence_recall", "hit_rate", "mean_injected_tokens", "empty_rate",
