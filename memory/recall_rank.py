@@ -330,29 +330,41 @@ CALENDAR = frozenset(
 # A full stop after these ends an abbreviation, not a sentence: the "Seuss" of "Dr. Seuss" is a
 # name, and the "City" of "U.S. City" is no sentence's first word.
 _TITLES = frozenset({"mr", "mrs", "ms", "dr", "st", "jr", "sr", "prof", "mt", "vs"})
-_SENTENCE_END = re.compile(r"(\w*)[.!?]+[\"'’”)]*\s+$")
+_CLOSERS = "\"'’”)"
+
+
+def _ends_sentence(before: str) -> bool:
+    """Whether `before` (the text up to a word) ends a sentence: a full stop, ! or ? (then
+    perhaps a closing quote or bracket) and a space, after a word longer than an initial that
+    is not a title. Read from the end only: this runs for every capitalised word of a message
+    on the turn's path."""
+    if not before or not before[-1].isspace():
+        return False
+    text = before.rstrip().rstrip(_CLOSERS)
+    if not text or text[-1] not in ".!?":
+        return False
+    text = text.rstrip(".!?")
+    n = len(text)
+    while n and (text[n - 1].isalnum() or text[n - 1] == "_"):
+        n -= 1
+    word = text[n:]
+    return len(word) > 1 and word.lower() not in _TITLES
 
 
 def _capitalised(query: str) -> list[str]:
     """The query's capitalised words that may be names: not one that begins the query or a
     sentence in it (capitalised for that reason alone)."""
-    out = []
-    for m in _NAME.finditer(query):
-        before = query[: m.start()]
-        if not _WORD.search(before):  # the query's first word
-            continue
-        end = _SENTENCE_END.search(before)
-        if end and len(end.group(1)) > 1 and end.group(1).lower() not in _TITLES:
-            continue
-        out.append(m.group(0))
-    return out
+    first = _WORD.search(query)
+    return [m.group(0) for m in _NAME.finditer(query)
+            if not (first is not None and m.start() <= first.start())  # the query's first word
+            and not _ends_sentence(query[max(0, m.start() - 64):m.start()])]
 
 
 def strangers(query: str, table: RowTable, known: Collection[str] = ()) -> list[str]:
-    """The names in the query (capitalised words, not the first, not a month or weekday) that
-    this memory never mentions, as written in the query: neither its rows nor `known` (the
-    words of its other memories, e.g. a roll-up parent's summary once the rows it came from
-    are pruned)."""
+    """The names in the query (capitalised words, not the first of the query or of one of its
+    sentences, not a month or weekday) that this memory never mentions, as written in the
+    query: neither its rows nor `known` (the words of its other memories, e.g. a roll-up
+    parent's summary once the rows it came from are pruned)."""
     out = []
     for w in _capitalised(query):
         for word in surface_words(w):
