@@ -18,6 +18,7 @@ import sys
 
 from bot.config import load_settings
 from bot.errors import StrataError
+from bot.visible import say
 
 # Subcommand modules, each with `register(subparsers)`; commands set `run=coroutine(args, s)`.
 MODULES = [
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         code = asyncio.run(args.run(args, settings))
         sys.stdout.flush()
     except StrataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _notice(text: str) -> None:
-    print(f"note: {text}", file=sys.stderr)
+    say(f"note: {text}", file=sys.stderr)
 
 
 if __name__ == "__main__":

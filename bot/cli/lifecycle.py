@@ -14,6 +14,7 @@ from typing import Any
 from bot.app import Repos, make_lifecycle_policy, open_db
 from bot.cli.core import _person_or_fail, subgroup
 from bot.config import Settings
+from bot.visible import say
 
 
 async def cmd_memory_map(args: argparse.Namespace, settings: Settings) -> int:
@@ -26,7 +27,7 @@ async def cmd_memory_map(args: argparse.Namespace, settings: Settings) -> int:
         result = await draw_map(db, person.id, person.name, args.out, policy.rollup.cluster)
     finally:
         await db.close()
-    print(f"{result.path}: {result.points} apex episodes, {result.clusters} clusters, "
+    say(f"{result.path}: {result.points} apex episodes, {result.clusters} clusters, "
           f"{result.noise} noise")
     return 0
 
