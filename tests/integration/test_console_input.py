@@ -4,6 +4,8 @@ fake model over HTTP and a real database (issue 21, defects 5 and 8)."""
 from __future__ import annotations
 
 import json
+import stat
+from pathlib import Path
 
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_cli import strata
@@ -60,3 +62,32 @@ def test_escape_sequences_in_stored_text_are_printed_visibly(
         assert out.returncode == 0, out.stderr
         assert "\x1b" not in out.stdout and "\x07" not in out.stdout, args
         assert "^[[31mMiso" in out.stdout, (args, out.stdout)
+
+
+def test_a_problem_is_one_friendly_line_and_logs_go_where_asked(
+        fake_openai: FakeOpenAI, subprocess_env: dict[str, str], tmp_path: Path) -> None:
+    env = {**subprocess_env, "STRATA_EMBED_BASE_URL": "http://127.0.0.1:9/v1"}
+    said = "hi\nI moved to Lyon\nand I like it\n"
+    replies = ["You said: hi", "You said: I moved to Lyon", "You said: and I like it"]
+    out = strata(["chat", "--user", "alice"], env, said)
+    assert out.returncode == 0 and out.stdout.splitlines() == replies
+    # Once for the whole chat, not per message, with the fix; no timestamped log lines.
+    assert out.stderr.splitlines() == [
+        "embeddings unavailable (embedding model: cannot connect): recall uses keywords only "
+        "until they are back; run `strata doctor`"]
+
+    log = tmp_path / "logs" / "strata.log"
+    log.parent.mkdir()
+    to_file = strata(["--log-file", str(log), "chat", "--user", "alice"], env, said)
+    assert to_file.stdout.splitlines() == replies
+    assert to_file.stderr.count("embeddings unavailable") == 1
+    assert "WARNING" not in to_file.stderr
+    written = log.read_text(encoding="utf-8")
+    assert "WARNING memory.recall: recall: query embedding failed" in written
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+    loud = strata(["--log-level", "warning", "chat", "--user", "alice"], env, said)
+    assert loud.stdout.splitlines() == replies
+    assert "WARNING memory.recall" in loud.stderr
+    bad = strata(["--log-level", "chatty", "chat", "--user", "alice"], env, said)
+    assert bad.returncode == 2 and "--log-level" in bad.stderr
