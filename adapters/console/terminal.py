@@ -13,6 +13,7 @@ from pathlib import Path
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import run_in_terminal
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.patch_stdout import patch_stdout
 
 from bot.private_files import private_dir, private_file
 
@@ -33,7 +34,10 @@ class TerminalPrompt:
         """The next line the person sends; None when they end the chat (Ctrl-D)."""
         while True:
             try:
-                return await self.session.prompt_async(PROMPT)
+                # What else writes to stdout/stderr meanwhile (a notice from an after-turn
+                # step) is printed above the prompt, not into the line being typed.
+                with patch_stdout():
+                    return await self.session.prompt_async(PROMPT)
             except KeyboardInterrupt:  # Ctrl-C: drop the line being typed, as a shell does
                 continue
             except EOFError:
