@@ -133,6 +133,8 @@ class ConsoleAdapter:
 
             self._prompt = TerminalPrompt(self._history)
             self._write("Strata — type a message, /help for commands, Ctrl-D to quit.\n")
+            if self._prompt.unsaved:
+                self._write(f"({self._prompt.unsaved}; it lasts for this chat only)\n")
             read = self._prompt.read
         else:
             read = self._piped_reader()

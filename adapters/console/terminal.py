@@ -23,11 +23,17 @@ PROMPT = "you> "
 class TerminalPrompt:
     def __init__(self, history: Path | None) -> None:
         store: History = InMemoryHistory()
+        # Why the history is kept for this run only (an unwritable data folder): a chat
+        # without saved history beats no chat. None when it is saved.
+        self.unsaved: str | None = None
         if history is not None:
-            # What the operator typed is as personal as the transcript: 0600 in a 0700 folder,
-            # made before prompt_toolkit opens it (it would create it with the umask's mode).
-            private_dir(history.parent)
-            store = FileHistory(str(private_file(history)))
+            try:
+                # What the operator typed is as personal as the transcript: 0600 in a 0700
+                # folder, made before prompt_toolkit opens it (it would use the umask's mode).
+                private_dir(history.parent)
+                store = FileHistory(str(private_file(history)))
+            except OSError as exc:
+                self.unsaved = f"cannot keep the prompt history in {history.parent}: {exc}"
         self.session: PromptSession[str] = PromptSession(history=store)
 
     async def read(self) -> str | None:
