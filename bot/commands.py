@@ -13,6 +13,7 @@ drives every registered command in a shared room to hold that.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -34,6 +35,11 @@ class CommandReply:
 
 
 Handler = Callable[[CommandContext], Awaitable[CommandReply]]
+
+# What reads as a command someone meant to give: `/word` of two or more letters, digits or
+# underscores, alone or followed by a space (`/remindme`, `/bogus x`). "/usr/bin is a
+# folder", "/s" or "//" are ordinary messages and go to the model.
+COMMAND_LIKE = re.compile(r"/([A-Za-z][A-Za-z0-9_]{1,31})(?:@\w+)?(?:\s|$)")
 
 
 @dataclass
@@ -74,6 +80,13 @@ class CommandRouter:
         if parsed is None or parsed[0] not in self.commands:
             return None
         return self.commands[parsed[0]], parsed[1]
+
+    def unknown(self, text: str) -> str | None:
+        """The name in `text` when it reads as a command (`COMMAND_LIKE`) that is not one."""
+        match = COMMAND_LIKE.match(text.strip())
+        if match is None or match.group(1).lower() in self.commands:
+            return None
+        return match.group(1).lower()
 
     async def _help(self, ctx: CommandContext) -> CommandReply:
         shared = ctx.channel.kind is ChannelKind.SHARED

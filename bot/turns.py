@@ -412,7 +412,13 @@ class TurnProcessor:
             return None
         person, channel = await self.resolve(msg)
         found = self.commands.find(msg.text) if msg.addressed_to_bot else None
-        if found is not None:
+        if found is not None or (msg.addressed_to_bot and self.commands.unknown(msg.text)):
+            return Accepted(msg, person, channel, uuid.uuid4().hex, stored=False)
+        if not msg.text.strip() and msg.location is None:
+            # Nothing said: no row, so no empty turn in the history or recall. Addressed, it
+            # still gets a word back (`_handle_locked`).
+            if not msg.addressed_to_bot:
+                return None
             return Accepted(msg, person, channel, uuid.uuid4().hex, stored=False)
         if msg.message_id is not None and msg.edited_of is None:
             # A platform may deliver a message again after a crash (stored, not confirmed).
@@ -530,8 +536,15 @@ class TurnProcessor:
         msg, person, channel, turn_id = (
             accepted.msg, accepted.person, accepted.channel, accepted.turn_id)
         if not accepted.stored:
+            # Not stored by `accept`: a command, an unknown one, or an empty message.
             found = self.commands.find(msg.text)
-            assert found is not None  # accept stores everything that is not a command
+            if found is None:
+                unknown = self.commands.unknown(msg.text)
+                if unknown is not None:
+                    return TurnResult(f"unknown command /{unknown}, /help lists them",
+                                      turn_id, channel.id, person.id, command=unknown)
+                return TurnResult("(That message was empty, so there is nothing to answer.)",
+                                  turn_id, channel.id, person.id)
             command, args = found
             if not command.shared and channel.kind is not ChannelKind.PRIVATE:
                 return TurnResult(
@@ -552,13 +565,6 @@ class TurnProcessor:
             )
         if not msg.addressed_to_bot:
             return None
-        if not msg.text.strip() and msg.location is None:
-            return TurnResult(
-                "(That message was empty, so there is nothing to answer.)",
-                turn_id,
-                channel.id,
-                person.id,
-            )
         if channel.source == "user" and self.limiter is not None:
             wait = self.limiter.acquire(person.id)
             if wait is not None:

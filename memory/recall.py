@@ -185,9 +185,14 @@ class RecallItem:
     where: str = ""
 
 
+# Provenance phrases naming a channel take "the" in a heading ("From the private chat on
+# console:"); the others carry their own determiner ("From my own reflections:").
+CHANNEL_PHRASES = ("private chat", "shared room", "background channel")
+
+
 def heading(where: str) -> str:
     """The line above the items of one channel, when items leave provenance out."""
-    return f"From the {where}:"
+    return f"From the {where}:" if where.startswith(CHANNEL_PHRASES) else f"From {where}:"
 
 
 def heading_cost(where: str) -> int:
@@ -229,7 +234,9 @@ class RecallResult:
 # -- candidate sources ------------------------------------------------------------------------
 
 
-def _where(kind: str, platform: str, name: str, source: str) -> str:
+def channel_where(kind: str, platform: str, name: str, source: str) -> str:
+    """A channel in words ("private chat on console"): the one phrase rows, episodes and
+    facts use, so a channel's items share one heading."""
     if kind == "shared":
         return f'shared room "{name}" on {platform}' if name else f"shared room on {platform}"
     if kind == "background":
@@ -309,7 +316,7 @@ class EpisodeSource:
                 text=r["summary"],
                 label=LEVEL_LABEL.get(r["level"], "notes"),
                 when=start if start == end else f"{start} to {end}",
-                where=_where(r["kind"], r["platform"], r["name"], r["source"]),
+                where=channel_where(r["kind"], r["platform"], r["name"], r["source"]),
                 recency=episode_weight(r["level"], from_iso(r["last_relevant_at"]), query.now),
                 salience=float(r["salience"]),
                 cited_rows=tuple(cited.get(int(r["id"]), ())),
@@ -347,7 +354,7 @@ def row_line(row: Row) -> str:
 
 def row_where(row: Row) -> str:
     """The provenance of a row: which channel it was said in."""
-    return _where(row["kind"], row["platform"], row["name"], row["source"])
+    return channel_where(row["kind"], row["platform"], row["name"], row["source"])
 
 
 def _header(first: Row, last: Row, provenance: bool = True) -> str:
