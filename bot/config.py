@@ -295,6 +295,12 @@ class CognitionSettings(_Section):
     http_timeout: float = Field(default=15.0, gt=0)
 
 
+class McpSettings(_Section):
+    # `strata mcp` over stdio without --agent: the agent whose token this is (STRATA_MCP_TOKEN),
+    # so an agent's own launcher can pick it without the operator's command line.
+    token: str = Field(default="", repr=False)
+
+
 class Settings(BaseSettings):
     """Every section. `load_settings` builds it from the TOML file and the environment."""
 
@@ -317,6 +323,7 @@ class Settings(BaseSettings):
     telegram: TelegramSettings = TelegramSettings()
     matrix: MatrixSettings = MatrixSettings()
     cognition: CognitionSettings = CognitionSettings()
+    mcp: McpSettings = McpSettings()
 
     @classmethod
     def settings_customise_sources(
