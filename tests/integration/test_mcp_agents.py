@@ -295,3 +295,21 @@ async def test_the_person_sees_what_an_agent_wrote_and_can_forget_it(
         assert paused.is_error and "paused" in text_of(paused)
     assert not any("jazz" in f.text for f in await app.facts.repo.for_owner(alice.id))
     assert json.dumps(await app.persons.export(alice.id)).count(token) == 0
+
+
+async def test_wipe_takes_the_agents_binding_and_its_facts(
+        app: App, clock: ManualClock) -> None:
+    assert app.agents is not None and app.repos is not None
+    await say(app, clock, "alice", "hello")
+    alice = await person(app, "alice")
+    token = new_token()
+    assert await app.repos.agents.add("planner", alice.id, token, clock.now())
+    async with http_server(app) as url:
+        async with http_client(url, token) as client:
+            assert not (await client.call_tool("remember", {"text": "Rows on Sundays"})).is_error
+        assert "Rows on Sundays" in (await say(app, clock, "alice", "/memory")).reply
+        await say(app, clock, "alice", "/wipe")
+        assert "deleted everything" in (await say(app, clock, "alice", "/wipe confirm")).reply
+        assert await app.repos.agents.by_token(token) is None
+        assert await status_of(url, {"Authorization": f"Bearer {token}"}) == 401
+    assert await app.facts.repo.for_owner(alice.id) == []
