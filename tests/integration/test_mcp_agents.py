@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import subprocess
 import sys
@@ -17,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 import uvicorn
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from bot import mcp_server
@@ -94,7 +97,7 @@ def stdio(env: dict[str, str], *args: str) -> Client:
 
 
 async def test_stdio_agent_remembers_recalls_and_lists_only_its_persons_memory(
-        app: App, clock: ManualClock, subprocess_env: dict[str, str]) -> None:
+        app: App, clock: ManualClock, subprocess_env: dict[str, str], tmp_path: Path) -> None:
     alice, bob, room_fact = await two_people(app, clock)
     added = strata(["agents", "add", "planner", "--user", "alice"], subprocess_env)
     assert added.returncode == 0, added.stderr
@@ -141,15 +144,27 @@ async def test_stdio_agent_remembers_recalls_and_lists_only_its_persons_memory(
     assert not any(f.text == "Alice gossips" for f in facts)
 
     # Bob's agent, picked by its token from the environment, sees none of Alice's memory.
-    async with stdio(dict(subprocess_env, STRATA_MCP_TOKEN=hive_token)) as hive:
-        listed = (await hive.call_tool("list_facts", {})).structured_content
-        assert listed is not None
-        assert [f["text"] for f in listed["result"]] == ["Keeps bees in Ghent"]
-        for query in ("peanuts allergy", "Lyon", "Saone", "team offsite Porto"):
-            found = text_of(await hive.call_tool("recall", {"query": query}))
-            assert not any(w in found for w in ("peanut", "Lyon", "Saone", "Porto")), found
-        assert "Ghent" in text_of(await hive.call_tool("recall", {"query": "bees Ghent"}))
+    errors = tmp_path / "mcp-stderr.txt"
+    with errors.open("w") as errlog:
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "bot.cli", "-vv", "mcp"], cwd=str(ROOT),
+            env=dict(subprocess_env, STRATA_MCP_TOKEN=hive_token))
+        async with Client(stdio_client(params, errlog=errlog)) as hive:
+            await bob_sees_only_his_own(hive)
+    # Debug logging on, and still no token in what the server wrote.
+    assert "DEBUG" in errors.read_text() and hive_token not in errors.read_text()
     assert room_fact not in {f.id for f in await app.facts.repo.for_owner(bob.id)}
+
+
+async def bob_sees_only_his_own(hive: Client) -> None:
+    """Bob's agent: his own fact, nothing of Alice's nor of the room she spoke in."""
+    listed = (await hive.call_tool("list_facts", {})).structured_content
+    assert listed is not None
+    assert [f["text"] for f in listed["result"]] == ["Keeps bees in Ghent"]
+    for query in ("peanuts allergy", "Lyon", "Saone", "team offsite Porto"):
+        found = text_of(await hive.call_tool("recall", {"query": query}))
+        assert not any(w in found for w in ("peanut", "Lyon", "Saone", "Porto")), found
+    assert "Ghent" in text_of(await hive.call_tool("recall", {"query": "bees Ghent"}))
 
 
 def test_agents_cli_shows_no_token_and_refuses_what_does_not_fit(
@@ -224,8 +239,9 @@ async def status_of(url: str, headers: dict[str, str]) -> int:
 
 
 async def test_http_agents_act_for_their_own_person_and_bad_tokens_get_401(
-        app: App, clock: ManualClock) -> None:
+        app: App, clock: ManualClock, caplog: pytest.LogCaptureFixture) -> None:
     assert app.repos is not None
+    caplog.set_level(logging.DEBUG)
     alice, bob, room_fact = await two_people(app, clock)
     planner, hive = new_token(), new_token()
     assert await app.repos.agents.add("planner", alice.id, planner, clock.now())
@@ -262,15 +278,23 @@ async def test_http_agents_act_for_their_own_person_and_bad_tokens_get_401(
     assert room_fact not in {f.id for f in await app.facts.repo.for_owner(alice.id)}
     used = await app.repos.agents.by_name("hive")
     assert used is not None and used.last_used_at is not None
+    assert "refused a request with an unknown token" in caplog.text  # logged, and ...
+    assert planner not in caplog.text and hive not in caplog.text  # ... no token ever is
 
 
-async def test_the_person_sees_what_an_agent_wrote_and_can_forget_it(
-        app: App, clock: ManualClock) -> None:
-    assert app.agents is not None and app.repos is not None
+async def alice_with_agent(app: App, clock: ManualClock) -> tuple[Person, str]:
+    """Alice, who has said hello, and the token of her agent `planner`."""
+    assert app.repos is not None
     await say(app, clock, "alice", "hello")
     alice = await person(app, "alice")
     token = new_token()
     assert await app.repos.agents.add("planner", alice.id, token, clock.now())
+    return alice, token
+
+
+async def test_the_person_sees_what_an_agent_wrote_and_can_forget_it(
+        app: App, clock: ManualClock) -> None:
+    alice, token = await alice_with_agent(app, clock)
     async with http_server(app) as url, http_client(url, token) as client:
         one = text_of(await client.call_tool("remember", {"text": "Dentist every March"}))
         two = text_of(await client.call_tool("remember", {
@@ -299,11 +323,8 @@ async def test_the_person_sees_what_an_agent_wrote_and_can_forget_it(
 
 async def test_wipe_takes_the_agents_binding_and_its_facts(
         app: App, clock: ManualClock) -> None:
-    assert app.agents is not None and app.repos is not None
-    await say(app, clock, "alice", "hello")
-    alice = await person(app, "alice")
-    token = new_token()
-    assert await app.repos.agents.add("planner", alice.id, token, clock.now())
+    assert app.repos is not None
+    alice, token = await alice_with_agent(app, clock)
     async with http_server(app) as url:
         async with http_client(url, token) as client:
             assert not (await client.call_tool("remember", {"text": "Rows on Sundays"})).is_error
