@@ -10,7 +10,9 @@ when `strata mcp` runs. Imports `bot` modules and `memory`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import signal
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -134,7 +136,16 @@ def http_app(memory: AgentMemory, agents: AgentRepo, host: str, port: int) -> An
 
 
 async def serve_http(memory: AgentMemory, agents: AgentRepo, host: str, port: int) -> None:
-    """Serve streamable HTTP on host:port until cancelled (Ctrl-C)."""
-    app = http_app(memory, agents, host, port)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
-    await uvicorn.Server(config).serve()
+    """Serve streamable HTTP on host:port until SIGINT or SIGTERM, then return normally."""
+    server = uvicorn.Server(uvicorn.Config(http_app(memory, agents, host, port), host=host,
+                                           port=port, log_level="warning"))
+    # uvicorn shuts down on these signals, then raises them again for the handler that was
+    # there before it: with ours there (a no-op), the caller still closes the database.
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, lambda: None)
+    try:
+        await server.serve()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)

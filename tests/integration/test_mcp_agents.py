@@ -334,3 +334,37 @@ async def test_wipe_takes_the_agents_binding_and_its_facts(
         assert await app.repos.agents.by_token(token) is None
         assert await status_of(url, {"Authorization": f"Bearer {token}"}) == 401
     assert await app.facts.repo.for_owner(alice.id) == []
+
+
+async def test_strata_mcp_http_as_a_process(subprocess_env: dict[str, str]) -> None:
+    """`strata mcp --http HOST:PORT` as the operator runs it: tokens checked per request, a
+    tool answered, and SIGTERM stops it cleanly."""
+    assert strata(["chat", "--user", "alice"], subprocess_env, "hi\n").returncode == 0
+    token = strata(["agents", "add", "planner", "--user", "alice"], subprocess_env).stdout.strip()
+    bad = strata(["mcp", "--http", "127.0.0.1"], subprocess_env)
+    assert bad.returncode == 2 and "HOST:PORT" in bad.stderr
+    with socket.socket() as probe:  # a free port (the server binds it again at once)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/mcp"
+    server = subprocess.Popen([sys.executable, "-m", "bot.cli", "mcp", "--http",
+                               f"127.0.0.1:{port}"], env=subprocess_env, cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        async with asyncio.timeout(30):
+            while True:  # until it listens
+                try:
+                    assert await status_of(url, {}) == 401
+                    break
+                except httpx2.ConnectError:
+                    await asyncio.sleep(0.1)
+        async with http_client(url, token) as client:
+            stored = await client.call_tool("remember", {"text": "Walks to work"})
+            assert "remembered as fact #" in text_of(stored)
+    finally:
+        server.terminate()
+        out, err = server.communicate(timeout=30)
+    assert server.returncode == 0, err
+    assert token not in out + err
+    facts = strata(["memory", "facts", "--user", "alice"], subprocess_env).stdout
+    assert "Walks to work" in facts
