@@ -368,3 +368,20 @@ async def test_strata_mcp_http_as_a_process(subprocess_env: dict[str, str]) -> N
     assert token not in out + err
     facts = strata(["memory", "facts", "--user", "alice"], subprocess_env).stdout
     assert "Walks to work" in facts
+
+
+async def test_an_agent_follows_its_person_when_accounts_are_linked(
+        app: App, clock: ManualClock) -> None:
+    """`/link` joins two identities into one person: an agent bound to the one that goes is
+    bound to the one that stays, and sees the joined memory."""
+    assert app.agents is not None and app.repos is not None
+    await say(app, clock, "alice", "hello")
+    await say(app, clock, "alice-phone", "hello from my phone")
+    keep, gone = await person(app, "alice"), await person(app, "alice-phone")
+    await add_fact(app, clock, keep.id, "Lives in Lyon", "home_city")
+    token = new_token()
+    assert await app.repos.agents.add("phone-helper", gone.id, token, clock.now())
+    await app.repos.links.merge(keep.id, gone.id)
+    agent = await app.repos.agents.by_token(token)
+    assert agent is not None and agent.person_id == keep.id
+    assert [f.text for f in await app.agents.list_facts("phone-helper")] == ["Lives in Lyon"]
