@@ -25,7 +25,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from bot import mcp_server
-from bot.agent_memory import new_token
+from bot.agent_memory import AgentError, new_token
 from bot.app import App
 from bot.clock import ManualClock
 from bot.types import InboundMessage, Person, TurnResult
@@ -385,3 +385,8 @@ async def test_an_agent_follows_its_person_when_accounts_are_linked(
     agent = await app.repos.agents.by_token(token)
     assert agent is not None and agent.person_id == keep.id
     assert [f.text for f in await app.agents.list_facts("phone-helper")] == ["Lives in Lyon"]
+    # Removed while a stdio server runs for it: its next call is refused, nothing is stored.
+    assert await app.repos.agents.remove("phone-helper")
+    with pytest.raises(AgentError, match="no agent named 'phone-helper'"):
+        await app.agents.remember("phone-helper", "Likes tea")
+    assert [f.text for f in await app.facts.repo.for_owner(keep.id)] == ["Lives in Lyon"]
