@@ -1,4 +1,4 @@
-"""Upgrade to the agents table (SQLite migration 0016, PostgreSQL 0007): a database with people
+"""Upgrade to the agents table (SQLite migration 0017, PostgreSQL 0008): a database with people
 from before it can bind agents afterwards, a binding is found by its token only (the digest is
 stored, never the token), and it goes with its person."""
 
@@ -14,7 +14,7 @@ from tests.conftest import TEST_DIM
 from tests.memory_helpers import before_migration
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-OURS = {"sqlite": 16, "postgres": 7}  # the migration under test, per engine
+OURS = {"sqlite": 17, "postgres": 8}  # the migration under test, per engine
 
 
 async def test_upgrade_lets_people_from_before_get_agents(

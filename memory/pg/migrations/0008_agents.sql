@@ -1,4 +1,4 @@
--- External agents and the digest of their tokens (SQLite's 0016_agents.sql says why).
+-- External agents and the digest of their tokens (SQLite's 0017_agents.sql says why).
 CREATE TABLE agents (
     name TEXT COLLATE "C" PRIMARY KEY,
     person_id BIGINT NOT NULL REFERENCES persons (id) ON DELETE CASCADE,
