@@ -33,6 +33,7 @@ from cognition.connectors import configured_connectors
 from cognition.registry import default_registry
 from cognition.reminders import ReminderPorts, register_commands, register_tools
 from cognition.research import configured_search
+from cognition.research import register_commands as register_research_commands
 from cognition.runner import Runner
 from cognition.services import Services
 from memory.agents import AgentRepo
@@ -351,6 +352,8 @@ class App:
         reminder_ports = ReminderPorts(repos.persons, repos.reminders, clock)
         register_tools(tools, reminder_ports)
         register_commands(commands, reminder_ports)
+        search = configured_search(settings)
+        register_research_commands(commands, repos.persons, search)
         processor = TurnProcessor(
             settings=settings,
             persons=repos.persons,
@@ -390,7 +393,7 @@ class App:
             leases=repos.leases,
             cutter=cutter,
             connectors=configured_connectors(settings),
-            search=configured_search(settings),
+            search=search,
         )
         runner = Runner(services, default_registry())
         return cls(

@@ -289,10 +289,21 @@ class CognitionSettings(_Section):
     upcoming_hours: float = Field(default=36.0, gt=0)
     calendars: StrList = ()
     calendar_days: float = Field(default=14.0, gt=0)
+    # Research's default source, keyless and public: a Wikipedia's page search (any language's
+    # site, e.g. https://fr.wikipedia.org). Empty: no Wikipedia; research then uses only
+    # SearXNG and feeds, if set. A person turns research off for themselves with /research off.
+    wikipedia_url: str = "https://en.wikipedia.org"
     searxng_url: str = ""
     feeds: StrList = ()
     research_max_results: int = Field(default=5, gt=0, le=50)
     http_timeout: float = Field(default=15.0, gt=0)
+
+    @field_validator("wikipedia_url", "searxng_url")
+    @classmethod
+    def _web_address(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError("give an http:// or https:// address, or nothing to turn it off")
+        return value.rstrip("/")
 
 
 class McpSettings(_Section):
