@@ -306,6 +306,12 @@ class CognitionSettings(_Section):
         return value.rstrip("/")
 
 
+class McpSettings(_Section):
+    # `strata mcp` over stdio without --agent: the agent whose token this is (STRATA_MCP_TOKEN),
+    # so an agent's own launcher can pick it without the operator's command line.
+    token: str = Field(default="", repr=False)
+
+
 class Settings(BaseSettings):
     """Every section. `load_settings` builds it from the TOML file and the environment."""
 
@@ -328,6 +334,7 @@ class Settings(BaseSettings):
     telegram: TelegramSettings = TelegramSettings()
     matrix: MatrixSettings = MatrixSettings()
     cognition: CognitionSettings = CognitionSettings()
+    mcp: McpSettings = McpSettings()
 
     @classmethod
     def settings_customise_sources(
