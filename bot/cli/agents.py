@@ -20,6 +20,7 @@ from bot.clock import SystemClock
 from bot.config import Settings
 from bot.errors import StrataError
 from bot.types import OwnerKind
+from bot.visible import say
 
 
 async def cmd_agents_add(args: argparse.Namespace, settings: Settings) -> int:
@@ -34,9 +35,9 @@ async def cmd_agents_add(args: argparse.Namespace, settings: Settings) -> int:
         if not await repos.agents.add(name, person.id, token, SystemClock().now()):
             raise AgentError(f"there is already an agent named {name!r} "
                              "(strata agents remove it first)")
-        print(f"agent {name} acts for {person.name} (person #{person.id}); its token, shown "
+        say(f"agent {name} acts for {person.name} (person #{person.id}); its token, shown "
               "only this once:", file=sys.stderr)
-        print(token)
+        say(token)
     finally:
         await db.close()
     return 0
@@ -48,13 +49,13 @@ async def cmd_agents_list(args: argparse.Namespace, settings: Settings) -> int:
         repos = Repos.over(db)
         agents = await repos.agents.all()
         if not agents:
-            print("no agents yet (strata agents add NAME --user PERSON)")
+            say("no agents yet (strata agents add NAME --user PERSON)")
         for agent in agents:
             person = await repos.persons.get(agent.person_id)
             who = f"{person.name} (#{person.id})" if person is not None else f"#{agent.person_id}"
             used = (f"last used {agent.last_used_at:%Y-%m-%d %H:%M}" if agent.last_used_at
                     else "never used")
-            print(f"{agent.name}: acts for {who}, added {agent.created_at:%Y-%m-%d %H:%M}, "
+            say(f"{agent.name}: acts for {who}, added {agent.created_at:%Y-%m-%d %H:%M}, "
                   f"{used}")
     finally:
         await db.close()
@@ -66,7 +67,7 @@ async def cmd_agents_remove(args: argparse.Namespace, settings: Settings) -> int
     try:
         if not await Repos.over(db).agents.remove(args.name):
             raise AgentError(f"there is no agent named {args.name!r} (strata agents list)")
-        print(f"agent {args.name} removed; its token no longer works (what it stored stays "
+        say(f"agent {args.name} removed; its token no longer works (what it stored stays "
               "until the person forgets it)")
     finally:
         await db.close()
@@ -93,7 +94,7 @@ async def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     try:
         assert app.agents is not None and app.repos is not None
         if where is not None:
-            print(f"strata mcp: streamable HTTP on http://{where[0]}:{where[1]}/mcp",
+            say(f"strata mcp: streamable HTTP on http://{where[0]}:{where[1]}/mcp",
                   file=sys.stderr)
             await mcp_server.serve_http(app.agents, app.repos.agents, *where)
             return 0

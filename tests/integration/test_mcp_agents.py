@@ -128,7 +128,7 @@ async def test_stdio_agent_remembers_recalls_and_lists_only_its_persons_memory(
         assert mine["Lives in Lyon"]["source"] == "user"
 
         recalled = text_of(await planner.call_tool("recall", {"query": "peanuts allergy"}))
-        assert "allergic to peanuts" in recalled and "from planner" in recalled
+        assert "allergic to peanuts" in recalled and "From what planner told me:" in recalled
         assert "Lyon" in text_of(await planner.call_tool("recall", {"query": "Lyon"}))
         # The group Alice spoke in is the room's memory, not hers.
         porto = text_of(await planner.call_tool("recall", {"query": "team offsite Porto"}))
