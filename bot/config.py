@@ -151,8 +151,10 @@ class RecallSettings(_Section):
     # The semantic scale's 1 is the mean cosine of this many best windows (one best window
     # alone is a noisy scale).
     semantic_top: int = Field(default=1, ge=1, le=100)
-    # Selection: value per token^cost_power, less redundancy × cosine to what was taken (MMR),
-    # less session_penalty per window already quoted from the same session.
+    # Packing: windows in rank order, each paying only for the rows it adds. With diversity:
+    # value per token^cost_power, less redundancy × cosine to what was taken (MMR), less
+    # session_penalty per window already quoted from the same session.
+    diversity: bool = False
     cost_power: float = Field(default=0.5, ge=0, le=2)
     redundancy: float = Field(default=0.3, ge=0)
     session_penalty: float = Field(default=0.0, ge=0)

@@ -5,9 +5,8 @@ after in the same channel and session, built from the owner's live recallable ro
 (`memory.recall_index`) and ranked per query by `memory.recall_rank`: BM25 over the window's
 words divided by the best window's, plus twice the window's cosine relative to the query's own
 background over the same memory (so no cosine range of a particular embedding model is assumed),
-with recency only as a tie-break. Overlapping or touching windows merge into one quoted span,
-so the same turns are never paid for twice, and every further window from an already quoted
-session costs a little, so a many-part question finds several sessions.
+with recency only as a tie-break. The budget is filled in rank order; overlapping or touching
+windows merge into one quoted span, so the same turns are never paid for twice.
 
 Other memories compete as extra candidates (`CandidateSource`: episodes here, facts added by
 `Recall.add_source`): they are found by vector kNN and FTS5 over one owner's memory and scored
@@ -50,7 +49,7 @@ from memory.episodes import LEAF, EpisodeRepo, as_blob, cited_rows_by_episode, c
 from memory.fts import terms
 from memory.recall_focus import NOTE_TOKENS, excerpt
 from memory.recall_index import NAMED, RowIndex, recency_of
-from memory.recall_pack import row_shares, window_units
+from memory.recall_pack import rank_order, row_shares, window_units
 from memory.recall_rank import (
     RankTuning,
     RowTable,
@@ -107,6 +106,7 @@ class RecallTuning:
     cost_power: float = 0.5
     redundancy: float = 0.3
     semantic_top: int = 1
+    diversity: bool = False
     skip_recent_rows: int = 20
     keyword_scan: int = 2000
     query_embed_seconds: float = 10.0  # then keyword search only (a hanging embedder)
@@ -616,7 +616,10 @@ def pack(table: RowTable, fresh: dict[int, Row], units: list[Unit],
         wheres = {row_where(fresh[r]) for u in units if u.key >= 0 for r in u.rows}
         budget -= sum(map(heading_cost, wheres | {c.where for c in extras}))
     span_cost = SpanCost(fresh, not headings)
-    sel = greedy(units, table, span_cost, budget, tuning.rank, unit_vectors(table, units))
+    if tuning.diversity:
+        sel = greedy(units, table, span_cost, budget, tuning.rank, unit_vectors(table, units))
+    else:
+        sel = rank_order(units, table, span_cost, budget)
     return _items(table, fresh, sel, span_cost, extras, extra_scores, rendered_extras, costs,
                   headings)
 

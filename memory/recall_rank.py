@@ -22,9 +22,9 @@ reach anyway (sqrt(2 ln n)); and the idf-weighted share of the query's terms tha
 windows contain (a term the owner never used has the largest idf, so a question about someone
 never mentioned stays low). Nothing is injected when the gate says no.
 
-Selection is greedy with a lazy re-check: a window's value shrinks with the share of its rows
-already in the block, and each window already taken from the same session costs
-`session_penalty`, so several distinct sessions are found for a multi-part question.
+Packing is in rank order (`memory.recall_pack.rank_order`); `greedy` is the diversity packing
+kept as a setting (`diversity`): a window's value shrinks with the share of its rows already
+in the block, per token^cost_power, less MMR and `session_penalty`.
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ class RankTuning:
     cost_power: float = 0.5  # value per token^power: 0 ranks by score alone
     redundancy: float = 0.3  # MMR: value − this × the best cosine to a window already taken
     semantic_top: int = 1  # the semantic scale's 1: the mean cosine of this many best windows
+    diversity: bool = False  # pack by value per token with MMR (`greedy`), not in rank order
 
 
 @dataclass
@@ -456,14 +457,39 @@ def run_around(table: RowTable, rows: set[int], r: int) -> tuple[int, ...]:
     return (*reversed(before), r, *after)
 
 
+SpanCostFn = Callable[[tuple[int, ...]], int]  # what a quoted run of rows costs, in tokens
+
+
 def added_cost(table: RowTable, chosen: set[int], new: Sequence[int],
-               span_cost: Callable[[tuple[int, ...]], int]) -> int:
+               span_cost: SpanCostFn) -> int:
     """What adding `new` rows costs: the runs they make, less the runs they absorb."""
     after = chosen | set(new)
     runs_after = {run_around(table, after, r) for r in new}
     runs_before = {run_around(table, chosen, m) for run in runs_after for m in run
                    if m in chosen}
     return sum(map(span_cost, runs_after)) - sum(map(span_cost, runs_before))
+
+
+def take_window(table: RowTable, sel: Selection, u: Unit, span_cost: SpanCostFn,
+                budget: int) -> list[int] | None:
+    """Add window `u`'s rows not yet in `sel` if what they add fits the budget, else its centre
+    row alone if that fits; the rows added, or None when nothing was."""
+    new = [r for r in u.rows if r not in sel.rows]
+    if not new:
+        return None
+    extra = added_cost(table, sel.rows, new, span_cost)
+    if sel.used + extra > budget:
+        if u.centre in sel.rows:
+            return None
+        new = [u.centre]
+        extra = added_cost(table, sel.rows, new, span_cost)
+        if sel.used + extra > budget:
+            return None
+    sel.rows.update(new)
+    sel.used += extra
+    for r in new:
+        sel.order.setdefault(r, u.score)
+    return new
 
 
 def greedy(units: Sequence[Unit], table: RowTable, span_cost: Callable[[tuple[int, ...]], int],
@@ -512,20 +538,10 @@ def greedy(units: Sequence[Unit], table: RowTable, span_cost: Callable[[tuple[in
             sel.used += u.cost
             added: list[int] = []
         else:
-            new = [r for r in u.rows if r not in sel.rows]
-            extra = added_cost(table, sel.rows, new, span_cost)
-            if sel.used + extra > budget:
-                if u.centre in sel.rows:
-                    continue
-                new = [u.centre]
-                extra = added_cost(table, sel.rows, new, span_cost)
-                if sel.used + extra > budget:
-                    continue
-            sel.rows.update(new)
-            sel.used += extra
-            for r in new:
-                sel.order.setdefault(r, u.score)
-            added = new
+            taken_rows = take_window(table, sel, u, span_cost, budget)
+            if taken_rows is None:
+                continue
+            added = taken_rows
         if u.session >= 0:
             taken[u.session] += 1
         if mmr and vectors is not None:
