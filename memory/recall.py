@@ -13,10 +13,11 @@ Other memories compete as extra candidates (`CandidateSource`: episodes here, fa
 on the same per-query scale. An episode whose rows are all still live is left out (its rows are
 windows already); topic and period notes, and notes whose rows were pruned, stay.
 
-A logistic gate on the best window's cosine (as an excess z-score over the background) and the
-idf-weighted share of the query's terms the best windows contain decides whether anything is
-injected at all. The block is rendered as quoted data with date and provenance, never as
-instructions, read fresh from the database; it never exceeds the token budget (ceil(chars/4)).
+A logistic gate (`memory.recall_gate`) on the best window's cosine (as an excess z-score over
+the background) and the idf-weighted share of the query's words that the best keyword window
+holds decides whether anything is injected at all. The block is rendered as quoted data with
+date and provenance, never as instructions, read fresh from the database; it never exceeds
+the token budget (ceil(chars/4)).
 
 Recall never crosses owners: a person's recall covers all of their channels (private and
 background); a shared room's owner is the room's own scope, so a room only recalls itself.
@@ -48,6 +49,7 @@ from memory.dialect import Dialect
 from memory.episodes import LEAF, EpisodeRepo, as_blob, cited_rows_by_episode, cosines
 from memory.fts import terms
 from memory.recall_focus import NOTE_TOKENS, excerpt
+from memory.recall_gate import gate_features, gate_idf, gate_logit
 from memory.recall_index import NAMED, RowIndex, recency_of
 from memory.recall_pack import rank_order, row_shares, window_units
 from memory.recall_rank import (
@@ -57,17 +59,11 @@ from memory.recall_rank import (
     Unit,
     WindowScores,
     bm25_text,
-    gate_idf,
-    gate_logit,
     greedy,
-    keyword_coverage,
     spans,
-    surface_words,
     unit_semantic,
     unit_vectors,
-    unknown_name,
     window_scores,
-    without_names,
 )
 from memory.text import query_stems, text_coverage
 
@@ -78,7 +74,6 @@ log = logging.getLogger(__name__)
 OVERFETCH = 3
 QUERY_TOKENS = 512
 ROW_TOKENS = 300
-GATE_WINDOWS = 1  # the best windows whose words count for the gate's keyword feature
 EPISODE = "episode"
 LEVEL_LABEL = {0: "notes of a conversation", 1: "notes on a topic", 2: "notes on a period"}
 
@@ -99,10 +94,9 @@ class RecallTuning:
     w_recency: float = 0.02
     session_penalty: float = 0.0
     relative_floor: float = 0.0
-    gate_bias: float = -1.3
-    gate_cosine: float = 1.03
-    gate_keyword: float = 6.7
-    gate_unknown_name: float = 10.0
+    gate_bias: float = -2.565
+    gate_cosine: float = 0.249
+    gate_keyword: float = 7.262
     cost_power: float = 0.5
     redundancy: float = 0.3
     semantic_top: int = 1
@@ -500,16 +494,14 @@ class Recall:
         top = [int(i) for i in order if ws.valid[i]]
         if not top and not extras:
             return [], 0
-        # The gate: how far the best window stands out, and how much of the query it holds.
-        gate_rows = sorted({int(m) for i in top[:GATE_WINDOWS] for m in ws.members[i] if m >= 0})
-        content = without_names(q.text, gate_idf(table, stems))
-        cover = keyword_coverage(table, gate_rows, content)
+        # The gate: how far the best window stands out, and how much of the query one passage
+        # of memory holds (a note counts as such a passage).
+        z, cover = gate_features(table, ws, q.text, stems)
         extra_scores = [self._extra_score(c, ws, rank) for c in extras]
         if extras:
-            cover = max(cover, *(text_coverage(c.text, content) for c in extras))
-        # A name said only in rows since pruned lives on in the notes: not a stranger.
-        noted = {w for c in extras for w in surface_words(c.text)}
-        if gate_logit(ws.gate_z, cover, unknown_name(q.text, table, noted), rank) < 0:
+            weights = gate_idf(table, stems)
+            cover = max(cover, *(text_coverage(c.text, weights) for c in extras))
+        if gate_logit(z, cover, rank) < 0:
             return [], len(top) + len(extras)
         wanted = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})
         fresh_rows = await self.index.texts(q.owner_id, [int(table.ids[i]) for i in wanted])

@@ -16,11 +16,9 @@ has to be assumed for the embedding model:
 
 score = w_keyword·keyword + w_semantic·semantic + w_recency·recency (recency only breaks ties).
 
-Abstention is a logistic gate on two scale-free features: the best window's cosine as a z-score
-over the query's background, less the z-score the best of that many unrelated windows would
-reach anyway (sqrt(2 ln n)); and the idf-weighted share of the query's terms that the best
-windows contain (a term the owner never used has the largest idf, so a question about someone
-never mentioned stays low). Nothing is injected when the gate says no.
+The abstention gate is `memory.recall_gate`; this module gives it the best window's cosine as
+a z-score over the query's background, less the z-score the best of that many unrelated
+windows would reach anyway (sqrt(2 ln n)).
 
 Packing is in rank order (`memory.recall_pack.rank_order`); `greedy` is the diversity packing
 kept as a setting (`diversity`): a window's value shrinks with the share of its rows already
@@ -69,10 +67,9 @@ class RankTuning:
     session_penalty: float = 0.0
     relative_floor: float = 0.0
     pool: int = 100  # windows considered for selection, best first
-    gate_bias: float = -1.3
-    gate_cosine: float = 1.03
-    gate_keyword: float = 6.7
-    gate_unknown_name: float = 10.0
+    gate_bias: float = -2.565  # memory.recall_gate
+    gate_cosine: float = 0.249
+    gate_keyword: float = 7.262
     cost_power: float = 0.5  # value per token^power: 0 ranks by score alone
     redundancy: float = 0.3  # MMR: value − this × the best cosine to a window already taken
     semantic_top: int = 1  # the semantic scale's 1: the mean cosine of this many best windows
@@ -212,12 +209,6 @@ def idf_of(table: RowTable, stems: Sequence[str]) -> dict[str, float]:
 # The gate's idf counts this many background documents that hold none of the query's words, so
 # that in a memory of a handful of rows a word said twice still outweighs one never said.
 GATE_PRIOR_DOCS = 50
-
-
-def gate_idf(table: RowTable, stems: Sequence[str]) -> dict[str, float]:
-    n = table.n + GATE_PRIOR_DOCS
-    return {t: math.log(1.0 + (n - len(table.postings.get(t, ())) + 0.5)
-                        / (len(table.postings.get(t, ())) + 0.5)) for t in stems}
 
 
 def bm25_text(text: str, idf: dict[str, float], avg_len: float) -> float:
@@ -384,7 +375,7 @@ def unknown_name(query: str, table: RowTable, known: Collection[str] = ()) -> bo
     return bool(strangers(query, table, known))
 
 
-_CALENDAR_STEMS = frozenset(stem(c) for c in CALENDAR)
+CALENDAR_STEMS = frozenset(stem(c) for c in CALENDAR)
 
 
 def without_names(query: str, idf: dict[str, float]) -> dict[str, float]:
@@ -393,17 +384,9 @@ def without_names(query: str, idf: dict[str, float]) -> dict[str, float]:
     answer; a month, weekday or number is when, and memory keeps dates in its headers, not in
     what was said, so "in June" is no word the answer lacks)."""
     names = {t for w in _NAME.findall(query) for t in tokens(w)}
-    names |= {t for t in idf if t in _CALENDAR_STEMS or t.isdigit()}
+    names |= {t for t in idf if t in CALENDAR_STEMS or t.isdigit()}
     content = {t: w for t, w in idf.items() if t not in names}
     return content or idf  # a query of names only: the names are its content
-
-
-def gate_logit(z: float, coverage: float, stranger: bool, tuning: RankTuning) -> float:
-    """The abstention gate: inject only when this is above 0. Without vectors (the embedder is
-    down, or nothing is embedded yet) the cosine feature counts as 0."""
-    z_term = 0.0 if math.isnan(z) else tuning.gate_cosine * z
-    return (tuning.gate_bias + z_term + tuning.gate_keyword * coverage
-            - tuning.gate_unknown_name * float(stranger))
 
 
 def unit_semantic(cosine: float | None, ws: WindowScores) -> float:
