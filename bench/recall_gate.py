@@ -3,11 +3,14 @@
 For every question of the tuning conversations this computes the gate's candidate features
 on the same ranking as recall (`bench/recall_tune.py`'s in-memory tables): positives are a
 conversation's own questions, negatives the questions about other conversations that
-`strata eval recall` asks of it (its false-injection sample). For each feature set it fits a
-logistic regression on all but one conversation, puts the threshold where at most
-`--max-fi` of the training negatives get anything, and applies that to the held-out one:
-how often the gate is silent on the held-out conversation's own questions, and its false
-injection. The fit on all of them gives the coefficients for the defaults.
+`strata eval recall` asks of it (its false-injection sample) and the same questions with each
+name this memory never mentions swapped for one of its people (hard negatives, which no
+name check can give away; `bench/recall_tune.py`). For each feature set it fits a logistic
+regression on all but one conversation, puts the threshold where at most `--max-fi` of the
+training conversations' questions about other conversations get anything, and applies that
+to the held-out one: how often the gate is silent on the held-out conversation's own
+questions, its false injection and the share of hard negatives let through. The fit on all
+of them gives the coefficients for the defaults.
 
 Features (each relative to the owner's own memory, so meaningful across data and models):
 - `z`: the best window's cosine in standard deviations above the owner's windows' mean,
@@ -17,7 +20,7 @@ Features (each relative to the owner's own memory, so meaningful across data and
   (`memory.recall_gate`, the defaults);
 - `cov_best`, `cov_top3`: the same in the best window, the best three, by the full score;
 - `cov_content`: `cov` without names (the previous gate's keyword feature);
-- `stranger`: the previous gate's veto, a name this memory never mentions;
+- `stranger`: a name this memory never mentions (the previous gate's veto, now a feature);
 - `known`: the idf-weighted share of the query's words found anywhere in the memory.
 
     python bench/recall_gate.py --turns $LOCOMO/turns.jsonl --questions $LOCOMO/questions.jsonl \\
@@ -50,6 +53,7 @@ from memory.text import coverage, query_stems  # noqa: E402
 from strata_eval.recall import EvalQuestion  # noqa: E402
 
 FEATURE_SETS = {
+    "z+cov+stranger": ("z", "cov", "stranger"),
     "z+cov": ("z", "cov"),
     "z+cov_best": ("z", "cov_best"),
     "z+cov_top3": ("z", "cov_top3"),
@@ -91,18 +95,26 @@ def rows_of(convs: Sequence[Conv], tuning: RecallTuning) -> list[dict[str, Any]]
         for q in c.foreign:
             out.append({"conv": c.conv, "qid": q.qid, "own": 0, "category": q.category,
                         **features(c, q, q.qid + "/f", tuning)})
+        for q in c.swapped:
+            out.append({"conv": c.conv, "qid": q.qid, "own": -1, "category": q.category,
+                        **features(c, q, q.qid + "/s", tuning)})
     return out
 
 
-def fit(rows: Sequence[dict[str, Any]], names: Sequence[str],
-        max_fi: float) -> tuple[np.ndarray, float]:
-    """Logistic regression of own-question on `names`; the intercept then moved so that at
-    most `max_fi` of the negatives score above 0. Returns (coefficients, intercept)."""
+def fit(rows: Sequence[dict[str, Any]], names: Sequence[str], max_fi: float,
+        hard_weight: float = 1.0) -> tuple[np.ndarray, float]:
+    """Logistic regression of own-question (`own` 1) against the questions about other
+    conversations (0) and, at `hard_weight`, the same with their unknown names swapped for
+    this memory's people (−1: the name cannot give them away); then the intercept moved so
+    that at most `max_fi` of the other conversations' questions score above 0. Returns
+    (coefficients, intercept)."""
+    rows = [r for r in rows if hard_weight > 0 or r["own"] >= 0]
     x = np.array([[r[n] for n in names] for r in rows])
-    y = np.array([r["own"] for r in rows])
-    model = LogisticRegression(C=1.0).fit(x, y)
-    w = model.coef_[0]
-    neg = np.sort(x[y == 0] @ w)[::-1]
+    y = np.array([1 if r["own"] == 1 else 0 for r in rows])
+    weight = np.array([hard_weight if r["own"] == -1 else 1.0 for r in rows])
+    w = LogisticRegression(C=1.0).fit(x, y, sample_weight=weight).coef_[0]
+    foreign = np.array([r["own"] == 0 for r in rows])
+    neg = np.sort(x[foreign] @ w)[::-1]
     k = math.floor(max_fi * len(neg))  # this many negatives may pass
     threshold = float(neg[k]) if k < len(neg) else -math.inf
     return w, -threshold - 1e-9
@@ -112,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     data_arguments(ap)
     ap.add_argument("--max-fi", type=float, default=0.10)
+    ap.add_argument("--hard-weight", type=float, default=1.0,
+                    help="weight of the name-swapped questions among the negatives (0: none)")
     ap.add_argument("--out", help="write the fits and per-conversation rates here (JSON)")
     args = ap.parse_args(argv)
     convs = load(args)
@@ -122,19 +136,23 @@ def main(argv: list[str] | None = None) -> int:
     for label, feats in FEATURE_SETS.items():
         held: dict[str, dict[str, float]] = {}
         for conv in picked:
-            w, b = fit([r for r in rows if r["conv"] != conv], feats, args.max_fi)
+            w, b = fit([r for r in rows if r["conv"] != conv], feats, args.max_fi,
+                       args.hard_weight)
             mine = [r for r in rows if r["conv"] == conv]
             passes = [float(np.dot(w, [r[n] for n in feats]) + b > 0) for r in mine]
-            own = [p for p, r in zip(passes, mine, strict=True) if r["own"]]
-            foreign = [p for p, r in zip(passes, mine, strict=True) if not r["own"]]
-            held[conv] = {"silent_on_own": round(1 - float(np.mean(own)), 4),
-                          "false_injection": round(float(np.mean(foreign)), 4)}
-        w, b = fit(rows, feats, args.max_fi)
+            def share(kind: int, passed: list[float] = passes, of: list[Any] = mine) -> float:
+                return float(np.mean([p for p, r in zip(passed, of, strict=True)
+                                      if r["own"] == kind]))
+
+            held[conv] = {"silent_on_own": round(1 - share(1), 4),
+                          "false_injection": round(share(0), 4), "hard": round(share(-1), 4)}
+        w, b = fit(rows, feats, args.max_fi, args.hard_weight)
         report["fits"][label] = {"held_out": held, "coefficients": dict(
             zip(feats, map(float, w), strict=True)), "bias": b}
         fitted = " ".join(f"{n} {v:.3f}" for n, v in zip(feats, w, strict=True))
         print(f"{label:<26} " + "  ".join(
-            f"{c}: silent {h['silent_on_own']:.3f} FI {h['false_injection']:.3f}"
+            f"{c}: silent {h['silent_on_own']:.3f} FI {h['false_injection']:.3f} "
+            f"hard {h['hard']:.3f}"
             for c, h in held.items()) + f"  | all: {fitted} bias {b:.3f}", flush=True)
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -61,6 +61,7 @@ from memory.recall_rank import (  # noqa: E402
     WindowScores,
     build_table,
     strangers,
+    unknown_name,
     window_scores,
 )
 from memory.text import query_stems  # noqa: E402
@@ -165,7 +166,7 @@ def ask(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning, budget: int) -
     if not top:
         return set()
     z, cover = gate_features(c.table, ws, q.question, stems)
-    if gate_logit(z, cover, rank) < 0:
+    if gate_logit(z, cover, unknown_name(q.question, c.table), rank) < 0:
         return set()
     return select(c, ws, top, stems, c.qvec[key], tuning, budget)
 

@@ -42,8 +42,7 @@ OLLAMA_URL = "http://127.0.0.1:11434/v1"
 log = logging.getLogger(__name__)
 # [recall] knobs of the hand-calibrated scoring that recall no longer has.
 RETIRED_RECALL_KEYS = frozenset({"sim_zero", "sim_full", "min_relevance", "min_top_relevance",
-                                 "w_relevance", "w_salience", "near_duplicate",
-                                 "gate_unknown_name"})
+                                 "w_relevance", "w_salience", "near_duplicate"})
 
 
 def _split_list(value: Any) -> Any:
@@ -166,11 +165,12 @@ class RecallSettings(_Section):
     trim_after: int = Field(default=6, ge=0)
     channel_headings: bool = True
     # The abstention gate (memory.recall_gate): inject only if bias + cosine·z +
-    # keyword·coverage > 0. Fitted on data; its features are scale-free, so no retuning for
-    # another embedding model.
-    gate_bias: float = -2.565
-    gate_cosine: float = Field(default=0.249, ge=0)
-    gate_keyword: float = Field(default=7.262, ge=0)
+    # keyword·coverage − unknown_name·[a name the memory never mentions] > 0. Fitted on data;
+    # its features are scale-free, so no retuning for another embedding model.
+    gate_bias: float = -0.4
+    gate_cosine: float = Field(default=0.86, ge=0)
+    gate_keyword: float = Field(default=5.47, ge=0)
+    gate_unknown_name: float = Field(default=2.577, ge=0)
     skip_recent_rows: int = Field(default=20, ge=0)
     keyword_scan: int = Field(default=2000, gt=0)
     # The query's embedding may take this long; after that recall uses keywords only.

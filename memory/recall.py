@@ -61,8 +61,10 @@ from memory.recall_rank import (
     bm25_text,
     greedy,
     spans,
+    surface_words,
     unit_semantic,
     unit_vectors,
+    unknown_name,
     window_scores,
 )
 from memory.text import query_stems, text_coverage
@@ -94,9 +96,10 @@ class RecallTuning:
     w_recency: float = 0.02
     session_penalty: float = 0.0
     relative_floor: float = 0.0
-    gate_bias: float = -2.565
-    gate_cosine: float = 0.249
-    gate_keyword: float = 7.262
+    gate_bias: float = -0.4
+    gate_cosine: float = 0.86
+    gate_keyword: float = 5.47
+    gate_unknown_name: float = 2.577
     cost_power: float = 0.5
     redundancy: float = 0.3
     semantic_top: int = 1
@@ -501,7 +504,9 @@ class Recall:
         if extras:
             weights = gate_idf(table, stems)
             cover = max(cover, *(text_coverage(c.text, weights) for c in extras))
-        if gate_logit(z, cover, rank) < 0:
+        # A name said only in rows since pruned lives on in the notes: not a stranger.
+        noted = {w for c in extras for w in surface_words(c.text)}
+        if gate_logit(z, cover, unknown_name(q.text, table, noted), rank) < 0:
             return [], len(top) + len(extras)
         wanted = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})
         fresh_rows = await self.index.texts(q.owner_id, [int(table.ids[i]) for i in wanted])

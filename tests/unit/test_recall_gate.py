@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from memory.recall_gate import gate_features, gate_idf, gate_logit
-from memory.recall_rank import RankTuning, RowTable
+from memory.recall_rank import RankTuning, RowTable, unknown_name
 from memory.text import query_stems
 from tests.unit.test_recall_rank import scores, table_of
 
@@ -53,16 +53,22 @@ def test_coverage_is_of_the_best_keyword_window_with_names_as_words() -> None:
     assert unrelated == 0.0
 
 
-def test_the_gate_opens_on_coverage_and_cosine_and_works_without_vectors() -> None:
+def test_a_strangers_name_is_a_penalty_that_coverage_outweighs_not_a_veto() -> None:
     tuning = RankTuning()
     t = table_of(ROWS)
-    z, cov = features(t, "Did Caroline and Gertrude join the support group downtown?")
+    query = "Did Caroline and Gertrude join the support group downtown?"
+    assert unknown_name(query, t)
+    z, cov = features(t, query)
     assert math.isnan(z)  # no query vector: keywords alone (the embedder is down)
-    assert gate_logit(z, cov, tuning) > 0
-    z, cov = features(t, "What did Gertrude bake for the marathon?")
-    assert gate_logit(z, cov, tuning) < 0
-    # A best window that stands far out of the background opens the gate on less coverage.
-    assert gate_logit(6.0, 0.25, tuning) > 0 > gate_logit(0.0, 0.25, tuning)
+    assert gate_logit(z, cov, True, tuning) > 0  # most of its words are in one window
+    query = "What did Gertrude bake for the marathon?"
+    z, cov = features(t, query)
+    assert unknown_name(query, t) and gate_logit(z, cov, True, tuning) < 0
+    # A question about the people this memory knows is answered from its best window...
+    z, cov = features(t, "What did Melanie say about the weekend?")
+    assert gate_logit(z, cov, False, tuning) > 0
+    # ...and a best window that stands far out opens the gate for a stranger's question.
+    assert gate_logit(8.0, 0.2, True, tuning) > 0 > gate_logit(0.0, 0.2, True, tuning)
 
 
 def test_the_cosine_feature_is_the_best_windows_excess_z() -> None:
