@@ -2,7 +2,7 @@
 questions, in the LoCoMo JSONL format that `strata eval recall` reads (turns and questions).
 
 LoCoMo's chats were written by a model asked to tell two lives; these are a different kind on
-purpose: short everyday sessions between two friends, mostly small talk, into which facts are
+purpose: everyday sessions between two friends, mostly small talk, into which facts are
 planted one turn each ("we adopted a beagle, we call him Biscuit"). Each fact has a distractor
 of the same kind said by the other friend ("my sister's terrier, Pixel, ..."), and some facts
 change later (a new job, a move), so the question asks for the newest. Questions use other
@@ -17,7 +17,7 @@ words than the turns where they can (a beagle is asked about as a dog), and ask:
 
 Deterministic: the same `--seed` gives the same files. Nothing here comes from LoCoMo.
 
-    python -m strata_eval.synth --out DIR [--conversations 8 --seed 7]
+    python -m strata_eval.synth --out DIR [--conversations 6 --seed 7]
 """
 
 from __future__ import annotations
@@ -47,6 +47,14 @@ SMALL_TALK = [
     "I cleaned the whole flat today.", "Impressive, mine is a disaster.",
     "Have you heard from the others?", "Not for a while, everyone is busy.",
 ]
+# Composed small talk, so that filler rarely repeats word for word: "{when} I {did}, {felt}."
+WHEN = ["Yesterday", "This morning", "Last night", "On Sunday", "After work", "Earlier"]
+DID = ["went for a long walk", "fixed the kitchen tap", "cooked a big pot of soup",
+       "watched two episodes of that crime show", "tidied the balcony", "called my aunt",
+       "went grocery shopping", "ironed a mountain of shirts", "played cards with the neighbours",
+       "sorted out my taxes", "repainted the hallway", "baked some bread"]
+FELT = ["it was nice", "what a waste of time", "I'm exhausted now", "not bad at all",
+        "I needed that", "never again", "pretty relaxing actually"]
 REACTIONS = ["Oh nice!", "No way, really?", "That's great to hear.", "Wow, tell me more.",
              "Haha, love that.", "Sounds lovely.", "Good for you!", "Oh, I didn't know that."]
 
@@ -137,15 +145,17 @@ class Chat:
 
 def _chatter(chat: Chat, rng: random.Random, lines: int) -> None:
     for _ in range(lines):
-        chat.say(chat.index % 2, rng.choice(SMALL_TALK))
+        line = (rng.choice(SMALL_TALK) if rng.random() < 0.5 else
+                f"{rng.choice(WHEN)} I {rng.choice(DID)}, {rng.choice(FELT)}.")
+        chat.say(chat.index % 2, line)
 
 
 def conversation(n: int, rng: random.Random) -> Chat:
-    """One chat of 10-14 sessions between two friends, facts planted in some of them."""
+    """One chat of 16-22 sessions between two friends, facts planted in some of them."""
     a, b = rng.sample(FIRST_NAMES, 2)
     chat = Chat(f"synth-{n}", (a, b), datetime(2024, 1, 8, 18, tzinfo=UTC)
                 + timedelta(days=rng.randint(0, 200)))
-    sessions = rng.randint(10, 14)
+    sessions = rng.randint(16, 22)
     kinds = rng.sample(KINDS, 4)
     # Each (kind, person) planted once; two of them change later (the newest is asked for).
     plan: list[tuple[Kind, int]] = [(k, rng.randint(0, 1)) for k in kinds]
@@ -165,7 +175,7 @@ def conversation(n: int, rng: random.Random) -> Chat:
     absent = [k for k in KINDS if k not in kinds]
     for s in range(1, sessions + 1):
         chat.new_session(rng)
-        _chatter(chat, rng, rng.randint(3, 6))
+        _chatter(chat, rng, rng.randint(5, 10))
         for j in schedule.get(s, []):
             kind, who = plan[j]
             taken = {v for v, _ in planted.get(j, [])}
@@ -183,7 +193,7 @@ def conversation(n: int, rng: random.Random) -> Chat:
             tid = chat.say(who, rng.choice(TRIP).format(v=city))
             trips[who].append((city, tid, chat.when))
             chat.say(1 - who, rng.choice(REACTIONS))
-        _chatter(chat, rng, rng.randint(3, 6))
+        _chatter(chat, rng, rng.randint(5, 10))
     for j, (kind, who) in enumerate(plan):
         value, tid = planted[j][-1]
         person = chat.people[who]
@@ -218,7 +228,7 @@ def generate(conversations: int, seed: int) -> tuple[list[dict[str, Any]], list[
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="folder for turns.jsonl and questions.jsonl")
-    ap.add_argument("--conversations", type=int, default=8)
+    ap.add_argument("--conversations", type=int, default=6)
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args(argv)
     turns, questions = generate(args.conversations, args.seed)
