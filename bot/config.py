@@ -151,8 +151,10 @@ class RecallSettings(_Section):
     # The semantic scale's 1 is the mean cosine of this many best windows (one best window
     # alone is a noisy scale).
     semantic_top: int = Field(default=1, ge=1, le=100)
-    # Selection: value per token^cost_power, less redundancy × cosine to what was taken (MMR),
-    # less session_penalty per window already quoted from the same session.
+    # Packing: windows in rank order, each paying only for the rows it adds. With diversity:
+    # value per token^cost_power, less redundancy × cosine to what was taken (MMR), less
+    # session_penalty per window already quoted from the same session.
+    diversity: bool = False
     cost_power: float = Field(default=0.5, ge=0, le=2)
     redundancy: float = Field(default=0.3, ge=0)
     session_penalty: float = Field(default=0.0, ge=0)
@@ -162,13 +164,13 @@ class RecallSettings(_Section):
     trim_margin: float = Field(default=0.5, ge=0)
     trim_after: int = Field(default=6, ge=0)
     channel_headings: bool = True
-    # The abstention gate: inject only if bias + cosine·z + keyword·coverage − unknown_name·[a
-    # name the memory never mentions] > 0. Fitted on data; its features are scale-free, so no
-    # retuning for another embedding model.
-    gate_bias: float = -1.3
-    gate_cosine: float = Field(default=1.03, ge=0)
-    gate_keyword: float = Field(default=6.7, ge=0)
-    gate_unknown_name: float = Field(default=10.0, ge=0)
+    # The abstention gate (memory.recall_gate): inject only if bias + cosine·z +
+    # keyword·coverage − unknown_name·[a name the memory never mentions] > 0. Fitted on data;
+    # its features are scale-free, so no retuning for another embedding model.
+    gate_bias: float = -0.4
+    gate_cosine: float = Field(default=0.86, ge=0)
+    gate_keyword: float = Field(default=5.47, ge=0)
+    gate_unknown_name: float = Field(default=2.577, ge=0)
     skip_recent_rows: int = Field(default=20, ge=0)
     keyword_scan: int = Field(default=2000, gt=0)
     # The query's embedding may take this long; after that recall uses keywords only.
