@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from bot.app import App, Repos, open_db
+from bot.app import Repos, open_db
 from bot.clock import ManualClock, SystemClock, from_iso
 from bot.config import Settings, default_db_path
 from bot.errors import StrataError
@@ -69,15 +69,6 @@ def console_adapter(args: argparse.Namespace, clock: Clock) -> ConsoleAdapter:
     folder = default_db_path(os.environ).parent / "console-history"
     history = folder / quote(f"{args.user}/{args.channel}", safe="")
     return ConsoleAdapter(user=args.user, channel=args.channel, clock=clock, history=history)
-
-
-async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
-    app = await App.create(settings)
-    try:
-        await console_adapter(args, app.clock).start(app.processor)
-    finally:
-        await app.close()
-    return 0
 
 
 async def cmd_db_migrate(args: argparse.Namespace, settings: Settings) -> int:
@@ -271,13 +262,6 @@ async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
 
 def register(sub: Any) -> None:
     """Add the core subcommands to the `strata` parser."""
-    chat = sub.add_parser("chat", help="chat in the terminal (also reads piped stdin)")
-    chat.add_argument("--user", default="me", type=console_name,
-                      help="who you are (console:NAME)")
-    chat.add_argument("--channel", default="default", type=console_name,
-                      help="which of your channels")
-    chat.set_defaults(run=cmd_chat)
-
     db = sub.add_parser("db", help="database maintenance").add_subparsers(
         dest="db_command", required=True, metavar="ACTION"
     )
