@@ -289,6 +289,9 @@ class CognitionSettings(_Section):
     upcoming_hours: float = Field(default=36.0, gt=0)
     calendars: StrList = ()
     calendar_days: float = Field(default=14.0, gt=0)
+    # The key that seals the logins people give `/connect` (docs/connectors.md). Empty: the
+    # file `connectors.key` beside the SQLite database, or in the data folder for PostgreSQL.
+    connector_key_file: str = ""
     searxng_url: str = ""
     feeds: StrList = ()
     research_max_results: int = Field(default=5, gt=0, le=50)
