@@ -32,7 +32,7 @@ from cognition.connector_secrets import SecretBox, key_path
 from cognition.connectors import configured_connectors
 from cognition.personal_connectors import (
     ConnectorCommands,
-    ConnectorReader,
+    connector_reader,
     personal_connectors,
 )
 from cognition.registry import default_registry
@@ -356,11 +356,9 @@ class App:
             connectors=repos.connectors,
         ).register(commands)
         # /connect and /disconnect: services a person lets the capability sync read.
-        box = SecretBox(key_path(settings))
-        ConnectorCommands(repos.connectors, box,
-                          ConnectorReader(settings.cognition.calendar_days,
-                                          settings.cognition.http_timeout),
-                          clock, settle=lambda: processor.drain()).register(commands)
+        box, reader = SecretBox(key_path(settings)), connector_reader(settings)
+        ConnectorCommands(repos.connectors, box, reader, clock,
+                          settle=lambda: processor.drain()).register(commands)
         reminder_ports = ReminderPorts(repos.persons, repos.reminders, clock)
         register_tools(tools, reminder_ports)
         register_commands(commands, reminder_ports)
@@ -404,7 +402,7 @@ class App:
             cutter=cutter,
             mail=repos.mail,
             connectors=[*configured_connectors(settings),
-                        *personal_connectors(repos.connectors, box, settings)],
+                        *personal_connectors(repos.connectors, box, reader)],
             search=configured_search(settings),
         )
         runner = Runner(services, default_registry())

@@ -56,6 +56,22 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+async def check_host(host: str, *, private_ok: bool) -> None:
+    """Refuse a host on this machine or a private network unless the operator allows it: the
+    bot fetching a person's URL must not become a way into the operator's network."""
+    if private_ok:
+        return
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, None)
+    except OSError:
+        raise ConnectorError(f"{host} is not a known host name") from None
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
+        if not address.is_global:
+            raise ConnectorError(f"{host} is on this machine or a private network, which "
+                                 "this bot's operator has not allowed")
+
+
 def check_url(url: str, *, login: bool) -> str:
     """`url` if it is http(s), and https when a login goes with it (unless to this machine)."""
     parts = urlsplit(url)

@@ -23,8 +23,14 @@ from bot.config import Settings
 from bot.errors import StrataError
 from bot.ports import Clock
 from bot.types import Person
-from cognition.connector_reads import host_of, read_calendar, read_contacts, read_mail
-from cognition.connector_secrets import Login, SecretBox
+from cognition.connector_reads import (
+    check_host,
+    host_of,
+    read_calendar,
+    read_contacts,
+    read_mail,
+)
+from cognition.connector_secrets import Login, SecretBox, SecretError
 from cognition.connectors import SyncData
 from memory.connectors import KINDS, ConnectorStore
 
@@ -49,7 +55,7 @@ class UsageError(StrataError):
 
 def parse_connect(args: str) -> tuple[str, Login]:
     """`calendar URL [USER PASSWORD]` → ("calendar", Login); the password may hold spaces."""
-    parts = args.split(None, 3)
+    parts = args.strip().split(None, 3)
     if not parts or parts[0].lower() not in KINDS:
         raise UsageError(USAGE)
     kind = parts[0].lower()
@@ -72,8 +78,10 @@ class ConnectorReader:
 
     days: float
     timeout: float
+    private_hosts: bool = False  # cognition.connector_private_hosts
 
     async def read(self, kind: str, login: Login, person: Person, now: datetime) -> SyncData:
+        await check_host(host_of(login.url), private_ok=self.private_hosts)
         if kind == "calendar":
             digest, events = await read_calendar(login, tz=person.timezone, now=now,
                                                  days=self.days, timeout=self.timeout)
@@ -108,7 +116,15 @@ class PersonalConnector:
         if sealed is None:
             return None
         try:
-            data = await self.reader.read(self.name, self.box.open(sealed), person, now)
+            login = self.box.open(sealed)
+        except SecretError as exc:
+            log.error("person %s: their %s login cannot be opened: %s", person.id, self.name,
+                      exc)
+            await self.store.synced(person.id, self.name, now, error=(
+                f"the stored login can no longer be read; send /connect {self.name} again"))
+            return None
+        try:
+            data = await self.reader.read(self.name, login, person, now)
         except StrataError as exc:
             # One service failing does not hold back the person's others: its error (host
             # only, never a login) is kept for /memory, and the next sync tries again.
@@ -119,9 +135,13 @@ class PersonalConnector:
         return data
 
 
+def connector_reader(settings: Settings) -> ConnectorReader:
+    c = settings.cognition
+    return ConnectorReader(c.calendar_days, c.http_timeout, c.connector_private_hosts)
+
+
 def personal_connectors(store: ConnectorStore, box: SecretBox,
-                        settings: Settings) -> list[PersonalConnector]:
-    reader = ConnectorReader(settings.cognition.calendar_days, settings.cognition.http_timeout)
+                        reader: ConnectorReader) -> list[PersonalConnector]:
     return [PersonalConnector(kind, store, box, reader) for kind in KINDS]
 
 

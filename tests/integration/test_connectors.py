@@ -88,7 +88,9 @@ def radicale(tmp_path: Path) -> Iterator[RadicaleServer]:
 @pytest.fixture
 async def app(make_app: AppFactory, tmp_path: Path) -> App:
     # The key beside the test's files on both engines (PostgreSQL has no database folder).
-    return await make_app(connector_key_file=str(tmp_path / "keys" / "connectors.key"))
+    # Every server of these tests is on 127.0.0.1: allowed here, refused by default.
+    return await make_app(connector_key_file=str(tmp_path / "keys" / "connectors.key"),
+                          connector_private_hosts=True)
 
 
 async def say(app: App, clock: ManualClock, text: str, user: str = "alice",
@@ -279,3 +281,38 @@ async def test_connect_is_refused_in_a_shared_room(
     assert web.requests == []
     assert "/connect" not in await say(app, clock, "/help", room_id="team", is_private=False,
                                        addressed_to_bot=True)
+
+
+async def test_hosts_on_this_machine_or_a_private_network_are_refused_by_default(
+        make_app: AppFactory, clock: ManualClock, web: WebSources, tmp_path: Path) -> None:
+    app = await make_app(connector_key_file=str(tmp_path / "connectors.key"))
+    web.ics = ICS.encode()
+    for url in (f"{web.base_url}/cal.ics", "http://169.254.169.254/latest/meta-data",
+                "http://10.1.2.3/cal.ics"):
+        reply = await say(app, clock, f"/connect calendar {url}")
+        assert "private network" in reply and "Nothing was stored" in reply
+    assert web.requests == []
+    assert await app.db.fetchval("SELECT count(*) FROM connectors") == 0
+
+
+async def test_a_lost_key_asks_the_person_to_connect_again(
+        app: App, clock: ManualClock, web: WebSources, tmp_path: Path) -> None:
+    web.ics = ICS.encode()
+    web.vcards = VCARDS.encode()
+    await say(app, clock, f"/connect calendar {web.base_url}/cal.ics")
+    await say(app, clock, f"/connect contacts {web.base_url}/contacts.vcf")
+    key = tmp_path / "keys" / "connectors.key"
+    assert key.stat().st_mode & 0o777 == 0o600
+    key.unlink()  # e.g. a restore that brought the database back without its key
+    alice = await person(app)
+    clock.advance(hours=1)
+    report = await run(app, "capabilities", alice)
+    assert report.detail == "nothing to work on"  # neither opens; nothing half-read
+    shown = await say(app, clock, "/memory")
+    assert "send /connect calendar again" in shown
+    assert "send /connect contacts again" in shown
+    assert str(key) not in shown  # the server's paths are the operator's business
+    # Connecting again makes a new key; the sync works from there.
+    await say(app, clock, f"/connect calendar {web.base_url}/cal.ics")
+    clock.advance(hours=1)
+    assert (await run(app, "capabilities", alice)).status == "ok"
