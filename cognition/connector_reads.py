@@ -6,7 +6,8 @@ Every error names the service's host only: a calendar's private URL is itself a 
 login is never put in an exception, a log line or a reply. A login is sent over TLS, or in the
 clear only to a server on this machine (a local mail bridge, a test server). The `caldav` and
 `vobject` packages (the `connectors` extra) are imported when a read runs; IMAP is the standard
-library's `imaplib`, in a thread. May import `bot` and `memory`.
+library's `imaplib`, in a thread; `ConnectorReader` turns a missing package into
+`missing_extra`'s message. May import `bot` and `memory`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import hashlib
 import imaplib
 import ipaddress
 import logging
+import ssl
 from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from email.header import decode_header, make_header
@@ -86,8 +88,9 @@ def fingerprint(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def _missing_extra(exc: ImportError) -> StrataError:
-    return StrataError(f"connectors need the `connectors` extra ({exc.name} is missing): "
+def missing_extra(exc: ImportError) -> StrataError:
+    """What a person is told when the operator did not install the `connectors` extra."""
+    return StrataError(f"this bot lacks the `connectors` extra ({exc.name} is missing): "
                        "pip install 'strata[connectors]'")
 
 
@@ -121,11 +124,9 @@ async def http_get(login: Login, timeout: float) -> bytes:
 def _caldav_objects(login: Login, timeout: float) -> list[bytes]:
     """Every event object of the CalDAV calendar at the URL (or of every calendar of the
     account, when the URL is the account's), as ICS bytes."""
-    try:
-        from caldav.davclient import DAVClient
-        from caldav.lib.error import DAVError
-    except ImportError as exc:
-        raise _missing_extra(exc) from None
+    from caldav.davclient import DAVClient
+    from caldav.lib.error import DAVError
+
     host = host_of(login.url)
     try:
         with DAVClient(
@@ -167,10 +168,8 @@ async def read_calendar(login: Login, *, tz: str, now: datetime, days: float,
 
 def parse_vcards(data: bytes) -> list[Contact]:
     """Name, birthday and relation (a RELATED type, else the first category) of each card."""
-    try:
-        import vobject
-    except ImportError as exc:
-        raise _missing_extra(exc) from None
+    import vobject
+
     out: list[Contact] = []
     try:
         for card in vobject.readComponents(data.decode("utf-8", errors="replace")):
@@ -228,14 +227,31 @@ def _decoded(value: str | None) -> str:
         return value.strip()
 
 
+def imap_address(address: str) -> tuple[str, int, bool]:
+    """(host, port, in the clear) of `HOST`, `HOST:PORT`, `imaps://HOST:PORT` (TLS, the
+    default) or `imap://HOST:PORT` (no TLS: to this machine only, e.g. a local mail bridge)."""
+    plain = address.startswith("imap://")
+    parts = urlsplit(address if "//" in address else f"imaps://{address}")
+    if parts.scheme not in ("imap", "imaps") or not parts.hostname:
+        raise ConnectorError("the mail server is HOST, HOST:PORT or imaps://HOST:PORT")
+    if plain and not is_loopback(parts.hostname):
+        raise ConnectorError("a password is only sent over TLS (imaps)")
+    try:
+        port = parts.port or (143 if plain else 993)
+    except ValueError:
+        raise ConnectorError("the mail server's port is not a number") from None
+    return parts.hostname, port, plain
+
+
 def _headers(login: Login, timeout: float) -> list[MailHeader]:
     """The newest messages' headers, read with EXAMINE (read-only) and BODY.PEEK (nothing is
     marked read); no body is ever asked for."""
-    host, _, port_text = login.url.partition(":")
-    port = int(port_text) if port_text.isdigit() else 993
-    plain = is_loopback(host) and port != 993
-    client: imaplib.IMAP4 = (imaplib.IMAP4(host, port, timeout=timeout) if plain
-                             else imaplib.IMAP4_SSL(host, port, timeout=timeout))
+    host, port, plain = imap_address(login.url)
+    # imaplib checks no certificate unless handed a context: the default one verifies.
+    client: imaplib.IMAP4 = (
+        imaplib.IMAP4(host, port, timeout=timeout) if plain
+        else imaplib.IMAP4_SSL(host, port, ssl_context=ssl.create_default_context(),
+                               timeout=timeout))
     try:
         client.login(login.user, login.password)
         status, data = client.select("INBOX", readonly=True)

@@ -26,6 +26,7 @@ from bot.types import Person
 from cognition.connector_reads import (
     check_host,
     host_of,
+    missing_extra,
     read_calendar,
     read_contacts,
     read_mail,
@@ -82,6 +83,12 @@ class ConnectorReader:
 
     async def read(self, kind: str, login: Login, person: Person, now: datetime) -> SyncData:
         await check_host(host_of(login.url), private_ok=self.private_hosts)
+        try:
+            return await self._read(kind, login, person, now)
+        except ImportError as exc:  # the `connectors` extra is not installed
+            raise missing_extra(exc) from None
+
+    async def _read(self, kind: str, login: Login, person: Person, now: datetime) -> SyncData:
         if kind == "calendar":
             digest, events = await read_calendar(login, tz=person.timezone, now=now,
                                                  days=self.days, timeout=self.timeout)

@@ -1,5 +1,6 @@
 """A small IMAP4rev1 server for the mail connector's tests, on 127.0.0.1 with a random port, in
-the test's event loop (plain TCP: the connector allows that to this machine only).
+the test's event loop: plain TCP (the connector allows that to this machine only, as
+`imap://`), or TLS with a context the test makes.
 
 It answers what a read-only client needs (CAPABILITY, LOGIN, SELECT/EXAMINE, UID SEARCH, UID
 FETCH, NOOP, LOGOUT) over the messages the test sets, and records every command line except
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import re
 import shlex
+import ssl
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,14 +39,18 @@ class FakeImap:
         self.writes: list[str] = []  # commands that would change the mailbox or mark it read
         self.logins = 0
         self._server: asyncio.AbstractServer | None = None
+        self.tls: ssl.SSLContext | None = None
         self.port = 0
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        scheme = "imaps" if self.tls is not None else "imap"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
-    async def start(self) -> FakeImap:
-        self._server = await asyncio.start_server(self._client, "127.0.0.1", 0)
+    async def start(self, tls: ssl.SSLContext | None = None) -> FakeImap:
+        """Listen in the clear, or over TLS with `tls` (a server context)."""
+        self.tls = tls
+        self._server = await asyncio.start_server(self._client, "127.0.0.1", 0, ssl=tls)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 

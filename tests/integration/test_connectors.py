@@ -7,9 +7,13 @@ file's bytes), that /wipe deletes it, and that a shared room cannot use these co
 from __future__ import annotations
 
 import base64
+import ipaddress
 import json
 import logging
+import ssl
+import sys
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -316,3 +320,52 @@ async def test_a_lost_key_asks_the_person_to_connect_again(
     await say(app, clock, f"/connect calendar {web.base_url}/cal.ics")
     clock.advance(hours=1)
     assert (await run(app, "capabilities", alice)).status == "ok"
+
+
+async def test_without_the_extra_connect_says_what_to_install(
+        app: App, clock: ManualClock, web: WebSources,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    web.vcards = VCARDS.encode()
+    monkeypatch.setitem(sys.modules, "vobject", None)  # as if the package were not installed
+    reply = await say(app, clock, f"/connect contacts {web.base_url}/contacts.vcf")
+    assert "pip install 'strata[connectors]'" in reply and "Nothing was stored" in reply
+    assert await app.db.fetchval("SELECT count(*) FROM connectors") == 0
+
+
+def self_signed(tmp_path: Path) -> ssl.SSLContext:
+    """A TLS server context with a certificate nobody trusts (made here, for 127.0.0.1)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.now(UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(1)
+            .not_valid_before(now - timedelta(days=1)).not_valid_after(now + timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .sign(key, hashes.SHA256()))
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    return context
+
+
+async def test_a_mail_server_whose_certificate_is_not_trusted_gets_no_password(
+        app: App, clock: ManualClock, tmp_path: Path) -> None:
+    server = await FakeImap("alice@example.org", PASSWORD).start(tls=self_signed(tmp_path))
+    try:
+        assert server.address.startswith("imaps://")
+        reply = await say(app, clock,
+                          f"/connect mail {server.address} alice@example.org {PASSWORD}")
+    finally:
+        await server.stop()
+    assert "could not be reached (SSLCertVerificationError)" in reply
+    assert server.logins == 0 and "LOGIN" not in server.commands
+    assert await app.db.fetchval("SELECT count(*) FROM connectors") == 0

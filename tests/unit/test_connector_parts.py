@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cognition.connector_reads import check_url, host_of, parse_vcards
+from cognition.connector_reads import check_url, host_of, imap_address, parse_vcards
 from cognition.connector_secrets import Login, SecretBox, SecretError
 from cognition.connectors import ConnectorError, Contact
 from cognition.personal_connectors import UsageError, parse_connect
@@ -71,3 +71,15 @@ def test_a_password_goes_over_https_or_to_this_machine_only() -> None:
         check_url("file:///etc/passwd", login=False)
     assert host_of("https://user:pw@c.example:8443/private/TOKEN") == "c.example"
     assert host_of("imap.example.org:993") == "imap.example.org"
+
+
+def test_mail_server_addresses() -> None:
+    assert imap_address("imap.example.org") == ("imap.example.org", 993, False)
+    assert imap_address("imaps://imap.example.org:1993") == ("imap.example.org", 1993, False)
+    assert imap_address("imap://127.0.0.1:1143") == ("127.0.0.1", 1143, True)
+    with pytest.raises(ConnectorError, match="only sent over TLS"):
+        imap_address("imap://imap.example.org")
+    with pytest.raises(ConnectorError, match="HOST, HOST:PORT"):
+        imap_address("https://imap.example.org")
+    with pytest.raises(ConnectorError, match="not a number"):
+        imap_address("imap.example.org:99999")
