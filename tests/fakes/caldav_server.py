@@ -1,4 +1,4 @@
-"""A real CalDAV server for the calendar connector's tests: Radicale (from PyPI) on 127.0.0.1
+"""A real CalDAV and CardDAV server for the connectors' tests: Radicale (from PyPI) on 127.0.0.1
 with a random port, one user with a plain-text password, its collections in a temporary
 folder. Served by the standard library's WSGI server in a thread (the connector's caldav
 client is synchronous, in a thread of its own); `stop` shuts it down."""
@@ -70,3 +70,26 @@ class RadicaleServer:
             for ics in events:
                 calendar.save_event(ics)
         return self.calendar_url(name)
+
+    def add_address_book(self, name: str, vcards: list[str]) -> str:
+        """Make the CardDAV address book `name` holding `vcards` (one card each); its URL."""
+        from caldav.davclient import DAVClient
+
+        url = self.calendar_url(name)
+        with DAVClient(url=self.url, username=self.user, password=self.password,
+                       enable_rfc6764=False, require_tls=False) as dav:
+            client: Any = dav
+            made = client.request(url, "MKCOL", _ADDRESS_BOOK, {"Content-Type": "application/xml"})
+            assert made.status == 201, made.status
+            for i, card in enumerate(vcards):
+                put = client.request(f"{url}{i}.vcf", "PUT", card, {"Content-Type": "text/vcard"})
+                assert put.status == 201, put.status
+        return url
+
+
+# An extended MKCOL (RFC 5689) that makes a CardDAV address book (RFC 6352).
+_ADDRESS_BOOK = (
+    '<?xml version="1.0" encoding="utf-8"?><D:mkcol xmlns:D="DAV:"'
+    ' xmlns:C="urn:ietf:params:xml:ns:carddav"><D:set><D:prop><D:resourcetype><D:collection/>'
+    "<C:addressbook/></D:resourcetype></D:prop></D:set></D:mkcol>"
+)

@@ -369,3 +369,20 @@ async def test_a_mail_server_whose_certificate_is_not_trusted_gets_no_password(
     assert "could not be reached (SSLCertVerificationError)" in reply
     assert server.logins == 0 and "LOGIN" not in server.commands
     assert await app.db.fetchval("SELECT count(*) FROM connectors") == 0
+
+
+async def test_a_carddav_address_book_with_a_login(
+        app: App, clock: ManualClock, radicale: RadicaleServer) -> None:
+    # One card per resource, each with the UID a CardDAV server requires.
+    cards = [c.replace("BEGIN:VCARD\r\n", f"BEGIN:VCARD\r\nUID:card-{i}\r\n")
+             + "END:VCARD\r\n"
+             for i, c in enumerate(VCARDS.split("END:VCARD\r\n")) if c.strip()]
+    url = radicale.add_address_book("contacts", cards)
+    reply = await say(app, clock, f"/connect contacts {url} alice {PASSWORD}")
+    assert "3 contacts" in reply, reply
+    alice = await person(app)
+    clock.advance(hours=1)
+    assert (await run(app, "capabilities", alice)).status == "ok"
+    assert "Contact: Rosa Diaz (sibling), birthday 12 May" in await facts_of(
+        app, alice, "user_specific")
+    assert "HTTP 401" in await say(app, clock, f"/connect contacts {url} alice wrong")
