@@ -6,6 +6,7 @@ file's bytes), that /wipe deletes it, and that a shared room cannot use these co
 
 from __future__ import annotations
 
+import argparse
 import base64
 import ipaddress
 import json
@@ -386,3 +387,18 @@ async def test_a_carddav_address_book_with_a_login(
     assert "Contact: Rosa Diaz (sibling), birthday 12 May" in await facts_of(
         app, alice, "user_specific")
     assert "HTTP 401" in await say(app, clock, f"/connect contacts {url} alice wrong")
+
+
+async def test_strata_memory_show_lists_the_connectors_without_their_logins(
+        app: App, clock: ManualClock, imap: FakeImap,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from bot.cli.core import cmd_memory_show
+
+    await say(app, clock, f"/connect mail {imap.address} alice@example.org {PASSWORD}")
+    for as_json in (False, True):
+        args = argparse.Namespace(user="alice", json=as_json)
+        assert await cmd_memory_show(args, app.settings) == 0
+    out = capsys.readouterr().out
+    assert "connected mail: 127.0.0.1 (since 2026-01-05, not read yet)" in out
+    assert '"host": "127.0.0.1"' in out
+    assert PASSWORD not in out and "alice@example.org" not in out
