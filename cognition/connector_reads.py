@@ -106,8 +106,15 @@ async def http_get(login: Login, timeout: float) -> bytes:
     try:
         async with (
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
-            session.get(check_url(login.url, login=bool(login.user)), headers=headers) as resp,
+            # Redirects are not followed: the host checked before the request is the one read
+            # (a public link could otherwise lead the bot into the operator's network).
+            session.get(check_url(login.url, login=bool(login.user)), headers=headers,
+                        allow_redirects=False) as resp,
         ):
+            if 300 <= resp.status < 400:
+                target = host_of(resp.headers.get("Location", ""))
+                raise ConnectorError(f"{host} answered HTTP {resp.status}, a redirect to "
+                                     f"{target}: give me the address it leads to")
             if resp.status != 200:
                 raise ConnectorError(f"{host} answered HTTP {resp.status}")
             data = await resp.content.read(MAX_FEED_BYTES + 1)

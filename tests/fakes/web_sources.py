@@ -3,7 +3,8 @@ Atom feed, an ICS calendar and a vCard address book, on 127.0.0.1 with a random 
 test's event loop.
 
 Content is set by the test (`results`, `rss_items`, `ics`, `vcards`); every request path is
-recorded. With `vcard_login` set, the address book asks for that HTTP Basic login.
+recorded. With `vcard_login` set, the address book asks for that HTTP Basic login; `/moved`
+redirects to its `to` parameter.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class WebSources:
         app.router.add_get("/atom.xml", self._atom)
         app.router.add_get("/cal.ics", self._ics)
         app.router.add_get("/contacts.vcf", self._vcf)
+        app.router.add_get("/moved", self._moved)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -94,3 +96,8 @@ class WebSources:
             if request.headers.get("Authorization") != expected:
                 return web.Response(status=401, headers={"WWW-Authenticate": "Basic"})
         return web.Response(body=self.vcards, content_type="text/vcard")
+
+    async def _moved(self, request: web.Request) -> web.StreamResponse:
+        """A redirect to where the test says (`?to=URL`)."""
+        self.requests.append(str(request.rel_url))
+        raise web.HTTPFound(request.query["to"])

@@ -402,3 +402,12 @@ async def test_strata_memory_show_lists_the_connectors_without_their_logins(
     assert "connected mail: 127.0.0.1 (since 2026-01-05, not read yet)" in out
     assert '"host": "127.0.0.1"' in out
     assert PASSWORD not in out and "alice@example.org" not in out
+
+
+async def test_a_redirect_is_not_followed(
+        app: App, clock: ManualClock, web: WebSources) -> None:
+    web.ics = ICS.encode()
+    reply = await say(app, clock, "/connect calendar "
+                      f"{web.base_url}/moved?to=http://169.254.169.254/latest/meta-data")
+    assert "a redirect to 169.254.169.254" in reply and "Nothing was stored" in reply
+    assert web.requests == ["/moved?to=http://169.254.169.254/latest/meta-data"]
