@@ -41,6 +41,7 @@ logging.getLogger("caldav").setLevel(logging.INFO)
 
 MAIL_COUNT = 20  # the newest messages of the inbox whose headers are read
 MAX_CONTACTS = 500
+MAX_HEADER = 120  # characters kept of a sender's name or a subject
 
 
 def host_of(url: str) -> str:
@@ -286,12 +287,16 @@ def _parse_fetch(data: Sequence[Any]) -> list[MailHeader]:
         meta, raw = item[0].decode("ascii", errors="replace"), item[1]
         uid = meta.split("UID ", 1)[1].split()[0].rstrip(")") if "UID " in meta else ""
         headers = BytesHeaderParser().parsebytes(raw)
-        when = email.utils.parsedate_to_datetime(headers["Date"]) if headers["Date"] else None
-        if when is None or not uid:
+        try:
+            when = email.utils.parsedate_to_datetime(str(headers["Date"] or ""))
+        except (ValueError, TypeError):  # no date, or not one: that message is left out
+            continue
+        if not uid:
             continue
         name, addr = email.utils.parseaddr(_decoded(headers["From"]))
-        out.append(MailHeader(uid, name or addr or "(unknown sender)",
-                              _decoded(headers["Subject"]) or "(no subject)",
+        # Short: a header is someone else's text going into the prompt.
+        out.append(MailHeader(uid, (name or addr or "(unknown sender)")[:MAX_HEADER],
+                              (_decoded(headers["Subject"]) or "(no subject)")[:MAX_HEADER],
                               ensure_utc(when)))
     out.sort(key=lambda h: (h.sent_at, h.uid), reverse=True)
     return out

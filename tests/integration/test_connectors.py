@@ -76,6 +76,8 @@ async def imap() -> AsyncIterator[FakeImap]:
                 "Sun, 04 Jan 2026 18:30:00 +0000"),
         Message("=?utf-8?q?Jos=C3=A9?= <jose@example.org>", "Dinner?",
                 "Mon, 05 Jan 2026 08:15:00 +0000"),
+        Message("Spam <s@example.org>", "Undated offer", "sometime soon"),  # left out
+        Message("Long <l@example.org>", "A" * 500, "Sun, 04 Jan 2026 10:00:00 +0000"),
     ]
     yield server
     await server.stop()
@@ -179,7 +181,7 @@ async def test_contacts_become_facts_and_mail_headers_reach_the_snapshot(
                       f"/connect contacts {web.base_url}/contacts.vcf alice {PASSWORD}")
     assert "3 contacts" in reply and PASSWORD not in reply
     reply = await say(app, clock, f"/connect mail {imap.address} alice@example.org {PASSWORD}")
-    assert "2 recent messages" in reply and PASSWORD not in reply
+    assert "3 recent messages" in reply and PASSWORD not in reply
     alice = await person(app)
     clock.advance(hours=1)
     report = await run(app, "capabilities", alice)
@@ -192,7 +194,8 @@ async def test_contacts_become_facts_and_mail_headers_reach_the_snapshot(
     assert "Recent mail" in prompt
     assert "Mon 5 Jan 08:15 from José: Dinner?" in prompt
     assert "from Ada Lovelace: Tickets for Friday" in prompt
-    assert "must never be read" not in prompt
+    assert "must never be read" not in prompt and "Undated offer" not in prompt
+    assert f"from Long: {'A' * 120}" in prompt and f"from Long: {'A' * 121}" not in prompt
     # Read-only: examined, never selected; headers peeked at, no body fetched, nothing stored.
     assert imap.writes == []
     assert any(c.startswith("EXAMINE") for c in imap.commands)
