@@ -414,3 +414,24 @@ async def test_a_redirect_is_not_followed(
                       f"{web.base_url}/moved?to=http://169.254.169.254/latest/meta-data")
     assert "a redirect to 169.254.169.254" in reply and "Nothing was stored" in reply
     assert web.requests == ["/moved?to=http://169.254.169.254/latest/meta-data"]
+
+
+async def test_through_the_shared_inbox_the_queued_command_leaves_with_its_answer(
+        app: App, clock: ManualClock, imap: FakeImap) -> None:
+    """With several processes on one platform account, a message waits in the database's turn
+    queue until answered: the /connect line (password and all) leaves it with the answer."""
+    inbox = app.inbox
+    assert inbox is not None
+    line = msg(f"/connect mail {imap.address} alice@example.org {PASSWORD}", clock=clock,
+               message_id="m1")
+    assert await inbox.take_in(line)
+    assert PASSWORD.lower() in await all_table_text(app.db)  # queued, not yet answered
+    alice = await person(app)
+    channel = (await app.channels.for_owner(alice.id))[0]
+    async with inbox.claim(channel.id) as queued:
+        assert queued is not None and len(queued) == 1
+        result = await inbox.answer(queued[0].accepted)
+        assert result is not None and result.reply.startswith("Connected your mailbox")
+        await inbox.done(queued[0])
+    assert PASSWORD.lower() not in await all_table_text(app.db)
+    assert await app.db.fetchval("SELECT count(*) FROM connectors") == 1
