@@ -52,7 +52,9 @@ class SyncData:
     fingerprint: str
     events: tuple[CalendarEvent, ...] = ()
     contacts: tuple[Contact, ...] = ()
-    mail: tuple[MailHeader, ...] | None = None  # None: not a mailbox (its headers are kept)
+    # A mailbox's newest headers, which replace the kept ones (even when empty); None for a
+    # calendar or an address book.
+    mail: tuple[MailHeader, ...] | None = None
 
 
 class Connector(Protocol):
