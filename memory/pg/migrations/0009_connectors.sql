@@ -1,5 +1,5 @@
 -- Services a person connects from a private chat, and the newest headers of a connected
--- mailbox (SQLite's 0016_connectors.sql says what each column holds and why).
+-- mailbox (SQLite's 0018_connectors.sql says what each column holds and why).
 CREATE TABLE connectors (
     owner_id BIGINT NOT NULL REFERENCES persons (id) ON DELETE CASCADE,
     kind TEXT COLLATE "C" NOT NULL CHECK (kind IN ('calendar', 'contacts', 'mail')),

@@ -1,4 +1,4 @@
-"""Upgrade to the connectors' tables (SQLite migration 0016, PostgreSQL 0007): a person and
+"""Upgrade to the connectors' tables (SQLite migration 0018, PostgreSQL 0009): a person and
 their calendar events from before are kept, a connector and mail headers can then be stored
 for them, and deleting the person (as /wipe does) takes both along."""
 
@@ -14,7 +14,7 @@ from tests.conftest import TEST_DIM
 from tests.memory_helpers import before_migration
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-OURS = {"sqlite": 16, "postgres": 7}  # the migration under test, per engine
+OURS = {"sqlite": 18, "postgres": 9}  # the migration under test, per engine
 
 
 async def test_upgrade_adds_the_connector_tables_and_keeps_what_was_there(
