@@ -29,7 +29,13 @@ from bot.shared_inbox import SharedInbox
 from bot.turns import ChannelTurns, ToolRegistry, TurnProcessor
 from bot.types import Channel, Person
 from cognition.ambient import AmbientContext
+from cognition.connector_secrets import SecretBox, key_path
 from cognition.connectors import configured_connectors
+from cognition.personal_connectors import (
+    ConnectorCommands,
+    connector_reader,
+    personal_connectors,
+)
 from cognition.registry import default_registry
 from cognition.reminders import ReminderPorts, register_commands, register_tools
 from cognition.research import configured_search
@@ -41,6 +47,7 @@ from memory.calendar import CalendarRepo
 from memory.claims import RunnerLeases
 from memory.clustering import ClusterParams
 from memory.compaction import CompactionHook, CompactionPolicy
+from memory.connectors import ConnectorStore, MailHeaders
 from memory.db import Database
 from memory.episode_cut import CutSettings, EpisodeCutter
 from memory.episodes import EpisodeRepo
@@ -224,12 +231,15 @@ class Repos:
     links: LinkCodes
     leases: RunnerLeases
     agents: AgentRepo
+    connectors: ConnectorStore
+    mail: MailHeaders
 
     @classmethod
     def over(cls, db: Database) -> Repos:
         return cls(PersonRepo(db), ChannelRepo(db), TranscriptRepo(db), EpisodeRepo(db),
                    FactRepo(db), JobRunRepo(db), ReminderRepo(db), PortraitRepo(db),
-                   CalendarRepo(db), LinkCodes(db), RunnerLeases(db), AgentRepo(db))
+                   CalendarRepo(db), LinkCodes(db), RunnerLeases(db), AgentRepo(db),
+                   ConnectorStore(db), MailHeaders(db))
 
 
 def metered_for_owner(chat: ChatModel, runs: JobRunRepo, clock: Clock,
@@ -343,12 +353,18 @@ class App:
         # Cognition: reminders and scheduled prompts (tools, /timezone), the ambient snapshot
         # and portrait in every prompt, and the background runner with the nine jobs.
         context = AmbientContext(repos.portraits, repos.reminders, repos.calendar,
-                                 repos.transcript, clock, settings.cognition.upcoming_hours)
+                                 repos.transcript, clock, settings.cognition.upcoming_hours,
+                                 mail=repos.mail)
         # /memory, /forget and friends let the processor's after-turn work settle first.
         MemoryCommands(
             repos.persons, repos.channels, forgetter, clock, repos.transcript, repos.episodes,
             context=lambda: context, settle=lambda: processor.drain(),
+            connectors=repos.connectors,
         ).register(commands)
+        # /connect and /disconnect: services a person lets the capability sync read.
+        box, reader = SecretBox(key_path(settings)), connector_reader(settings)
+        ConnectorCommands(repos.connectors, box, reader, clock,
+                          settle=lambda: processor.drain()).register(commands)
         reminder_ports = ReminderPorts(repos.persons, repos.reminders, clock)
         register_tools(tools, reminder_ports)
         register_commands(commands, reminder_ports)
@@ -392,7 +408,9 @@ class App:
             lifecycle=MemoryLifecycle(db, embedder, policy),
             leases=repos.leases,
             cutter=cutter,
-            connectors=configured_connectors(settings),
+            mail=repos.mail,
+            connectors=[*configured_connectors(settings),
+                        *personal_connectors(repos.connectors, box, reader)],
             search=search,
         )
         runner = Runner(services, default_registry())

@@ -295,6 +295,12 @@ class CognitionSettings(_Section):
     # site, e.g. https://fr.wikipedia.org). Empty: no Wikipedia; research then uses only
     # SearXNG and feeds, if set. A person turns research off for themselves with /research off.
     wikipedia_url: str = "https://en.wikipedia.org"
+    # The key that seals the logins people give `/connect` (docs/connectors.md). Empty: the
+    # file `connectors.key` beside the SQLite database, or in the data folder for PostgreSQL.
+    connector_key_file: str = ""
+    # Let /connect reach hosts on this machine or a private network (a home server, a local
+    # mail bridge). Off: a person could otherwise make the bot probe the operator's network.
+    connector_private_hosts: bool = False
     searxng_url: str = ""
     feeds: StrList = ()
     research_max_results: int = Field(default=5, gt=0, le=50)

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from bot.commands import CommandContext, CommandReply, CommandRouter
 from bot.ports import Clock, ContextSource
 from bot.types import Person
+from memory.connectors import ConnectorStore
 from memory.episodes import EpisodeRepo
 from memory.facts import FACT_KINDS, Fact, FactRepo
 from memory.forget import ForgetPlan, Forgetter
@@ -75,6 +76,8 @@ class MemoryCommands:
     # Waits for after-turn work in flight (an episode being cut from rows about to be
     # forgotten) before /forget, /wipe or /resume look at the memory.
     settle: Callable[[], Awaitable[None]] | None = None
+    # The services the person connected (`/connect`): listed by /memory, never their logins.
+    connectors: ConnectorStore | None = None
     _pending: dict[int, _Pending] = field(default_factory=dict, init=False)
 
     @property
@@ -121,12 +124,27 @@ class MemoryCommands:
                 lines += [f"  {fact_line(f, await self._where(f))}" for f in mine]
         if not facts:
             lines += ["", "No facts yet."]
+        lines += await self._connected(person)
         episodes = await self.episodes.count(person.id)
         rows = await self.transcript.count(person.id, messages_only=True)
         lines += ["", f"Also {episodes} conversation memories and {rows} stored messages.",
                   "/forget <#id or words> removes something; /export sends everything; "
                   "/wipe deletes it all."]
         return "\n".join(lines)
+
+    async def _connected(self, person: Person) -> list[str]:
+        listed = await self.connectors.listed(person.id) if self.connectors else []
+        if not listed:
+            return []
+        lines = ["", "Connected services (/disconnect calendar|contacts|mail stops one):"]
+        for c in listed:
+            state = (f"last read {c.synced_at:%Y-%m-%d %H:%M} UTC" if c.synced_at
+                     else "not read yet")
+            if c.last_error:
+                state += f"; the last try failed: {c.last_error}"
+            lines.append(f"  {c.kind} at {c.label} (since {c.created_at.date().isoformat()}, "
+                         f"{state})")
+        return lines
 
     async def show(self, ctx: CommandContext) -> CommandReply:
         text = await self.render(ctx.person)

@@ -2,8 +2,9 @@
 
 Ambient: the person's local time and day, how long since they last spoke, their last known
 location (only from sources whose profile has `location` on), upcoming reminders and calendar
-events. In a shared room only the time is given: nothing from a person's private life goes
-there. The portrait is the synthesis job's newest one. May import `bot` and `memory`.
+events, and the newest mail of a connected mailbox (sender, subject and when: never a body).
+In a shared room only the time is given: nothing from a person's private life goes there.
+The portrait is the synthesis job's newest one. May import `bot` and `memory`.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ from bot.ports import Clock
 from bot.types import Channel, ChannelKind, Person
 from cognition.reminders import describe, describe_recurrence, local
 from memory.calendar import CalendarRepo
+from memory.connectors import MailHeaders
 from memory.portraits import PortraitRepo
 from memory.profiles import sources_with
 from memory.reminders import ReminderRepo
 from memory.transcript import RowFilter, TranscriptRepo
+
+RECENT_MAIL = timedelta(days=2)
 
 
 def ago(delta: timedelta) -> str:
@@ -43,6 +47,7 @@ class AmbientContext:
     transcript: TranscriptRepo
     clock: Clock
     upcoming_hours: float  # reminders and events this far ahead are mentioned
+    mail: MailHeaders | None = None  # a connected mailbox's newest headers
 
     async def portrait(self, owner_id: int) -> str | None:
         latest = await self.portraits.latest(owner_id)
@@ -78,7 +83,18 @@ class AmbientContext:
             for e in events:
                 where = f" at {e.location}" if e.location else ""
                 lines.append(f"- {describe(e.starts_at, tz, now)}: {e.summary}{where}")
+        lines += await self._recent_mail(person, now)
         return "\n".join(lines)
+
+    async def _recent_mail(self, person: Person, now: datetime) -> list[str]:
+        if self.mail is None:
+            return []
+        recent = await self.mail.recent(person.id, now - RECENT_MAIL, limit=5)
+        if not recent:
+            return []
+        return ["Recent mail (newest first; only senders and subjects are read):"] + [
+            f"- {describe(m.sent_at, person.timezone, now)} from {m.sender}: {m.subject}"
+            for m in recent]
 
     async def _last_spoke(self, person: Person, channel: Channel) -> datetime | None:
         # In a chat turn the newest user row is the message being answered: skip it.

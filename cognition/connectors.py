@@ -4,8 +4,9 @@ from a URL or a file.
 A `Connector` fetches what a connected service holds for a person (None: the person has not
 connected it) as `SyncData`, with a fingerprint of the raw data so an unchanged source costs
 nothing downstream. The capability-sync job stores the events (for the ambient snapshot) and
-turns them into facts. Connectors for mail or contacts implement the same protocol and are
-added in `configured_connectors`. May import `bot` and `memory`; the `icalendar`,
+turns them into facts; contacts become facts, mail headers are kept for the snapshot. The
+operator's ICS feeds are here (`configured_connectors`); what a person connects with
+`/connect` is in `cognition.personal_connectors`. May import `bot` and `memory`; the `icalendar`,
 `recurring-ical-events` and `aiohttp` packages (the `calendar` extra) are imported when a sync
 runs.
 """
@@ -27,6 +28,7 @@ from bot.config import Settings
 from bot.errors import ConfigError, StrataError
 from bot.types import Person
 from memory.calendar import CalendarEvent
+from memory.connectors import MailHeader
 
 log = logging.getLogger(__name__)
 
@@ -38,14 +40,26 @@ class ConnectorError(StrataError):
 
 
 @dataclass(frozen=True, slots=True)
+class Contact:
+    name: str
+    birthday: date | None = None
+    relation: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class SyncData:
     connector: str
     fingerprint: str
     events: tuple[CalendarEvent, ...] = ()
+    contacts: tuple[Contact, ...] = ()
+    # A mailbox's newest headers, which replace the kept ones (even when empty); None for a
+    # calendar or an address book.
+    mail: tuple[MailHeader, ...] | None = None
 
 
 class Connector(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     async def fetch(
         self, person: Person, identities: Sequence[str], now: datetime

@@ -21,6 +21,7 @@ from cognition.connectors import Connector
 from cognition.research import SearchProvider
 from memory.calendar import CalendarRepo
 from memory.claims import RunnerLeases
+from memory.connectors import MailHeaders
 from memory.episode_cut import EpisodeCutter
 from memory.episodes import EpisodeRepo
 from memory.fact_extraction import FactExtractor
@@ -54,6 +55,7 @@ class Services:
     extractor: FactExtractor
     lifecycle: MemoryLifecycle
     leases: RunnerLeases
+    mail: MailHeaders
     cutter: EpisodeCutter | None = None
     connectors: list[Connector] = field(default_factory=list)
     search: SearchProvider | None = None

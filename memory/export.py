@@ -1,6 +1,9 @@
 """Everything stored about one person, as plain JSON-able data (`/export`, `strata memory
 export`). Tables that hold personal memory register here with the column naming their owner,
-so a new store is exported (and later wiped) by adding one line. Imports `memory.db`.
+so a new store is exported (and later wiped) by adding one line. The `connectors` table is
+deliberately not listed: it holds a person's service passwords, which an export (a file that
+gets passed around) must never carry; `/wipe` deletes it with the person row. Imports
+`memory.db`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ OWNED_TABLES: list[tuple[str, str]] = [
     ("reminders", "owner_id"),
     ("portraits", "owner_id"),
     ("calendar_events", "owner_id"),
+    ("mail_headers", "owner_id"),
     ("job_runs", "person_id"),
     ("job_cursors", "person_id"),
 ]

@@ -43,7 +43,8 @@ log = logging.getLogger(__name__)
 _SPECIAL = {"identities", "channels", "transcript", "episodes", "facts", "fact_sources",
             "fact_cursors", "memory_pauses"}
 # What forgetting and wiping delete from or rewrite: vacuumed afterwards on PostgreSQL.
-SCRUBBED_TABLES = (*(t for t, _ in OWNED_TABLES), "persons", "link_codes", "episode_rows",
+SCRUBBED_TABLES = (*(t for t, _ in OWNED_TABLES), "persons", "link_codes", "connectors",
+                   "episode_rows",
                    "transcript_vec", "episode_vec", "fact_vec")
 # Per-channel "last row handled" cursors (memory.cursors).
 CURSOR_TABLES = ("episode_cursors", "transcript_vec_cursors")

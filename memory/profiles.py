@@ -26,7 +26,10 @@ PROFILES: dict[str, SourceProfile] = {
     "dmn": SourceProfile(episodes=True, facts=True),
     "external-agent:*": SourceProfile(episodes=True, facts=True),
     # Background sources that write facts directly but never episodes: proactive research
-    # (`discovery` facts with their URL) and connected services (calendar events).
+    # (`discovery` facts with their URL) and connected services (`connector:calendar`,
+    # `connector:contacts`, `connector:ics` for the operator's feeds: events and contacts as
+    # facts). A service's data is never the person's own words, so no patterns, and never
+    # their location (a calendar's "where" is a plan, not where they are).
     "research": SourceProfile(facts=True),
     "connector:*": SourceProfile(facts=True),
 }

@@ -198,7 +198,8 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _cognition_info(repos: Repos, person_id: int) -> dict[str, Any]:
-    """What background cognition keeps about a person: portrait, reminders, calendar."""
+    """What background cognition keeps about a person: portrait, reminders, calendar, and the
+    services they connected."""
     portrait = await repos.portraits.latest(person_id)
     return {
         "portrait": {"text": portrait.text, "written_at": portrait.created_at.isoformat()}
@@ -209,6 +210,13 @@ async def _cognition_info(repos: Repos, person_id: int) -> dict[str, Any]:
             for r in await repos.reminders.for_owner(person_id)
         ],
         "calendar_events": await repos.calendar.count(person_id),
+        # What the person connected (/connect): the host only, never the sealed login.
+        "connectors": [
+            {"kind": c.kind, "host": c.label, "since": c.created_at.isoformat(),
+             "last_read": c.synced_at.isoformat() if c.synced_at else None,
+             "last_error": c.last_error}
+            for c in await repos.connectors.listed(person_id)
+        ],
     }
 
 
@@ -225,6 +233,10 @@ def _print_cognition(info: dict[str, Any]) -> None:
         say(f"  {r['kind']} #{r['id']} ({r['state']}, due {r['due_at'][:16]}{every}, "
               f"delivered {r['deliveries']}x): {r['text']}")
     say(f"  calendar events: {info['calendar_events']}")
+    for c in info["connectors"]:
+        state = f"last read {c['last_read'][:16]}" if c["last_read"] else "not read yet"
+        error = f"; last error: {c['last_error']}" if c["last_error"] else ""
+        say(f"  connected {c['kind']}: {c['host']} (since {c['since'][:10]}, {state}{error})")
 
 
 def _print_hierarchy(channels: list[dict[str, Any]]) -> None:

@@ -1,17 +1,22 @@
 """Capability sync: poll the person's connected services through the connector plugins (a
 direct call, no model). Calendar events are stored for the ambient snapshot and become
-`document` facts (the event) and `place` facts (where it is). Input watermark: the fingerprint
-of what each connector returned, so an unchanged calendar does nothing."""
+`document` facts (the event) and `place` facts (where it is); contacts with a birthday or a
+relation become `user_specific` facts; a mailbox's newest headers (sender, subject, date) are
+kept for the snapshot's "recent mail" and become no facts (mail is too many and too passing).
+Every fact is written with the source `connector:<name>` (memory/profiles.py: facts only).
+Input watermark: the fingerprint of what each connector returned, so an unchanged calendar
+does nothing."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from cognition.connectors import Connector, SyncData
+from cognition.connectors import Connector, Contact, SyncData
 from cognition.jobs.common import FactPorts, add_fact
 from cognition.registry import BaseJob, JobContext, JobOutcome
 from cognition.reminders import describe
 from memory.calendar import CalendarRepo
+from memory.connectors import MailHeaders
 from memory.persons import PersonRepo
 
 
@@ -27,10 +32,14 @@ class CapabilityPorts(FactPorts, Protocol):
     @property
     def calendar(self) -> CalendarRepo: ...
 
+    @property
+    def mail(self) -> MailHeaders: ...
+
 
 class CapabilitySyncJob(BaseJob):
     name = "capabilities"
-    description = "sync connected services (ICS calendars) → events, document/place facts"
+    description = ("sync connected services (calendars, contacts, mail headers) → events, "
+                   "facts, recent mail")
 
     async def inputs(self, ctx: JobContext[CapabilityPorts]) -> str | None:
         s = ctx.services
@@ -53,9 +62,18 @@ class CapabilitySyncJob(BaseJob):
         tz = ctx.person.timezone
         events = stored = 0
         for data in found:
+            source = f"connector:{data.connector}"
+            if data.mail is not None:
+                await s.mail.replace(ctx.person.id, data.mail, ctx.now)
+                continue
+            if data.connector == "contacts":
+                for contact in data.contacts:
+                    text = contact_fact(contact)
+                    if text and await add_fact(ctx, "user_specific", text, source):
+                        stored += 1
+                continue
             await s.calendar.replace(ctx.person.id, data.connector, data.events, ctx.now)
             events += len(data.events)
-            source = f"connector:{data.connector}"
             for e in data.events:
                 where = f" at {e.location}" if e.location else ""
                 text = f"Calendar: {e.summary} on {describe(e.starts_at, tz, ctx.now)}{where}"
@@ -64,4 +82,17 @@ class CapabilitySyncJob(BaseJob):
                 if e.location and await add_fact(
                         ctx, "place", f"Goes to {e.location} ({e.summary})", source):
                     stored += 1
-        return JobOutcome(f"{events} calendar events synced; {stored} new facts")
+        mail = sum(len(d.mail) for d in found if d.mail is not None)
+        return JobOutcome(f"{events} calendar events, {mail} mail headers synced; "
+                          f"{stored} new facts")
+
+
+def contact_fact(contact: Contact) -> str | None:
+    """`Contact: Rosa Diaz (sister), birthday 12 May`; None for a bare name (an address book
+    of hundreds says little about the person, and would crowd their facts)."""
+    if contact.birthday is None and not contact.relation:
+        return None
+    relation = f" ({contact.relation})" if contact.relation else ""
+    birthday = (f", birthday {contact.birthday.day} {contact.birthday:%B}"
+                if contact.birthday else "")
+    return f"Contact: {contact.name}{relation}{birthday}"

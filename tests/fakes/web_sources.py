@@ -1,13 +1,15 @@
 """A local web server for the cognition tests: a SearXNG-style JSON search API, Wikipedia's
-REST page search, an RSS and an Atom feed, and an ICS calendar, on 127.0.0.1 with a random
-port, in the test's event loop.
+REST page search, an RSS and an Atom feed, an ICS calendar and a vCard address book, on
+127.0.0.1 with a random port, in the test's event loop.
 
-Content is set by the test (`results`, `pages`, `rss_items`, `ics`); every request path is
-recorded, and so is each request's User-Agent.
+Content is set by the test (`results`, `pages`, `rss_items`, `ics`, `vcards`); every request
+path is recorded, and so is each request's User-Agent. With `vcard_login` set, the address
+book asks for that HTTP Basic login; `/moved` redirects to its `to` parameter.
 """
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 from xml.sax.saxutils import escape
 
@@ -23,6 +25,8 @@ class WebSources:
         self.rss_items: list[tuple[str, str, str]] = []  # (title, link, description)
         self.atom_entries: list[tuple[str, str, str]] = []
         self.ics: bytes = b""
+        self.vcards: bytes = b""
+        self.vcard_login: tuple[str, str] | None = None
         self.requests: list[str] = []
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -38,6 +42,8 @@ class WebSources:
         app.router.add_get("/feed.xml", self._rss)
         app.router.add_get("/atom.xml", self._atom)
         app.router.add_get("/cal.ics", self._ics)
+        app.router.add_get("/contacts.vcf", self._vcf)
+        app.router.add_get("/moved", self._moved)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -98,3 +104,17 @@ class WebSources:
     async def _ics(self, request: web.Request) -> web.StreamResponse:
         self.requests.append(str(request.rel_url))
         return web.Response(body=self.ics, content_type="text/calendar")
+
+    async def _vcf(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append(str(request.rel_url))
+        if self.vcard_login is not None:
+            pair = ":".join(self.vcard_login).encode()
+            expected = f"Basic {base64.b64encode(pair).decode()}"
+            if request.headers.get("Authorization") != expected:
+                return web.Response(status=401, headers={"WWW-Authenticate": "Basic"})
+        return web.Response(body=self.vcards, content_type="text/vcard")
+
+    async def _moved(self, request: web.Request) -> web.StreamResponse:
+        """A redirect to where the test says (`?to=URL`)."""
+        self.requests.append(str(request.rel_url))
+        raise web.HTTPFound(request.query["to"])

@@ -1,4 +1,5 @@
-"""Fixtures shared by the integration tests of background cognition."""
+"""Fixtures shared by the integration tests of background cognition: the app factory, and a
+local web server for feeds, calendars and address books."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from bot.app import App
 from bot.clock import ManualClock
 from bot.config import Settings
+from tests.fakes.web_sources import WebSources
 
 AppFactory = Callable[..., Awaitable[App]]
 
@@ -31,3 +33,10 @@ async def make_app(settings: Settings, clock: ManualClock) -> AsyncIterator[AppF
     yield make
     for a in apps:
         await a.close()
+
+
+@pytest.fixture
+async def web() -> AsyncIterator[WebSources]:
+    server = await WebSources().start()
+    yield server
+    await server.stop()

@@ -6,12 +6,10 @@ the same person and never in another person's."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from bot.app import App
 from bot.clock import ManualClock
@@ -49,13 +47,6 @@ SUMMARY:Long gone
 END:VEVENT
 END:VCALENDAR
 """
-
-
-@pytest.fixture
-async def web() -> AsyncIterator[WebSources]:
-    server = await WebSources().start()
-    yield server
-    await server.stop()
 
 
 async def say(app: App, clock: ManualClock, text: str, user: str = "alice",
