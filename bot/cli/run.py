@@ -49,7 +49,19 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"strata: running {names} and {runner}; stop with Ctrl-C or SIGTERM",
               file=sys.stderr, flush=True)
         end_with = None if args.keep_running else console
-        failures = await app.serve(adapters, stop, end_with=end_with)
+        web = None
+        if settings.web.enabled:
+            from bot.web.serve import start_web  # the `web` extra
+
+            web = await start_web(app.web_server().asgi(), settings.web.host,
+                                  settings.web.port)
+            print(f"strata: web view on http://{settings.web.host}:{web.port} (public "
+                  f"address {settings.web.public_url})", file=sys.stderr, flush=True)
+        try:
+            failures = await app.serve(adapters, stop, end_with=end_with)
+        finally:
+            if web is not None:
+                await web.stop()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
