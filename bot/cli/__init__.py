@@ -17,7 +17,7 @@ import os
 import sys
 
 from bot.config import load_settings
-from bot.errors import StrataError
+from bot.errors import ConfigError, StrataError
 
 # Subcommand modules, each with `register(subparsers)`; commands set `run=coroutine(args, s)`.
 MODULES = [
@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="more logging on stderr (-v info, -vv debug)",
     )
+    parser.add_argument("--log-format", choices=["text", "json"],
+                        help="log lines as text or one JSON object each (default "
+                        "web.log_format, text)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in MODULES:
         importlib.import_module(name).register(sub)
@@ -54,11 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
-    logging.basicConfig(
-        level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
     try:
         settings = load_settings(args.config, notice=_notice)
+        _logging(level, args.log_format or settings.web.log_format)
         code = asyncio.run(args.run(args, settings))
         sys.stdout.flush()
     except StrataError as exc:
@@ -72,6 +73,21 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # as if killed by SIGPIPE, what shells expect from a cut-off writer
     return int(code)
+
+
+def _logging(level: int, form: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    fields = "%(asctime)s %(levelname)s %(name)s %(message)s"
+    if form == "json":
+        try:
+            from pythonjsonlogger.json import JsonFormatter  # the `web` extra
+        except ImportError:
+            raise ConfigError("JSON logs need python-json-logger: pip install "
+                              "'strata[web]'") from None
+        handler.setFormatter(JsonFormatter(fields))
+    else:
+        handler.setFormatter(logging.Formatter(fields.replace("%(name)s", "%(name)s:")))
+    logging.basicConfig(level=level, handlers=[handler])
 
 
 def _notice(text: str) -> None:
