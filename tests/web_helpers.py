@@ -4,6 +4,7 @@ downloaded browser)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import socket
@@ -83,6 +84,8 @@ def chromium(width: int = 1280, height: int = 900) -> Iterator[Any]:
     """A headless Chromium driven by Debian's chromedriver, in a fresh empty profile."""
     missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
     if missing:
+        if os.environ.get("STRATA_REQUIRE_BROWSER") == "1":  # CI (.ci/run) installs them
+            pytest.fail(f"{', '.join(missing)} missing and STRATA_REQUIRE_BROWSER=1")
         pytest.skip(f"BROWSER TESTS SKIPPED: {', '.join(missing)} missing; install with "
                     "`apt-get install -y chromium chromium-driver` (test.sh does)")
     from selenium import webdriver

@@ -36,8 +36,20 @@ class Browser:
         return str(await asyncio.to_thread(
             lambda: self.driver.find_element("tag name", "body").text))
 
-    async def click(self, css: str) -> None:
-        await asyncio.to_thread(lambda: self.driver.find_element("css selector", css).click())
+    async def click(self, css: str, *, then: str) -> None:
+        """Click `css` and wait for the page it leads to: the one with an element `then` (a
+        click returns before the navigation it starts has finished)."""
+        from selenium.webdriver.support import expected_conditions
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        def run() -> None:
+            old = self.driver.find_element("tag name", "html")
+            self.driver.find_element("css selector", css).click()
+            wait = WebDriverWait(self.driver, 15)
+            wait.until(expected_conditions.staleness_of(old))
+            wait.until(expected_conditions.presence_of_element_located(("css selector", then)))
+
+        await asyncio.to_thread(run)
 
     async def url(self) -> str:
         return str(await asyncio.to_thread(lambda: self.driver.current_url))
@@ -106,13 +118,16 @@ async def test_a_person_sees_and_forgets_their_memory_in_a_browser(
             # Markup in a memory is text: shown literally, never run (the title is untouched).
             assert "Remember <script>document.title='pwned'</script> literally" in page
             assert await asyncio.to_thread(lambda: driver.title) == "Your memory · Strata"
+            shots = os.environ.get("STRATA_WEB_SCREENSHOTS")
+            if shots:
+                await take_screenshots(browser, Path(shots))
 
             # The map: a point is a link to its episode, with the episode as hover text.
             episode = ids["episode1"]
             hover = await asyncio.to_thread(lambda: driver.find_element(
                 "css selector", f"#point-{episode} title").get_attribute("textContent"))
             assert hover == "leaf: the hives need checking before the frost"
-            await browser.click(f"#point-{episode} circle")
+            await browser.click(f"#point-{episode} circle", then="#summary")
             assert (await browser.url()).endswith(f"/episode/{episode}")
             page = await browser.body()
             assert "the hives need checking before the frost" in page
@@ -120,23 +135,20 @@ async def test_a_person_sees_and_forgets_their_memory_in_a_browser(
 
             # Forget one fact with its button: gone from the page and from the database.
             await browser.get(web.base + "/")
-            await browser.click(f"#fact-{ids['bees']} button.forget")
+            await browser.click(f"#fact-{ids['bees']} button.forget", then="#back")
             assert "Forgotten:" in await browser.body()
-            await browser.click("#back")
+            await browser.click("#back", then="#facts")
             page = await browser.body()
             assert "Keeps bees in Lyon" not in page
             assert "Runs by the river on Sundays" in page
             assert await app.facts.repo.get(ids["bees"]) is None
             assert "Keeps bees in Lyon" not in str(app.recall_log.recent(ids["alice"]))
 
-            shots = os.environ.get("STRATA_WEB_SCREENSHOTS")
-            if shots:
-                await take_screenshots(browser, Path(shots))
-
 
 async def take_screenshots(browser: Browser, folder: Path) -> None:
     driver = browser.driver
-    for name, (width, height) in {"desktop": (1280, 1000), "phone": (390, 844)}.items():
+    for name, (width, height) in {"desktop": (1280, 1500), "phone": (390, 844)}.items():
         await asyncio.to_thread(driver.set_window_size, width, height)
         await browser.get(driver.current_url.split("#")[0])
         await asyncio.to_thread(driver.save_screenshot, str(folder / f"web-{name}.png"))
+    await asyncio.to_thread(driver.set_window_size, 1280, 900)
