@@ -29,7 +29,7 @@ from bot.turns import ChannelTurns, ToolRegistry, TurnProcessor
 from bot.types import Channel, Person
 from bot.web.command import WebCommand
 from bot.web.links import WebLinks
-from bot.web.metrics import CountTurns, Metrics, TimedChat
+from bot.web.metrics import Metrics, TimedChat
 from bot.web.recall_log import ForgetClearsRecall, RecallLog, RecordingRecaller
 from cognition.ambient import AmbientContext
 from cognition.connectors import configured_connectors
@@ -344,7 +344,6 @@ class App:
                                   min_confidence=settings.facts.min_confidence,
                                   input_tokens=settings.facts.input_tokens)
         after_turn: list[AfterTurn] = [
-            CountTurns(metrics),
             row_indexer,
             ExtractAfterTurn(cutter, extractor,
                              metered("extract:turn"), clock,
@@ -388,6 +387,7 @@ class App:
             context=context,
             after_turn=after_turn,
             chat_for=metered("chat:turn"),
+            on_result=metrics.turn_done,
             turns=ChannelTurns(Leases(db),
                                ttl=timedelta(seconds=settings.bot.turn_lease_seconds)),
         )

@@ -1,6 +1,6 @@
 """Prometheus metrics for operators (`/metrics`), in a registry of their own per app so that
 two apps in one process (the tests) never clash, and instrumentation that costs a counter
-increment: the model call, recall, after-turn counting and token charges.
+increment: the model call, recall, each turn's outcome and token charges.
 Imports `bot` leaf modules and prometheus-client (the `web` extra).
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from bot.ports import ChatModel
-from bot.types import Channel, ChatMessage, Completion, Person, ToolSpec
+from bot.types import ChatMessage, Completion, ToolSpec, TurnResult
 
 LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
@@ -25,8 +25,8 @@ class Metrics:
 
     def __post_init__(self) -> None:
         r = self.registry
-        self.turns = Counter("strata_turns", "Turns answered, by platform", ["platform"],
-                             registry=r)
+        self.turns = Counter("strata_turns", "Turns answered, by platform and outcome (ok, "
+                             "failed, command)", ["platform", "outcome"], registry=r)
         self.recall_seconds = Histogram("strata_recall_seconds", "Turn-zero recall latency",
                                         buckets=LATENCY_BUCKETS, registry=r)
         self.model_seconds = Histogram("strata_model_call_seconds", "Chat model call latency",
@@ -43,19 +43,15 @@ class Metrics:
     def render(self) -> bytes:
         return generate_latest(self.registry)
 
+    def turn_done(self, platform: str, result: TurnResult) -> None:
+        """A turn's outcome (`TurnProcessor.on_result`): a failed one is a model error, a
+        deadline or the rate limit, which the person was told about."""
+        outcome = "command" if result.command else "failed" if result.failed else "ok"
+        self.turns.labels(platform, outcome).inc()
+
     def charge(self, purpose: str, tokens: int) -> None:
         if tokens > 0:
             self.tokens.labels(purpose).inc(tokens)
-
-
-@dataclass
-class CountTurns:
-    """An after-turn hook counting answered turns by platform."""
-
-    metrics: Metrics
-
-    async def __call__(self, channel: Channel, person: Person, turn_id: str) -> None:
-        self.metrics.turns.labels(channel.platform).inc()
 
 
 @dataclass

@@ -38,16 +38,24 @@ async def test_metrics_count_turns_latency_and_tokens(
     async with web_app(fake_openai, db_target, clock) as web:
         async with aiohttp.ClientSession() as http, http.get(web.base + "/metrics") as resp:
             before = samples(await resp.text())
-        assert ("strata_turns_total", (("platform", "console"),)) not in before  # none yet
+        assert not [k for k in before if k[0] == "strata_turns_total"]  # none yet
         await say(web.app, clock, "hello there")
         await say(web.app, clock, "and again")
-        await web.app.processor.drain()  # the after-turn hooks (the turn counter among them)
+        fake_openai.fail_next("status", status=500, path="chat")
+        failed = await say(web.app, clock, "and once more")
+        assert failed.failed
+        await say(web.app, clock, "/help")
         async with aiohttp.ClientSession() as http, http.get(web.base + "/metrics") as resp:
             assert resp.status == 200 and resp.content_type == "text/plain"
             after = samples(await resp.text())
-    assert after[("strata_turns_total", (("platform", "console"),))] == 2
-    assert after[("strata_recall_seconds_count", ())] == 2
+    turns = {k[1]: v for k, v in after.items() if k[0] == "strata_turns_total"}
+    assert turns == {(("outcome", "ok"), ("platform", "console")): 2,
+                     (("outcome", "failed"), ("platform", "console")): 1,
+                     (("outcome", "command"), ("platform", "console")): 1}
+    assert after[("strata_recall_seconds_count", ())] == 3
     assert after[("strata_model_call_seconds_count", (("outcome", "ok"),))] == 2
+    assert after[("strata_model_call_seconds_count", (("outcome", "error"),))] == 1
+    assert after[("strata_model_failures_total", ())] == 1
     assert after[("strata_tokens_total", (("purpose", "chat:turn"),))] > 0
     assert after[("strata_turn_queue_depth", ())] == 0
 
