@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from bot.app import App
@@ -28,6 +29,11 @@ from tests.fakes.openai_server import FakeOpenAI
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 LINK = re.compile(r"https?://\S+/open/[A-Za-z0-9_-]+")
+
+
+def client() -> aiohttp.ClientSession:
+    """An HTTP client that keeps cookies (aiohttp keeps none of an IP address by default)."""
+    return aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
 
 
 def free_port() -> int:

@@ -71,11 +71,6 @@ class WebLinks:
     def end(self, token: str) -> None:
         self._sessions.pop(token, None)
 
-    def end_person(self, person_id: int) -> None:
-        """Close every session and link of a person (after /wipe, say)."""
-        self._sessions = {k: s for k, s in self._sessions.items() if s.person_id != person_id}
-        self._links = {k: v for k, v in self._links.items() if v[0] != person_id}
-
     def _drop_expired(self) -> None:
         now = self.clock.now()
         self._links = {k: v for k, v in self._links.items() if v[1] > now}

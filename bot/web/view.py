@@ -49,16 +49,13 @@ class RecallView:
 
 
 def source_words(source: str) -> str:
-    """Provenance in words: the person, research, a connector, an agent or the bot itself."""
-    if source == "dmn":
-        return "the bot's own reflection"
-    if source.startswith("external-agent:"):
-        return f"agent {source.partition(':')[2]}"
-    if source.startswith(("connector:", "calendar", "contacts", "mail")):
-        return f"connector {source.partition(':')[2] or source}"
-    if source.startswith("research"):
-        return "research"
-    return f"conversation ({source})"
+    """Provenance in words (memory/profiles.py names the sources that feed facts): the
+    person, research, a connector, an outside agent or the bot's own reflection."""
+    kind, _, name = source.partition(":")
+    words = {"user": "your conversation", "dmn": "the bot's own reflection",
+             "research": "research", "connector": f"connector {name}",
+             "external-agent": f"agent {name}"}
+    return words.get(kind, source)
 
 
 @dataclass

@@ -108,7 +108,7 @@ async def test_a_person_sees_and_forgets_their_memory_in_a_browser(
             assert "What Strata remembers about alice" in page
             # Facts by kind with provenance, episodes with level and weight, the last recall.
             assert "Keeps bees in Lyon" in page and "Runs by the river on Sundays" in page
-            assert "from conversation (user), console private" in page
+            assert "from your conversation, console private" in page
             assert "alice keeps bees in her garden in Lyon" in page
             assert "you said: how are my bees doing?" in page
             recalled = app.recall_log.recent(ids["alice"])[0].block

@@ -20,7 +20,7 @@ from bot.config import load_settings
 from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_run_cli import read_line
-from tests.web_helpers import LINK, free_port, say, web_app
+from tests.web_helpers import LINK, client, free_port, say, web_app
 
 ROOT = Path(__file__).parents[2]
 
@@ -106,7 +106,7 @@ async def test_strata_run_serves_the_link_its_console_gives(
             line = read_line(proc)
         link = LINK.search(line)
         assert link is not None
-        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+        async with client() as http:
             async with http.get(link.group(0)) as resp:
                 assert resp.status == 200
             async with http.get(f"http://127.0.0.1:{port}/") as resp:
@@ -134,7 +134,7 @@ async def test_strata_web_prints_a_link_and_logs_json(
     try:
         link = LINK.search(read_line(proc, timeout=30))
         assert link is not None and link.group(0).startswith(f"http://127.0.0.1:{port}/open/")
-        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+        async with client() as http:
             async with http.get(link.group(0)) as resp:
                 assert resp.status == 200
             async with http.get(f"http://127.0.0.1:{port}/") as resp:

@@ -13,12 +13,7 @@ from bot.web.command import OFF
 from memory.episodes import EpisodeRepo, NewEpisode
 from memory.facts import NewFact
 from tests.fakes.openai_server import FakeOpenAI
-from tests.web_helpers import LINK, WebApp, say, web_app, web_link
-
-
-def client() -> aiohttp.ClientSession:
-    # aiohttp keeps no cookies of an IP address unless told to.
-    return aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
+from tests.web_helpers import LINK, WebApp, client, say, web_app, web_link
 
 
 async def person_with_memory(web: WebApp, clock: ManualClock, user: str) -> dict[str, int]:
@@ -177,3 +172,16 @@ async def test_web_is_private_and_off_unless_enabled(
     async with web_app(fake_openai, db_target, clock, STRATA_WEB_ENABLED="false") as web:
         off = await say(web.app, clock, "/web")
         assert off.reply == OFF
+
+
+async def test_the_cookie_is_secure_behind_https(
+        fake_openai: FakeOpenAI, db_target: Path | str, clock: ManualClock) -> None:
+    public = "https://strata.example.org"
+    async with web_app(fake_openai, db_target, clock, STRATA_WEB_PUBLIC_URL=public) as web:
+        await say(web.app, clock, "hi")
+        link = await web_link(web.app, clock)
+        assert link.startswith(public + "/open/")  # the link names the public address
+        # The TLS proxy in front would pass the path on to the server as it is.
+        async with client() as http, http.get(web.base + link.removeprefix(public)) as resp:
+            assert resp.status == 200
+            assert "Secure" in resp.headers["set-cookie"]
