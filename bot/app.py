@@ -486,6 +486,7 @@ class App:
 
         async def scrape() -> None:
             self.metrics.queue_depth.set(await queue.count())
+            self.metrics.jobs(await r.runs.totals_by_job())
 
         return WebServer(
             links=self.web_links,

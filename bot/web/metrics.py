@@ -37,11 +37,25 @@ class Metrics:
                               ["purpose"], registry=r)
         self.queue_depth = Gauge("strata_turn_queue_depth", "Turns waiting in the shared queue",
                                  registry=r)
+        # Read from the database at each scrape, so they cover every process's runs.
+        self.job_runs = Gauge("strata_job_runs", "Kept background job runs, by job",
+                              ["job"], registry=r)
+        self.job_failures = Gauge("strata_job_failed_runs", "Kept job runs that failed, by job",
+                                  ["job"], registry=r)
+        self.job_tokens = Gauge("strata_job_tokens", "Model tokens of the kept job runs, by job",
+                                ["job"], registry=r)
         self.web_refused = Counter("strata_web_refused", "Web view requests refused",
                                    ["reason"], registry=r)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+    def jobs(self, totals: Sequence[tuple[str, int, int, int]]) -> None:
+        """The job totals (`JobRunRepo.totals_by_job`), read at scrape time."""
+        for job, runs, failed, tokens in totals:
+            self.job_runs.labels(job).set(runs)
+            self.job_failures.labels(job).set(failed)
+            self.job_tokens.labels(job).set(tokens)
 
     def turn_done(self, platform: str, result: TurnResult) -> None:
         """A turn's outcome (`TurnProcessor.on_result`): a failed one is a model error, a

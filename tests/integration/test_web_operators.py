@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from bot.app import App
 from bot.clock import ManualClock
 from bot.config import load_settings
+from memory.jobruns import JobRunRepo
 from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_run_cli import read_line
@@ -45,6 +46,10 @@ async def test_metrics_count_turns_latency_and_tokens(
         failed = await say(web.app, clock, "and once more")
         assert failed.failed
         await say(web.app, clock, "/help")
+        runs = JobRunRepo(web.app.db)
+        for status, tokens in (("ok", 120), ("ok", 30), ("error", 0)):
+            run = await runs.start("portrait", None, clock.now())
+            await runs.finish(run, now=clock.now(), status=status, tokens=tokens)
         async with aiohttp.ClientSession() as http, http.get(web.base + "/metrics") as resp:
             assert resp.status == 200 and resp.content_type == "text/plain"
             after = samples(await resp.text())
@@ -58,6 +63,10 @@ async def test_metrics_count_turns_latency_and_tokens(
     assert after[("strata_model_failures_total", ())] == 1
     assert after[("strata_tokens_total", (("purpose", "chat:turn"),))] > 0
     assert after[("strata_turn_queue_depth", ())] == 0
+    portrait = (("job", "portrait"),)
+    assert after[("strata_job_runs", portrait)] == 3
+    assert after[("strata_job_failed_runs", portrait)] == 1
+    assert after[("strata_job_tokens", portrait)] == 150
 
 
 async def test_healthz_checks_the_database_and_the_model(
