@@ -36,6 +36,15 @@ def client() -> aiohttp.ClientSession:
     return aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
 
 
+async def open_link(http: aiohttp.ClientSession, link: str) -> int:
+    """What a person does with the link: fetch its page, press its button. The status of the
+    page the button leads to."""
+    async with http.get(link) as resp:
+        assert resp.status == 200 and 'id="open"' in await resp.text()
+    async with http.post(link) as resp:
+        return resp.status
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -84,7 +84,8 @@ class WebServer:
 
     def asgi(self) -> Starlette:
         routes = [
-            Route("/open/{token}", self.open_link),
+            Route("/open/{token}", self.link_page),
+            Route("/open/{token}", self.open_link, methods=["POST"]),
             Route("/", self.home),
             Route("/facts", self.facts_page),
             Route("/fact/{fact_id:int}", self.fact_page),
@@ -121,15 +122,21 @@ class WebServer:
         # Someone else's id and an id that does not exist look the same.
         return self._refused(request, "not_found", 404, "There is nothing here.")
 
+    async def link_page(self, request: Request) -> Response:
+        """The link itself only shows a button: chat apps fetch the links people send for a
+        preview, and such a fetch must not spend a single-use link."""
+        return self._page(request, "open.html",
+                          {"session": None, "token": request.path_params["token"]})
+
     async def open_link(self, request: Request) -> Response:
         session = self.links.redeem(request.path_params["token"])
         if session is None:
             return self._refused(request, "bad_link", 403,
                                  "This link was used already or has expired. Send /web to the "
                                  "bot in a private chat for a new one.")
-        # Not a redirect: a SameSite=Strict cookie is not sent on a redirect that began on
-        # another site (the chat app), but it is on this page's own navigation.
-        response = self._page(request, "open.html", {"session": None})
+        # A redirect after this page's own form: the navigation began on this site, so the
+        # SameSite=Strict cookie goes with it.
+        response = RedirectResponse("/", status_code=303)
         response.set_cookie(COOKIE, session.token, max_age=int(
             (session.expires - self.links.clock.now()).total_seconds()),
             httponly=True, samesite="strict", secure=self.secure_cookie, path="/")

@@ -104,6 +104,7 @@ async def test_a_person_sees_and_forgets_their_memory_in_a_browser(
         with chromium() as driver:
             browser = Browser(driver)
             await browser.get(link)
+            await browser.click("#open", then="#recall")
             page = await browser.body()
             assert "What Strata remembers about alice" in page
             # Facts by kind with provenance, episodes with level and weight, the last recall.

@@ -21,7 +21,7 @@ from memory.jobruns import JobRunRepo
 from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_run_cli import read_line
-from tests.web_helpers import LINK, client, free_port, say, web_app
+from tests.web_helpers import LINK, client, free_port, open_link, say, web_app
 
 ROOT = Path(__file__).parents[2]
 
@@ -116,8 +116,7 @@ async def test_strata_run_serves_the_link_its_console_gives(
         link = LINK.search(line)
         assert link is not None
         async with client() as http:
-            async with http.get(link.group(0)) as resp:
-                assert resp.status == 200
+            assert await open_link(http, link.group(0)) == 200
             async with http.get(f"http://127.0.0.1:{port}/") as resp:
                 assert resp.status == 200
                 assert "What Strata remembers about alice" in await resp.text()
@@ -144,8 +143,7 @@ async def test_strata_web_prints_a_link_and_logs_json(
         link = LINK.search(read_line(proc, timeout=30))
         assert link is not None and link.group(0).startswith(f"http://127.0.0.1:{port}/open/")
         async with client() as http:
-            async with http.get(link.group(0)) as resp:
-                assert resp.status == 200
+            assert await open_link(http, link.group(0)) == 200
             async with http.get(f"http://127.0.0.1:{port}/") as resp:
                 assert "I grow tomatoes on my balcony." in await resp.text()
             async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:

@@ -9,7 +9,7 @@ from bot.clock import ManualClock
 from memory.episodes import TOPIC, EpisodeRepo, NewEpisode
 from memory.facts import NewFact
 from tests.fakes.openai_server import FakeOpenAI
-from tests.web_helpers import client, say, web_app, web_link
+from tests.web_helpers import client, open_link, say, web_app, web_link
 
 
 async def test_superseded_facts_show_only_on_request(
@@ -26,8 +26,7 @@ async def test_superseded_facts_show_only_on_request(
                                           subject="self", attribute="home_city"), clock.now())
         assert new.superseded == (old.fact_id,)
         async with client() as http:
-            async with http.get(await web_link(app, clock)) as resp:
-                assert resp.status == 200
+            assert await open_link(http, await web_link(app, clock)) == 200
             async with http.get(web.base + "/facts") as resp:
                 current = await resp.text()
             async with http.get(web.base + "/facts?superseded=1") as resp:
@@ -59,8 +58,7 @@ async def test_a_topic_episode_lists_what_it_gathers_with_todays_weight(
         await episodes.tombstone([leaf], topic, clock.now())
         clock.advance(days=90)  # one τ of a topic episode: its weight is e^-1 now
         async with client() as http:
-            async with http.get(await web_link(app, clock)) as resp:
-                assert resp.status == 200
+            assert await open_link(http, await web_link(app, clock)) == 200
             async with http.get(web.base + f"/episode/{topic}") as resp:
                 page = await resp.text()
             async with http.get(web.base + f"/episode/{leaf}") as resp:

@@ -13,7 +13,7 @@ from bot.web.command import OFF
 from memory.episodes import EpisodeRepo, NewEpisode
 from memory.facts import NewFact
 from tests.fakes.openai_server import FakeOpenAI
-from tests.web_helpers import LINK, WebApp, client, say, web_app, web_link
+from tests.web_helpers import LINK, WebApp, client, open_link, say, web_app, web_link
 
 
 async def person_with_memory(web: WebApp, clock: ManualClock, user: str) -> dict[str, int]:
@@ -33,11 +33,11 @@ async def person_with_memory(web: WebApp, clock: ManualClock, user: str) -> dict
 
 
 async def signed_in(http: aiohttp.ClientSession, link: str) -> str:
-    """Open the link; return the page's CSRF token."""
+    """Open the link (landing on the view); return the page's CSRF token."""
     async with http.get(link) as resp:
         assert resp.status == 200
-    async with http.get(link.split("/open/")[0] + "/") as resp:
-        assert resp.status == 200
+    async with http.post(link) as resp:
+        assert resp.status == 200 and str(resp.url) == link.split("/open/")[0] + "/"
         page = await resp.text()
     marker = 'name="csrf" value="'
     return page.split(marker, 1)[1].split('"', 1)[0]
@@ -48,23 +48,27 @@ async def test_a_link_works_once_and_only_for_a_few_minutes(
     async with web_app(fake_openai, db_target, clock) as web:
         await person_with_memory(web, clock, "alice")
         link = await web_link(web.app, clock)
-        async with client() as http, http.get(link) as resp:
-            assert resp.status == 200
+        # A chat app fetching the link for a preview (twice, say) does not spend it.
+        for _ in range(2):
+            async with client() as preview, preview.get(link) as resp:
+                assert resp.status == 200 and "set-cookie" not in resp.headers
+        async with client() as http, http.post(link, allow_redirects=False) as resp:
+            assert resp.status == 303 and resp.headers["location"] == "/"
             cookie = resp.headers["set-cookie"]
             assert "HttpOnly" in cookie and "samesite=strict" in cookie.lower()
             assert "Secure" not in cookie  # the public URL is http here
-        async with client() as other, other.get(link) as resp:
-            assert resp.status == 403
-            assert "used already or has expired" in await resp.text()
+        async with client() as other:
+            assert await open_link(other, link) == 403
+            async with other.post(link) as resp:
+                assert "used already or has expired" in await resp.text()
 
         late = await web_link(web.app, clock)
         clock.advance(minutes=10, seconds=1)
-        async with client() as http, http.get(late) as resp:
-            assert resp.status == 403
+        async with client() as http:
+            assert await open_link(http, late) == 403
         # A guessed token is refused the same way.
         async with client() as http:
-            async with http.get(web.base + "/open/" + "A" * 43) as resp:
-                assert resp.status == 403
+            assert await open_link(http, web.base + "/open/" + "A" * 43) == 403
             async with http.get(web.base + "/") as resp:
                 assert resp.status == 401
 
@@ -182,6 +186,7 @@ async def test_the_cookie_is_secure_behind_https(
         link = await web_link(web.app, clock)
         assert link.startswith(public + "/open/")  # the link names the public address
         # The TLS proxy in front would pass the path on to the server as it is.
-        async with client() as http, http.get(web.base + link.removeprefix(public)) as resp:
-            assert resp.status == 200
+        path = web.base + link.removeprefix(public)
+        async with client() as http, http.post(path, allow_redirects=False) as resp:
+            assert resp.status == 303
             assert "Secure" in resp.headers["set-cookie"]
