@@ -339,7 +339,7 @@ class App:
         cutter = EpisodeCutter(db, embedder, clock, chat, cut_settings(settings),
                                transcript=repos.transcript, persons=repos.persons,
                                chat_for=metered("cut:turn"))
-        forgetter = ForgetClearsRecall(db, embedder, repos.facts, recall_log)
+        forgetter = ForgetClearsRecall(db, embedder, repos.facts, log=recall_log)
         extractor = FactExtractor(db, facts, repos.persons,
                                   min_confidence=settings.facts.min_confidence,
                                   input_tokens=settings.facts.input_tokens)

@@ -17,11 +17,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from bot.ports import Clock, Embedder, Recaller
+from bot.ports import Clock, Recaller
 from bot.types import Channel, Person
-from memory.db import Database
-from memory.facts import FactRepo
 from memory.forget import ForgetPlan, Forgetter, WipeReport
 
 KEEP_PER_OWNER = 10
@@ -74,9 +73,10 @@ class ForgetClearsRecall(Forgetter):
     """The forgetter, also dropping the owner's recorded recall blocks: a block may quote
     what was just forgotten."""
 
-    def __init__(self, db: Database, embedder: Embedder, facts: FactRepo,
-                 log: RecallLog) -> None:
-        super().__init__(db, embedder, facts)
+    # The forgetter's own arguments pass through untyped here: only the composition root may
+    # name the database (tests/unit/test_storage_seam.py).
+    def __init__(self, *args: Any, log: RecallLog) -> None:
+        super().__init__(*args)
         self.recall_log = log
 
     async def forget(self, plan: ForgetPlan) -> None:
