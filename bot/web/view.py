@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.ports import Clock
-from bot.types import Channel, TranscriptRow
+from bot.types import Channel, ChannelKind, TranscriptRow
 from bot.web.recall_log import RecallLog, RecallRecord
 from bot.web.topic_map import LEVEL_NAMES, MapPoint, layout
 from memory.decay import episode_weight, fact_weight
@@ -139,9 +139,12 @@ class MemoryView:
         return view, list(sources.episode_ids), rows
 
     async def recent_rows(self, person_id: int) -> list[tuple[str, TranscriptRow]]:
-        """The newest messages over the person's own channels, oldest first."""
+        """The newest messages of the person's private chats, oldest first (the background
+        channels hold the jobs' own prompts, not a conversation)."""
         out: list[tuple[str, TranscriptRow]] = []
         for channel in await self.channels.for_owner(person_id):
+            if channel.kind is not ChannelKind.PRIVATE:
+                continue
             where = f"{channel.platform} {channel.kind.value}"
             rows = await self.transcript.for_channel(channel.id, limit=RECENT_ROWS, newest=True)
             out += [(where, r) for r in rows if r.owner_id == person_id]

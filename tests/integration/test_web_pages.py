@@ -67,3 +67,21 @@ async def test_a_topic_episode_lists_what_it_gathers_with_todays_weight(
         assert f'href="/episode/{leaf}"' in page and "a hike in the Alps" in page
         assert "<dt>Weight now</dt><dd>0.37</dd>" in page
         assert "I went hiking in the Alps." in child and f'href="/episode/{topic}"' in child
+
+
+async def test_the_transcript_shows_private_chats_not_job_prompts_or_rooms(
+        fake_openai: FakeOpenAI, db_target: Path | str, clock: ManualClock) -> None:
+    async with web_app(fake_openai, db_target, clock) as web:
+        app = web.app
+        await say(app, clock, "a private hello")
+        await say(app, clock, "a word in the club", private=False)
+        alice = await app.persons.find("alice")
+        assert alice is not None
+        await app.processor.handle_background(alice, "dmn", "JOB PROMPT: reflect on alice")
+        async with client() as http:
+            assert await open_link(http, await web_link(app, clock)) == 200
+            async with http.get(web.base + "/") as resp:
+                page = await resp.text()
+        transcript = page.split('id="transcript"', 1)[1]
+        assert "a private hello" in transcript
+        assert "JOB PROMPT" not in page and "a word in the club" not in page
