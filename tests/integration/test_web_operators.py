@@ -110,9 +110,9 @@ async def test_strata_run_serves_the_link_its_console_gives(
         assert proc.stdin is not None
         proc.stdin.write("/web\n")
         proc.stdin.flush()
-        line = read_line(proc)
+        line = read_line(proc, timeout=30)  # a loaded machine starts it slowly
         while not LINK.search(line):
-            line = read_line(proc)
+            line = read_line(proc, timeout=30)
         link = LINK.search(line)
         assert link is not None
         async with client() as http:
