@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.agent_memory import AgentMemory
 from bot.clock import FileClock, SystemClock
@@ -28,6 +28,10 @@ from bot.ports import Adapter, AfterTurn, ChatModel, Clock
 from bot.shared_inbox import SharedInbox
 from bot.turns import ChannelTurns, ToolRegistry, TurnProcessor
 from bot.types import Channel, Person
+from bot.web.command import WebCommand
+from bot.web.links import WebLinks
+from bot.web.metrics import Metrics, TimedChat
+from bot.web.recall_log import ForgetClearsRecall, RecallLog, RecordingRecaller
 from cognition.ambient import AmbientContext
 from cognition.connector_secrets import SecretBox, key_path
 from cognition.connectors import configured_connectors
@@ -67,6 +71,9 @@ from memory.rollup import RollupPolicy
 from memory.row_vectors import RowIndexer
 from memory.transcript import TranscriptRepo
 from memory.turn_queue import TurnQueue
+
+if TYPE_CHECKING:
+    from bot.web.server import WebServer
 
 log = logging.getLogger(__name__)
 
@@ -243,12 +250,14 @@ class Repos:
 
 
 def metered_for_owner(chat: ChatModel, runs: JobRunRepo, clock: Clock,
-                      purpose: str) -> Callable[[int], ChatModel]:
+                      purpose: str, metrics: Metrics | None = None) -> Callable[[int], ChatModel]:
     """The model for calls made after a turn, outside any job run: each call's tokens are
     recorded for the memory owner under `purpose` (shown by `strata jobs status`)."""
 
     def for_owner(owner_id: int) -> ChatModel:
         async def charge(tokens: int) -> None:
+            if metrics is not None:
+                metrics.charge(purpose, tokens)
             await runs.record_usage(purpose, owner_id, clock.now(), tokens)
 
         return MeteredChat(chat, charge)
@@ -305,6 +314,13 @@ class App:
     inbox: SharedInbox | None = None
     # What external agents may do with their person's memory (`strata mcp`).
     agents: AgentMemory | None = None
+    # The web view's parts (bot.web): its links and sessions, what recall showed the model,
+    # the operators' metrics, and the commands its buttons run.
+    metrics: Metrics = field(default_factory=Metrics)
+    web_links: WebLinks | None = None
+    web_command: WebCommand | None = None
+    recall_log: RecallLog = field(default_factory=RecallLog)
+    memory_commands: MemoryCommands | None = None
 
     @classmethod
     async def create(cls, settings: Settings, clock: Clock | None = None) -> App:
@@ -312,17 +328,24 @@ class App:
         ports it uses when it is built, and nothing is patched in afterwards."""
         clock = clock or default_clock(settings)
         db = await open_db(settings)
+        metrics = Metrics()
         chat = make_chat_model(settings)
+        timed_chat = TimedChat(chat, metrics)
         embedder = make_embedder(settings)
         repos = Repos.over(db)
         commands, tools = CommandRouter(), ToolRegistry()
         LinkCommand(repos.links, repos.persons, clock).register(commands)
+        web_links = WebLinks(clock, timedelta(minutes=settings.web.link_minutes),
+                             timedelta(minutes=settings.web.session_minutes))
+        web_command = WebCommand(web_links, settings.web.public_url, settings.web.enabled)
+        web_command.register(commands)
+        recall_log = RecallLog()
         facts = FactStore(repos.facts, embedder)
         # Memory: turn-zero recall (episodes, transcript rows and facts) on the hot path; row
         # vectors and episode cutting after it.
         # Model calls outside a job run are charged to the memory owner, one purpose each.
         def metered(purpose: str) -> Callable[[int], ChatModel]:
-            return metered_for_owner(chat, repos.runs, clock, purpose)
+            return metered_for_owner(timed_chat, repos.runs, clock, purpose, metrics)
 
         recall = Recall(db, embedder, clock, recall_tuning(settings))
         recall.add_source(FactCandidates(repos.facts, repos.channels))
@@ -331,7 +354,7 @@ class App:
         cutter = EpisodeCutter(db, embedder, clock, chat, cut_settings(settings),
                                transcript=repos.transcript, persons=repos.persons,
                                chat_for=metered("cut:turn"))
-        forgetter = Forgetter(db, embedder, repos.facts)
+        forgetter = ForgetClearsRecall(db, embedder, repos.facts, log=recall_log)
         extractor = FactExtractor(db, facts, repos.persons,
                                   min_confidence=settings.facts.min_confidence,
                                   input_tokens=settings.facts.input_tokens)
@@ -356,11 +379,12 @@ class App:
                                  repos.transcript, clock, settings.cognition.upcoming_hours,
                                  mail=repos.mail)
         # /memory, /forget and friends let the processor's after-turn work settle first.
-        MemoryCommands(
+        memory_commands = MemoryCommands(
             repos.persons, repos.channels, forgetter, clock, repos.transcript, repos.episodes,
             context=lambda: context, settle=lambda: processor.drain(),
             connectors=repos.connectors,
-        ).register(commands)
+        )
+        memory_commands.register(commands)
         # /connect and /disconnect: services a person lets the capability sync read.
         box, reader = SecretBox(key_path(settings)), connector_reader(settings)
         ConnectorCommands(repos.connectors, box, reader, clock,
@@ -375,14 +399,16 @@ class App:
             persons=repos.persons,
             channels=repos.channels,
             transcript=repos.transcript,
-            chat=chat,
+            chat=timed_chat,
             clock=clock,
             commands=commands,
             tools=tools,
-            recaller=recall,
+            recaller=RecordingRecaller(recall, recall_log, clock,
+                                       metrics.recall_seconds.observe),
             context=context,
             after_turn=after_turn,
             chat_for=metered("chat:turn"),
+            on_result=metrics.turn_done,
             turns=ChannelTurns(Leases(db),
                                ttl=timedelta(seconds=settings.bot.turn_lease_seconds)),
         )
@@ -422,6 +448,8 @@ class App:
             inbox=SharedInbox(processor, TurnQueue(db), Leases(db), clock),
             agents=AgentMemory(repos.agents, repos.persons, facts, recall, clock,
                                processor.background_channel),
+            metrics=metrics, web_links=web_links, web_command=web_command,
+            recall_log=recall_log, memory_commands=memory_commands,
         )
 
     async def serve(
@@ -469,6 +497,31 @@ class App:
                 await self.runner.stop()
         return failures
 
+
+    def web_server(self) -> WebServer:
+        """The web view and the operators' endpoints over this app's repositories (the `web`
+        extra: Starlette and Jinja2 are imported only here)."""
+        from bot.web.server import WebServer
+        from bot.web.view import MemoryView
+
+        assert self.repos is not None and self.web_links is not None
+        assert self.memory_commands is not None
+        r = self.repos
+        queue = TurnQueue(self.db)
+
+        async def scrape() -> None:
+            self.metrics.queue_depth.set(await queue.count())
+            self.metrics.jobs(await r.runs.totals_by_job())
+
+        return WebServer(
+            links=self.web_links,
+            view=MemoryView(self.clock, r.channels, r.transcript, r.episodes, r.facts, r.runs,
+                            self.recall_log),
+            persons=r.persons, commands=self.memory_commands, metrics=self.metrics,
+            checks={"database": queue.count, "model": self.chat.list_models},
+            before_scrape=scrape,
+            secure_cookie=self.settings.web.public_url.startswith("https://"),
+        )
 
     async def close(self) -> None:
         if self.runner is not None:

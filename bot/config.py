@@ -15,7 +15,7 @@ import os
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -320,6 +320,48 @@ class McpSettings(_Section):
     token: str = Field(default="", repr=False)
 
 
+class WebSettings(_Section):
+    """The read-only web view and the operators' endpoints (docs/web.md). Off unless enabled
+    with a public URL: that address is what the one-time links point at."""
+
+    enabled: bool = False
+    public_url: str = ""
+    listen: str = "127.0.0.1:8765"
+    link_minutes: float = Field(default=10.0, gt=0, le=60)
+    session_minutes: float = Field(default=30.0, gt=0, le=24 * 60)
+    # Logs as one JSON object a line (also `strata --log-format json`).
+    log_format: Literal["text", "json"] = "text"
+
+    @field_validator("public_url")
+    @classmethod
+    def _public(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError("give the http:// or https:// address people open")
+        return value.rstrip("/")
+
+    @field_validator("listen")
+    @classmethod
+    def _listen(cls, value: str) -> str:
+        host, sep, port = value.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+            raise ValueError("give host:port, e.g. 127.0.0.1:8765")
+        return value
+
+    @model_validator(mode="after")
+    def _needs_url(self) -> WebSettings:
+        if self.enabled and not self.public_url:
+            raise ValueError("web.enabled needs web.public_url (the address people open)")
+        return self
+
+    @property
+    def host(self) -> str:
+        return self.listen.rpartition(":")[0].strip("[]")
+
+    @property
+    def port(self) -> int:
+        return int(self.listen.rpartition(":")[2])
+
+
 class Settings(BaseSettings):
     """Every section. `load_settings` builds it from the TOML file and the environment."""
 
@@ -343,6 +385,7 @@ class Settings(BaseSettings):
     matrix: MatrixSettings = MatrixSettings()
     cognition: CognitionSettings = CognitionSettings()
     mcp: McpSettings = McpSettings()
+    web: WebSettings = WebSettings()
 
     @classmethod
     def settings_customise_sources(

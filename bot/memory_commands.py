@@ -165,8 +165,11 @@ class MemoryCommands:
         return pending
 
     async def forget(self, ctx: CommandContext) -> CommandReply:
-        args = ctx.args.strip()
-        pid = ctx.person.id
+        return await self.forget_for(ctx.person.id, ctx.args)
+
+    async def forget_for(self, pid: int, args: str) -> CommandReply:
+        """`/forget ARGS` for person `pid` (also the web view's forget button)."""
+        args = args.strip()
         if not args:
             return CommandReply("Tell me what to forget: /forget #12 for one fact (see "
                                 "/memory), or /forget <words> for everything matching them.")
@@ -210,12 +213,16 @@ class MemoryCommands:
     # -- /export, /wipe ------------------------------------------------------------------------
 
     async def export(self, ctx: CommandContext) -> CommandReply:
-        data = await self.persons.export(ctx.person.id)
+        return await self.export_for(ctx.person.id)
+
+    async def export_for(self, pid: int) -> CommandReply:
+        """`/export` for person `pid` (also the web view's export button)."""
+        data = await self.persons.export(pid)
         blob = json.dumps(data, indent=2, ensure_ascii=False).encode("utf-8")
         stamp = self.clock.now().strftime("%Y%m%d-%H%M%S")
         return CommandReply(
             f"Everything I store about you ({len(blob)} bytes of JSON) is attached.",
-            attachment=(f"strata-export-{ctx.person.id}-{stamp}.json", blob),
+            attachment=(f"strata-export-{pid}-{stamp}.json", blob),
         )
 
     async def wipe(self, ctx: CommandContext) -> CommandReply:

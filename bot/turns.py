@@ -343,6 +343,8 @@ class TurnProcessor:
     chat_for: Callable[[int], ChatModel] | None = None
     # One turn at a time per channel, across processes when it has the database's leases.
     turns: ChannelTurns = field(default_factory=ChannelTurns)
+    # Told each answered turn's platform and result (the operators' metrics count them).
+    on_result: Callable[[str, TurnResult], None] | None = None
     # Accepted turns not yet answered, per channel: their rows are kept out of the history of
     # the turns before them (the message goes last in its own turn's prompt, nowhere earlier).
     _queued: dict[int, set[str]] = field(default_factory=dict, init=False)
@@ -469,7 +471,10 @@ class TurnProcessor:
                     if stored is not None:
                         return TurnResult(stored, accepted.turn_id, channel.id,
                                           accepted.person.id)
-                return await self._handle_locked(accepted, on_partial)
+                result = await self._handle_locked(accepted, on_partial)
+                if result is not None and self.on_result is not None:
+                    self.on_result(accepted.msg.platform, result)
+                return result
         finally:
             self._queued.get(channel.id, set()).discard(accepted.turn_id)
 

@@ -235,3 +235,12 @@ class JobRunRepo:
             out.append(JobSummary(r["job"], r["person_id"], int(r["runs"]), int(r["errors"] or 0),
                                   int(r["tokens"] or 0), _run(last)))
         return out
+
+    async def totals_by_job(self) -> list[tuple[str, int, int, int]]:
+        """(job, runs, failed runs, tokens) over every kept run of every person: what the
+        operators' metrics show as totals (the decay job prunes old runs)."""
+        rows = await self.db.fetchall(
+            "SELECT job, count(*) AS runs, count(*) FILTER (WHERE status = 'error') AS errors,"
+            " sum(tokens) AS tokens FROM job_runs GROUP BY job ORDER BY job")
+        return [(r["job"], int(r["runs"]), int(r["errors"] or 0), int(r["tokens"] or 0))
+                for r in rows]

@@ -23,7 +23,7 @@ from bot.visible import say
 # Subcommand modules, each with `register(subparsers)`; commands set `run=coroutine(args, s)`.
 MODULES = [
     "bot.cli.core", "bot.cli.memory", "bot.cli.recall", "bot.cli.lifecycle", "bot.cli.jobs",
-    "bot.cli.run", "bot.cli.dbcopy", "bot.cli.agents",
+    "bot.cli.run", "bot.cli.dbcopy", "bot.cli.agents", "bot.cli.web",
 ]
 # Subcommand modules of packages outside the core, loaded by name when they are installed: the
 # benchmark harness (`strata eval`) depends on the core, never the other way round.
@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     logs.setup(args)
     try:
         settings = load_settings(args.config, notice=_notice)
+        if (args.log_format or settings.web.log_format) == "json":
+            logs.setup(args, form="json")
         code = asyncio.run(args.run(args, settings))
         sys.stdout.flush()
     except StrataError as exc:

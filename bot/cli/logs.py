@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from bot.errors import ModelError
+from bot.errors import ConfigError, ModelError
 from bot.private_files import FILE_MODE
 from bot.visible import say, visible
 
@@ -44,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "stderr in a chat, where problems are said in one line instead)")
     parser.add_argument("--log-file", default=None,
                         help="append log records to this file (0600) instead of stderr")
+    parser.add_argument("--log-format", choices=["text", "json"], default=None,
+                        help="log records as text or one JSON object each (default "
+                        "web.log_format, text)")
 
 
 class VisibleFormatter(logging.Formatter):
@@ -87,8 +90,20 @@ def problem(record: logging.LogRecord) -> tuple[str, str] | None:
     return None
 
 
-def setup(args: argparse.Namespace) -> None:
-    """Route log records as `args` ask (replacing what an earlier call installed)."""
+def json_formatter() -> logging.Formatter:
+    try:
+        from pythonjsonlogger.json import JsonFormatter  # the `web` extra
+    except ImportError:
+        raise ConfigError("JSON logs need python-json-logger: pip install 'strata[web]'") \
+            from None
+    formatter: logging.Formatter = JsonFormatter(FORMAT.replace("%(name)s:", "%(name)s"))
+    return formatter
+
+
+def setup(args: argparse.Namespace, form: str = "text") -> None:
+    """Route log records as `args` ask, as text or JSON lines (`form`), replacing what an
+    earlier call installed: the command line's own choice comes before the settings are read,
+    the configured format (`web.log_format`) once they are."""
     chatting = args.command == "chat" or (args.command == "run" and getattr(args, "console",
                                                                               False))
     if args.log_level is not None:
@@ -101,7 +116,8 @@ def setup(args: argparse.Namespace) -> None:
                                                    delay=True)
                                 if args.log_file else logging.StreamHandler(sys.stderr))
     handler.setLevel(level)
-    handler.setFormatter(VisibleFormatter(FORMAT))
+    # JSON lines escape control characters themselves; text goes through `bot.visible`.
+    handler.setFormatter(json_formatter() if form == "json" else VisibleFormatter(FORMAT))
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "strata", False)]:
         root.removeHandler(old)

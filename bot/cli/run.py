@@ -42,6 +42,18 @@ async def _serve(app: App, adapters: list[Adapter], end_with: Adapter | None) ->
             loop.remove_signal_handler(sig)
 
 
+async def _start_web(app: App, settings: Settings) -> Any:
+    """The web view's server when `web.enabled` (None otherwise), already listening."""
+    if not settings.web.enabled:
+        return None
+    from bot.web.serve import start_web  # the `web` extra
+
+    web = await start_web(app.web_server().asgi(), settings.web.host, settings.web.port)
+    say(f"strata: web view on http://{settings.web.host}:{web.port} (public address "
+        f"{settings.web.public_url})", file=sys.stderr, flush=True)
+    return web
+
+
 async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
     if args.no_jobs:
         settings = _cognition(settings, jobs=False)
@@ -73,7 +85,12 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
                       else "reminders only (no jobs: run them in `strata worker`)")
         say(f"strata: running {names} and {runner}; stop with Ctrl-C or SIGTERM",
               file=sys.stderr, flush=True)
-        failures = await _serve(app, adapters, None if args.keep_running else console)
+        web = await _start_web(app, settings)
+        try:
+            failures = await _serve(app, adapters, None if args.keep_running else console)
+        finally:
+            if web is not None:
+                await web.stop()
     finally:
         await app.close()
     for line in failures:
