@@ -29,13 +29,18 @@ def _cognition(settings: Settings, **update: Any) -> Settings:
         update={"cognition": settings.cognition.model_copy(update=update)})
 
 
-async def _serve(app: App, adapters: list[Adapter], end_with: Adapter | None) -> list[str]:
-    """`app.serve` until SIGINT/SIGTERM (or `end_with` ends); one line per failed adapter."""
+async def _serve(app: App, adapters: list[Adapter], end_with: Adapter | None, *,
+                 announce: str = "") -> list[str]:
+    """`app.serve` until SIGINT/SIGTERM (or `end_with` ends); one line per failed adapter.
+    `announce` goes to stderr once the signals are ours: whoever waits for that line may
+    signal at once."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
+        if announce:
+            say(announce, file=sys.stderr, flush=True)
         return await app.serve(adapters, stop, end_with=end_with)
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -83,11 +88,11 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         if settings.cognition.enabled:
             runner = ("the cognition runner" if settings.cognition.jobs
                       else "reminders only (no jobs: run them in `strata worker`)")
-        say(f"strata: running {names} and {runner}; stop with Ctrl-C or SIGTERM",
-              file=sys.stderr, flush=True)
         web = await _start_web(app, settings)
         try:
-            failures = await _serve(app, adapters, None if args.keep_running else console)
+            failures = await _serve(
+                app, adapters, None if args.keep_running else console,
+                announce=f"strata: running {names} and {runner}; stop with Ctrl-C or SIGTERM")
         finally:
             if web is not None:
                 await web.stop()
