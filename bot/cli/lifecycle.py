@@ -19,7 +19,7 @@ from bot.config import Settings
 async def cmd_memory_map(args: argparse.Namespace, settings: Settings) -> int:
     from memory.map import draw_map
 
-    db = await open_db(settings)
+    db = await open_db(settings, read_only=True)
     try:
         person = await _person_or_fail(Repos.over(db).persons, args.user)
         policy = make_lifecycle_policy(settings)
