@@ -29,7 +29,7 @@ async def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
     try:
         clock = _clock(args)
         recall = make_recall(settings, db, embedder, clock)
-        owner = await _owner(PersonRepo(db), args.user)
+        owner = await _owner(Repos.over(db).persons, args.user)
         result = await recall.search(owner, args.query, clock.now(), args.budget)
         if args.json:
             print(json.dumps({
