@@ -9,21 +9,26 @@ Adds its action to the `memory` group (made by `bot.cli.core`).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from bot.app import Repos, make_lifecycle_policy, open_db
 from bot.cli.core import _person_or_fail, subgroup
+from bot.cli.dbfiles import may_replace
 from bot.config import Settings
 
 
 async def cmd_memory_map(args: argparse.Namespace, settings: Settings) -> int:
     from memory.map import draw_map
 
+    out = Path(args.out).expanduser()
+    if out.exists():
+        may_replace(f"{out} exists: replace it with the map?", "--force", args.force)
     db = await open_db(settings, read_only=True)
     try:
         person = await _person_or_fail(Repos.over(db).persons, args.user)
         policy = make_lifecycle_policy(settings)
-        result = await draw_map(db, person.id, person.name, args.out, policy.rollup.cluster)
+        result = await draw_map(db, person.id, person.name, out, policy.rollup.cluster)
     finally:
         await db.close()
     print(f"{result.path}: {result.points} apex episodes, {result.clusters} clusters, "
@@ -35,5 +40,6 @@ def register(sub: Any) -> None:
     memory = subgroup(sub, "memory", "see what is remembered")
     draw = memory.add_parser("map", help="draw a person's apex episodes by topic (PNG)")
     draw.add_argument("--user", required=True)
-    draw.add_argument("--out", required=True, help="the PNG file to write")
+    draw.add_argument("--out", required=True, help="the PNG file to write (readable only by you)")
+    draw.add_argument("--force", action="store_true", help="replace an existing file unasked")
     draw.set_defaults(run=cmd_memory_map)
