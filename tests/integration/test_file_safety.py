@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.config import Settings
+from memory.db import Database
 from memory.driver import sqlite_driver
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_backup import strata, user_rows
@@ -237,3 +239,40 @@ def test_move_refuses_a_database_in_use(
         assert db_path.is_file() and not (tmp_path / "moved.db").exists()
     finally:
         holder.close()
+
+
+def test_reading_a_database_in_use_sees_its_wal_and_adds_no_file(
+        fake_openai: FakeOpenAI, subprocess_env: dict[str, str], db_path: Path) -> None:
+    assert strata(["chat", "--user", "alice"], subprocess_env, "first\n").returncode == 0
+    holder = sqlite_driver().connect(str(db_path), isolation_level=None)
+    try:
+        holder.execute("PRAGMA wal_autocheckpoint = 0")
+        holder.execute("SELECT count(*) FROM transcript").fetchone()  # another process's reader
+        assert strata(["chat", "--user", "alice"], subprocess_env, "second\n").returncode == 0
+        # "second" is only in the WAL: the holder keeps it from being folded in and removed.
+        assert (db_path.parent / "strata.db-wal").stat().st_size > 0
+        lasting = {name: value for name, value in snapshot(db_path.parent).items()
+                   if name in ("strata.db", "strata.db-wal")}
+        names = set(snapshot(db_path.parent))
+        show = strata(["memory", "show", "--user", "alice"], subprocess_env)
+        assert show.returncode == 0 and "transcript rows: 4" in show.stdout, show.stderr
+        after = snapshot(db_path.parent)
+        assert set(after) == names  # the -shm is shared memory: readers may mark it
+        assert {name: after[name] for name in lasting} == lasting
+    finally:
+        holder.close()
+
+
+async def test_a_read_only_database_refuses_writes_and_changes_nothing(
+        settings: Settings, db_path: Path) -> None:
+    made = await Database.open(db_path, settings.embed.dim)
+    await made.close()
+    before = snapshot(db_path.parent)
+    db = await Database.open(db_path, settings.embed.dim, read_only=True)
+    try:
+        assert db.read_only and await db.fetchval("SELECT count(*) FROM transcript") == 0
+        with pytest.raises(sqlite_driver().OperationalError, match="readonly"):
+            await db.execute_write("INSERT INTO meta (key, value) VALUES ('x', 'y')")
+    finally:
+        await db.close()
+    assert snapshot(db_path.parent) == before
