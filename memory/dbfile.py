@@ -69,17 +69,24 @@ def connect_read_only(path: Path, timeout: float = 30.0) -> Any:
     """A synchronous read-only connection to the SQLite file `path`, sqlite-vec loaded (close
     it yourself)."""
     driver = sqlite_driver()
+
+    def connect(uri: str) -> Any:
+        conn = driver.connect(uri, uri=True, timeout=timeout, isolation_level=None,
+                              check_same_thread=False)
+        # Before the schema is first read: SQLite marks vec0's shadow tables as such only
+        # when the module is known then (memory.copy lists tables by that mark).
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        return conn
+
+    conn = connect(read_only_uri(path))
     try:
-        conn = driver.connect(read_only_uri(path), uri=True, timeout=timeout,
-                              isolation_level=None, check_same_thread=False)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except driver.OperationalError:
         # A WAL in use on a read-only mount: its -shm cannot be made; read the file as it is.
-        conn = driver.connect(read_only_uri(path, immutable=True), uri=True, timeout=timeout,
-                              isolation_level=None, check_same_thread=False)
-    conn.enable_load_extension(True)
-    sqlite_vec.load(conn)
-    conn.enable_load_extension(False)
+        conn.close()
+        conn = connect(read_only_uri(path, immutable=True))
     return conn
 
 

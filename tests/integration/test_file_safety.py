@@ -77,11 +77,15 @@ def test_another_programs_sqlite_file_is_not_migrated(
 
 
 def test_reading_commands_change_no_file(
-        fake_openai: FakeOpenAI, subprocess_env: dict[str, str], db_path: Path) -> None:
+        fake_openai: FakeOpenAI, subprocess_env: dict[str, str], db_path: Path,
+        tmp_path_factory: pytest.TempPathFactory) -> None:
     assert strata(["chat", "--user", "alice"], subprocess_env, "hello\n").returncode == 0
     before = snapshot(db_path.parent)
     assert not (db_path.parent / "strata.db-wal").exists()
-    for args in READING:
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    # The source of a backup or a copy is only read, too.
+    for args in [*READING, ["db", "backup", str(elsewhere / "b.db")],
+                 ["db", "copy", str(db_path), str(elsewhere / "c.db")]]:
         out = strata(args, subprocess_env)
         assert out.returncode == 0, (args, out.stderr)
         assert snapshot(db_path.parent) == before, (args, out.stderr)
