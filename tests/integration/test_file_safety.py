@@ -8,15 +8,17 @@ from __future__ import annotations
 import hashlib
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
+import pexpect
 import pytest
 
 from bot.config import Settings
 from memory.db import Database
 from memory.driver import sqlite_driver
 from tests.fakes.openai_server import FakeOpenAI
-from tests.integration.test_backup import strata, user_rows
+from tests.integration.test_backup import ROOT, strata, user_rows
 from tests.integration.test_private_files import mode, usual_umask  # noqa: F401 - a fixture
 
 pytestmark = [pytest.mark.usefixtures("usual_umask"), pytest.mark.sqlite_only(
@@ -280,3 +282,21 @@ async def test_a_read_only_database_refuses_writes_and_changes_nothing(
     finally:
         await db.close()
     assert snapshot(db_path.parent) == before
+
+
+def test_at_a_terminal_backup_asks_before_replacing_a_file(
+        fake_openai: FakeOpenAI, subprocess_env: dict[str, str], tmp_path: Path) -> None:
+    assert strata(["chat", "--user", "alice"], subprocess_env, "hello\n").returncode == 0
+    target = tmp_path / "existing.txt"
+    target.write_text("keep me\n")
+    for answer, code in (("n", 2), ("y", 0)):
+        child = pexpect.spawn(sys.executable, ["-m", "bot.cli", "db", "backup", str(target)],
+                              env=subprocess_env, cwd=str(ROOT), encoding="utf-8", timeout=60)
+        child.expect(r"replace it with the backup\? \[y/N\] ")
+        child.sendline(answer)
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == code, child.before
+        if answer == "n":
+            assert target.read_text() == "keep me\n" and mode(target) == 0o644
+    assert target.read_bytes().startswith(b"SQLite format 3\0") and mode(target) == 0o600
