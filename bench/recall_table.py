@@ -33,8 +33,8 @@ def _option(command: str, name: str, default: str) -> str:
 
 def quality_table(files: list[Path]) -> str:
     lines = ["| result file | conversations | embedder | evidence_recall | multi_hop |"
-             " answer_coverage | hit_rate | false injection | tokens | p95 ms |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             " answer_coverage | hit_rate | false injection | tokens | p95 ms | fts5 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for path in files:
         data = _load(path)
         if not data or "overall" not in data or "command" not in data:
@@ -45,11 +45,14 @@ def quality_table(files: list[Path]) -> str:
         method = _option(data["command"], "--method", "recall")
         embedder = data.get("embedder", {}).get("model", "?")
         name = path.name + (" (fts)" if method == "fts" else "")
+        # The keyword baseline's evidence recall on the same questions (`--baseline fts5`).
+        base = data.get("baseline", {}).get("overall", {}).get("evidence_recall")
         lines.append(
             f"| `{name}` | {convs} | {embedder} | {o['evidence_recall']:.3f} |"
             f" {'' if multi is None else f'{multi:.3f}'} | {o.get('answer_coverage', 0):.3f} |"
             f" {o['hit_rate']:.3f} | {data['abstention']['false_injection_rate']:.3f} |"
-            f" {o['mean_injected_tokens']:.0f} | {o['latency_ms_p95']:.1f} |")
+            f" {o['mean_injected_tokens']:.0f} | {o['latency_ms_p95']:.1f} |"
+            f" {'—' if base is None else f'{base:.3f}'} |")
     return "\n".join(lines)
 
 

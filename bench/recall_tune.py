@@ -9,9 +9,8 @@ embeddings endpoint (cached in a local file), and:
 - prints evidence recall, multi-hop recall and the false-injection rate for settings given on
   the command line (`--set w_semantic=2.5 --set session_penalty=0.2`), or for a grid
   (`--grid session_penalty=0,0.1,0.3`);
-- with `--fit-gate`, fits the abstention gate (logistic regression of "asked about this
-  conversation" on the two gate features) and prints coefficients for a target rate of
-  injection on the hard negatives.
+- with it, how often the gate is silent on the conversations' own questions (the gate is
+  fitted by `bench/recall_gate.py`).
 
 The hard negatives: the same questions about other conversations, with each name this memory
 never mentions swapped for one of this conversation's speakers ("What did Tim paint?" becomes
@@ -23,7 +22,7 @@ Only ever run it on the tuning conversations (`--conversations 0,1,2`); the othe
 report. Example:
 
     python bench/recall_tune.py --turns $LOCOMO/turns.jsonl --questions $LOCOMO/questions.jsonl \\
-        --conversations 0,1,2 --base-url http://127.0.0.1:8088/v1 --fit-gate
+        --conversations 0,1,2 --base-url http://127.0.0.1:8088/v1 --grid trim_margin=0.5,inf
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import math
 import re
 import sys
 import urllib.request
@@ -51,24 +49,20 @@ if str(ROOT) not in sys.path:
 
 from bot.tokens import truncate_to_tokens  # noqa: E402
 from memory.recall import (  # noqa: E402
-    GATE_WINDOWS,
     RecallTuning,
     pack,
     shares_for,
 )
+from memory.recall_gate import gate_features, gate_logit  # noqa: E402
 from memory.recall_index import SESSION_GAP_MINUTES, keyword_text, minutes_of, recency_of  # noqa: E402
 from memory.recall_pack import window_units  # noqa: E402
 from memory.recall_rank import (  # noqa: E402
     RowTable,
     WindowScores,
     build_table,
-    gate_idf,
-    gate_logit,
-    keyword_coverage,
     strangers,
     unknown_name,
     window_scores,
-    without_names,
 )
 from memory.text import query_stems  # noqa: E402
 from strata_eval.recall import (  # noqa: E402 - after the path set-up
@@ -160,9 +154,8 @@ def prepare(turns: list[EvalTurn], questions: list[EvalQuestion], conv: str,
     return Conv(conv, ct, table, fresh, own, foreign, dict(zip(keys, qv, strict=True)), swapped)
 
 
-def ask(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning,
-        budget: int) -> tuple[set[int], float, float, bool]:
-    """The rows chosen for one question, and the gate's features (z, coverage, stranger)."""
+def ask(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning, budget: int) -> set[int]:
+    """The rows chosen for one question (none: the gate is silent)."""
     rank = tuning.rank
     stems = query_stems(q.question)
     now = q.asked_at
@@ -171,14 +164,11 @@ def ask(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning,
     order = np.argsort(-ws.score, kind="stable")[: rank.pool]
     top = [int(i) for i in order if ws.valid[i]]
     if not top:
-        return set(), ws.gate_z, 0.0, False
-    gate_rows = sorted({int(m) for i in top[:GATE_WINDOWS] for m in ws.members[i] if m >= 0})
-    content = without_names(q.question, gate_idf(c.table, stems))
-    cover = keyword_coverage(c.table, gate_rows, content)
-    stranger = unknown_name(q.question, c.table)
-    if gate_logit(ws.gate_z, cover, stranger, rank) < 0:
-        return set(), ws.gate_z, cover, stranger
-    return select(c, ws, top, stems, c.qvec[key], tuning, budget), ws.gate_z, cover, stranger
+        return set()
+    z, cover = gate_features(c.table, ws, q.question, stems)
+    if gate_logit(z, cover, unknown_name(q.question, c.table), rank) < 0:
+        return set()
+    return select(c, ws, top, stems, c.qvec[key], tuning, budget)
 
 
 def select(c: Conv, ws: WindowScores, top: Sequence[int], stems: Sequence[str],
@@ -195,77 +185,58 @@ def select(c: Conv, ws: WindowScores, top: Sequence[int], stems: Sequence[str],
 def evaluate(convs: Sequence[Conv], tuning: RecallTuning, budget: int) -> dict[str, Any]:
     by_cat: dict[str, list[float]] = {}
     overall: list[float] = []
+    silent: list[float] = []  # on the conversations' own questions
     false_inj: list[float] = []
     hard: list[float] = []  # on the name-swapped foreign questions
-    feats: list[tuple[float, float, bool, int]] = []
     for c in convs:
         tid = {t.turn_id: i for i, t in enumerate(c.turns)}
         for q in c.own:
-            rows, z, cov, stranger = ask(c, q, q.qid, tuning, budget)
+            rows = ask(c, q, q.qid, tuning, budget)
+            silent.append(0.0 if rows else 1.0)
             if q.category != ADVERSARIAL and q.evidence:
                 ev = [tid[e] for e in q.evidence]
                 r = sum(1 for e in ev if e in rows) / len(ev)
                 overall.append(r)
                 by_cat.setdefault(q.category, []).append(r)
-                feats.append((z, cov, stranger, 1))
         for q in c.foreign:
-            rows, z, cov, stranger = ask(c, q, q.qid + "/f", tuning, budget)
-            false_inj.append(1.0 if rows else 0.0)
+            false_inj.append(1.0 if ask(c, q, q.qid + "/f", tuning, budget) else 0.0)
         for q in c.swapped:
-            rows, z, cov, stranger = ask(c, q, q.qid + "/s", tuning, budget)
-            hard.append(1.0 if rows else 0.0)
-            feats.append((z, cov, stranger, 0))
+            hard.append(1.0 if ask(c, q, q.qid + "/s", tuning, budget) else 0.0)
     return {"evidence_recall": round(float(np.mean(overall)), 4),
             "by_category": {k: round(float(np.mean(v)), 4) for k, v in sorted(by_cat.items())},
+            "silent_on_own": round(float(np.mean(silent)), 4),
             "false_injection_rate": round(float(np.mean(false_inj)), 4),
-            "hard_false_injection_rate": round(float(np.mean(hard)), 4), "features": feats}
+            "hard_false_injection_rate": round(float(np.mean(hard)), 4)}
 
 
-def fit_gate(feats: Sequence[tuple[float, float, bool, int]],
-             target: float) -> tuple[float, ...]:
-    """A stranger's name vetoes (`gate_unknown_name`); on the other questions, logistic
-    regression (gradient descent) of asked-here on (z, coverage), against the hard negatives;
-    then the bias is moved so that at most `target` of the hard negatives get anything.
-    Returns (bias, cosine, keyword, share of asked-here questions kept)."""
-    n_neg = sum(1 for f in feats if f[3] == 0)
-    n_pos = len(feats) - n_neg
-    feats = [f for f in feats if not f[2]]
-    x = np.array([[f[0] if not math.isnan(f[0]) else 0.0, f[1]] for f in feats])
-    y = np.array([f[3] for f in feats], dtype=float)
-    w = np.zeros(3)
-    xb = np.hstack([np.ones((len(x), 1)), x])
-    for _ in range(20000):
-        p = 1 / (1 + np.exp(-(xb @ w)))
-        w -= 0.1 * xb.T @ (p - y) / len(y)
-    logits = xb[:, 1:] @ w[1:]
-    neg = np.sort(logits[y == 0])[::-1]
-    k = math.floor(target * n_neg)
-    bias = -(neg[k] + 1e-6) if k < len(neg) else w[0]
-    kept = float(np.sum(logits[y == 1] + bias > 0)) / max(n_pos, 1)
-    return float(bias), float(w[1]), float(w[2]), kept
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def data_arguments(ap: argparse.ArgumentParser) -> None:
+    """The data set, the conversations and the embeddings endpoint (shared by the gate fit)."""
     ap.add_argument("--turns", required=True)
     ap.add_argument("--questions", required=True)
     ap.add_argument("--conversations", default="0,1,2")
     ap.add_argument("--base-url", default="http://127.0.0.1:8088/v1")
     ap.add_argument("--model", default="all-MiniLM-L6-v2")
     ap.add_argument("--cache", default="/tmp/recall_tune_vectors.npz")
-    ap.add_argument("--budget", type=int, default=1000)
     ap.add_argument("--abstention", type=int, default=40)
-    ap.add_argument("--set", action="append", default=[], help="name=value of RecallTuning")
-    ap.add_argument("--grid", action="append", default=[], help="name=v1,v2,…")
-    ap.add_argument("--fit-gate", action="store_true")
-    ap.add_argument("--target-hard", type=float, default=0.5,
-                    help="the share of hard negatives the fitted gate may let through")
-    args = ap.parse_args(argv)
+
+
+def load(args: argparse.Namespace) -> list[Conv]:
+    """The conversations `data_arguments` name, ready to rank."""
     turns, questions = load_turns(Path(args.turns)), load_questions(Path(args.questions))
     names = conversations(turns)
     picked = [names[int(i)] for i in args.conversations.split(",")]
     emb = Embeddings(args.base_url, args.model, Path(args.cache))
-    convs = [prepare(turns, questions, c, emb, args.abstention) for c in picked]
+    return [prepare(turns, questions, c, emb, args.abstention) for c in picked]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    data_arguments(ap)
+    ap.add_argument("--budget", type=int, default=1000)
+    ap.add_argument("--set", action="append", default=[], help="name=value of RecallTuning")
+    ap.add_argument("--grid", action="append", default=[], help="name=v1,v2,…")
+    args = ap.parse_args(argv)
+    convs = load(args)
     base = RecallTuning()
     kinds = {f.name: {"int": int, "bool": bool}.get(str(f.type), float)
              for f in dataclasses.fields(RecallTuning)}
@@ -285,11 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         label = " ".join(f"{k}={v}" for (k, _), v in zip(grid, combo, strict=True)) or "base"
         print(f"{label:<40} recall {res['evidence_recall']:.4f} "
               f"multi {res['by_category'].get('multi_hop', 0):.4f} "
-              f"FIR {res['false_injection_rate']:.3f} hard {res['hard_false_injection_rate']:.3f}"
-              f" {res['by_category']}", flush=True)
-        if args.fit_gate:
-            print("gate (bias, cosine, keyword, share of asked-here kept):",
-                  fit_gate(res["features"], args.target_hard))
+              f"silent {res['silent_on_own']:.3f} FIR {res['false_injection_rate']:.3f} "
+              f"hard {res['hard_false_injection_rate']:.3f} {res['by_category']}", flush=True)
     return 0
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from bot.agent_memory import AgentMemory
 from bot.clock import FileClock, SystemClock
 from bot.commands import CommandRouter
 from bot.config import Settings
@@ -32,8 +33,10 @@ from cognition.connectors import configured_connectors
 from cognition.registry import default_registry
 from cognition.reminders import ReminderPorts, register_commands, register_tools
 from cognition.research import configured_search
+from cognition.research import register_commands as register_research_commands
 from cognition.runner import Runner
 from cognition.services import Services
+from memory.agents import AgentRepo
 from memory.calendar import CalendarRepo
 from memory.claims import RunnerLeases
 from memory.clustering import ClusterParams
@@ -230,12 +233,13 @@ class Repos:
     calendar: CalendarRepo
     links: LinkCodes
     leases: RunnerLeases
+    agents: AgentRepo
 
     @classmethod
     def over(cls, db: Database) -> Repos:
         return cls(PersonRepo(db), ChannelRepo(db), TranscriptRepo(db), EpisodeRepo(db),
                    FactRepo(db), JobRunRepo(db), ReminderRepo(db), PortraitRepo(db),
-                   CalendarRepo(db), LinkCodes(db), RunnerLeases(db))
+                   CalendarRepo(db), LinkCodes(db), RunnerLeases(db), AgentRepo(db))
 
 
 def metered_for_owner(chat: ChatModel, runs: JobRunRepo, clock: Clock,
@@ -299,6 +303,8 @@ class App:
     # What the adapters are handed: the processor, plus the database's turn queue and leases
     # so that several processes can share a platform account (`bot.shared_inbox`).
     inbox: SharedInbox | None = None
+    # What external agents may do with their person's memory (`strata mcp`).
+    agents: AgentMemory | None = None
 
     @classmethod
     async def create(cls, settings: Settings, clock: Clock | None = None) -> App:
@@ -355,6 +361,8 @@ class App:
         reminder_ports = ReminderPorts(repos.persons, repos.reminders, clock)
         register_tools(tools, reminder_ports)
         register_commands(commands, reminder_ports)
+        search = configured_search(settings)
+        register_research_commands(commands, repos.persons, search)
         processor = TurnProcessor(
             settings=settings,
             persons=repos.persons,
@@ -394,7 +402,7 @@ class App:
             leases=repos.leases,
             cutter=cutter,
             connectors=configured_connectors(settings),
-            search=configured_search(settings),
+            search=search,
         )
         runner = Runner(services, default_registry())
         return cls(
@@ -403,6 +411,8 @@ class App:
             episodes=repos.episodes, recall=recall, cutter=cutter, row_indexer=row_indexer,
             outbound=outbound, services=services, runner=runner, repos=repos,
             inbox=SharedInbox(processor, TurnQueue(db), Leases(db), clock),
+            agents=AgentMemory(repos.agents, repos.persons, facts, recall, clock,
+                               processor.background_channel),
         )
 
     async def serve(

@@ -3,14 +3,21 @@
 Every platform gets the same commands because they are handled here, before the model sees
 anything. A command is never stored in the transcript (so `/forget x` does not remember x).
 Each capability registers its own commands on the `CommandRouter`. Imports `bot` leaf types.
+
+A command acts on the speaker's own memory, so it is private by default: in a shared room only
+the commands registered with `shared=True` run (they act on the room, or on nothing personal),
+and the others answer that they work in a private chat. A new command is therefore safe in a
+group without anyone having to remember it; `tests/integration/test_shared_room_privacy.py`
+drives every registered command in a shared room to hold that.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bot.types import Channel, InboundMessage, Person
+from bot.types import Channel, ChannelKind, InboundMessage, Person
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,13 +36,18 @@ class CommandReply:
 
 Handler = Callable[[CommandContext], Awaitable[CommandReply]]
 
+# What reads as a command someone meant to give: `/word` of two or more letters, digits or
+# underscores, alone or followed by a space (`/remindme`, `/bogus x`). "/usr/bin is a
+# folder", "/s" or "//" are ordinary messages and go to the model.
+COMMAND_LIKE = re.compile(r"/([A-Za-z][A-Za-z0-9_]{1,31})(?:@\w+)?(?:\s|$)")
+
 
 @dataclass
 class Command:
     name: str
     summary: str
     handler: Handler
-    private_only: bool = False
+    shared: bool = False  # runs in a shared room (it reads and writes nothing private)
 
 
 @dataclass
@@ -43,10 +55,10 @@ class CommandRouter:
     commands: dict[str, Command] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.add("help", "list the commands", self._help)
+        self.add("help", "list the commands", self._help, shared=True)
 
-    def add(self, name: str, summary: str, handler: Handler, *, private_only: bool = False) -> None:
-        self.commands[name] = Command(name, summary, handler, private_only)
+    def add(self, name: str, summary: str, handler: Handler, *, shared: bool = False) -> None:
+        self.commands[name] = Command(name, summary, handler, shared)
 
     def menu(self) -> tuple[tuple[str, str], ...]:
         """(name, summary) of every command, in the order registered: a platform's command
@@ -69,8 +81,20 @@ class CommandRouter:
             return None
         return self.commands[parsed[0]], parsed[1]
 
+    def unknown(self, text: str) -> str | None:
+        """The name in `text` when it reads as a command (`COMMAND_LIKE`) that is not one."""
+        match = COMMAND_LIKE.match(text.strip())
+        if match is None or match.group(1).lower() in self.commands:
+            return None
+        return match.group(1).lower()
+
     async def _help(self, ctx: CommandContext) -> CommandReply:
+        shared = ctx.channel.kind is ChannelKind.SHARED
         lines = ["Commands:"]
         for cmd in sorted(self.commands.values(), key=lambda c: c.name):
-            lines.append(f"/{cmd.name} — {cmd.summary}")
+            if cmd.shared or not shared:
+                lines.append(f"/{cmd.name} — {cmd.summary}")
+        if shared:
+            lines.append("The others (/memory, /forget, /export, …) work in a private chat "
+                         "with me.")
         return CommandReply("\n".join(lines))

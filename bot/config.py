@@ -150,8 +150,10 @@ class RecallSettings(_Section):
     # The semantic scale's 1 is the mean cosine of this many best windows (one best window
     # alone is a noisy scale).
     semantic_top: int = Field(default=1, ge=1, le=100)
-    # Selection: value per token^cost_power, less redundancy × cosine to what was taken (MMR),
-    # less session_penalty per window already quoted from the same session.
+    # Packing: windows in rank order, each paying only for the rows it adds. With diversity:
+    # value per token^cost_power, less redundancy × cosine to what was taken (MMR), less
+    # session_penalty per window already quoted from the same session.
+    diversity: bool = False
     cost_power: float = Field(default=0.5, ge=0, le=2)
     redundancy: float = Field(default=0.3, ge=0)
     session_penalty: float = Field(default=0.0, ge=0)
@@ -161,13 +163,13 @@ class RecallSettings(_Section):
     trim_margin: float = Field(default=0.5, ge=0)
     trim_after: int = Field(default=6, ge=0)
     channel_headings: bool = True
-    # The abstention gate: inject only if bias + cosine·z + keyword·coverage − unknown_name·[a
-    # name the memory never mentions] > 0. Fitted on data; its features are scale-free, so no
-    # retuning for another embedding model.
-    gate_bias: float = -1.3
-    gate_cosine: float = Field(default=1.03, ge=0)
-    gate_keyword: float = Field(default=6.7, ge=0)
-    gate_unknown_name: float = Field(default=10.0, ge=0)
+    # The abstention gate (memory.recall_gate): inject only if bias + cosine·z +
+    # keyword·coverage − unknown_name·[a name the memory never mentions] > 0. Fitted on data;
+    # its features are scale-free, so no retuning for another embedding model.
+    gate_bias: float = -0.4
+    gate_cosine: float = Field(default=0.86, ge=0)
+    gate_keyword: float = Field(default=5.47, ge=0)
+    gate_unknown_name: float = Field(default=2.577, ge=0)
     skip_recent_rows: int = Field(default=20, ge=0)
     keyword_scan: int = Field(default=2000, gt=0)
     # The query's embedding may take this long; after that recall uses keywords only.
@@ -288,10 +290,27 @@ class CognitionSettings(_Section):
     upcoming_hours: float = Field(default=36.0, gt=0)
     calendars: StrList = ()
     calendar_days: float = Field(default=14.0, gt=0)
+    # Research's default source, keyless and public: a Wikipedia's page search (any language's
+    # site, e.g. https://fr.wikipedia.org). Empty: no Wikipedia; research then uses only
+    # SearXNG and feeds, if set. A person turns research off for themselves with /research off.
+    wikipedia_url: str = "https://en.wikipedia.org"
     searxng_url: str = ""
     feeds: StrList = ()
     research_max_results: int = Field(default=5, gt=0, le=50)
     http_timeout: float = Field(default=15.0, gt=0)
+
+    @field_validator("wikipedia_url", "searxng_url")
+    @classmethod
+    def _web_address(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError("give an http:// or https:// address, or nothing to turn it off")
+        return value.rstrip("/")
+
+
+class McpSettings(_Section):
+    # `strata mcp` over stdio without --agent: the agent whose token this is (STRATA_MCP_TOKEN),
+    # so an agent's own launcher can pick it without the operator's command line.
+    token: str = Field(default="", repr=False)
 
 
 class Settings(BaseSettings):
@@ -316,6 +335,7 @@ class Settings(BaseSettings):
     telegram: TelegramSettings = TelegramSettings()
     matrix: MatrixSettings = MatrixSettings()
     cognition: CognitionSettings = CognitionSettings()
+    mcp: McpSettings = McpSettings()
 
     @classmethod
     def settings_customise_sources(

@@ -34,7 +34,6 @@ class LinkCommand:
             "link",
             "link this account with your account on another platform (one memory)",
             self.handle,
-            private_only=True,
         )
 
     async def handle(self, ctx: CommandContext) -> CommandReply:

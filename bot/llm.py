@@ -295,6 +295,7 @@ class OpenAIEmbedder:
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.model = model
+        self.base_url = base_url
         self._dim = dim
         self.batch_size = batch_size
         self._client = _client(base_url, api_key, timeout)
@@ -318,7 +319,19 @@ class OpenAIEmbedder:
         return out
 
     async def _embed_batch(self, batch: list[str]) -> list[npt.NDArray[np.float32] | None]:
-        resp = await self._client.embeddings.create(model=self.model, input=batch)
+        not_embeddings = ModelBadResponseError(
+            f"embedding model: the embeddings endpoint at {self.base_url} answered with "
+            "something that is not JSON embeddings (a web page?); check embed.base_url, "
+            "which usually ends in /v1"
+        )
+        try:
+            resp = await self._client.embeddings.create(model=self.model, input=batch)
+        except AttributeError as exc:
+            # The SDK hands a non-JSON body (a web page, a proxy's login form) on as a plain
+            # string, and its base64 decoding then fails reading `.data` off it.
+            raise not_embeddings from exc
+        if not isinstance(getattr(resp, "data", None), list):
+            raise not_embeddings
         data = sorted(resp.data, key=lambda d: d.index)
         if len(data) != len(batch):
             raise ModelBadResponseError(

@@ -83,16 +83,13 @@ class MemoryCommands:
 
     def register(self, router: CommandRouter) -> None:
         router.add("memory", "what I remember about you, and where it came from",
-                   self.show, private_only=True)
+                   self.show)
         router.add("forget", "/forget <#id or words>: forget a fact or everything matching",
-                   self.forget, private_only=True)
-        router.add("export", "everything stored about you, as a JSON file", self.export,
-                   private_only=True)
-        router.add("wipe", "delete everything I remember about you (asks first)", self.wipe,
-                   private_only=True)
-        router.add("pause", "stop remembering new things (I still answer)", self.pause,
-                   private_only=True)
-        router.add("resume", "remember again after /pause", self.resume, private_only=True)
+                   self.forget)
+        router.add("export", "everything stored about you, as a JSON file", self.export)
+        router.add("wipe", "delete everything I remember about you (asks first)", self.wipe)
+        router.add("pause", "stop remembering new things (I still answer)", self.pause)
+        router.add("resume", "remember again after /pause", self.resume)
 
     # -- /memory -------------------------------------------------------------------------------
 

@@ -73,10 +73,11 @@ class MemoryTools:
         self.clock = clock
 
     def register(self, registry: ToolRegistry) -> None:
-        add_tool(registry, *REMEMBER, RememberArgs, self.remember)
-        add_tool(registry, *CORRECT, CorrectArgs, self.correct)
-        add_tool(registry, *FORGET, FactIdArgs, self.forget)
-        add_tool(registry, *SEARCH, SearchArgs, self.search)
+        # Shared: each acts on the channel's owner, which in a group is the room's own scope.
+        add_tool(registry, *REMEMBER, RememberArgs, self.remember, shared=True)
+        add_tool(registry, *CORRECT, CorrectArgs, self.correct, shared=True)
+        add_tool(registry, *FORGET, FactIdArgs, self.forget, shared=True)
+        add_tool(registry, *SEARCH, SearchArgs, self.search, shared=True)
 
     async def _user_rows(self, ctx: ToolContext) -> tuple[int, ...]:
         rows = await self.transcript.by_turn(ctx.turn_id)

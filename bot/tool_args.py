@@ -75,8 +75,11 @@ def add_tool(
     description: str,
     args: type[A],
     handler: Callable[[ToolContext, A], Awaitable[str]],
+    *,
+    shared: bool = False,
 ) -> None:
-    """Register `handler` under `name`, its schema generated from `args`."""
+    """Register `handler` under `name`, its schema generated from `args`; `shared` as in
+    `ToolRegistry.add` (private by default)."""
 
     async def run(ctx: ToolContext, raw: dict[str, Any]) -> str:
         try:
@@ -85,4 +88,4 @@ def add_tool(
             return f"error: the arguments for {name} do not fit: {describe_errors(exc)}"
         return await handler(ctx, parsed)
 
-    registry.add(ToolSpec(name, description, schema(args)), run)
+    registry.add(ToolSpec(name, description, schema(args)), run, shared=shared)

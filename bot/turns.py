@@ -67,22 +67,44 @@ class ToolContext:
     channel: Channel
     turn_id: str
 
+    @property
+    def shared(self) -> bool:
+        """Whether the turn is in a shared room: a tool that runs there acts on the room's
+        scope only, and says nothing of the speaker's private memory."""
+        return self.channel.kind is ChannelKind.SHARED
+
 
 @dataclass
 class ToolRegistry:
-    """Functions the model may call in a turn, by name."""
+    """Functions the model may call in a turn, by name.
+
+    Like a chat command, a tool is private by default: in a shared room the model is offered,
+    and may run, only the tools added with `shared=True`, whose handlers act on the room
+    (`ToolContext.shared`). So a new tool cannot reach a person's private memory from a group.
+    """
 
     specs: dict[str, ToolSpec] = field(default_factory=dict)
     handlers: dict[str, ToolHandler] = field(default_factory=dict)
+    shared: set[str] = field(default_factory=set)
 
-    def add(self, spec: ToolSpec, handler: ToolHandler) -> None:
+    def add(self, spec: ToolSpec, handler: ToolHandler, *, shared: bool = False) -> None:
         self.specs[spec.name] = spec
         self.handlers[spec.name] = handler
+        if shared:
+            self.shared.add(spec.name)
+
+    def offered(self, channel: Channel) -> list[ToolSpec]:
+        """The tools the model may call in a turn on `channel`."""
+        if channel.kind is not ChannelKind.SHARED:
+            return list(self.specs.values())
+        return [s for name, s in self.specs.items() if name in self.shared]
 
     async def run(self, ctx: ToolContext, call: ToolCall) -> str:
         handler = self.handlers.get(call.name)
         if handler is None:
             return f"error: there is no tool named {call.name!r}"
+        if ctx.shared and call.name not in self.shared:
+            return f"error: {call.name} only works in a private chat with me"
         try:
             args = json.loads(call.arguments or "{}")
         except json.JSONDecodeError:
@@ -390,7 +412,13 @@ class TurnProcessor:
             return None
         person, channel = await self.resolve(msg)
         found = self.commands.find(msg.text) if msg.addressed_to_bot else None
-        if found is not None:
+        if found is not None or (msg.addressed_to_bot and self.commands.unknown(msg.text)):
+            return Accepted(msg, person, channel, uuid.uuid4().hex, stored=False)
+        if not msg.text.strip() and msg.location is None:
+            # Nothing said: no row, so no empty turn in the history or recall. Addressed, it
+            # still gets a word back (`_handle_locked`).
+            if not msg.addressed_to_bot:
+                return None
             return Accepted(msg, person, channel, uuid.uuid4().hex, stored=False)
         if msg.message_id is not None and msg.edited_of is None:
             # A platform may deliver a message again after a crash (stored, not confirmed).
@@ -508,10 +536,17 @@ class TurnProcessor:
         msg, person, channel, turn_id = (
             accepted.msg, accepted.person, accepted.channel, accepted.turn_id)
         if not accepted.stored:
+            # Not stored by `accept`: a command, an unknown one, or an empty message.
             found = self.commands.find(msg.text)
-            assert found is not None  # accept stores everything that is not a command
+            if found is None:
+                unknown = self.commands.unknown(msg.text)
+                if unknown is not None:
+                    return TurnResult(f"unknown command /{unknown}, /help lists them",
+                                      turn_id, channel.id, person.id, command=unknown)
+                return TurnResult("(That message was empty, so there is nothing to answer.)",
+                                  turn_id, channel.id, person.id)
             command, args = found
-            if command.private_only and channel.kind is not ChannelKind.PRIVATE:
+            if not command.shared and channel.kind is not ChannelKind.PRIVATE:
                 return TurnResult(
                     "That command only works in a private chat with me.",
                     turn_id,
@@ -530,13 +565,6 @@ class TurnProcessor:
             )
         if not msg.addressed_to_bot:
             return None
-        if not msg.text.strip() and msg.location is None:
-            return TurnResult(
-                "(That message was empty, so there is nothing to answer.)",
-                turn_id,
-                channel.id,
-                person.id,
-            )
         if channel.source == "user" and self.limiter is not None:
             wait = self.limiter.acquire(person.id)
             if wait is not None:
@@ -712,7 +740,7 @@ class TurnProcessor:
         """The reply (stored) and the tokens all model calls of the turn used."""
         options = options or _TurnOptions()
         messages = await self._prompt(msg, person, channel, turn_id, options)
-        tools = list(self.tools.specs.values()) if options.tools else []
+        tools = self.tools.offered(channel) if options.tools else []
         ctx = ToolContext(person, channel, turn_id)
         rounds = self.settings.bot.max_tool_rounds if tools else 0
         completion = Completion("")

@@ -87,6 +87,7 @@ class Person:
     timezone: str = "UTC"
     paused: bool = False
     last_active_at: datetime | None = None
+    research: bool = True  # proactive research for this person (`/research off`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -177,6 +177,12 @@ class ReminderPorts:
     clock: Clock
 
 
+def room_of(ctx: ToolContext) -> int | None:
+    """The channel a reminder tool is limited to: the room itself in a shared room (so the
+    person's private reminders stay out of it), none in a private chat."""
+    return ctx.channel.id if ctx.shared else None
+
+
 def register_tools(tools: ToolRegistry, services: ReminderPorts) -> None:
     """Add the reminder, scheduled-prompt and time-zone tools to a turn processor's tools."""
     s = services
@@ -193,14 +199,15 @@ def register_tools(tools: ToolRegistry, services: ReminderPorts) -> None:
                 due = parse_when(args.when, person.timezone, now)
         except (ReminderInputError, OverflowError) as exc:
             return f"error: {exc}"
+        # A person's time zone is theirs: a shared room is told local times, not the zone.
+        where = "their time zone" if ctx.shared else person.timezone
         if due <= now:
             return (f"error: {describe(due, person.timezone, now)} is in the past (it is now "
-                    f"{describe(now, person.timezone)} in {person.timezone})")
+                    f"{describe(now, person.timezone)} in {where})")
         r = await s.reminders.add(owner_id=person.id, channel_id=ctx.channel.id, kind="reminder",
                                   text=args.text, due_at=due, timezone=person.timezone, now=now,
                                   turn_id=ctx.turn_id)
-        return (f"ok: reminder #{r.id} set for {describe(due, person.timezone, now)} "
-                f"({person.timezone})")
+        return f"ok: reminder #{r.id} set for {describe(due, person.timezone, now)} ({where})"
 
     async def schedule_prompt(ctx: ToolContext, args: PromptArgs) -> str:
         if ctx.channel.kind is not ChannelKind.PRIVATE:
@@ -223,15 +230,17 @@ def register_tools(tools: ToolRegistry, services: ReminderPorts) -> None:
 
     async def list_reminders(ctx: ToolContext, args: NoArgs) -> str:
         now = s.clock.now()
-        items = await s.reminders.upcoming(ctx.person.id)
+        items = await s.reminders.upcoming(ctx.person.id, channel_id=room_of(ctx))
         if not items:
-            return "no reminders or scheduled prompts"
+            return "no reminders or scheduled prompts" + (" set in this room" if ctx.shared
+                                                          else "")
         return "\n".join(reminder_line(r, now) for r in items)
 
     async def cancel_reminder(ctx: ToolContext, args: ReminderIdArgs) -> str:
-        if await s.reminders.cancel(ctx.person.id, args.id):
+        if await s.reminders.cancel(ctx.person.id, args.id, channel_id=room_of(ctx)):
             return f"ok: #{args.id} cancelled"
-        return f"error: there is no pending reminder #{args.id} of this person"
+        where = " set in this room" if ctx.shared else ""
+        return f"error: there is no pending reminder #{args.id} of this person{where}"
 
     async def set_timezone(ctx: ToolContext, args: TimezoneArgs) -> str:
         try:
@@ -245,17 +254,18 @@ def register_tools(tools: ToolRegistry, services: ReminderPorts) -> None:
     add_tool(tools, "set_reminder",
              "Remind the person of something once, at a time in their own time zone. Give "
              "`when` as local date and time YYYY-MM-DD HH:MM (see the current local time in "
-             "the context), or `in_minutes` for a relative time.", ReminderArgs, set_reminder)
+             "the context), or `in_minutes` for a relative time.", ReminderArgs, set_reminder,
+             shared=True)
     add_tool(tools, "schedule_prompt",
              "Run a prompt regularly and send the person the answer, e.g. every morning at "
              "08:00 a summary of their day. `every`: day, weekday, or a weekday name; `at`: "
              "local HH:MM.", PromptArgs, schedule_prompt)
     add_tool(tools, "list_reminders",
              "List the person's pending reminders and scheduled prompts with ids.", NoArgs,
-             list_reminders)
+             list_reminders, shared=True)
     add_tool(tools, "cancel_reminder",
              "Cancel one of the person's reminders or scheduled prompts by id.", ReminderIdArgs,
-             cancel_reminder)
+             cancel_reminder, shared=True)
     add_tool(tools, "set_timezone", "Set the person's time zone (IANA name like Europe/Paris).",
              TimezoneArgs, set_timezone)
 
@@ -279,13 +289,17 @@ def register_commands(commands: CommandRouter, services: ReminderPorts) -> None:
 
     async def reminders_cmd(ctx: CommandContext) -> CommandReply:
         now = s.clock.now()
-        items = await s.reminders.upcoming(ctx.person.id)
+        # In a shared room, only what was set there: the room saw it being set anyway.
+        room = ctx.channel.id if ctx.channel.kind is ChannelKind.SHARED else None
+        items = await s.reminders.upcoming(ctx.person.id, channel_id=room)
         if not items:
-            return CommandReply("You have no reminders or scheduled prompts.")
+            return CommandReply("You have no reminders or scheduled prompts"
+                                + (" set in this room." if room else "."))
         return CommandReply("\n".join(reminder_line(r, now) for r in items))
 
     commands.add("timezone", "show or set your time zone (/timezone Europe/Paris)", timezone_cmd)
-    commands.add("reminders", "list your reminders and scheduled prompts", reminders_cmd)
+    commands.add("reminders", "list your reminders and scheduled prompts (in a group: the "
+                 "ones set there)", reminders_cmd, shared=True)
 
 
 # -- delivery -------------------------------------------------------------------------------------

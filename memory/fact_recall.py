@@ -23,7 +23,7 @@ from bot.types import Channel
 from memory.decay import fact_visible, fact_weight
 from memory.facts import Fact, FactRepo, index_text
 from memory.persons import ChannelRepo
-from memory.recall import Candidate, RecallQuery
+from memory.recall import Candidate, RecallQuery, channel_where
 
 
 class FactCandidates:
@@ -39,16 +39,17 @@ class FactCandidates:
         """Where the fact came from, in words. `seen`: channels already looked up, by id (a
         search's facts mostly share one or two; a server database pays a round trip each)."""
         if fact.source == "dmn":
-            return "from my own reflections"
+            return "my own reflections"
         if fact.source.startswith("external-agent:"):
-            return f"from {fact.source.partition(':')[2]}"
+            return f"what {fact.source.partition(':')[2]} told me"
         seen = {} if seen is None else seen
         if fact.channel_id and fact.channel_id not in seen:
             seen[fact.channel_id] = await self.channels.get(fact.channel_id)
         channel = seen.get(fact.channel_id) if fact.channel_id else None
         if channel is None:
-            return f"from {fact.source}"
-        return f"from what was said in a {channel.kind.value} chat on {channel.platform}"
+            return f"what came in as {fact.source}"
+        return channel_where(channel.kind.value, channel.platform, channel.name,
+                             channel.source)
 
     async def candidates(self, query: RecallQuery) -> list[Candidate]:
         hits = await self.repo.search(query.owner_id, query.text, query.vector, limit=query.k,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,10 @@ from memory.episodes import Episode, EpisodeRepo, episode_from_db
 MIN_POINTS = 4
 _MARKERS = {0: "o", 1: "s", 2: "*"}
 _LEVEL = {0: "leaf", 1: "topic", 2: "era"}
+# The steps of `draw_map`, in order, as `step` names them when each starts: the layout and the
+# clustering can take a minute (UMAP compiles on its first use in a process).
+STEPS = ("reading episodes", "layout (UMAP, the first run compiles)", "topic clusters",
+         "drawing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +85,11 @@ def _draw(episodes: list[Episode], coords: npt.NDArray[np.float32],
 
 
 async def draw_map(db: Database, owner_id: int, name: str, out: str | Path,
-                   params: ClusterParams | None = None) -> MapResult:
-    """Draw the owner's live apex episodes (all channels, all levels) to the PNG `out`."""
+                   params: ClusterParams | None = None,
+                   step: Callable[[str], None] = lambda _: None) -> MapResult:
+    """Draw the owner's live apex episodes (all channels, all levels) to the PNG `out`;
+    `step` is told each of `STEPS` as it starts."""
+    step(STEPS[0])
     rows = await db.fetchall(
         "SELECT * FROM episodes WHERE owner_id = ? AND parent_id IS NULL"
         " AND tombstoned_at IS NULL ORDER BY id",
@@ -96,14 +104,13 @@ async def draw_map(db: Database, owner_id: int, name: str, out: str | Path,
         raise StrataError(f"cannot write {path}: folder {path.parent} does not exist")
     vectors = await EpisodeRepo(db).embeddings([e.id for e in episodes])
     params = params or ClusterParams()
-
-    def compute() -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
-        assert params is not None
-        return embed_umap(vectors, 2, params), cluster_labels(vectors, params)
-
-    coords, labels = await asyncio.to_thread(compute)
+    step(STEPS[1])
+    coords = await asyncio.to_thread(embed_umap, vectors, 2, params)
+    step(STEPS[2])
+    labels = await asyncio.to_thread(cluster_labels, vectors, params)
     clusters = len(set(labels.tolist()) - {-1})
     noise = int((labels < 0).sum())
     title = f"{name}: {len(episodes)} apex episodes, {clusters} clusters, {noise} noise"
+    step(STEPS[3])
     await asyncio.to_thread(_draw, episodes, coords, labels, title, path)
     return MapResult(path, len(episodes), clusters, noise)

@@ -25,6 +25,10 @@ def _person(row: Row) -> Person:
         timezone=row["timezone"],
         paused=bool(row["paused"]),
         last_active_at=from_iso(row["last_active_at"]) if row["last_active_at"] else None,
+        # A database held before migration 0016 (SQLite; 0007 on PostgreSQL) has no switch
+        # yet, and research was on for everyone then. `.keys()`: `in` on a sqlite3.Row
+        # looks among the values.
+        research=bool(row["research"]) if "research" in row.keys() else True,  # noqa: SIM118
     )
 
 
@@ -175,6 +179,11 @@ class PersonRepo:
             f"SELECT id FROM persons WHERE paused = 1 AND id IN ({marks})", ids
         )
         return {int(r[0]) for r in rows}
+
+    async def set_research(self, person_id: int, on: bool) -> None:
+        await self.db.execute_write(
+            "UPDATE persons SET research = ? WHERE id = ?", (int(on), person_id)
+        )
 
     async def set_timezone(self, person_id: int, tz: str) -> None:
         await self.db.execute_write("UPDATE persons SET timezone = ? WHERE id = ?", (tz, person_id))

@@ -5,19 +5,19 @@ after in the same channel and session, built from the owner's live recallable ro
 (`memory.recall_index`) and ranked per query by `memory.recall_rank`: BM25 over the window's
 words divided by the best window's, plus twice the window's cosine relative to the query's own
 background over the same memory (so no cosine range of a particular embedding model is assumed),
-with recency only as a tie-break. Overlapping or touching windows merge into one quoted span,
-so the same turns are never paid for twice, and every further window from an already quoted
-session costs a little, so a many-part question finds several sessions.
+with recency only as a tie-break. The budget is filled in rank order; overlapping or touching
+windows merge into one quoted span, so the same turns are never paid for twice.
 
 Other memories compete as extra candidates (`CandidateSource`: episodes here, facts added by
 `Recall.add_source`): they are found by vector kNN and FTS5 over one owner's memory and scored
 on the same per-query scale. An episode whose rows are all still live is left out (its rows are
 windows already); topic and period notes, and notes whose rows were pruned, stay.
 
-A logistic gate on the best window's cosine (as an excess z-score over the background) and the
-idf-weighted share of the query's terms the best windows contain decides whether anything is
-injected at all. The block is rendered as quoted data with date and provenance, never as
-instructions, read fresh from the database; it never exceeds the token budget (ceil(chars/4)).
+A logistic gate (`memory.recall_gate`) on the best window's cosine (as an excess z-score over
+the background) and the idf-weighted share of the query's words that the best keyword window
+holds decides whether anything is injected at all. The block is rendered as quoted data with
+date and provenance, never as instructions, read fresh from the database; it never exceeds
+the token budget (ceil(chars/4)).
 
 Recall never crosses owners: a person's recall covers all of their channels (private and
 background); a shared room's owner is the room's own scope, so a room only recalls itself.
@@ -49,8 +49,9 @@ from memory.dialect import Dialect
 from memory.episodes import LEAF, EpisodeRepo, as_blob, cited_rows_by_episode, cosines
 from memory.fts import terms
 from memory.recall_focus import NOTE_TOKENS, excerpt
+from memory.recall_gate import gate_features, gate_idf, gate_logit
 from memory.recall_index import NAMED, RowIndex, recency_of
-from memory.recall_pack import row_shares, window_units
+from memory.recall_pack import rank_order, row_shares, window_units
 from memory.recall_rank import (
     RankTuning,
     RowTable,
@@ -58,17 +59,13 @@ from memory.recall_rank import (
     Unit,
     WindowScores,
     bm25_text,
-    gate_idf,
-    gate_logit,
     greedy,
-    keyword_coverage,
     spans,
     surface_words,
     unit_semantic,
     unit_vectors,
     unknown_name,
     window_scores,
-    without_names,
 )
 from memory.text import query_stems, text_coverage
 
@@ -79,7 +76,6 @@ log = logging.getLogger(__name__)
 OVERFETCH = 3
 QUERY_TOKENS = 512
 ROW_TOKENS = 300
-GATE_WINDOWS = 1  # the best windows whose words count for the gate's keyword feature
 EPISODE = "episode"
 LEVEL_LABEL = {0: "notes of a conversation", 1: "notes on a topic", 2: "notes on a period"}
 
@@ -100,13 +96,14 @@ class RecallTuning:
     w_recency: float = 0.02
     session_penalty: float = 0.0
     relative_floor: float = 0.0
-    gate_bias: float = -1.3
-    gate_cosine: float = 1.03
-    gate_keyword: float = 6.7
-    gate_unknown_name: float = 10.0
+    gate_bias: float = -0.4
+    gate_cosine: float = 0.86
+    gate_keyword: float = 5.47
+    gate_unknown_name: float = 2.577
     cost_power: float = 0.5
     redundancy: float = 0.3
     semantic_top: int = 1
+    diversity: bool = False
     skip_recent_rows: int = 20
     keyword_scan: int = 2000
     query_embed_seconds: float = 10.0  # then keyword search only (a hanging embedder)
@@ -185,9 +182,14 @@ class RecallItem:
     where: str = ""
 
 
+# Provenance phrases naming a channel take "the" in a heading ("From the private chat on
+# console:"); the others carry their own determiner ("From my own reflections:").
+CHANNEL_PHRASES = ("private chat", "shared room", "background channel")
+
+
 def heading(where: str) -> str:
     """The line above the items of one channel, when items leave provenance out."""
-    return f"From the {where}:"
+    return f"From the {where}:" if where.startswith(CHANNEL_PHRASES) else f"From {where}:"
 
 
 def heading_cost(where: str) -> int:
@@ -229,7 +231,9 @@ class RecallResult:
 # -- candidate sources ------------------------------------------------------------------------
 
 
-def _where(kind: str, platform: str, name: str, source: str) -> str:
+def channel_where(kind: str, platform: str, name: str, source: str) -> str:
+    """A channel in words ("private chat on console"): the one phrase rows, episodes and
+    facts use, so a channel's items share one heading."""
     if kind == "shared":
         return f'shared room "{name}" on {platform}' if name else f"shared room on {platform}"
     if kind == "background":
@@ -309,7 +313,7 @@ class EpisodeSource:
                 text=r["summary"],
                 label=LEVEL_LABEL.get(r["level"], "notes"),
                 when=start if start == end else f"{start} to {end}",
-                where=_where(r["kind"], r["platform"], r["name"], r["source"]),
+                where=channel_where(r["kind"], r["platform"], r["name"], r["source"]),
                 recency=episode_weight(r["level"], from_iso(r["last_relevant_at"]), query.now),
                 salience=float(r["salience"]),
                 cited_rows=tuple(cited.get(int(r["id"]), ())),
@@ -347,7 +351,7 @@ def row_line(row: Row) -> str:
 
 def row_where(row: Row) -> str:
     """The provenance of a row: which channel it was said in."""
-    return _where(row["kind"], row["platform"], row["name"], row["source"])
+    return channel_where(row["kind"], row["platform"], row["name"], row["source"])
 
 
 def _header(first: Row, last: Row, provenance: bool = True) -> str:
@@ -500,16 +504,16 @@ class Recall:
         top = [int(i) for i in order if ws.valid[i]]
         if not top and not extras:
             return [], 0
-        # The gate: how far the best window stands out, and how much of the query it holds.
-        gate_rows = sorted({int(m) for i in top[:GATE_WINDOWS] for m in ws.members[i] if m >= 0})
-        content = without_names(q.text, gate_idf(table, stems))
-        cover = keyword_coverage(table, gate_rows, content)
+        # The gate: how far the best window stands out, and how much of the query one passage
+        # of memory holds (a note counts as such a passage).
+        z, cover = gate_features(table, ws, q.text, stems)
         extra_scores = [self._extra_score(c, ws, rank) for c in extras]
         if extras:
-            cover = max(cover, *(text_coverage(c.text, content) for c in extras))
+            weights = gate_idf(table, stems)
+            cover = max(cover, *(text_coverage(c.text, weights) for c in extras))
         # A name said only in rows since pruned lives on in the notes: not a stranger.
         noted = {w for c in extras for w in surface_words(c.text)}
-        if gate_logit(ws.gate_z, cover, unknown_name(q.text, table, noted), rank) < 0:
+        if gate_logit(z, cover, unknown_name(q.text, table, noted), rank) < 0:
             return [], len(top) + len(extras)
         wanted = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})
         fresh_rows = await self.index.texts(q.owner_id, [int(table.ids[i]) for i in wanted])
@@ -616,7 +620,10 @@ def pack(table: RowTable, fresh: dict[int, Row], units: list[Unit],
         wheres = {row_where(fresh[r]) for u in units if u.key >= 0 for r in u.rows}
         budget -= sum(map(heading_cost, wheres | {c.where for c in extras}))
     span_cost = SpanCost(fresh, not headings)
-    sel = greedy(units, table, span_cost, budget, tuning.rank, unit_vectors(table, units))
+    if tuning.diversity:
+        sel = greedy(units, table, span_cost, budget, tuning.rank, unit_vectors(table, units))
+    else:
+        sel = rank_order(units, table, span_cost, budget)
     return _items(table, fresh, sel, span_cost, extras, extra_scores, rendered_extras, costs,
                   headings)
 

@@ -23,8 +23,11 @@ from memory.recall_rank import (
     BM25_K1,
     RankTuning,
     RowTable,
+    Selection,
+    SpanCostFn,
     Unit,
     WindowScores,
+    take_window,
 )
 
 F32 = npt.NDArray[np.float32]
@@ -95,3 +98,23 @@ def window_units(table: RowTable, ws: WindowScores, top: Sequence[int],
             members, core = shown_rows(members, shares, margin)
         units.append(Unit(i, float(ws.score[i]), members, int(table.session[i]), core=core))
     return units
+
+
+def rank_order(units: Sequence[Unit], table: RowTable, span_cost: SpanCostFn,
+               budget: int) -> Selection:
+    """Fill the budget in rank order: each unit, best score first, brings the rows not yet
+    taken and pays only for what they add (a window overlapping or touching a taken one merges
+    into its span, under its header). A window that no longer fits whole brings its best row
+    alone; a unit that does not fit at all is passed over for smaller ones further down.
+
+    Plain on purpose: spreading the budget over many distinct spans (value per token, MMR)
+    pushed out evidence that ranked well, on held-out conversations most of all."""
+    sel = Selection()
+    for u in sorted(units, key=lambda u: -u.score):
+        if u.key < 0:
+            if sel.used + u.cost <= budget:
+                sel.extras.append(-1 - u.key)
+                sel.used += u.cost
+            continue
+        take_window(table, sel, u, span_cost, budget)
+    return sel

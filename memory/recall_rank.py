@@ -16,15 +16,13 @@ has to be assumed for the embedding model:
 
 score = w_keyword·keyword + w_semantic·semantic + w_recency·recency (recency only breaks ties).
 
-Abstention is a logistic gate on two scale-free features: the best window's cosine as a z-score
-over the query's background, less the z-score the best of that many unrelated windows would
-reach anyway (sqrt(2 ln n)); and the idf-weighted share of the query's terms that the best
-windows contain (a term the owner never used has the largest idf, so a question about someone
-never mentioned stays low). Nothing is injected when the gate says no.
+The abstention gate is `memory.recall_gate`; this module gives it the best window's cosine as
+a z-score over the query's background, less the z-score the best of that many unrelated
+windows would reach anyway (sqrt(2 ln n)).
 
-Selection is greedy with a lazy re-check: a window's value shrinks with the share of its rows
-already in the block, and each window already taken from the same session costs
-`session_penalty`, so several distinct sessions are found for a multi-part question.
+Packing is in rank order (`memory.recall_pack.rank_order`); `greedy` is the diversity packing
+kept as a setting (`diversity`): a window's value shrinks with the share of its rows already
+in the block, per token^cost_power, less MMR and `session_penalty`.
 """
 
 from __future__ import annotations
@@ -69,13 +67,14 @@ class RankTuning:
     session_penalty: float = 0.0
     relative_floor: float = 0.0
     pool: int = 100  # windows considered for selection, best first
-    gate_bias: float = -1.3
-    gate_cosine: float = 1.03
-    gate_keyword: float = 6.7
-    gate_unknown_name: float = 10.0
+    gate_bias: float = -0.4  # memory.recall_gate
+    gate_cosine: float = 0.86
+    gate_keyword: float = 5.47
+    gate_unknown_name: float = 2.577
     cost_power: float = 0.5  # value per token^power: 0 ranks by score alone
     redundancy: float = 0.3  # MMR: value − this × the best cosine to a window already taken
     semantic_top: int = 1  # the semantic scale's 1: the mean cosine of this many best windows
+    diversity: bool = False  # pack by value per token with MMR (`greedy`), not in rank order
 
 
 @dataclass
@@ -211,12 +210,6 @@ def idf_of(table: RowTable, stems: Sequence[str]) -> dict[str, float]:
 # The gate's idf counts this many background documents that hold none of the query's words, so
 # that in a memory of a handful of rows a word said twice still outweighs one never said.
 GATE_PRIOR_DOCS = 50
-
-
-def gate_idf(table: RowTable, stems: Sequence[str]) -> dict[str, float]:
-    n = table.n + GATE_PRIOR_DOCS
-    return {t: math.log(1.0 + (n - len(table.postings.get(t, ())) + 0.5)
-                        / (len(table.postings.get(t, ())) + 0.5)) for t in stems}
 
 
 def bm25_text(text: str, idf: dict[str, float], avg_len: float) -> float:
@@ -383,7 +376,7 @@ def unknown_name(query: str, table: RowTable, known: Collection[str] = ()) -> bo
     return bool(strangers(query, table, known))
 
 
-_CALENDAR_STEMS = frozenset(stem(c) for c in CALENDAR)
+CALENDAR_STEMS = frozenset(stem(c) for c in CALENDAR)
 
 
 def without_names(query: str, idf: dict[str, float]) -> dict[str, float]:
@@ -392,17 +385,9 @@ def without_names(query: str, idf: dict[str, float]) -> dict[str, float]:
     answer; a month, weekday or number is when, and memory keeps dates in its headers, not in
     what was said, so "in June" is no word the answer lacks)."""
     names = {t for w in _NAME.findall(query) for t in tokens(w)}
-    names |= {t for t in idf if t in _CALENDAR_STEMS or t.isdigit()}
+    names |= {t for t in idf if t in CALENDAR_STEMS or t.isdigit()}
     content = {t: w for t, w in idf.items() if t not in names}
     return content or idf  # a query of names only: the names are its content
-
-
-def gate_logit(z: float, coverage: float, stranger: bool, tuning: RankTuning) -> float:
-    """The abstention gate: inject only when this is above 0. Without vectors (the embedder is
-    down, or nothing is embedded yet) the cosine feature counts as 0."""
-    z_term = 0.0 if math.isnan(z) else tuning.gate_cosine * z
-    return (tuning.gate_bias + z_term + tuning.gate_keyword * coverage
-            - tuning.gate_unknown_name * float(stranger))
 
 
 def unit_semantic(cosine: float | None, ws: WindowScores) -> float:
@@ -456,14 +441,39 @@ def run_around(table: RowTable, rows: set[int], r: int) -> tuple[int, ...]:
     return (*reversed(before), r, *after)
 
 
+SpanCostFn = Callable[[tuple[int, ...]], int]  # what a quoted run of rows costs, in tokens
+
+
 def added_cost(table: RowTable, chosen: set[int], new: Sequence[int],
-               span_cost: Callable[[tuple[int, ...]], int]) -> int:
+               span_cost: SpanCostFn) -> int:
     """What adding `new` rows costs: the runs they make, less the runs they absorb."""
     after = chosen | set(new)
     runs_after = {run_around(table, after, r) for r in new}
     runs_before = {run_around(table, chosen, m) for run in runs_after for m in run
                    if m in chosen}
     return sum(map(span_cost, runs_after)) - sum(map(span_cost, runs_before))
+
+
+def take_window(table: RowTable, sel: Selection, u: Unit, span_cost: SpanCostFn,
+                budget: int) -> list[int] | None:
+    """Add window `u`'s rows not yet in `sel` if what they add fits the budget, else its centre
+    row alone if that fits; the rows added, or None when nothing was."""
+    new = [r for r in u.rows if r not in sel.rows]
+    if not new:
+        return None
+    extra = added_cost(table, sel.rows, new, span_cost)
+    if sel.used + extra > budget:
+        if u.centre in sel.rows:
+            return None
+        new = [u.centre]
+        extra = added_cost(table, sel.rows, new, span_cost)
+        if sel.used + extra > budget:
+            return None
+    sel.rows.update(new)
+    sel.used += extra
+    for r in new:
+        sel.order.setdefault(r, u.score)
+    return new
 
 
 def greedy(units: Sequence[Unit], table: RowTable, span_cost: Callable[[tuple[int, ...]], int],
@@ -512,20 +522,10 @@ def greedy(units: Sequence[Unit], table: RowTable, span_cost: Callable[[tuple[in
             sel.used += u.cost
             added: list[int] = []
         else:
-            new = [r for r in u.rows if r not in sel.rows]
-            extra = added_cost(table, sel.rows, new, span_cost)
-            if sel.used + extra > budget:
-                if u.centre in sel.rows:
-                    continue
-                new = [u.centre]
-                extra = added_cost(table, sel.rows, new, span_cost)
-                if sel.used + extra > budget:
-                    continue
-            sel.rows.update(new)
-            sel.used += extra
-            for r in new:
-                sel.order.setdefault(r, u.score)
-            added = new
+            taken_rows = take_window(table, sel, u, span_cost, budget)
+            if taken_rows is None:
+                continue
+            added = taken_rows
         if u.session >= 0:
             taken[u.session] += 1
         if mmr and vectors is not None:

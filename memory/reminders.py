@@ -66,6 +66,11 @@ def _reminder(row: Row) -> Reminder:
     )
 
 
+def _in_channel(channel_id: int | None) -> tuple[str, tuple[int, ...]]:
+    """The extra condition (and its parameter) that keeps a query to one channel's reminders."""
+    return ("", ()) if channel_id is None else (" AND channel_id = ?", (channel_id,))
+
+
 class ReminderRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -99,12 +104,15 @@ class ReminderRepo:
         row = await self.db.fetchone("SELECT * FROM reminders WHERE id = ?", (reminder_id,))
         return _reminder(row) if row else None
 
-    async def upcoming(self, owner_id: int, limit: int = 20) -> list[Reminder]:
-        """The person's reminders still to be delivered, soonest first."""
+    async def upcoming(self, owner_id: int, limit: int = 20, *,
+                       channel_id: int | None = None) -> list[Reminder]:
+        """The person's reminders still to be delivered, soonest first; with `channel_id`,
+        only those set in that channel (a shared room sees its own, never private ones)."""
+        where, params = _in_channel(channel_id)
         rows = await self.db.fetchall(
             "SELECT * FROM reminders WHERE owner_id = ? AND state IN ('pending', 'claimed')"
-            " ORDER BY due_at, id LIMIT ?",
-            (owner_id, limit),
+            + where + " ORDER BY due_at, id LIMIT ?",
+            (owner_id, *params, limit),
         )
         return [_reminder(r) for r in rows]
 
@@ -114,13 +122,16 @@ class ReminderRepo:
         )
         return [_reminder(r) for r in rows]
 
-    async def cancel(self, owner_id: int, reminder_id: int) -> bool:
-        """Cancel one of the owner's pending reminders; False if there is no such reminder."""
+    async def cancel(self, owner_id: int, reminder_id: int, *,
+                     channel_id: int | None = None) -> bool:
+        """Cancel one of the owner's pending reminders (with `channel_id`, only one set in
+        that channel); False if there is no such reminder."""
+        where, params = _in_channel(channel_id)
         async with self.db.write() as conn:
             cur = await conn.execute(
                 "UPDATE reminders SET state = 'cancelled' WHERE id = ? AND owner_id = ?"
-                " AND state = 'pending'",
-                (reminder_id, owner_id),
+                " AND state = 'pending'" + where,
+                (reminder_id, owner_id, *params),
             )
             return (cur.rowcount or 0) == 1
 

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import Settings
+from bot.errors import StrataError
 from memory.pg import is_url
 from strata_eval.recall import (
+    BASELINES,
     EPISODE_MODES,
     EvalOptions,
     answer_record,
@@ -37,6 +39,8 @@ async def cmd_eval_recall(args: argparse.Namespace, settings: Settings) -> int:
                           episodes=args.episodes, abstention_per_conv=args.abstention,
                           consolidate=args.consolidate, db_url=args.db_url)
     recall = fts_baseline if args.method == "fts" else recall_once
+    if args.baseline and args.lived:
+        raise StrataError("--baseline runs with the static eval only, not with --lived")
     if args.lived:
         from strata_eval.lived import format_lived, run_lived_eval
 
@@ -44,7 +48,8 @@ async def cmd_eval_recall(args: argparse.Namespace, settings: Settings) -> int:
                                                recall=recall, show_progress=not args.no_progress)
     else:
         report, answers = await run_eval(settings, turns, questions, options, recall=recall,
-                                         show_progress=not args.no_progress)
+                                         show_progress=not args.no_progress,
+                                         baseline=args.baseline)
     # What produced the numbers, so a result file can be reproduced.
     report["command"] = "strata " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     report["embedder"] = {"model": settings.embed.model, "dim": settings.embed.dim}
@@ -100,6 +105,9 @@ def register(sub: Any) -> None:
                      help="questions from other conversations asked of each one (40)")
     rec.add_argument("--method", choices=("recall", "fts"), default="recall",
                      help="fts: the FORMAT.md reference (raw turns by FTS5 rank) instead of recall")
+    rec.add_argument("--baseline", choices=tuple(BASELINES), default=None,
+                     help="also run this reference on the same memory and questions and report "
+                          "it beside recall (fts5: the rows by keyword rank, same budget)")
     rec.add_argument("--details", help="write one JSON line per question here")
     rec.add_argument("--consolidate", action="store_true",
                      help="run a full consolidate + decay pass after ingesting, before asking")

@@ -43,6 +43,7 @@ from bot.tokens import count_tokens
 from bot.types import Channel, ChannelKind, NewRow, Person, Role
 from memory.fts import STOPWORDS
 from memory.janitor import decay_pass
+from memory.recall import render_span
 from memory.rollup import consolidate_owner
 
 log = logging.getLogger(__name__)
@@ -324,13 +325,20 @@ def format_table(report: dict[str, Any]) -> str:
     for cat, m in report["by_category"].items():
         lines.append(line(cat + ("*" if cat == ADVERSARIAL else ""), m))
     by_conversation = report.get("by_conversation", {})
-    if len(by_conversation) > 1:
+    base = report.get("baseline")
+    if len(by_conversation) > 1 or base:
+        extra = f"{base['method']:>9}" if base else ""
         lines.append(f"{'conversation':<14}{'recall':>8}{'hit':>8}{'tokens':>9}{'empty':>8}"
-                     f"{'FI':>9}{'questions':>11}")
-        for conv, m in by_conversation.items():
+                     f"{'FI':>9}{'questions':>11}{extra}")
+        rows = [*by_conversation.items(), *([("overall", report["overall"])] if base else [])]
+        for conv, m in rows:
+            theirs = (base["by_conversation"].get(conv, {}) if conv != "overall"
+                      else base["overall"]) if base else {}
+            fi = m.get("false_injection_rate", report["abstention"]["false_injection_rate"])
             lines.append(f"{conv:<14}{m['evidence_recall']:>8.3f}{m['hit_rate']:>8.3f}"
                          f"{m['mean_injected_tokens']:>9.1f}{m['empty_rate']:>8.3f}"
-                         f"{m['false_injection_rate']:>9.3f}{m['questions']:>11}")
+                         f"{fi:>9.3f}{m.get('questions', report['questions']):>11}"
+                         + (f"{theirs.get('evidence_recall', 0.0):>9.3f}" if base else ""))
     ab = report["abstention"]
     lines.append(f"abstention: {ab['n']} questions from other conversations, "
                  f"false injection rate {ab['false_injection_rate']:.3f}")
@@ -475,20 +483,28 @@ async def recall_once(app: App, channel: Channel, person: Person, query: str) ->
 
 
 async def fts_baseline(app: App, channel: Channel, person: Person, query: str) -> RecallOutcome:
-    """The reference of FORMAT.md: raw rows by FTS5 bm25 rank, filling the budget in order."""
+    """The keyword reference (`--baseline fts5`): the owner's rows by the engine's own keyword
+    rank (FTS5 bm25 on SQLite), each quoted under its date header as recall quotes a span,
+    filling the budget in rank order, counted the way recall's block is (the rendered text,
+    headers included). No gate: it always injects what it finds."""
     budget = app.settings.recall.budget_tokens
     start = time.perf_counter()
     hits = await app.transcript.search(channel.owner_id, query, limit=200)
     used, rows, parts = 0, set(), []
     for row, _score in hits:
-        cost = count_tokens(row.content)
+        text = render_span([{"content": row.content, "role": row.role.value, "speaker": None,
+                             "ts": row.ts.isoformat()}], provenance=False)
+        cost = count_tokens(text + "\n")
         if used + cost > budget:
             continue
         used += cost
         rows.add(row.id)
-        parts.append(row.content)
+        parts.append(text)
     return RecallOutcome("\n".join(parts) if parts else None, used, frozenset(rows),
                          (time.perf_counter() - start) * 1000.0, frozenset(rows))
+
+
+BASELINES: dict[str, RecallFn] = {"fts5": fts_baseline}
 
 
 @asynccontextmanager
@@ -507,9 +523,10 @@ async def _store(options: EvalOptions) -> AsyncIterator[str]:
 
 async def _eval_conversation(
     settings: Settings, options: EvalOptions, turns: Sequence[EvalTurn],
-    own: Sequence[EvalQuestion], foreign: Sequence[EvalQuestion], recall: RecallFn,
-    progress: Progress, ingest: IngestFn = _ingest,
-) -> list[Answer]:
+    own: Sequence[EvalQuestion], foreign: Sequence[EvalQuestion],
+    methods: Sequence[RecallFn], progress: Progress, ingest: IngestFn = _ingest,
+) -> list[list[Answer]]:
+    """Each method's answers to every question, asked of one memory built once."""
     conv = turns[0].conv
     async with _store(options) as target:
         clock = ManualClock(turns[0].ts)
@@ -529,30 +546,40 @@ async def _eval_conversation(
                                                clock.now(), make_lifecycle_policy(app.settings))
                 decayed = await decay_pass(app.db, clock.now(), person.id)
                 log.info("%s: consolidate %s; decay %s", conv, done, decayed)
-            answers = []
+            answers: list[list[Answer]] = [[] for _ in methods]
             for q, is_abstention in [*((q, False) for q in own), *((q, True) for q in foreign)]:
                 clock.set(q.asked_at)
-                outcome = await recall(app, channel, person, q.question)
-                block = outcome.block or ""
-                cited = frozenset(
-                    row_turn[r] for r in outcome.row_ids if r in row_turn
-                    and (r not in outcome.quoted or quoted_in(texts[row_turn[r]], block)))
-                answers.append(Answer(
-                    q.qid, conv, q.category, () if is_abstention else q.evidence, cited,
-                    outcome.tokens if outcome.block else 0, outcome.latency_ms, is_abstention,
-                    block, "" if is_abstention else q.answer))
+                for method, out in zip(methods, answers, strict=True):
+                    outcome = await method(app, channel, person, q.question)
+                    out.append(_answer(q, conv, is_abstention, outcome, row_turn, texts))
                 progress.step(1)
         finally:
             await app.close()
     return answers
 
 
+def _answer(q: EvalQuestion, conv: str, is_abstention: bool, outcome: RecallOutcome,
+            row_turn: dict[int, str], texts: dict[str, str]) -> Answer:
+    """What one method injected for one question, with the turns it really quotes."""
+    block = outcome.block or ""
+    cited = frozenset(
+        row_turn[r] for r in outcome.row_ids if r in row_turn
+        and (r not in outcome.quoted or quoted_in(texts[row_turn[r]], block)))
+    return Answer(q.qid, conv, q.category, () if is_abstention else q.evidence, cited,
+                  outcome.tokens if outcome.block else 0, outcome.latency_ms, is_abstention,
+                  block, "" if is_abstention else q.answer)
+
+
 async def run_eval(
     settings: Settings, turns: Sequence[EvalTurn], questions: Sequence[EvalQuestion],
     options: EvalOptions, *, recall: RecallFn = recall_once, show_progress: bool = True,
-    ingest: IngestFn = _ingest,
+    ingest: IngestFn = _ingest, baseline: str | None = None,
 ) -> tuple[dict[str, Any], list[Answer]]:
-    """Evaluate every conversation (or the first `limit_convs`); the report and each answer."""
+    """Evaluate every conversation (or the first `limit_convs`); the report and each answer.
+    `baseline` (a name of `BASELINES`): that method too, on the same memory and questions,
+    reported beside under `baseline`."""
+    if baseline is not None and baseline not in BASELINES:
+        raise StrataError(f"--baseline must be one of {', '.join(BASELINES)}")
     if options.episodes not in EPISODE_MODES:
         raise StrataError(f"--episodes must be one of {', '.join(EPISODE_MODES)}")
     if options.budget <= 0:
@@ -581,15 +608,22 @@ async def run_eval(
         foreign = abstention_sample(questions, conv, options.abstention_per_conv)
         plan.append((conv, own, foreign))
     progress = Progress(sum(len(o) + len(f) for _, o, f in plan), show_progress)
+    methods = [recall] + ([BASELINES[baseline]] if baseline is not None else [])
     answers: list[Answer] = []
+    reference: list[Answer] = []
     try:
         for conv, own, foreign in plan:
             conv_turns = [t for t in turns if t.conv == conv]
-            answers += await _eval_conversation(
-                settings, options, conv_turns, own, foreign, recall, progress, ingest)
+            mine, *theirs = await _eval_conversation(
+                settings, options, conv_turns, own, foreign, methods, progress, ingest)
+            answers += mine
+            reference += theirs[0] if theirs else []
     finally:
         progress.close()
-    return summarize(answers, options.budget), answers
+    report = summarize(answers, options.budget)
+    if baseline is not None:
+        report["baseline"] = {"method": baseline, **summarize(reference, options.budget)}
+    return report, answers
 
 
 def quoted_in(text: str, block: str) -> bool:

@@ -111,6 +111,9 @@ def strata_env(server: FakeOpenAI, db_path: Path | str) -> dict[str, str]:
         "STRATA_EMBED_API_KEY": "test",
         "STRATA_EMBED_DIM": str(server.dim),
         "STRATA_EMBED_MAX_RETRIES": "0",
+        # Research's default source is the public Wikipedia: tests never reach outside, so
+        # it is off unless a test points it at its local fake.
+        "STRATA_COGNITION_WIKIPEDIA_URL": "",
     }
 
 

@@ -1,29 +1,38 @@
 """The console adapter: reads lines from stdin, prints one reply per line.
 
-Interactive (a terminal): a prompt, and the reply streamed as it is written. Piped: each reply
-printed whole, in order; at end of input it returns after the last reply is printed, so
-`printf 'a\\nb\\n' | strata chat` prints two replies and exits 0.
+Interactive (a terminal): a prompt with line editing and history (`adapters.console.terminal`),
+and the reply streamed as it is written. Piped: each reply printed whole, in order; at end of
+input it returns after the last reply is printed, so `printf 'a\\nb\\n' | strata chat` prints
+two replies and exits 0. A blank line is no message: nothing is sent, stored or answered.
 
-Input is read as bytes and decoded as UTF-8 with undecodable bytes replaced (U+FFFD), whatever
-the locale or `PYTHONIOENCODING` says: a strict decoder would kill the reader thread and hang
-the chat, and the locale's `surrogateescape` would carry lone surrogates that nothing
+Piped input is read as bytes and decoded as UTF-8 with undecodable bytes replaced (U+FFFD),
+whatever the locale or `PYTHONIOENCODING` says: a strict decoder would kill the reader thread
+and hang the chat, and the locale's `surrogateescape` would carry lone surrogates that nothing
 downstream (JSON, SQLite) can encode. Output is encoded in the terminal's encoding with
-replacements, so a reply it cannot show is printed with `?` instead of lost.
+replacements, so a reply it cannot show is printed with `?` instead of lost, and control
+characters in it are shown, not obeyed (`bot.visible`): what someone wrote on a platform never
+drives the operator's terminal.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from adapters.console.mapping import to_inbound
 from adapters.runtime import SORRY
 from bot.ports import Clock, TurnHandler
 from bot.private_files import write_private
+from bot.visible import visible
+
+if TYPE_CHECKING:
+    from adapters.console.terminal import TerminalPrompt
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +57,10 @@ class ConsoleAdapter:
         stdin: TextIO | None = None,
         stdout: TextIO | None = None,
         interactive: bool | None = None,
+        history: Path | None = None,
     ) -> None:
+        """`history`: the file the interactive prompt keeps its history in (None: this run
+        only)."""
         self.user = user
         self.channel = channel
         self.clock = clock
@@ -56,8 +68,11 @@ class ConsoleAdapter:
         self.stdout = stdout or sys.stdout
         self.interactive = self.stdin.isatty() if interactive is None else interactive
         self._stopped = asyncio.Event()
+        self._history = history
+        self._prompt: TerminalPrompt | None = None
 
     def _write(self, text: str) -> None:
+        text = visible(text)
         buffer = getattr(self.stdout, "buffer", None)
         if buffer is None:  # an in-memory stream: it takes any text
             self.stdout.write(text)
@@ -69,7 +84,10 @@ class ConsoleAdapter:
 
     async def send(self, room_id: str, text: str) -> list[str]:
         """Deliver a message not tied to an input line (a reminder, say)."""
-        self._write(("\n" if self.interactive else "") + text + "\n")
+        if self._prompt is None:
+            self._write(text + "\n")
+        else:
+            await self._prompt.above(lambda: self._write(text + "\n"))
         return []
 
     async def stop(self) -> None:
@@ -93,8 +111,9 @@ class ConsoleAdapter:
             if line == "":
                 return
 
-    async def _next_line(self, lines: asyncio.Queue[str]) -> str:
-        getter = asyncio.ensure_future(lines.get())
+    async def _until_stopped(self, source: Awaitable[str | None]) -> str | None:
+        """What `source` gives, or None once `stop()` is called first."""
+        getter = asyncio.ensure_future(source)
         stopper = asyncio.ensure_future(self._stopped.wait())
         try:
             await asyncio.wait({getter, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -102,30 +121,51 @@ class ConsoleAdapter:
             stopper.cancel()
             if not getter.done():
                 getter.cancel()
-        return getter.result() if getter.done() and not getter.cancelled() else ""
+                with contextlib.suppress(asyncio.CancelledError):
+                    await getter
+        return getter.result() if getter.done() and not getter.cancelled() else None
 
     async def start(self, handler: TurnHandler) -> None:
         """Run the chat until end of input (or `stop()`)."""
-        loop = asyncio.get_running_loop()
-        lines: asyncio.Queue[str] = asyncio.Queue()
-        threading.Thread(
-            target=self._read_lines, args=(loop, lines), name="console-stdin", daemon=True
-        ).start()
+        read: Callable[[], Awaitable[str | None]]
         if self.interactive:
+            from adapters.console.terminal import TerminalPrompt
+
+            self._prompt = TerminalPrompt(self._history)
             self._write("Strata — type a message, /help for commands, Ctrl-D to quit.\n")
+            if self._prompt.unsaved:
+                self._write(f"({self._prompt.unsaved}; it lasts for this chat only)\n")
+            read = self._prompt.read
+        else:
+            read = self._piped_reader()
         while not self._stopped.is_set():
-            if self.interactive:
-                self._write("you> ")
-            line = await self._next_line(lines)
-            if line == "":
+            line = await self._until_stopped(read())
+            if line is None:
                 break
+            if not line.strip():
+                continue  # a blank line says nothing: no turn, no model call
             try:
                 await self._answer(handler, line)
             except Exception:  # task boundary: one failed turn never ends the chat
                 log.exception("console: the turn for an input line failed")
                 self._write(("strata> " if self.interactive else "") + SORRY + "\n")
+        self._prompt = None
         if self.interactive:
             self._write("\n")
+
+    def _piped_reader(self) -> Callable[[], Awaitable[str | None]]:
+        """Start the stdin reader thread; the function gives its next line (None at the end)."""
+        loop = asyncio.get_running_loop()
+        lines: asyncio.Queue[str] = asyncio.Queue()
+        threading.Thread(
+            target=self._read_lines, args=(loop, lines), name="console-stdin", daemon=True
+        ).start()
+
+        async def read() -> str | None:
+            line = await lines.get()
+            return line or None
+
+        return read
 
     async def _answer(self, handler: TurnHandler, line: str) -> None:
         """Run one input line through `handler` and print the reply."""

@@ -12,17 +12,18 @@ import argparse
 import asyncio
 import importlib
 import importlib.util
-import logging
 import os
 import sys
 
+from bot.cli import logs
 from bot.config import load_settings
 from bot.errors import StrataError
+from bot.visible import say
 
 # Subcommand modules, each with `register(subparsers)`; commands set `run=coroutine(args, s)`.
 MODULES = [
     "bot.cli.core", "bot.cli.dbfiles", "bot.cli.memory", "bot.cli.recall", "bot.cli.lifecycle",
-    "bot.cli.jobs", "bot.cli.run", "bot.cli.dbcopy",
+    "bot.cli.jobs", "bot.cli.run", "bot.cli.dbcopy", "bot.cli.agents",
 ]
 # Subcommand modules of packages outside the core, loaded by name when they are installed: the
 # benchmark harness (`strata eval`) depends on the core, never the other way round.
@@ -34,13 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="strata", description="Strata: a chat bot with a layered, decaying memory."
     )
     parser.add_argument("--config", help="TOML config file (default ./strata.toml if present)")
-    parser.add_argument(
-        "-v",
-        "--verbose",
-        action="count",
-        default=0,
-        help="more logging on stderr (-v info, -vv debug)",
-    )
+    logs.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in MODULES:
         importlib.import_module(name).register(sub)
@@ -53,16 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
-    logging.basicConfig(
-        level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.setup(args)
     try:
         settings = load_settings(args.config, notice=_notice)
         code = asyncio.run(args.run(args, settings))
         sys.stdout.flush()
     except StrataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
@@ -75,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _notice(text: str) -> None:
-    print(f"note: {text}", file=sys.stderr)
+    say(f"note: {text}", file=sys.stderr)
 
 
 if __name__ == "__main__":

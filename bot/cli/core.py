@@ -5,17 +5,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from typing import Any
+import os
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
-from bot.app import App, Repos, open_db
+from bot.app import Repos, open_db
 from bot.clock import ManualClock, SystemClock, from_iso
-from bot.config import Settings
+from bot.config import Settings, default_db_path
 from bot.errors import StrataError
 from bot.ports import Clock
+from bot.visible import say, visible
 from memory.export import export_person
 from memory.lifecycle import hierarchy
 from memory.persons import PersonRepo
+
+if TYPE_CHECKING:
+    from adapters.console.adapter import ConsoleAdapter
 
 
 def _clock(args: argparse.Namespace) -> Clock:
@@ -37,23 +42,36 @@ def subgroup(sub: Any, name: str, help_text: str) -> Any:
     return parser.add_subparsers(dest=f"{name}_command", required=True, metavar="ACTION")
 
 
-async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
+def console_name(value: str) -> str:
+    """An argparse type for `--user` and `--channel`: a name a console person or channel can
+    have. "" would make a person called `console:`; "a/b" would collide with user "a"'s
+    channel "b/…" (a room is `USER/CHANNEL`); a control character would reach the terminal."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    if value != value.strip():
+        raise argparse.ArgumentTypeError(f"{visible(value)!r} starts or ends with a space")
+    if visible(value) != value or "\n" in value or "\t" in value:
+        raise argparse.ArgumentTypeError(f"{visible(value)!r} holds control characters")
+    if "/" in value:
+        raise argparse.ArgumentTypeError(f"{value!r} holds a '/'")
+    return value
+
+
+def console_adapter(args: argparse.Namespace, clock: Clock) -> ConsoleAdapter:
+    """The terminal chat of `--user`/`--channel`, with its prompt history in the data folder
+    (one file per user and channel: one person's lines never come back under another's ↑)."""
     from adapters.console.adapter import ConsoleAdapter
 
-    app = await App.create(settings)
-    try:
-        adapter = ConsoleAdapter(user=args.user, channel=args.channel, clock=app.clock)
-        await adapter.start(app.processor)
-    finally:
-        await app.close()
-    return 0
+    folder = default_db_path(os.environ).parent / "console-history"
+    history = folder / quote(f"{args.user}/{args.channel}", safe="")
+    return ConsoleAdapter(user=args.user, channel=args.channel, clock=clock, history=history)
 
 
 async def cmd_db_migrate(args: argparse.Namespace, settings: Settings) -> int:
     db = await open_db(settings)
     try:
         rows = await db.applied_migrations()
-        print(
+        say(
             f"{db.path}: {len(rows)} migrations applied "
             f"(latest {rows[-1][0]:04d}_{rows[-1][1]}), embedding dimension {db.dim}"
         )
@@ -115,22 +133,22 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
             **await _cognition_info(repos, person.id),
         }
         if args.json:
-            print(json.dumps(info, indent=2, ensure_ascii=False))
+            say(json.dumps(info, indent=2, ensure_ascii=False))
             return 0
         p = info["person"]
-        print(f"{p['name']} (person {p['id']}), identities: {', '.join(info['identities'])}")
-        print(f"  last active: {p['last_active_at'] or 'never'}; paused: {p['paused']}")
-        print(f"  transcript rows: {info['transcript_rows']}; episodes: {info['episodes']}")
-        print(f"  facts: {len(info['facts'])}" + ("" if info["facts"] else " (none stored)"))
+        say(f"{p['name']} (person {p['id']}), identities: {', '.join(info['identities'])}")
+        say(f"  last active: {p['last_active_at'] or 'never'}; paused: {p['paused']}")
+        say(f"  transcript rows: {info['transcript_rows']}; episodes: {info['episodes']}")
+        say(f"  facts: {len(info['facts'])}" + ("" if info["facts"] else " (none stored)"))
         for f in info["facts"]:
-            print(f"    #{f['id']} {f['kind']}: {f['text']} ({f['since'][:10]}, {f['source']})")
+            say(f"    #{f['id']} {f['kind']}: {f['text']} ({f['since'][:10]}, {f['source']})")
         for c in info["channels"]:
-            print(
+            say(
                 f"  channel {c['id']}: {c['platform']} {c['room']} ({c['kind']}, "
                 f"source {c['source']}): {c['rows']} rows"
             )
         if not info["channels"]:
-            print("  channels: none")
+            say("  channels: none")
         _print_hierarchy(info["hierarchy"])
         _print_cognition(info)
     finally:
@@ -156,28 +174,28 @@ async def _cognition_info(repos: Repos, person_id: int) -> dict[str, Any]:
 def _print_cognition(info: dict[str, Any]) -> None:
     portrait = info["portrait"]
     if portrait:
-        print(f"  portrait ({portrait['written_at'][:16]}): {portrait['text']}")
+        say(f"  portrait ({portrait['written_at'][:16]}): {portrait['text']}")
     else:
-        print("  portrait: none yet")
+        say("  portrait: none yet")
     if not info["reminders"]:
-        print("  reminders: none")
+        say("  reminders: none")
     for r in info["reminders"]:
         every = f", {r['recurrence']}" if r["recurrence"] else ""
-        print(f"  {r['kind']} #{r['id']} ({r['state']}, due {r['due_at'][:16]}{every}, "
+        say(f"  {r['kind']} #{r['id']} ({r['state']}, due {r['due_at'][:16]}{every}, "
               f"delivered {r['deliveries']}x): {r['text']}")
-    print(f"  calendar events: {info['calendar_events']}")
+    say(f"  calendar events: {info['calendar_events']}")
 
 
 def _print_hierarchy(channels: list[dict[str, Any]]) -> None:
     for h in channels:
         live, apex = h["live"], h["apexes"]
-        print(f"  memory of channel {h['channel']} ({h['source']}):")
-        print("    " + ", ".join(f"{lvl}: {live[lvl]} live / {apex[lvl]} apex" for lvl in live)
+        say(f"  memory of channel {h['channel']} ({h['source']}):")
+        say("    " + ", ".join(f"{lvl}: {live[lvl]} live / {apex[lvl]} apex" for lvl in live)
               + f"; tombstoned: {h['tombstoned']}")
         mark = f"up to row {h['watermark']}" if h["watermark"] is not None else "none yet"
-        print(f"    continuity summaries: {h['compactions']} (watermark {mark})")
+        say(f"    continuity summaries: {h['compactions']} (watermark {mark})")
         for e in h["top"]:
-            print(f"    apex #{e['id']} level {e['level']} ({e['started_at'][:10]} – "
+            say(f"    apex #{e['id']} level {e['level']} ({e['started_at'][:10]} – "
                   f"{e['ended_at'][:10]}, weight {e['weight']:.2f}): {e['summary'][:90]}")
 
 
@@ -188,8 +206,7 @@ async def cmd_memory_export(args: argparse.Namespace, settings: Settings) -> int
         data = await export_person(db, person.id)
     finally:
         await db.close()
-    json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
-    sys.stdout.write("\n")
+    say(json.dumps(data, indent=2, ensure_ascii=False))
     return 0
 
 
@@ -198,17 +215,12 @@ async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
 
     checks = await run_doctor(settings)
     for check in checks:
-        print(check.line())
+        say(check.line())
     return 0 if all(c.ok for c in checks) else 1
 
 
 def register(sub: Any) -> None:
     """Add the core subcommands to the `strata` parser."""
-    chat = sub.add_parser("chat", help="chat in the terminal (also reads piped stdin)")
-    chat.add_argument("--user", default="me", help="who you are (console:NAME)")
-    chat.add_argument("--channel", default="default", help="which of your channels")
-    chat.set_defaults(run=cmd_chat)
-
     db = sub.add_parser("db", help="database maintenance").add_subparsers(
         dest="db_command", required=True, metavar="ACTION"
     )

@@ -18,6 +18,7 @@ from typing import Any
 from bot.cli.core import subgroup
 from bot.config import Settings
 from bot.errors import StorageError
+from bot.visible import say
 from memory import pg
 from memory.copy import CopyReport, copy_database
 
@@ -33,7 +34,7 @@ class _Progress:
         now = time.monotonic()
         if done == total or now - self._last >= self.every:
             self._last = now
-            print(f"  {table}: {done:,} / {total:,} rows", file=sys.stderr, flush=True)
+            say(f"  {table}: {done:,} / {total:,} rows", file=sys.stderr, flush=True)
 
 
 def _same(src: str, dst: str) -> bool:
@@ -44,16 +45,16 @@ def _same(src: str, dst: str) -> bool:
 
 def print_report(report: CopyReport) -> None:
     width = max(len(c.table) for c in report.counts) if report.counts else 5
-    print(f"{'table':<{width}}  {'source':>10}  {'copied':>10}")
+    say(f"{'table':<{width}}  {'source':>10}  {'copied':>10}")
     for c in report.counts:
         mark = "" if c.ok else "  MISMATCH"
-        print(f"{c.table:<{width}}  {c.source:>10,}  {c.destination:>10,}{mark}")
-    print(f"from {report.source} into {report.destination}")
+        say(f"{c.table:<{width}}  {c.source:>10,}  {c.destination:>10,}{mark}")
+    say(f"from {report.source} into {report.destination}")
     if report.ok:
-        print(f"copied {len(report.counts)} tables, {report.rows:,} rows: every count matches")
+        say(f"copied {len(report.counts)} tables, {report.rows:,} rows: every count matches")
     else:
         bad = ", ".join(c.table for c in report.counts if not c.ok)
-        print(f"COUNTS DIFFER in {bad}: do not switch to the copy", file=sys.stderr)
+        say(f"COUNTS DIFFER in {bad}: do not switch to the copy", file=sys.stderr)
 
 
 async def cmd_db_copy(args: argparse.Namespace, settings: Settings) -> int:

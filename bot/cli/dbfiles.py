@@ -20,6 +20,7 @@ from bot.cli.core import subgroup
 from bot.cli.memory import confirm
 from bot.config import Settings, default_db_path
 from bot.errors import StrataError
+from bot.visible import say
 from bot.wording import counted
 from memory import backup
 
@@ -53,7 +54,7 @@ async def cmd_db_backup(args: argparse.Namespace, settings: Settings) -> int:
     if target.exists():
         may_replace(f"{target} exists: replace it with the backup?", "--force", args.force)
     report = await asyncio.to_thread(backup.backup, _db_file(settings), target, replace=True)
-    print(f"backed up {report.source} to {report.target} ({report.bytes:,} bytes, "
+    say(f"backed up {report.source} to {report.target} ({report.bytes:,} bytes, "
           f"{_rows(report.transcript_rows)}, readable only by you); it passes the integrity "
           "checks")
     return 0
@@ -65,7 +66,7 @@ async def cmd_db_restore(args: argparse.Namespace, settings: Settings) -> int:
         may_replace(f"replace the database {target} with {args.path}? (it is kept as "
                     f"{backup.kept_copy_name(target).name})", "--yes", args.yes)
     report, kept = await asyncio.to_thread(backup.restore, args.path, target)
-    print(f"restored {report.source} into {report.target} ({_rows(report.transcript_rows)})"
+    say(f"restored {report.source} into {report.target} ({_rows(report.transcript_rows)})"
           + (f"; the database it replaced is kept as {kept}" if kept else ""))
     return 0
 
@@ -74,11 +75,11 @@ async def cmd_db_check(args: argparse.Namespace, settings: Settings) -> int:
     path = Path(args.path) if args.path else _db_file(settings)
     report = await asyncio.to_thread(backup.check, path)
     for c in report.checks:
-        print(f"{'ok  ' if c.ok else 'FAIL'}  {c.name}" + (f": {c.problems[0]}" if c.problems
+        say(f"{'ok  ' if c.ok else 'FAIL'}  {c.name}" + (f": {c.problems[0]}" if c.problems
                                                           else ""))
         for problem in c.problems[1:5]:
-            print(f"      {problem}")
-    print(f"{report.path}: " + ("all checks passed" if report.ok else "CHECKS FAILED"))
+            say(f"      {problem}")
+    say(f"{report.path}: " + ("all checks passed" if report.ok else "CHECKS FAILED"))
     return 0 if report.ok else 1
 
 
@@ -86,7 +87,7 @@ async def cmd_db_move(args: argparse.Namespace, settings: Settings) -> int:
     source = _db_file(settings)
     target = Path(args.path).expanduser() if args.path else default_db_path(os.environ)
     report = await asyncio.to_thread(backup.move, source, target)
-    print(f"moved {report.source} to {report.target} ({_rows(report.transcript_rows)}); "
+    say(f"moved {report.source} to {report.target} ({_rows(report.transcript_rows)}); "
           + ("it is the default place now" if not args.path
              else f"set STRATA_DB={report.target} to use it"))
     return 0

@@ -21,6 +21,7 @@ from bot.config import Settings
 from bot.errors import StrataError
 from bot.ports import Clock
 from bot.types import OwnerKind
+from bot.visible import say
 from cognition.registry import default_registry
 
 
@@ -62,12 +63,12 @@ async def cmd_jobs_run(args: argparse.Namespace, settings: Settings) -> int:
                                 "status": report.status, "detail": report.detail,
                                 "tokens": report.tokens, **report.details})
                 else:
-                    print(report.line())
+                    say(report.line())
         await app.processor.drain()
     finally:
         await app.close()
     if args.json:
-        print(json.dumps(out, indent=2, ensure_ascii=False))
+        say(json.dumps(out, indent=2, ensure_ascii=False))
     return 1 if failed else 0
 
 
@@ -113,24 +114,24 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         await db.close()
     if args.json:
-        print(json.dumps(out, indent=2, ensure_ascii=False))
+        say(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
     if runners:
-        print("runners: " + ", ".join(
+        say("runners: " + ", ".join(
             f"{r.name} (since {_minute(r.started_at.isoformat())})" for r in runners))
     else:
-        print("runners: none alive (no `strata run` or `strata worker` holds a lease on this"
+        say("runners: none alive (no `strata run` or `strata worker` holds a lease on this"
               " database now)")
     if not out:
-        print("no people yet: nobody has talked to Strata in this database")
+        say("no people yet: nobody has talked to Strata in this database")
         return 0
-    print(f"{'person':<12} {'job':<13} {'runs':>4} {'err':>3} {'tokens':>6}  {'last run':<16} "
+    say(f"{'person':<12} {'job':<13} {'runs':>4} {'err':>3} {'tokens':>6}  {'last run':<16} "
           f"{'status':<11} {'fails':>5} {'next retry':<16} {'held by':<14} result")
     for r in out:
         when = _minute(r["last_run"]) if r["last_run"] else "never"
         retry = _minute(r["next_retry"]) if r["next_retry"] else "-"
         result = (r["last_result"] or r["last_check"] or "")[:70]
-        print(f"{r['person'][:12]:<12} {r['job']:<13} {r['runs']:>4} {r['errors']:>3} "
+        say(f"{r['person'][:12]:<12} {r['job']:<13} {r['runs']:>4} {r['errors']:>3} "
               f"{r['tokens']:>6}  {when:<16} {r['last_status'] or '-':<11} "
               f"{r['failures']:>5} {retry:<16} {(r['held_by'] or '-')[:14]:<14} {result}")
     return 0

@@ -9,29 +9,44 @@ Adds its action to the `memory` group (made by `bot.cli.core`).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
+
+from tqdm import tqdm
 
 from bot.app import Repos, make_lifecycle_policy, open_db
 from bot.cli.core import _person_or_fail, subgroup
 from bot.cli.dbfiles import may_replace
 from bot.config import Settings
+from bot.visible import say
 
 
 async def cmd_memory_map(args: argparse.Namespace, settings: Settings) -> int:
-    from memory.map import draw_map
+    from memory.map import STEPS, draw_map
 
     out = Path(args.out).expanduser()
     if out.exists():
         may_replace(f"{out} exists: replace it with the map?", "--force", args.force)
     db = await open_db(settings, read_only=True)
+    # The steps as a bar on stderr: stdout keeps the one result line.
+    bar = tqdm(total=len(STEPS), unit="step", file=sys.stderr,
+               bar_format="map: {desc} {n_fmt}/{total_fmt} [{elapsed}]")
+
+    def step(name: str) -> None:
+        bar.update(STEPS.index(name) - bar.n)
+        bar.set_description_str(name)
+
     try:
         person = await _person_or_fail(Repos.over(db).persons, args.user)
         policy = make_lifecycle_policy(settings)
-        result = await draw_map(db, person.id, person.name, out, policy.rollup.cluster)
+        result = await draw_map(db, person.id, person.name, out, policy.rollup.cluster, step)
+        bar.set_description_str("done")
+        bar.update(len(STEPS) - bar.n)
     finally:
+        bar.close()
         await db.close()
-    print(f"{result.path}: {result.points} apex episodes, {result.clusters} clusters, "
+    say(f"{result.path}: {result.points} apex episodes, {result.clusters} clusters, "
           f"{result.noise} noise")
     return 0
 

@@ -17,6 +17,7 @@ from bot.app import Repos, make_embedder, open_db
 from bot.cli.core import _person_or_fail
 from bot.config import Settings
 from bot.memory_commands import fact_line
+from bot.visible import say
 from bot.wording import counted
 from memory.forget import Forgetter
 
@@ -24,13 +25,10 @@ from memory.forget import Forgetter
 def confirm(question: str) -> bool:
     """Ask on a terminal; otherwise read one line of stdin. True only for yes/y."""
     if sys.stdin.isatty():
-        try:
-            answer = input(f"{question} [y/N] ")
-        except EOFError:
-            answer = ""
+        say(f"{question} [y/N] ", end="", flush=True)
     else:
-        print(question, file=sys.stderr)
-        answer = sys.stdin.readline()
+        say(question, file=sys.stderr)
+    answer = sys.stdin.readline()  # "" at the end of input: no
     return answer.strip().lower() in ("y", "yes")
 
 
@@ -46,21 +44,21 @@ async def cmd_memory_forget(args: argparse.Namespace, settings: Settings) -> int
         if ident.isdigit():
             plan = await forgetter.plan_fact(person.id, int(ident))
             if plan is None:
-                print(f"{person.name} has no fact #{ident}", file=sys.stderr)
+                say(f"{person.name} has no fact #{ident}", file=sys.stderr)
                 return 1
         else:
             plan = await forgetter.plan_words(person.id, what)
         if plan.empty:
-            print(f"nothing of {person.name}'s matches {what!r}")
+            say(f"nothing of {person.name}'s matches {what!r}")
             return 0
-        print(f"{person.name}: {what!r} matches {plan.describe()}")
+        say(f"{person.name}: {what!r} matches {plan.describe()}")
         for fact in plan.facts:
-            print(f"  #{fact.id} [{fact.status}] {fact.text}")
+            say(f"  #{fact.id} [{fact.status}] {fact.text}")
         if (plan.ambiguous or args.confirm) and not args.yes and not confirm("Forget all of it?"):
-            print("aborted: nothing forgotten", file=sys.stderr)
+            say("aborted: nothing forgotten", file=sys.stderr)
             return 1
         await forgetter.forget(plan)
-        print("forgotten")
+        say("forgotten")
     finally:
         await embedder.close()
         await db.close()
@@ -78,10 +76,10 @@ async def cmd_memory_wipe(args: argparse.Namespace, settings: Settings) -> int:
         question = (f"Delete everything stored about {person.name} (person {person.id}): "
                     f"{counted(rows, 'transcript row')}, {counted(facts, 'fact')}, all episodes?")
         if not args.yes and not confirm(question):
-            print("aborted: nothing deleted", file=sys.stderr)
+            say("aborted: nothing deleted", file=sys.stderr)
             return 1
         report = await Forgetter(db, embedder, repos.facts).wipe(person.id)
-        print(f"wiped {person.name}: {report.rows} rows, {report.episodes} episodes, "
+        say(f"wiped {person.name}: {report.rows} rows, {report.episodes} episodes, "
               f"{report.facts} facts, {report.other} other rows")
     finally:
         await embedder.close()
@@ -97,11 +95,11 @@ async def cmd_memory_facts(args: argparse.Namespace, settings: Settings) -> int:
         repo = repos.facts
         facts = await repo.for_owner(person.id, live_only=not args.all)
         if not facts:
-            print(f"no facts stored for {person.name}"
+            say(f"no facts stored for {person.name}"
                   + ("" if args.all else " (--all also lists superseded and retracted ones)"))
         for fact in facts:
             status = "" if fact.live else f" [{fact.status}]"
-            print(f"{fact.kind}: {fact_line(fact, fact.source)}{status}")
+            say(f"{fact.kind}: {fact_line(fact, fact.source)}{status}")
     finally:
         await db.close()
     return 0

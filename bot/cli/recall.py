@@ -15,6 +15,7 @@ from bot.app import App, Repos, make_embedder, make_recall, open_db
 from bot.cli.core import _clock, _person_or_fail
 from bot.cli.memory import _memory_group
 from bot.config import Settings
+from bot.visible import say
 from memory.persons import PersonRepo
 
 
@@ -32,7 +33,7 @@ async def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
         owner = await _owner(Repos.over(db).persons, args.user)
         result = await recall.search(owner, args.query, clock.now(), args.budget)
         if args.json:
-            print(json.dumps({
+            say(json.dumps({
                 "tokens": result.tokens, "considered": result.considered,
                 "elapsed_ms": result.elapsed_ms,
                 "items": [{"kind": i.kind, "id": i.id, "score": i.score,
@@ -40,7 +41,7 @@ async def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
                            "cited_rows": list(i.cited_rows), "text": i.text}
                           for i in result.items]}, indent=2, ensure_ascii=False))
         else:
-            print(result.render() or "(nothing relevant is remembered)")
+            say(result.render() or "(nothing relevant is remembered)")
     finally:
         await embedder.close()
         await db.close()
@@ -54,11 +55,11 @@ async def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
         episodes = await repos.episodes.for_owner(await _owner(repos.persons, args.user),
                                                   live_only=not args.all)
         if not episodes:
-            print(f"no episodes for {args.user} yet (they are cut from paused conversations; "
+            say(f"no episodes for {args.user} yet (they are cut from paused conversations; "
                   "`strata memory cut --flush` closes the open ones now)")
         for e in episodes:
             state = "" if e.live else " (tombstoned)"
-            print(f"#{e.id} level {e.level} {e.method} {e.started_at:%Y-%m-%d %H:%M} "
+            say(f"#{e.id} level {e.level} {e.method} {e.started_at:%Y-%m-%d %H:%M} "
                   f"salience {e.salience:.2f} {e.emotion}{state}: {e.summary[:200]}")
     finally:
         await db.close()
@@ -71,7 +72,7 @@ async def cmd_cut(args: argparse.Namespace, settings: Settings) -> int:
         assert app.cutter is not None and app.row_indexer is not None
         rows = await app.row_indexer.index_all()
         made = await app.cutter.cut_all(app.clock.now(), flush=args.flush)
-        print(f"{rows} rows embedded, {len(made)} episodes made")
+        say(f"{rows} rows embedded, {len(made)} episodes made")
     finally:
         await app.close()
     return 0

@@ -1,6 +1,8 @@
 """`strata run`: the bot as a service. Starts every platform adapter whose credentials are
 configured (and the console with `--console`), plus the cognition runner, and shuts all of them
 down cleanly on SIGINT/SIGTERM (or at the end of console input, unless `--keep-running`).
+`strata chat` is the same with the console alone: reminders arrive in the terminal and the idle
+jobs run while the person is away, and the end of input ends it.
 `strata run --no-jobs` (or `cognition.jobs = false`) delivers reminders but leaves the
 background jobs to `strata worker`, which runs the cognition runner alone: no chat adapters,
 the jobs always on. Any number of both may share one database (docs/operations.md).
@@ -15,9 +17,11 @@ import sys
 from typing import Any
 
 from bot.app import App, configured_adapters
+from bot.cli.core import console_adapter, console_name
 from bot.config import Settings
 from bot.errors import ConfigError
 from bot.ports import Adapter
+from bot.visible import say
 
 
 def _cognition(settings: Settings, **update: Any) -> Settings:
@@ -25,38 +29,56 @@ def _cognition(settings: Settings, **update: Any) -> Settings:
         update={"cognition": settings.cognition.model_copy(update=update)})
 
 
-async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
-    from adapters.console.adapter import ConsoleAdapter
-
-    if args.no_jobs:
-        settings = _cognition(settings, jobs=False)
-    app = await App.create(settings)
+async def _serve(app: App, adapters: list[Adapter], end_with: Adapter | None) -> list[str]:
+    """`app.serve` until SIGINT/SIGTERM (or `end_with` ends); one line per failed adapter."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
+        return await app.serve(adapters, stop, end_with=end_with)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
+    if args.no_jobs:
+        settings = _cognition(settings, jobs=False)
+    app = await App.create(settings)
+    try:
+        console = console_adapter(args, app.clock)
+        failures = await _serve(app, [console], end_with=console)
+    finally:
+        await app.close()
+    for line in failures:
+        say(f"strata: {line}", file=sys.stderr, flush=True)
+    return 1 if failures else 0
+
+
+async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.no_jobs:
+        settings = _cognition(settings, jobs=False)
+    app = await App.create(settings)
+    try:
         adapters: list[Adapter] = configured_adapters(settings, app.clock, app.commands.menu())
         console = None
         if args.console:
-            console = ConsoleAdapter(user=args.user, channel=args.channel, clock=app.clock)
+            console = console_adapter(args, app.clock)
             adapters.insert(0, console)
         names = ", ".join(a.platform for a in adapters) or "no chat adapters"
         runner = "no runner (disabled)"
         if settings.cognition.enabled:
             runner = ("the cognition runner" if settings.cognition.jobs
                       else "reminders only (no jobs: run them in `strata worker`)")
-        print(f"strata: running {names} and {runner}; stop with Ctrl-C or SIGTERM",
+        say(f"strata: running {names} and {runner}; stop with Ctrl-C or SIGTERM",
               file=sys.stderr, flush=True)
-        end_with = None if args.keep_running else console
-        failures = await app.serve(adapters, stop, end_with=end_with)
+        failures = await _serve(app, adapters, None if args.keep_running else console)
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
         await app.close()
     for line in failures:
-        print(f"strata: adapter failed: {line}", file=sys.stderr, flush=True)
-    print("strata: stopped", file=sys.stderr, flush=True)
+        say(f"strata: adapter failed: {line}", file=sys.stderr, flush=True)
+    say("strata: stopped", file=sys.stderr, flush=True)
     return 1 if failures else 0
 
 
@@ -73,22 +95,33 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         loop.add_signal_handler(sig, stop.set)
     try:
         assert app.runner is not None
-        print(f"strata: worker {app.runner.name} running the cognition jobs; stop with Ctrl-C "
+        say(f"strata: worker {app.runner.name} running the cognition jobs; stop with Ctrl-C "
               "or SIGTERM", file=sys.stderr, flush=True)
         await app.serve([], stop)
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         await app.close()
-    print("strata: stopped", file=sys.stderr, flush=True)
+    say("strata: stopped", file=sys.stderr, flush=True)
     return 0
 
 
 def register(sub: Any) -> None:
+    chat = sub.add_parser("chat", help="chat in the terminal (also reads piped stdin); "
+                          "reminders arrive here and the background jobs run")
+    chat.add_argument("--user", default="me", type=console_name,
+                      help="who you are (console:NAME)")
+    chat.add_argument("--channel", default="default", type=console_name,
+                      help="which of your channels")
+    chat.add_argument("--no-jobs", action="store_true",
+                      help="deliver reminders but run no background jobs")
+    chat.set_defaults(run=cmd_chat)
     run = sub.add_parser("run", help="run the configured chat adapters and the background runner")
     run.add_argument("--console", action="store_true", help="also chat in this terminal")
-    run.add_argument("--user", default="me", help="with --console: who you are (console:NAME)")
-    run.add_argument("--channel", default="default", help="with --console: which channel")
+    run.add_argument("--user", default="me", type=console_name,
+                     help="with --console: who you are (console:NAME)")
+    run.add_argument("--channel", default="default", type=console_name,
+                     help="with --console: which channel")
     run.add_argument("--keep-running", action="store_true",
                      help="with --console: keep running after the end of console input")
     run.add_argument("--no-jobs", action="store_true",

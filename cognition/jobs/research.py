@@ -1,5 +1,6 @@
 """Proactive research, at most once every `research_hours`: search queries from the portrait's
-interests (a background turn), the configured search provider (SearXNG, feeds), then a second
+interests, or the person's own facts before there is a portrait (a background turn), the
+configured search providers (Wikipedia by default, SearXNG, feeds), then a second
 turn that keeps what genuinely interests the person. Only results not already known (by URL)
 are shown to the model, and only results from the list can be kept (grounded): each becomes a
 `discovery` fact with its source URL. Nothing is sent to chat."""
@@ -48,21 +49,34 @@ class ResearchJob(BaseJob):
 
     async def inputs(self, ctx: JobContext[ResearchPorts]) -> str | None:
         s = ctx.services
-        if s.search is None:
+        if s.search is None or not ctx.person.research:
+            return None  # no source, or the person said /research off
+        interests = await self._interests(ctx)
+        if interests is None:
             return None
-        portrait = await s.portraits.latest(ctx.person.id)
-        if portrait is None:
-            return None
-        # Results change with time even for the same portrait: one input per research period.
+        # Results change with time even for the same interests: one input per period.
         period = s.settings.cognition.research_hours * 3600
-        return f"p{portrait.id}:t{int(ctx.now.timestamp() // period)}"
+        return f"{interests[0]}:t{int(ctx.now.timestamp() // period)}"
+
+    async def _interests(self, ctx: JobContext[ResearchPorts]) -> tuple[str, str] | None:
+        """(a watermark, the text) of what research searches for: the portrait, or before
+        synthesis has written one, what the person said of themselves (their facts), so a
+        fresh install researches too."""
+        portrait = await ctx.services.portraits.latest(ctx.person.id)
+        if portrait is not None:
+            return f"p{portrait.id}", portrait.text
+        own = await live_facts(ctx, ["user_specific", "behavioral_pattern"])
+        if not own:
+            return None
+        return f"f{max(f.id for f in own)}", "\n".join(f"- {f.text}" for f in own[-20:])
 
     async def run(self, ctx: JobContext[ResearchPorts]) -> JobOutcome:
         s = ctx.services
         assert s.search is not None
-        portrait = await s.portraits.latest(ctx.person.id)
-        assert portrait is not None
-        reply = await ctx.turn(SOURCE, "Portrait:\n" + portrait.text,
+        interests = await self._interests(ctx)
+        assert interests is not None
+        portrait = interests[1]
+        reply = await ctx.turn(SOURCE, "Portrait:\n" + portrait,
                                instructions=prompts.QUERY_INSTRUCTIONS, step="queries")
         queries = [q.strip() for q in read_json(reply, prompts.Queries).queries if q.strip()][:3]
         known = {f.url for f in await live_facts(ctx, ["discovery"]) if f.url}
@@ -77,7 +91,7 @@ class ResearchJob(BaseJob):
             return JobOutcome(f"{len(queries)} queries; nothing new found")
         numbered = [(i + 1, f.title, f.url, f.snippet) for i, f in enumerate(fresh)]
         picked = read_json(
-            await ctx.turn(SOURCE, prompts.select_prompt(portrait.text, numbered),
+            await ctx.turn(SOURCE, prompts.select_prompt(portrait, numbered),
                            instructions=prompts.SELECT_INSTRUCTIONS, step="select"),
             prompts.Picks,
         ).findings

@@ -1,7 +1,9 @@
-"""A local web server for the cognition tests: a SearXNG-style JSON search API, an RSS and an
-Atom feed, and an ICS calendar, on 127.0.0.1 with a random port, in the test's event loop.
+"""A local web server for the cognition tests: a SearXNG-style JSON search API, Wikipedia's
+REST page search, an RSS and an Atom feed, and an ICS calendar, on 127.0.0.1 with a random
+port, in the test's event loop.
 
-Content is set by the test (`results`, `rss_items`, `ics`); every request path is recorded.
+Content is set by the test (`results`, `pages`, `rss_items`, `ics`); every request path is
+recorded, and so is each request's User-Agent.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from aiohttp import web
 class WebSources:
     def __init__(self) -> None:
         self.results: dict[str, list[dict[str, str]]] = {}  # query word → SearXNG results
+        # query word → Wikipedia pages ({"key", "title", "excerpt", "description"})
+        self.pages: dict[str, list[dict[str, str]]] = {}
+        self.user_agents: list[str] = []
         self.rss_items: list[tuple[str, str, str]] = []  # (title, link, description)
         self.atom_entries: list[tuple[str, str, str]] = []
         self.ics: bytes = b""
@@ -29,6 +34,7 @@ class WebSources:
     async def start(self) -> WebSources:
         app = web.Application()
         app.router.add_get("/search", self._search)
+        app.router.add_get("/w/rest.php/v1/search/page", self._wiki_search)
         app.router.add_get("/feed.xml", self._rss)
         app.router.add_get("/atom.xml", self._atom)
         app.router.add_get("/cal.ics", self._ics)
@@ -54,6 +60,19 @@ class WebSources:
         query = request.query.get("q", "").lower()
         found = [r for word, rs in self.results.items() if word in query for r in rs]
         return web.json_response({"query": query, "results": found})
+
+    def wiki_searches(self) -> list[str]:
+        return [r for r in self.requests if r.startswith("/w/rest.php/")]
+
+    async def _wiki_search(self, request: web.Request) -> web.StreamResponse:
+        # As Wikipedia's REST API: GET /w/rest.php/v1/search/page?q=…&limit=N → {"pages": […]}
+        self.requests.append(str(request.rel_url))
+        self.user_agents.append(request.headers.get("User-Agent", ""))
+        query = request.query.get("q", "").lower()
+        limit = int(request.query.get("limit", "10"))
+        found = [{"id": i, **p} for word, ps in self.pages.items() if word in query
+                 for i, p in enumerate(ps)]
+        return web.json_response({"pages": found[:limit]})
 
     async def _rss(self, request: web.Request) -> web.StreamResponse:
         self.requests.append(str(request.rel_url))

@@ -416,7 +416,7 @@ async def dm_export(app: App, fake: FakeDiscord, data: bytes) -> list[RecordedMe
     async def export(ctx: CommandContext) -> CommandReply:
         return CommandReply("Here is everything I keep about you.", attachment=(EXPORT[0], data))
 
-    app.commands.add("export", "export your memory", export, private_only=True)
+    app.commands.add("export", "export your memory", export)
     adapter = await start_adapter(app, fake)
     try:
         pushed = fake.push_dm(ALICE, "alice", "/export")
@@ -447,7 +447,7 @@ async def test_a_file_too_large_for_discord_is_explained(
 async def test_slash_commands_are_registered_and_answered(
     app: App, fake_discord: FakeDiscord, fake_openai: FakeOpenAI
 ) -> None:
-    app.commands.add("export", "export your memory", export_command, private_only=True)
+    app.commands.add("export", "export your memory", export_command)
     adapter = await start_adapter(app, fake_discord)
     try:
         registered = {c["name"]: c for c in fake_discord.commands()}
@@ -487,7 +487,7 @@ async def test_slash_command_options_become_the_text_command(
         seen.append(ctx.args)
         return CommandReply(f"Forgot everything about {ctx.args}.")
 
-    app.commands.add("forget", "forget something", forget, private_only=True)
+    app.commands.add("forget", "forget something", forget)
     adapter = await start_adapter(app, fake_discord)
     try:
         fake_discord.push_interaction(

@@ -147,6 +147,39 @@ def test_eval_recall_on_a_subset_of_conversations(tmp_path: Path,
     assert bad.returncode == 2 and "no conversation 2" in bad.stderr
 
 
+def test_eval_recall_reports_the_fts5_baseline_beside_recall(
+        tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    turns, questions = write_data(tmp_path)
+    out = tmp_path / "report.json"
+    with FakeOpenAI(dim=1024) as wide:
+        env = dict(subprocess_env, **strata_env(wide, tmp_path / "unused.db"))
+        run = strata(["eval", "recall", "--turns", str(turns), "--questions", str(questions),
+                      "--budget", "200", "--abstention", "1", "--no-progress",
+                      "--baseline", "fts5", "--out", str(out)], env)
+        assert run.returncode == 0, run.stderr
+        lived = strata(["eval", "recall", "--turns", str(turns), "--questions", str(questions),
+                        "--baseline", "fts5", "--lived"], env)
+    assert lived.returncode != 0 and "--baseline" in lived.stderr
+    report = json.loads(out.read_text())
+    base = report["baseline"]
+    assert base["method"] == "fts5"
+    # The same questions of the same conversations, counted the same way.
+    assert base["questions"] == report["questions"] == 5
+    assert set(base["by_conversation"]) == set(report["by_conversation"]) == {"A", "B"}
+    # Every scored question's evidence row holds the question's words: keywords find it all.
+    assert base["overall"]["evidence_recall"] == 1.0
+    assert base["by_conversation"]["B"]["evidence_recall"] == 1.0
+    # Its block is priced with a date header per row and stays within the budget.
+    assert 0 < base["overall"]["mean_injected_tokens"] <= 200
+    # The foreign questions share no word with the other conversation: nothing is found.
+    assert base["abstention"]["false_injection_rate"] == 0.0
+    # The printed table names the baseline and gives its recall per conversation.
+    head = next(line for line in run.stdout.splitlines() if line.startswith("conversation"))
+    assert head.rstrip().endswith("fts5")
+    row_b = next(line for line in run.stdout.splitlines() if line.startswith("B "))
+    assert row_b.split()[-1] == "1.000"
+
+
 def test_eval_recall_after_a_consolidate_and_decay_pass(tmp_path: Path,
                                                        subprocess_env: dict[str, str]) -> None:
     """`--consolidate` runs the background life cycle before asking; the evidence survives

@@ -162,3 +162,23 @@ async def test_search_reports_raw_signals_for_recall(app: App, clock: ManualCloc
     expected = float(np.dot((await app.embedder.embed(["Plays oboe (instrument)"]))[0], vec))
     assert by_id[oboe.fact_id or 0].cosine == pytest.approx(expected, abs=1e-5)
     assert len(hits) == 1
+
+
+async def test_recall_names_where_a_fact_came_from_in_plain_words(app: App,
+                                                                 clock: ManualClock) -> None:
+    alice = await person(app, "alice", clock)
+    chat = await app.channels.get_or_create(platform="console", room_ref="alice/default",
+                                            owner_id=alice.id, kind=ChannelKind.PRIVATE,
+                                            source="user", now=clock.now())
+    s = store(app)
+    await s.add(NewFact(alice.id, "user_specific", "Lives in Lyon", "user", subject="self",
+                        attribute="home city", channel_id=chat.id), clock.now())
+    await s.add(NewFact(alice.id, "user_specific", "Plays the oboe in Lyon", "dmn"),
+                clock.now())
+    assert app.recall is not None
+    result = await app.recall.search(alice.id, "Lyon", clock.now())
+    block = result.render() or ""
+    # Facts from a chat share the rows' heading for that chat; reflections read as such.
+    assert "From the private chat on console:\n- since " in block, block
+    assert "From my own reflections:\n- since " in block, block
+    assert "from what was said" not in block and "From the from" not in block

@@ -60,7 +60,13 @@ def test_consolidate_show_map_decay(fake_openai: FakeOpenAI, db_target: Path | s
     png = tmp_path / "map.png"
     assert main(["memory", "map", "--user", "kim", "--out", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "apex episodes" in capsys.readouterr().out
+    drawn = capsys.readouterr()
+    assert "apex episodes" in drawn.out
+    # Each slow step is named as it starts (UMAP's first run compiles for half a minute), and
+    # the bar ends full.
+    for step in ("reading episodes", "layout (UMAP", "topic clusters", "drawing"):
+        assert step in drawn.err, drawn.err
+    assert "4/4" in drawn.err
     # Derived from the memory, so private; an existing file is replaced only when told.
     assert png.stat().st_mode & 0o777 == 0o600
     png.write_bytes(b"my holiday photo")

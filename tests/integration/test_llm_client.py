@@ -196,3 +196,32 @@ async def test_request_work_does_not_grow_with_the_sdk_type_walk(fake_openai: Fa
     # The SDK's walk was about 690 calls per message; what is left is the body's own encoding
     # and socket writes, a few calls per message at most.
     assert (long - short) / 400 < 50, f"{(long - short) / 400:.0f} Python calls per message"
+
+
+async def test_an_endpoint_answering_html_is_named_honestly() -> None:
+    """A URL pointing at a web page (a proxy's login page, a wrong port) answers 200 with HTML:
+    the error says so, with the URL, instead of an `AttributeError`."""
+    from aiohttp import web
+
+    async def page(_: web.Request) -> web.Response:
+        return web.Response(text="<html><body>Welcome to nginx!</body></html>",
+                            content_type="text/html")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", page)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    url = f"http://127.0.0.1:{port}/v1"
+    emb = OpenAIEmbedder(base_url=url, model="m", dim=8, max_retries=0)
+    try:
+        with pytest.raises(ModelBadResponseError) as info:
+            await emb.embed(["hello"])
+    finally:
+        await emb.close()
+        await runner.cleanup()
+    message = str(info.value)
+    assert f"the embeddings endpoint at {url}" in message
+    assert "not JSON embeddings" in message and "AttributeError" not in message

@@ -312,7 +312,7 @@ async def test_reminder_in_a_shared_room_is_delivered_there_but_prompts_stay_pri
                                    is_private=False, room_id="group", room_name="group"))
     results = [m["content"] for m in fake_openai.chat_requests()[-1]["messages"]
                if m["role"] == "tool"]
-    assert results[1] == "error: scheduled prompts can only be set in a private chat with me"
+    assert results[1] == "error: schedule_prompt only works in a private chat with me"
     clock.advance(minutes=10)
     await app.runner.tick()
     assert inbox.sent == [("group", "⏰ Reminder: team call")]

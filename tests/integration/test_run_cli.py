@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 ROOT = Path(__file__).parents[2]
@@ -191,3 +193,42 @@ def test_run_console_survives_zero_vectors(fake_openai: FakeOpenAI,
     assert piped.stdout.splitlines() == [
         "You said: *", "You said: Привет, как дела?", "You said: hello"]
     assert "Traceback" not in piped.stderr
+
+
+@pytest.mark.parametrize("options", [[], ["--no-jobs"]])
+def test_chat_delivers_a_reminder_in_the_same_session_on_the_injected_clock(
+        fake_openai: FakeOpenAI, subprocess_env: dict[str, str], tmp_path: Path,
+        options: list[str]) -> None:
+    """`strata chat` runs the same runner as `strata run`: a reminder set in the chat arrives
+    in that chat (with `--no-jobs` too, which only leaves the idle jobs out). Time is a
+    clock file the test moves (`bot.clock_file`), not a sleep."""
+    from datetime import UTC, datetime, timedelta
+
+    from bot.clock import FileClock
+
+    clock_file = tmp_path / "clock"
+    start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    FileClock.write(clock_file, start)
+    env = dict(subprocess_env, STRATA_BOT_CLOCK_FILE=str(clock_file),
+               STRATA_COGNITION_TICK_SECONDS="0.2")
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "chat", "--user", "alice",
+                             *options],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, bufsize=1)
+    try:
+        assert proc.stdin is not None
+        fake_openai.reply(Reply(tool_calls=[("set_reminder", {"text": "stretch",
+                                                              "in_minutes": 30})]), "Will do.")
+        proc.stdin.write("remind me in half an hour to stretch\n")
+        proc.stdin.flush()
+        assert read_line(proc) == "Will do."
+        FileClock.write(clock_file, start + timedelta(minutes=31))
+        assert read_line(proc) == "⏰ Reminder: stretch"
+        proc.stdin.close()  # the end of input ends the chat, and its runner with it
+        assert proc.wait(20) == 0
+        assert proc.stderr is not None and "Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+

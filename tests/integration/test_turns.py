@@ -117,14 +117,33 @@ async def test_people_do_not_share_history(app: App, fake_openai: FakeOpenAI) ->
     assert "4242" not in sent
 
 
-async def test_empty_message_is_stored_and_answered_without_model(
+async def test_empty_message_is_answered_but_neither_stored_nor_sent(
         app: App, fake_openai: FakeOpenAI) -> None:
-    result = await app.processor.handle(msg("   "))
+    result = await app.processor.handle(msg("  \t "))
     assert result is not None and "empty" in result.reply
     assert fake_openai.chat_requests() == []
+    # Not a turn: no empty row in the history the model sees later, nor in recall.
+    assert await app.transcript.count() == 0
+    # Unaddressed (group chatter without words) it is not stored either, and not answered.
+    assert await app.processor.handle(msg("", addressed_to_bot=False)) is None
+    assert await app.transcript.count() == 0
+
+
+async def test_unknown_command_is_named_and_nothing_stored(app: App,
+                                                           fake_openai: FakeOpenAI) -> None:
+    result = await app.processor.handle(msg("/bogus with some words"))
+    assert result is not None
+    assert result.reply == "unknown command /bogus, /help lists them"
+    assert fake_openai.chat_requests() == [] and await app.transcript.count() == 0
+    # Text that merely starts with a slash is a message like any other.
+    for text in ("/usr/bin is a folder", "/s", "/ nothing", "//comment"):
+        said = await app.processor.handle(msg(text))
+        assert said is not None and not said.failed and "unknown command" not in said.reply
     person = await app.persons.find("alice")
     assert person is not None
-    assert [r.content for r in await app.transcript.for_owner(person.id)] == ["   "]
+    rows = await app.transcript.for_owner(person.id)
+    assert [r.content for r in rows if r.role is Role.USER] == [
+        "/usr/bin is a folder", "/s", "/ nothing", "//comment"]
 
 
 async def test_commands_are_not_stored(app: App, fake_openai: FakeOpenAI) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from bot.tokens import count_tokens
 from memory.recall import RecallItem, RecallResult, RecallTuning, heading, pack
-from memory.recall_pack import row_shares, shown_rows, window_units
+from memory.recall_pack import rank_order, row_shares, shown_rows, window_units
 from memory.recall_rank import RankTuning, Unit, greedy, window_scores
 from memory.text import query_stems
 from tests.unit.test_recall_rank import DIM, table_of, unit
@@ -82,6 +82,34 @@ def test_a_window_that_no_longer_fits_brings_its_best_row() -> None:
 
     sel = greedy(units, t, cost, 100, RankTuning(cost_power=0.0, redundancy=0.0))
     assert sel.rows == {0, 1, 2, 5}  # not the centre 4: the row that holds the match
+
+
+def test_rank_order_takes_the_best_windows_first_and_pays_only_for_new_rows() -> None:
+    # Two sessions: rows 0-4, rows 5-9.
+    t = table_of([f"row {i}" for i in range(10)], minutes=[0, 1, 2, 3, 4, 300, 301, 302, 303,
+                                                             304])
+
+    def cost(run: tuple[int, ...]) -> int:
+        return 10 + 20 * len(run)  # a header, then each row
+
+    units = [Unit(2, 3.0, (1, 2, 3), 0), Unit(6, 2.0, (5, 6, 7), 1),
+             Unit(3, 1.5, (2, 3, 4), 0), Unit(8, 1.0, (7, 8, 9), 1)]
+    # The third window overlaps the first: it adds row 4 to the same span for 20 tokens.
+    sel = rank_order(units, t, cost, 160)
+    assert sel.rows == {1, 2, 3, 4, 5, 6, 7}
+    assert sel.used == cost((1, 2, 3, 4)) + cost((5, 6, 7))
+    # The last window (8) would add 2 rows for 40 tokens: no room, though row 7 is shared.
+    assert 8 not in sel.rows
+    # A window that no longer fits whole brings its centre row; one with no room is skipped.
+    sel = rank_order(units, t, cost, 110)
+    assert sel.rows == {1, 2, 3, 6} and sel.used == cost((1, 2, 3)) + cost((6,))
+
+
+def test_extras_compete_in_the_same_rank_order() -> None:
+    t = table_of([f"row {i}" for i in range(3)])
+    units = [Unit(-1, 2.0, (), -1, cost=40), Unit(1, 1.0, (0, 1, 2), 0)]
+    sel = rank_order(units, t, lambda run: 10 + 20 * len(run), 100)
+    assert sel.extras == [0] and sel.rows == {1}  # the note first; the window's centre fits
 
 
 def test_rows_of_one_channel_share_one_heading_in_the_order_of_their_best_item() -> None:

@@ -1,0 +1,163 @@
+"""Fit recall's abstention gate leave-one-conversation-out, and say how often it is silent.
+
+For every question of the tuning conversations this computes the gate's candidate features
+on the same ranking as recall (`bench/recall_tune.py`'s in-memory tables): positives are a
+conversation's own questions, negatives the questions about other conversations that
+`strata eval recall` asks of it (its false-injection sample) and the same questions with each
+name this memory never mentions swapped for one of its people (hard negatives, which no
+name check can give away; `bench/recall_tune.py`). For each feature set it fits a logistic
+regression on all but one conversation, puts the threshold where at most `--max-fi` of the
+training conversations' questions about other conversations get anything, and applies that
+to the held-out one: how often the gate is silent on the held-out conversation's own
+questions, its false injection and the share of hard negatives let through. The fit on all
+of them gives the coefficients for the defaults.
+
+Features (each relative to the owner's own memory, so meaningful across data and models):
+- `z`: the best window's cosine in standard deviations above the owner's windows' mean,
+  less the sqrt(2 ln n) that the best of n unrelated windows reaches anyway;
+- `cov`: the idf-weighted share of the query's words (dates left out; names kept: a name
+  this memory never mentions is a word it lacks) found in the best window by keywords
+  (`memory.recall_gate`, the defaults);
+- `cov_best`, `cov_top3`: the same in the best window, the best three, by the full score;
+- `cov_content`: `cov` without names (the previous gate's keyword feature);
+- `stranger`: a name this memory never mentions (the previous gate's veto, now a feature);
+- `known`: the idf-weighted share of the query's words found anywhere in the memory.
+
+    python bench/recall_gate.py --turns $LOCOMO/turns.jsonl --questions $LOCOMO/questions.jsonl \\
+        --conversations 0,1,2 --base-url http://127.0.0.1:8088/v1 --out FILE
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.recall_tune import Conv, data_arguments, load  # noqa: E402
+from memory.recall import RecallTuning  # noqa: E402
+from memory.recall_gate import gate_features, gate_idf  # noqa: E402
+from memory.recall_index import recency_of  # noqa: E402
+from memory.recall_rank import keyword_coverage, unknown_name, window_scores  # noqa: E402
+from memory.text import coverage, query_stems  # noqa: E402
+from strata_eval.recall import EvalQuestion  # noqa: E402
+
+FEATURE_SETS = {
+    "z+cov+stranger": ("z", "cov", "stranger"),
+    "z+cov": ("z", "cov"),
+    "z+cov_best": ("z", "cov_best"),
+    "z+cov_top3": ("z", "cov_top3"),
+    "z+cov_content": ("z", "cov_content"),
+    "z+cov_content+stranger": ("z", "cov_content", "stranger"),
+    "z+cov+known": ("z", "cov", "known"),
+    "cov": ("cov",),
+    "z": ("z",),
+}
+
+
+def features(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning) -> dict[str, float]:
+    rank = tuning.rank
+    stems = query_stems(q.question)
+    ws = window_scores(c.table, stems, c.qvec[key], np.ones(c.table.n, bool),
+                       recency_of(c.table.minutes, q.asked_at, 14.0), rank)
+    order = np.argsort(-ws.score, kind="stable")[: rank.pool]
+    top = [int(i) for i in order if ws.valid[i]]
+    z, cov = gate_features(c.table, ws, q.question, stems)
+    _, cov_content = gate_features(c.table, ws, q.question, stems, names=False)
+    weights = gate_idf(c.table, stems)
+
+    def covered(windows: Sequence[int]) -> float:
+        return keyword_coverage(c.table, sorted({int(m) for i in windows
+                                                 for m in ws.members[i] if m >= 0}), weights)
+
+    return {"z": 0.0 if math.isnan(z) else z, "cov": cov, "cov_content": cov_content,
+            "stranger": float(unknown_name(q.question, c.table)),
+            "known": coverage(weights, lambda t: t in c.table.postings),
+            "cov_best": covered(top[:1]), "cov_top3": covered(top[:3])}
+
+
+def rows_of(convs: Sequence[Conv], tuning: RecallTuning) -> list[dict[str, Any]]:
+    out = []
+    for c in convs:
+        for q in c.own:
+            out.append({"conv": c.conv, "qid": q.qid, "own": 1, "category": q.category,
+                        **features(c, q, q.qid, tuning)})
+        for q in c.foreign:
+            out.append({"conv": c.conv, "qid": q.qid, "own": 0, "category": q.category,
+                        **features(c, q, q.qid + "/f", tuning)})
+        for q in c.swapped:
+            out.append({"conv": c.conv, "qid": q.qid, "own": -1, "category": q.category,
+                        **features(c, q, q.qid + "/s", tuning)})
+    return out
+
+
+def fit(rows: Sequence[dict[str, Any]], names: Sequence[str], max_fi: float,
+        hard_weight: float = 1.0) -> tuple[np.ndarray, float]:
+    """Logistic regression of own-question (`own` 1) against the questions about other
+    conversations (0) and, at `hard_weight`, the same with their unknown names swapped for
+    this memory's people (−1: the name cannot give them away); then the intercept moved so
+    that at most `max_fi` of the other conversations' questions score above 0. Returns
+    (coefficients, intercept)."""
+    rows = [r for r in rows if hard_weight > 0 or r["own"] >= 0]
+    x = np.array([[r[n] for n in names] for r in rows])
+    y = np.array([1 if r["own"] == 1 else 0 for r in rows])
+    weight = np.array([hard_weight if r["own"] == -1 else 1.0 for r in rows])
+    w = LogisticRegression(C=1.0).fit(x, y, sample_weight=weight).coef_[0]
+    foreign = np.array([r["own"] == 0 for r in rows])
+    neg = np.sort(x[foreign] @ w)[::-1]
+    k = math.floor(max_fi * len(neg))  # this many negatives may pass
+    threshold = float(neg[k]) if k < len(neg) else -math.inf
+    return w, -threshold - 1e-9
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    data_arguments(ap)
+    ap.add_argument("--max-fi", type=float, default=0.10)
+    ap.add_argument("--hard-weight", type=float, default=1.0,
+                    help="weight of the name-swapped questions among the negatives (0: none)")
+    ap.add_argument("--out", help="write the fits and per-conversation rates here (JSON)")
+    args = ap.parse_args(argv)
+    convs = load(args)
+    picked = [c.conv for c in convs]
+    rows = rows_of(convs, RecallTuning())
+    report: dict[str, Any] = {"command": "python " + " ".join(sys.argv), "max_fi": args.max_fi,
+                              "fits": {}}
+    for label, feats in FEATURE_SETS.items():
+        held: dict[str, dict[str, float]] = {}
+        for conv in picked:
+            w, b = fit([r for r in rows if r["conv"] != conv], feats, args.max_fi,
+                       args.hard_weight)
+            mine = [r for r in rows if r["conv"] == conv]
+            passes = [float(np.dot(w, [r[n] for n in feats]) + b > 0) for r in mine]
+            def share(kind: int, passed: list[float] = passes, of: list[Any] = mine) -> float:
+                return float(np.mean([p for p, r in zip(passed, of, strict=True)
+                                      if r["own"] == kind]))
+
+            held[conv] = {"silent_on_own": round(1 - share(1), 4),
+                          "false_injection": round(share(0), 4), "hard": round(share(-1), 4)}
+        w, b = fit(rows, feats, args.max_fi, args.hard_weight)
+        report["fits"][label] = {"held_out": held, "coefficients": dict(
+            zip(feats, map(float, w), strict=True)), "bias": b}
+        fitted = " ".join(f"{n} {v:.3f}" for n, v in zip(feats, w, strict=True))
+        print(f"{label:<26} " + "  ".join(
+            f"{c}: silent {h['silent_on_own']:.3f} FI {h['false_injection']:.3f} "
+            f"hard {h['hard']:.3f}"
+            for c, h in held.items()) + f"  | all: {fitted} bias {b:.3f}", flush=True)
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
