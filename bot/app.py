@@ -24,7 +24,7 @@ from bot.memory_commands import MemoryCommands
 from bot.memory_tools import MemoryTools
 from bot.metered_chat import MeteredChat
 from bot.outbound import Outbound
-from bot.ports import Adapter, AfterTurn, ChatModel, Clock
+from bot.ports import Adapter, AfterTurn, ChatModel, Clock, Embedder
 from bot.shared_inbox import SharedInbox
 from bot.turns import ChannelTurns, ToolRegistry, TurnProcessor
 from bot.types import Channel, Person
@@ -142,6 +142,15 @@ def recall_tuning(settings: Settings) -> RecallTuning:
     return RecallTuning(**settings.recall.model_dump(exclude={"enabled"}))
 
 
+def make_recall(settings: Settings, db: Database, embedder: Embedder, clock: Clock) -> Recall:
+    """Turn-zero recall over `db` with its sources (it only reads: `strata memory recall`
+    runs it on a read-only database)."""
+    repos = Repos.over(db)
+    recall = Recall(db, embedder, clock, recall_tuning(settings))
+    recall.add_source(FactCandidates(repos.facts, repos.channels))
+    return recall
+
+
 def cut_settings(settings: Settings) -> CutSettings:
     """Episode cutting from the `[episodes]` section."""
     e = settings.episodes
@@ -153,8 +162,9 @@ def cut_settings(settings: Settings) -> CutSettings:
     )
 
 
-async def open_db(settings: Settings) -> Database:
-    return await Database.open(settings.db.target, settings.embed.dim)
+async def open_db(settings: Settings, *, read_only: bool = False) -> Database:
+    """The configured database; `read_only` for the reading commands (`Database.open`)."""
+    return await Database.open(settings.db.target, settings.embed.dim, read_only=read_only)
 
 
 # A platform's command menu: (name, summary) of each chat command (`CommandRouter.menu`).
@@ -347,8 +357,7 @@ class App:
         def metered(purpose: str) -> Callable[[int], ChatModel]:
             return metered_for_owner(timed_chat, repos.runs, clock, purpose, metrics)
 
-        recall = Recall(db, embedder, clock, recall_tuning(settings))
-        recall.add_source(FactCandidates(repos.facts, repos.channels))
+        recall = make_recall(settings, db, embedder, clock)
         row_indexer = RowIndexer(db, embedder, transcript=repos.transcript,
                                  persons=repos.persons)
         cutter = EpisodeCutter(db, embedder, clock, chat, cut_settings(settings),

@@ -8,7 +8,6 @@ environment (lists come as JSON or comma-separated). Imports only `bot.errors`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -458,17 +457,21 @@ def default_db_path(env: Mapping[str, str]) -> Path:
 
 def _choose_db(env: Mapping[str, str], notice: Callable[[str], None]) -> str:
     """The database file when none is configured. A `./strata.db` from before the default
-    moved is kept (switching silently would show an empty memory), with a one-line notice."""
+    moved is kept (switching silently would show an empty memory), with a one-line notice
+    that never suggests moving one database over another. The data folder is made (0700) by
+    the first command that writes the database, not here: a reading command changes nothing."""
     default = default_db_path(env)
     legacy = Path(LEGACY_DB)
-    if legacy.is_file():
-        notice(f"using ./{LEGACY_DB} in this folder; the default is now {default}. To move it: "
-               f"mkdir -p {default.parent} && mv {LEGACY_DB} {default} (or set STRATA_DB)")
-        return str(legacy.resolve())
-    # The data folder is Strata's own: made on first use, as XDG applications do.
-    with contextlib.suppress(OSError):  # unwritable: opening the database then says so
-        default.parent.mkdir(parents=True, exist_ok=True)
-    return str(default)
+    if not legacy.is_file():
+        return str(default)
+    if default.exists():
+        notice(f"using ./{LEGACY_DB} in this folder, but another database exists at {default}: "
+               "both are kept, they are different memories. Do not move one over the other; "
+               f"choose with STRATA_DB, or set this one aside with `strata db move NEW_FILE`")
+    else:
+        notice(f"using ./{LEGACY_DB} in this folder; the default is now {default}. "
+               "`strata db move` moves it there safely (or set STRATA_DB)")
+    return str(legacy.resolve())
 
 
 def _log_notice(text: str) -> None:

@@ -1,15 +1,18 @@
 """`strata doctor`: check configuration, database, sqlite-vec, FTS5 and both endpoints, and say
-in one line per problem what to do about it. Imports `bot` and `memory`.
+in one line per problem what to do about it. It only reads: the database is opened read-only
+(`memory.dbfile`) and nothing on disk is made or changed. Imports `bot` and `memory`.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from bot.config import Settings
 from bot.errors import ModelBadResponseError, ModelError, StrataError
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
+from bot.private_files import missing_folders
 from bot.wording import counted
 from memory.driver import sqlite_driver
 from memory.transcript import describe_store
@@ -40,13 +43,7 @@ async def _database(settings: Settings) -> list[Check]:
                                   f" SQLite {driver.sqlite_version})"))
         path = Path(settings.db.path).expanduser()
     if isinstance(path, Path) and not path.exists():
-        checks.append(
-            Check(
-                True,
-                f"database {path} does not exist yet; it is created on first "
-                "use (or run `strata db migrate`)",
-            )
-        )
+        checks.append(_not_yet(path))
         return checks
     try:
         count, versions = await describe_store(settings.db.target, settings.embed.dim)
@@ -56,6 +53,27 @@ async def _database(settings: Settings) -> list[Check]:
     checks.append(Check(True, f"database {path} ({versions}; {counted(count, 'transcript row')}, "
                               f"dimension {settings.embed.dim})"))
     return checks
+
+
+def _not_yet(path: Path) -> Check:
+    """A database file that does not exist yet: whether the first command that writes it can
+    make it (and the folders above it), said as it is. Looks only: doctor makes nothing."""
+    missing = missing_folders(path)
+    above = (missing[0] if missing else path.absolute()).parent
+    if not above.is_dir():
+        return Check(False, f"database {path}: {above} is not a folder",
+                     "set STRATA_DB (db.path) to a file in a folder")
+    if not os.access(above, os.W_OK | os.X_OK):
+        return Check(False, f"database {path} does not exist and {above} is not writable",
+                     f"make the folder {missing[-1] if missing else above} yourself, or set "
+                     "STRATA_DB (db.path)")
+    if missing:
+        return Check(True, f"database {path} does not exist yet, and its folder {path.parent} "
+                           f"does not exist either: `strata chat` (or `strata db migrate`) "
+                           f"creates it, and the {counted(len(missing), 'missing folder')} "
+                           "(0700)")
+    return Check(True, f"database {path} does not exist yet: `strata chat` (or `strata db "
+                       "migrate`) creates it")
 
 
 async def _chat(settings: Settings) -> list[Check]:

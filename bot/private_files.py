@@ -49,3 +49,25 @@ def private_dir(path: Path) -> Path:
     path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     path.chmod(DIR_MODE)
     return path
+
+
+def missing_folders(path: Path) -> list[Path]:
+    """The folders above the file `path` that do not exist yet, outermost first."""
+    missing: list[Path] = []
+    folder = path.expanduser().absolute().parent
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    return list(reversed(missing))
+
+
+def private_parents(path: Path) -> Path:
+    """Create the missing folders above the file `path`, each 0700. Folders that exist keep
+    their mode: they are not Strata's (unlike `private_dir`, which narrows its own)."""
+    for folder in missing_folders(path):
+        try:
+            folder.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            continue  # made meanwhile by someone else: theirs
+        folder.chmod(DIR_MODE)
+    return path

@@ -199,7 +199,7 @@ async def copy_database(src: str, dst: str, dim: int, *, replace: bool = False,
                         progress: Progress | None = None) -> CopyReport:
     """Open the store at `src` (a SQLite path or a PostgreSQL URL; only read, never
     migrated) and the one at `dst` (created or migrated at `dim`), copy, close both."""
-    source = await Database.open(src, dim, migrate=False)
+    source = await Database.open(src, dim, read_only=True)  # not a byte of it changes
     try:
         destination = await Database.open(dst, dim)
         try:

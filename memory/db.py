@@ -4,8 +4,9 @@
 runs the numbered migrations and checks the embedding dimension recorded at creation. Writes go
 through `db.write()` (BEGIN IMMEDIATE … COMMIT under one lock); reads through `db.fetchall()` /
 `db.fetchone()` on a separate connection so they never wait on a writer. The file (and so its
-WAL and -shm) is 0600. Imports `bot` leaf modules and `memory.driver` / `memory.migrations`
-only.
+WAL and -shm) is 0600, and a file is only touched once it is known to be Strata's
+(`memory.dbfile`). The reading commands open it read-only. Imports `bot` leaf modules and
+`memory.driver` / `memory.dbfile` / `memory.migrations` only.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ import aiosqlite
 import sqlite_vec
 
 from bot.errors import DimensionMismatchError, StorageError
-from bot.private_files import private_file, tighten
+from bot.private_files import private_file, private_parents, tighten
 from memory import pg
+from memory.dbfile import connect_read_only, require_strata, side_files
 from memory.dialect import SQLITE, Dialect
 from memory.driver import sqlite_driver
 from memory.migrations import apply_migrations, read_meta
@@ -52,16 +54,20 @@ def placeholders(items: Sized | int) -> str:
     return ",".join("?" * n)
 
 
-def _connector(path: str) -> Any:
+def _connector(path: str, read_only: bool = False) -> Any:
     driver = sqlite_driver()
 
     def connect() -> Any:
-        conn = driver.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        if read_only:  # no migrations, no writes, no side files (memory.dbfile)
+            conn = connect_read_only(Path(path))
+        else:
+            conn = driver.connect(path, timeout=30.0, isolation_level=None,
+                                  check_same_thread=False)
+            conn.enable_load_extension(True)
+            sqlite_vec.load(conn)
+            conn.enable_load_extension(False)
+            conn.execute("PRAGMA journal_mode = WAL")
         conn.row_factory = driver.Row
-        conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
-        conn.enable_load_extension(False)
-        conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA busy_timeout = 30000")
@@ -83,12 +89,12 @@ def raw_connection(path: str | Path) -> Any:
 
 
 def _prepare(
-    path: str, dim: int, migrate: bool, upto: int | None = None
+    path: str, dim: int, migrate: bool, upto: int | None = None, read_only: bool = False
 ) -> tuple[list[str], dict[str, str]]:
     """Synchronously migrate (if asked; up to migration `upto`) and read the meta table, on a
     short-lived connection."""
     try:
-        conn = _connector(path)()
+        conn = _connector(path, read_only)()
     except Exception as exc:
         raise StorageError(f"cannot open database {path}: {exc}") from exc
     try:
@@ -116,8 +122,8 @@ def _prepare(
         conn.close()
 
 
-async def _open_connection(path: str) -> aiosqlite.Connection:
-    conn = aiosqlite.Connection(_connector(path), iter_chunk_size=64)
+async def _open_connection(path: str, read_only: bool = False) -> aiosqlite.Connection:
+    conn = aiosqlite.Connection(_connector(path, read_only), iter_chunk_size=64)
     try:
         await conn
     except Exception as exc:
@@ -128,8 +134,23 @@ async def _open_connection(path: str) -> aiosqlite.Connection:
 def migrate_file(path: str | Path, dim: int, *, upto: int | None = None) -> list[str]:
     """Create or migrate the database at `path` up to migration `upto` (all when None) and
     return what was applied; `Database.open` does this for the whole list."""
-    private_file(Path(path))
+    _make_private(str(path))
     return _prepare(str(path), dim, True, upto)[0]
+
+
+def _make_private(path: str) -> None:
+    """Before SQLite first opens `path` for writing: refuse a file that is not Strata's (a
+    mistyped STRATA_DB keeps its mode and content), make missing folders (0700), and make
+    the file 0600 (its WAL and -shm copy the database file's mode); files an older version
+    left open are narrowed."""
+    file = Path(path).expanduser()
+    require_strata(file)
+    try:
+        private_parents(file)
+        private_file(file)
+        tighten(*side_files(file))
+    except OSError as exc:
+        raise StorageError(f"cannot open database {path}: {exc}") from exc
 
 
 class Database:
@@ -142,6 +163,7 @@ class Database:
 
     engine = "sqlite"
     dialect: Dialect = SQLITE
+    read_only = False  # opened by a reading command (`open(read_only=True)`)
 
     def __init__(
         self, path: str, dim: int, writer: aiosqlite.Connection, reader: aiosqlite.Connection
@@ -158,9 +180,13 @@ class Database:
 
     @classmethod
     async def open(cls, path: str | Path, dim: int, *, migrate: bool = True,
-                   upto: int | None = None) -> Database:
+                   upto: int | None = None, read_only: bool = False) -> Database:
         """Open (creating if needed) and migrate the database at `path` (with `upto`, only up
         to that migration number: how an upgrade test makes a database of an older schema).
+
+        `read_only` (the reading commands): an existing file only, never migrated, opened so
+        that not a byte on disk changes (`memory.dbfile`); a write raises. PostgreSQL opens
+        as usual, without migrating.
 
         Raises `DimensionMismatchError` when the file was created with another embedding
         dimension, `ExtensionUnavailableError` when sqlite-vec cannot be loaded. A
@@ -169,20 +195,19 @@ class Database:
         if pg.is_url(path):
             from memory.pg.database import PgDatabase  # psycopg only when asked for
 
-            return await PgDatabase.connect(str(path), dim, migrate=migrate, upto=upto)
+            return await PgDatabase.connect(str(path), dim, migrate=migrate and not read_only,
+                                            upto=upto)
         path = str(path)
-        if path != ":memory:":
-            parent = Path(path).expanduser().resolve().parent
-            if not parent.is_dir():
-                raise StorageError(f"cannot open database {path}: folder {parent} does not exist")
-            # Memory is personal: 0600 before SQLite first opens the file (its WAL and -shm
-            # copy the database file's mode); files an older version left open are narrowed.
-            try:
-                private_file(Path(path))
-                tighten(Path(f"{path}-wal"), Path(f"{path}-shm"))
-            except OSError as exc:
-                raise StorageError(f"cannot open database {path}: {exc}") from exc
-        applied, meta = await asyncio.to_thread(_prepare, path, dim, migrate, upto)
+        if read_only:
+            migrate = False
+            file = Path(path).expanduser()
+            if not file.exists():
+                raise StorageError(f"nothing is stored yet: database {path} does not exist "
+                                   "(`strata chat` or `strata db migrate` makes it)")
+            require_strata(file)
+        elif path != ":memory:":
+            _make_private(path)
+        applied, meta = await asyncio.to_thread(_prepare, path, dim, migrate, upto, read_only)
         if applied:
             log.info("applied migrations: %s", ", ".join(applied))
         stored = meta.get("embed_dim")
@@ -194,13 +219,16 @@ class Database:
                 f"{dim} is configured: set STRATA_EMBED_DIM={stored} (or embed.dim) or use "
                 "a new database file"
             )
-        writer = await _open_connection(path)
+        # Read-only: the "writer" is read-only too, so a write raises instead of writing.
+        writer = await _open_connection(path, read_only)
         try:
-            reader = await _open_connection(path)
+            reader = await _open_connection(path, read_only)
         except BaseException:
             await writer.close()
             raise
-        return cls(path, dim, writer, reader)
+        db = cls(path, dim, writer, reader)
+        db.read_only = read_only
+        return db
 
     async def close(self) -> None:
         async with self._lock:
@@ -344,7 +372,7 @@ class ReaderPool:
             if self._free is None:
                 free: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
                 for _ in range(self.size):
-                    conn = await _open_connection(self.db.path)
+                    conn = await _open_connection(self.db.path, self.db.read_only)
                     self._all.append(conn)
                     free.put_nowait(conn)
                 self._free = free

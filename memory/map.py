@@ -9,6 +9,7 @@ file-only Agg backend. Imports `bot` leaf modules and `memory` only.
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bot.errors import StrataError
+from bot.private_files import write_private
 from memory.clustering import ClusteringUnavailableError, ClusterParams, cluster_labels, embed_umap
 from memory.db import Database
 from memory.episodes import Episode, EpisodeRepo, episode_from_db
@@ -76,8 +78,10 @@ def _draw(episodes: list[Episode], coords: npt.NDArray[np.float32],
     ax.set_yticks([])
     ax.legend(loc="best", fontsize=8, markerscale=0.8)
     fig.tight_layout()
-    fig.savefig(out)
+    png = io.BytesIO()
+    fig.savefig(png, format="png")
     plt.close(fig)
+    write_private(out, png.getvalue())  # drawn from a person's memory: 0600
 
 
 async def draw_map(db: Database, owner_id: int, name: str, out: str | Path,

@@ -259,10 +259,10 @@ class TranscriptRepo:
 
 
 async def describe_store(path: str | Path, dim: int) -> tuple[int, str]:
-    """Open the database as it is (not migrated): its transcript rows and its engine's
-    versions (`Database.versions`); raises what `Database.open` raises for a store that
-    cannot be used."""
-    db = await Database.open(path, dim, migrate=False)
+    """Open the database read-only, as it is: its transcript rows and its engine's versions
+    (`Database.versions`); raises what `Database.open` raises for a store that cannot be
+    used."""
+    db = await Database.open(path, dim, read_only=True)
     try:
         return await TranscriptRepo(db).count(), await db.versions()
     finally:

@@ -22,8 +22,8 @@ from bot.visible import say
 
 # Subcommand modules, each with `register(subparsers)`; commands set `run=coroutine(args, s)`.
 MODULES = [
-    "bot.cli.core", "bot.cli.memory", "bot.cli.recall", "bot.cli.lifecycle", "bot.cli.jobs",
-    "bot.cli.run", "bot.cli.dbcopy", "bot.cli.agents", "bot.cli.web",
+    "bot.cli.core", "bot.cli.dbfiles", "bot.cli.memory", "bot.cli.recall", "bot.cli.lifecycle",
+    "bot.cli.jobs", "bot.cli.run", "bot.cli.dbcopy", "bot.cli.agents", "bot.cli.web",
 ]
 # Subcommand modules of packages outside the core, loaded by name when they are installed: the
 # benchmark harness (`strata eval`) depends on the core, never the other way round.

@@ -44,7 +44,7 @@ async def cmd_agents_add(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_agents_list(args: argparse.Namespace, settings: Settings) -> int:
-    db = await open_db(settings)
+    db = await open_db(settings, read_only=True)  # a reading command changes no file
     try:
         repos = Repos.over(db)
         agents = await repos.agents.all()

@@ -1,13 +1,11 @@
-"""Core CLI commands: chat, db migrate|backup|restore|check, memory show/export, doctor (more
-memory actions: `bot.cli.memory`). The database operations' SQL lives in `memory.backup`."""
+"""Core CLI commands: chat, db migrate, memory show/export, doctor (more memory actions:
+`bot.cli.memory`; the database file's backup, restore, check and move: `bot.cli.dbfiles`)."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -17,8 +15,6 @@ from bot.config import Settings, default_db_path
 from bot.errors import StrataError
 from bot.ports import Clock
 from bot.visible import say, visible
-from bot.wording import counted
-from memory import backup
 from memory.export import export_person
 from memory.lifecycle import hierarchy
 from memory.persons import PersonRepo
@@ -84,43 +80,6 @@ async def cmd_db_migrate(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def cmd_db_backup(args: argparse.Namespace, settings: Settings) -> int:
-    report = await asyncio.to_thread(backup.backup, _db_file(settings), args.path)
-    # A file that is not (yet) a Strata store has no transcript to count.
-    rows = ("no transcript" if report.transcript_rows is None
-            else counted(report.transcript_rows, "transcript row"))
-    say(f"backed up {report.source} to {report.target} ({report.bytes:,} bytes, {rows}); "
-          "it passes the integrity checks")
-    return 0
-
-
-async def cmd_db_restore(args: argparse.Namespace, settings: Settings) -> int:
-    target = _db_file(settings)
-    report = await asyncio.to_thread(backup.restore, args.path, target)
-    say(f"restored {report.source} into {report.target} ({report.transcript_rows} transcript "
-          f"rows); the database it replaced is kept as {target}.before-restore")
-    return 0
-
-
-async def cmd_db_check(args: argparse.Namespace, settings: Settings) -> int:
-    path = Path(args.path) if args.path else _db_file(settings)
-    report = await asyncio.to_thread(backup.check, path)
-    for c in report.checks:
-        say(f"{'ok  ' if c.ok else 'FAIL'}  {c.name}" + (f": {c.problems[0]}" if c.problems
-                                                          else ""))
-        for problem in c.problems[1:5]:
-            say(f"      {problem}")
-    say(f"{report.path}: " + ("all checks passed" if report.ok else "CHECKS FAILED"))
-    return 0 if report.ok else 1
-
-
-def _db_file(settings: Settings) -> Path:
-    if settings.db.url:
-        raise StrataError("backup, restore and check work on a SQLite file; for PostgreSQL "
-                          "use pg_dump / pg_restore (docs/operations.md, \"PostgreSQL\")")
-    return Path(settings.db.path).expanduser()
-
-
 async def _person_or_fail(persons: PersonRepo, name: str) -> Any:
     person = await persons.find(name)
     if person is None:
@@ -129,7 +88,7 @@ async def _person_or_fail(persons: PersonRepo, name: str) -> Any:
 
 
 async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
-    db = await open_db(settings)
+    db = await open_db(settings, read_only=True)
     try:
         repos = Repos.over(db)
         persons, channels, transcript = repos.persons, repos.channels, repos.transcript
@@ -253,7 +212,7 @@ def _print_hierarchy(channels: list[dict[str, Any]]) -> None:
 
 
 async def cmd_memory_export(args: argparse.Namespace, settings: Settings) -> int:
-    db = await open_db(settings)
+    db = await open_db(settings, read_only=True)
     try:
         person = await _person_or_fail(Repos.over(db).persons, args.user)
         data = await export_person(db, person.id)
@@ -278,15 +237,6 @@ def register(sub: Any) -> None:
         dest="db_command", required=True, metavar="ACTION"
     )
     db.add_parser("migrate", help="create or migrate the database").set_defaults(run=cmd_db_migrate)
-    bk = db.add_parser("backup", help="a consistent copy of the database (also while it runs)")
-    bk.add_argument("path", help="the file to write (replaced if it exists)")
-    bk.set_defaults(run=cmd_db_backup)
-    rs = db.add_parser("restore", help="replace the database with a backup that passes the checks")
-    rs.add_argument("path", help="the backup file")
-    rs.set_defaults(run=cmd_db_restore)
-    ck = db.add_parser("check", help="integrity checks: SQLite's, foreign keys, FTS5 indexes")
-    ck.add_argument("path", nargs="?", help="another database file (default: the configured one)")
-    ck.set_defaults(run=cmd_db_check)
 
     memory = sub.add_parser("memory", help="see what is remembered").add_subparsers(
         dest="memory_command", required=True, metavar="ACTION"

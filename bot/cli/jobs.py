@@ -74,7 +74,7 @@ async def cmd_jobs_run(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
     now = _clock(args.now).now()
-    db = await open_db(settings)
+    db = await open_db(settings, read_only=True)
     try:
         repos = Repos.over(db)
         persons, runs = repos.persons, repos.runs

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
 from bot.app import Repos, make_lifecycle_policy, open_db
 from bot.cli.core import _person_or_fail, subgroup
+from bot.cli.dbfiles import may_replace
 from bot.config import Settings
 from bot.visible import say
 
@@ -23,7 +25,10 @@ from bot.visible import say
 async def cmd_memory_map(args: argparse.Namespace, settings: Settings) -> int:
     from memory.map import STEPS, draw_map
 
-    db = await open_db(settings)
+    out = Path(args.out).expanduser()
+    if out.exists():
+        may_replace(f"{out} exists: replace it with the map?", "--force", args.force)
+    db = await open_db(settings, read_only=True)
     # The steps as a bar on stderr: stdout keeps the one result line.
     bar = tqdm(total=len(STEPS), unit="step", file=sys.stderr,
                bar_format="map: {desc} {n_fmt}/{total_fmt} [{elapsed}]")
@@ -35,8 +40,7 @@ async def cmd_memory_map(args: argparse.Namespace, settings: Settings) -> int:
     try:
         person = await _person_or_fail(Repos.over(db).persons, args.user)
         policy = make_lifecycle_policy(settings)
-        result = await draw_map(db, person.id, person.name, args.out, policy.rollup.cluster,
-                                step)
+        result = await draw_map(db, person.id, person.name, out, policy.rollup.cluster, step)
         bar.set_description_str("done")
         bar.update(len(STEPS) - bar.n)
     finally:
@@ -51,5 +55,6 @@ def register(sub: Any) -> None:
     memory = subgroup(sub, "memory", "see what is remembered")
     draw = memory.add_parser("map", help="draw a person's apex episodes by topic (PNG)")
     draw.add_argument("--user", required=True)
-    draw.add_argument("--out", required=True, help="the PNG file to write")
+    draw.add_argument("--out", required=True, help="the PNG file to write (readable only by you)")
+    draw.add_argument("--force", action="store_true", help="replace an existing file unasked")
     draw.set_defaults(run=cmd_memory_map)

@@ -88,7 +88,7 @@ async def cmd_memory_wipe(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_memory_facts(args: argparse.Namespace, settings: Settings) -> int:
-    db = await open_db(settings)
+    db = await open_db(settings, read_only=True)
     try:
         repos = Repos.over(db)
         person = await _person_or_fail(repos.persons, args.user)

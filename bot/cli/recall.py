@@ -11,23 +11,27 @@ import argparse
 import json
 from typing import Any
 
-from bot.app import App
+from bot.app import App, Repos, make_embedder, make_recall, open_db
 from bot.cli.core import _clock, _person_or_fail
 from bot.cli.memory import _memory_group
 from bot.config import Settings
 from bot.visible import say
+from memory.persons import PersonRepo
 
 
-async def _owner(app: App, name: str) -> int:
-    return int((await _person_or_fail(app.persons, name)).id)
+async def _owner(persons: PersonRepo, name: str) -> int:
+    return int((await _person_or_fail(persons, name)).id)
 
 
 async def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
-    app = await App.create(settings, clock=_clock(args))
+    # Recall only reads: the database is opened read-only (nothing on disk changes).
+    db = await open_db(settings, read_only=True)
+    embedder = make_embedder(settings)
     try:
-        assert app.recall is not None
-        owner = await _owner(app, args.user)
-        result = await app.recall.search(owner, args.query, app.clock.now(), args.budget)
+        clock = _clock(args)
+        recall = make_recall(settings, db, embedder, clock)
+        owner = await _owner(Repos.over(db).persons, args.user)
+        result = await recall.search(owner, args.query, clock.now(), args.budget)
         if args.json:
             say(json.dumps({
                 "tokens": result.tokens, "considered": result.considered,
@@ -39,16 +43,17 @@ async def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
         else:
             say(result.render() or "(nothing relevant is remembered)")
     finally:
-        await app.close()
+        await embedder.close()
+        await db.close()
     return 0
 
 
 async def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
-    app = await App.create(settings)
+    db = await open_db(settings, read_only=True)
     try:
-        assert app.episodes is not None
-        episodes = await app.episodes.for_owner(await _owner(app, args.user),
-                                                live_only=not args.all)
+        repos = Repos.over(db)
+        episodes = await repos.episodes.for_owner(await _owner(repos.persons, args.user),
+                                                  live_only=not args.all)
         if not episodes:
             say(f"no episodes for {args.user} yet (they are cut from paused conversations; "
                   "`strata memory cut --flush` closes the open ones now)")
@@ -57,7 +62,7 @@ async def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
             say(f"#{e.id} level {e.level} {e.method} {e.started_at:%Y-%m-%d %H:%M} "
                   f"salience {e.salience:.2f} {e.emotion}{state}: {e.summary[:200]}")
     finally:
-        await app.close()
+        await db.close()
     return 0
 
 

@@ -23,10 +23,10 @@ pytestmark = pytest.mark.sqlite_only(
     " with an error naming pg_dump (test_pg_engine.py)")
 
 
-def strata(args: list[str], env: dict[str, str],
-           stdin: str = "") -> subprocess.CompletedProcess[str]:
+def strata(args: list[str], env: dict[str, str], stdin: str = "",
+           cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "bot.cli", *args], input=stdin, env=env,
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+                          capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 def user_rows(env: dict[str, str], user: str) -> list[str]:
@@ -96,15 +96,15 @@ def test_restore_refuses_a_broken_file_and_keeps_the_replaced_database(
     # Zero a b-tree page in the middle: SQLite's integrity_check finds it.
     broken.write_bytes(data[: 5 * page] + b"\0" * page + data[6 * page:])
     for bad in (junk, broken):
-        out = strata(["db", "restore", str(bad)], subprocess_env)
+        out = strata(["db", "restore", "--yes", str(bad)], subprocess_env)
         assert out.returncode == 2 and out.stderr.startswith("error: refusing to restore"), (
             out.stderr)
         assert user_rows(subprocess_env, "alice") == ["first", "second"]
 
-    out = strata(["db", "restore", str(good)], subprocess_env)
+    out = strata(["db", "restore", "--yes", str(good)], subprocess_env)
     assert out.returncode == 0, out.stderr
     assert user_rows(subprocess_env, "alice") == ["first"]
-    before = dict(subprocess_env, STRATA_DB=subprocess_env["STRATA_DB"] + ".before-restore")
+    before = dict(subprocess_env, STRATA_DB=subprocess_env["STRATA_DB"] + ".before-restore.1")
     assert user_rows(before, "alice") == ["first", "second"]
 
 

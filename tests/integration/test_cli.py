@@ -61,6 +61,7 @@ def test_endpoint_stopped_gives_honest_reply(subprocess_env: dict[str, str]) -> 
 
 
 def test_unknown_user_and_bad_config_are_one_line_errors(subprocess_env: dict[str, str]) -> None:
+    assert strata(["db", "migrate"], subprocess_env).returncode == 0  # reading makes no database
     out = strata(["memory", "export", "--user", "nobody"], subprocess_env)
     assert out.returncode == 2 and out.stderr.strip().startswith("error: no person")
     bad = strata(["memory", "show", "--user", "x"], dict(subprocess_env, STRATA_EMBED_DIM="-1"))
@@ -144,7 +145,8 @@ def test_default_database_is_in_the_data_folder_and_a_local_one_is_kept(
     kept = run(["memory", "show", "--user", "bob"])
     assert kept.returncode == 2 and "no person called 'bob'" in kept.stderr
     [note] = [line for line in kept.stderr.splitlines() if line.startswith("note:")]
-    assert "./strata.db" in note and "mv strata.db" in note
+    # Both exist: the advice must not move one over the other (issue 21).
+    assert "./strata.db" in note and "mv " not in note and "strata db move" in note
 
 
 def test_closed_pipe_exits_quietly(fake_openai: FakeOpenAI,
@@ -162,6 +164,7 @@ def test_closed_pipe_exits_quietly(fake_openai: FakeOpenAI,
 
 
 def test_empty_listings_say_so(fake_openai: FakeOpenAI, subprocess_env: dict[str, str]) -> None:
+    assert strata(["db", "migrate"], subprocess_env).returncode == 0  # reading makes no database
     status = strata(["jobs", "status"], subprocess_env)
     assert status.returncode == 0 and "no people yet" in status.stdout
     assert strata(["chat", "--user", "alice"], subprocess_env, "hi\n").returncode == 0

@@ -67,6 +67,13 @@ def test_consolidate_show_map_decay(fake_openai: FakeOpenAI, db_target: Path | s
     for step in ("reading episodes", "layout (UMAP", "topic clusters", "drawing"):
         assert step in drawn.err, drawn.err
     assert "4/4" in drawn.err
+    # Derived from the memory, so private; an existing file is replaced only when told.
+    assert png.stat().st_mode & 0o777 == 0o600
+    png.write_bytes(b"my holiday photo")
+    assert main(["memory", "map", "--user", "kim", "--out", str(png)]) == 2
+    assert "--force" in capsys.readouterr().err and png.read_bytes() == b"my holiday photo"
+    assert main(["memory", "map", "--user", "kim", "--out", str(png), "--force"]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "apex" in capsys.readouterr().out
 
     # Decay 31 days later as a real process: the tombstoned children are gone.
     later = to_iso(START + timedelta(days=31))

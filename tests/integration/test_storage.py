@@ -56,9 +56,15 @@ async def test_other_dimension_is_a_clear_error(db: Database, db_target: Path | 
 
 
 @pytest.mark.sqlite_only("a SQLite file's folder; an unreachable server: test_pg_engine.py")
-async def test_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(StorageError, match="does not exist"):
-        await Database.open(tmp_path / "no" / "such" / "x.db", 8)
+async def test_missing_folders_are_made_private_and_an_impossible_one_is_a_clear_error(
+        tmp_path: Path) -> None:
+    db = await Database.open(tmp_path / "no" / "such" / "x.db", 8)
+    await db.close()
+    assert [(tmp_path / p).stat().st_mode & 0o777 for p in ("no", "no/such")] == [0o700] * 2
+    (tmp_path / "afile").write_text("not a folder\n")
+    with pytest.raises(StorageError, match="cannot open database"):
+        await Database.open(tmp_path / "afile" / "x.db", 8)
+    assert (tmp_path / "afile").read_text() == "not a folder\n"
 
 
 @pytest.mark.sqlite_only("SQLite's pragmas and the sqlite-vec extension")

@@ -114,7 +114,8 @@ def test_default_database_lives_in_the_data_folder(tmp_path: Path,
     notes: list[str] = []
     s = load_settings(None, env={"XDG_DATA_HOME": str(tmp_path / "data")}, notice=notes.append)
     assert s.db.path == str(tmp_path / "data" / "strata" / "strata.db")
-    assert (tmp_path / "data" / "strata").is_dir() and notes == []
+    # Nothing is made on disk before a command writes the database (memory.db does).
+    assert not (tmp_path / "data").exists() and notes == []
     s = load_settings(None, env={"HOME": str(tmp_path / "home")}, notice=notes.append)
     assert s.db.path == str(tmp_path / "home" / ".local" / "share" / "strata" / "strata.db")
     assert notes == []
@@ -130,6 +131,14 @@ def test_an_existing_local_database_is_kept_with_a_notice(tmp_path: Path,
     assert s.db.path == str(tmp_path / "strata.db")
     [note] = notes
     assert "./strata.db" in note and str(tmp_path / "data" / "strata" / "strata.db") in note
+    assert "strata db move" in note and "mv " not in note
+    # With a database at the default place too, the advice never moves one over the other.
+    (tmp_path / "data" / "strata").mkdir(parents=True)
+    (tmp_path / "data" / "strata" / "strata.db").write_bytes(b"")
+    notes.clear()
+    s = load_settings(None, env=env, notice=notes.append)
+    [note] = notes
+    assert s.db.path == str(tmp_path / "strata.db") and "mv " not in note and "both" in note
     # Configured explicitly: no guessing and no notice.
     notes.clear()
     s = load_settings(None, env={**env, "STRATA_DB": "elsewhere.db"}, notice=notes.append)
