@@ -248,7 +248,7 @@ def register(sub: Any) -> None:
     chat = sub.add_parser("chat", help="chat in the terminal (also reads piped stdin)")
     chat.add_argument("--user", default="me", help="who you are (console:NAME)")
     chat.add_argument("--channel", default="default", help="which of your channels")
-    chat.set_defaults(run=cmd_chat)
+    chat.set_defaults(run=cmd_chat, uses_model=True)
 
     db = sub.add_parser("db", help="database maintenance").add_subparsers(
         dest="db_command", required=True, metavar="ACTION"

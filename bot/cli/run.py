@@ -94,9 +94,9 @@ def register(sub: Any) -> None:
     run.add_argument("--no-jobs", action="store_true",
                      help="deliver reminders but run no background jobs (leave them to "
                      "`strata worker`)")
-    run.set_defaults(run=cmd_run)
+    run.set_defaults(run=cmd_run, uses_model=True)
     worker = sub.add_parser("worker", help="run the background jobs only, no chat adapters "
                             "(beside `strata run --no-jobs` on one database)")
     worker.add_argument("--name", help="this runner's name (default cognition.runner_name, "
                         "else host:pid); unique among the processes sharing the database")
-    worker.set_defaults(run=cmd_worker)
+    worker.set_defaults(run=cmd_worker, uses_model=True)

@@ -1,0 +1,61 @@
+"""When Strata starts its embedded model: never over a configured endpoint, never over one
+that answers at the default, never when turned off. (Starting it for real is in the
+real-model lane, tests/real_model.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.config import Settings, load_settings
+from bot.embedded import answers, model_endpoints
+from tests.fakes.openai_server import FakeOpenAI
+
+
+async def test_answers_is_true_for_a_server_and_false_for_a_closed_port(
+        fake_openai: FakeOpenAI) -> None:
+    assert await answers(fake_openai.base_url)
+    assert not await answers("http://127.0.0.1:9/v1", timeout=0.5)
+
+
+async def test_a_configured_endpoint_always_wins(settings: Settings, tmp_path: Path) -> None:
+    notices: list[str] = []
+
+    async def nothing_answers(url: str) -> bool:
+        return False
+
+    async with model_endpoints(settings, cache_dir=tmp_path, notice=notices.append,
+                               probe=nothing_answers) as effective:
+        assert effective is settings
+    assert notices == []
+    assert not list(tmp_path.iterdir())
+
+
+async def test_an_answering_default_endpoint_is_used(fake_openai: FakeOpenAI,
+                                                     tmp_path: Path) -> None:
+    settings = load_settings(None, env={"STRATA_DB": str(tmp_path / "s.db")})
+    seen: list[str] = []
+
+    async def default_is_up(url: str) -> bool:
+        seen.append(url)
+        return await answers(fake_openai.base_url)
+
+    async with model_endpoints(settings, cache_dir=tmp_path, notice=seen.append,
+                               probe=default_is_up) as effective:
+        assert effective.llm.base_url == "http://127.0.0.1:11434/v1"
+        assert effective.embed.dim == 768
+    assert seen == ["http://127.0.0.1:11434/v1"] * 2
+
+
+async def test_turned_off_it_never_starts(tmp_path: Path) -> None:
+    settings = load_settings(None, env={"STRATA_DB": str(tmp_path / "s.db"),
+                                        "STRATA_LLM_EMBEDDED": "false"})
+    probed: list[str] = []
+
+    async def probe(url: str) -> bool:
+        probed.append(url)
+        return False
+
+    async with model_endpoints(settings, cache_dir=tmp_path, notice=probed.append,
+                               probe=probe) as effective:
+        assert effective is settings
+    assert probed == []
