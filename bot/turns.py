@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from pydantic import BaseModel
+
 from bot.clock import SystemClock
 from bot.commands import CommandContext, CommandRouter
 from bot.config import Settings
@@ -131,6 +133,7 @@ class _TurnOptions:
     tools: bool = True
     instructions: str | None = None
     max_tokens: int | None = None
+    schema: type[BaseModel] | None = None  # the JSON answer's shape, asked of the model
 
 
 def model_error_message(exc: ModelError) -> str:
@@ -594,6 +597,7 @@ class TurnProcessor:
         history: bool = True,
         tools: bool = False,
         max_tokens: int | None = None,
+        schema: type[BaseModel] | None = None,
     ) -> BackgroundResult:
         """A turn on the person's background channel of `source`, through the same steps as a
         chat turn (recall, prompt, model, stored rows, after-turn work).
@@ -634,7 +638,8 @@ class TurnProcessor:
                 ts=now,
             )
             options = _TurnOptions(
-                history=history, tools=tools, instructions=instructions, max_tokens=max_tokens
+                history=history, tools=tools, instructions=instructions, max_tokens=max_tokens,
+                schema=schema,
             )
             reply, usage = await self._answer(msg, person, channel, turn_id, None, options)
         self._after(channel, person, turn_id)
@@ -719,7 +724,7 @@ class TurnProcessor:
         used = Usage()
         for round_no in range(rounds + 1):
             offer = tools if round_no < rounds else []
-            completion = await self._call(messages, offer, channel, on_partial, options.max_tokens)
+            completion = await self._call(messages, offer, channel, on_partial, options)
             used = Usage(
                 used.prompt_tokens + completion.usage.prompt_tokens,
                 used.completion_tokens + completion.usage.completion_tokens,
@@ -785,14 +790,14 @@ class TurnProcessor:
         tools: list[ToolSpec],
         channel: Channel,
         on_partial: PartialCallback | None,
-        max_tokens: int | None = None,
+        options: _TurnOptions,
     ) -> Completion:
         chat = (self.chat_for(channel.owner_id)
                 if self.chat_for and channel.kind is not ChannelKind.BACKGROUND else self.chat)
-        if on_partial is None or not self.settings.bot.stream:
-            return await chat.complete(
-                messages, tools=tools, model=channel.model, max_tokens=max_tokens
-            )
+        max_tokens = options.max_tokens
+        if on_partial is None or not self.settings.bot.stream or options.schema is not None:
+            return await chat.complete(messages, tools=tools, model=channel.model,
+                                       max_tokens=max_tokens, schema=options.schema)
         shown = ""
         final: Completion | None = None
         async for item in chat.stream(

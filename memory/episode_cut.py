@@ -339,7 +339,7 @@ class EpisodeCutter:
             try:
                 answer = await chat.complete(
                     messages,
-                    json_mode=True,
+                    schema=episode_summary.EpisodeSummary,
                     max_tokens=SUMMARY_MAX_TOKENS,
                     model=self.settings.model,
                 )

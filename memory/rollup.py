@@ -139,7 +139,7 @@ async def _model_summary(chat: ChatModel, children: Sequence[Episode], level: in
         completion = await chat.complete(
             prompt.build_messages(lines, level, words=policy.summary_words),
             max_tokens=policy.summary_tokens,
-            json_mode=True,
+            schema=prompt.RollupAnswer,
         )
     except ModelError as exc:
         if exc.retryable and not isinstance(exc, ModelBadResponseError):

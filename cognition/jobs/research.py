@@ -63,7 +63,8 @@ class ResearchJob(BaseJob):
         portrait = await s.portraits.latest(ctx.person.id)
         assert portrait is not None
         reply = await ctx.turn(SOURCE, "Portrait:\n" + portrait.text,
-                               instructions=prompts.QUERY_INSTRUCTIONS, step="queries")
+                               instructions=prompts.QUERY_INSTRUCTIONS, step="queries",
+                               schema=prompts.Queries)
         queries = [q.strip() for q in read_json(reply, prompts.Queries).queries if q.strip()][:3]
         known = {f.url for f in await live_facts(ctx, ["discovery"]) if f.url}
         shown = await self._shown_before(ctx)
@@ -78,7 +79,8 @@ class ResearchJob(BaseJob):
         numbered = [(i + 1, f.title, f.url, f.snippet) for i, f in enumerate(fresh)]
         picked = read_json(
             await ctx.turn(SOURCE, prompts.select_prompt(portrait.text, numbered),
-                           instructions=prompts.SELECT_INSTRUCTIONS, step="select"),
+                           instructions=prompts.SELECT_INSTRUCTIONS, step="select",
+                           schema=prompts.Picks),
             prompts.Picks,
         ).findings
         stored = 0

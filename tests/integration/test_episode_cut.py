@@ -58,7 +58,7 @@ async def test_windows_of_n_turns_become_llm_episodes(db: Database, fake_openai:
     assert await repo.cited_rows(made[0]) == ids[:8]
     assert await repo.cited_rows(made[1]) == ids[8:16]
     reqs = summary_requests(fake_openai)
-    assert len(reqs) == 2 and reqs[0]["response_format"] == {"type": "json_object"}
+    assert len(reqs) == 2 and reqs[0]["response_format"]["json_schema"]["name"] == "EpisodeSummary"
     assert filler(0) in reqs[0]["messages"][-1]["content"]
     assert (await repo.embeddings(made)).shape == (2, db.dim)
     # Nothing new: the open window waits; after a pause it closes.
