@@ -16,6 +16,7 @@ from typing import Any
 from bot.clock import FileClock, SystemClock
 from bot.commands import CommandRouter
 from bot.config import Settings
+from bot.context_window import fitted_settings, model_window
 from bot.errors import ConfigError
 from bot.link import LinkCommand
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
@@ -295,6 +296,10 @@ class App:
         """Everything wired once, in dependency order: each part gets the repositories and
         ports it uses when it is built, and nothing is patched in afterwards."""
         clock = clock or default_clock(settings)
+        # A small window (a local model's) bounds every prompt and background call's input.
+        window = await model_window(settings)
+        if window is not None:
+            settings = fitted_settings(settings, window)
         db = await open_db(settings)
         chat = make_chat_model(settings)
         embedder = make_embedder(settings)
@@ -359,6 +364,7 @@ class App:
             context=context,
             after_turn=after_turn,
             chat_for=metered("chat:turn"),
+            window=window,
             turns=ChannelTurns(Leases(db),
                                ttl=timedelta(seconds=settings.bot.turn_lease_seconds)),
         )
