@@ -129,7 +129,7 @@ class EmbeddedModels:
 def _start(models: EmbeddedModels, settings: Settings, cache_dir: Path, chat: bool,
            embed: bool) -> tuple[Settings, str]:
     """Start what is wanted; the settings pointing at it and the one-line notice."""
-    llm, emb, said = settings.llm, settings.embed, []
+    llm, emb, bot, said = settings.llm, settings.embed, settings.bot, []
     if chat:
         spec = spec_named(llm.embedded_model)
         started = time.monotonic()
@@ -140,6 +140,11 @@ def _start(models: EmbeddedModels, settings: Settings, cache_dir: Path, chat: bo
                 if key not in llm.model_fields_set}
         llm = llm.model_copy(update={"base_url": end.base_url, "model": spec.name,
                                      "api_key": "none", "context_tokens": n_ctx, **slow})
+        if "max_tool_rounds" not in bot.model_fields_set:
+            # The small embedded models do not call tools reliably: Qwen2.5-Coder-0.5B wrote
+            # its calls as JSON text (shown to the person as the reply), and made up tool
+            # names. Without tools they answer in words; bot.max_tool_rounds turns them on.
+            bot = bot.model_copy(update={"max_tool_rounds": 0})
         said.append(f"{spec.title} ({spec.size / 1e9:.1f} GB, {n_ctx:,}-token window, "
                     f"loaded in {time.monotonic() - started:.1f} s)")
     if embed:
@@ -149,7 +154,7 @@ def _start(models: EmbeddedModels, settings: Settings, cache_dir: Path, chat: bo
         said.append(f"{end.model} embeddings ({dim} dims)")
     line = ("no model server is configured or answering, so Strata runs its embedded model: "
             + " and ".join(said) + "; see docs/operations.md, Models, to use another")
-    return settings.model_copy(update={"llm": llm, "embed": emb}), line
+    return settings.model_copy(update={"llm": llm, "embed": emb, "bot": bot}), line
 
 
 @contextlib.asynccontextmanager

@@ -680,7 +680,8 @@ class TurnProcessor:
             fixed = messages_cost([ChatMessage("system", part) for part in (
                 self.settings.bot.persona, instructions, portrait, ambient, msg.text,
                 None if mark is None else mark.content) if part])
-            tools = list(self.tools.specs.values()) if options.tools else []
+            offered = options.tools and self.settings.bot.max_tool_rounds > 0
+            tools = list(self.tools.specs.values()) if offered else []
             history_tokens = self.window.history_budget(
                 fixed=fixed + tools_cost(tools),
                 recall=self.settings.recall.budget_tokens if recall_on else 0,

@@ -46,7 +46,10 @@ def lane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Settings, l
     base = load_settings(None, env={"STRATA_DB": str(root / "unused.db"),
                                     "STRATA_LLM_EMBEDDED_MODEL": SMOLLM2_135M.name,
                                     "STRATA_LLM_MAX_TOKENS": "200",
-                                    "STRATA_LLM_TIMEOUT": "120"})
+                                    "STRATA_LLM_TIMEOUT": "120",
+                                    # Tools are off with the embedded model unless configured:
+                                    # the lane offers them, to check what the model does.
+                                    "STRATA_BOT_MAX_TOOL_ROUNDS": "2"})
     notices: list[str] = []
 
     async def nothing_answers(url: str) -> bool:

@@ -20,6 +20,7 @@ async def test_the_embedded_model_was_started_and_announced(
     assert settings.embed.dim == 384 and settings.llm.context_tokens == 4096
     assert len(notices) == 1 and "SmolLM2-135M-Instruct" in notices[0]
     assert "loaded in" in notices[0] and "384 dims" in notices[0]
+    assert settings.bot.max_tool_rounds == 2  # configured: kept (the default is off)
 
 
 async def test_a_turn_is_answered_and_stored(lane_app: App, lane_clock: ManualClock) -> None:
