@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bot.config import Settings, load_settings
 from bot.embedded import answers, model_endpoints
 from tests.fakes.openai_server import FakeOpenAI
@@ -87,3 +89,20 @@ def test_the_embedded_model_gets_no_tools_and_a_long_deadline_unless_configured(
                                           "STRATA_LLM_TURN_DEADLINE_SECONDS": "30"})
         kept, _ = _start(Started(), chosen, cache, True, False)  # type: ignore[arg-type]
         assert kept.bot.max_tool_rounds == 3 and kept.llm.turn_deadline_seconds == 30
+
+
+async def test_doctor_says_the_embedded_model_will_start(tmp_path: Path) -> None:
+    from bot.doctor import run_doctor
+    from bot.embedded import runtime_installed
+    from bot.weights import QWEN_05B, installed
+
+    settings = load_settings(None, env={"STRATA_DB": str(tmp_path / "s.db")})
+    if await answers(settings.llm.base_url):
+        pytest.skip("a model server answers at Ollama's default address on this machine")
+    lines = [c.line() for c in await run_doctor(settings)]
+    if runtime_installed() and installed(QWEN_05B):
+        assert any(line.startswith("ok") and "the embedded Qwen2.5-Coder-0.5B" in line
+                   for line in lines), lines
+    else:
+        assert any(line.startswith("FAIL") and "strata[local]" in line for line in lines), lines
+    assert not any("chat endpoint" in line for line in lines)
