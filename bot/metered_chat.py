@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
+from pydantic import BaseModel
+
 from bot.errors import BudgetExhaustedError
 from bot.ports import ChatModel
 from bot.tokens import count_tokens
@@ -48,14 +50,14 @@ class MeteredChat:
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
         max_tokens: int | None = None,
-        json_mode: bool = False,
+        schema: type[BaseModel] | None = None,
     ) -> Completion:
         self._check()
         if self.remaining is not None:
             left = self.remaining()
             max_tokens = left if max_tokens is None else min(max_tokens, left)
         completion = await self.inner.complete(messages, tools=tools, model=model,
-                                               max_tokens=max_tokens, json_mode=json_mode)
+                                               max_tokens=max_tokens, schema=schema)
         await self.charge(tokens_used(messages, completion))
         return completion
 

@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import BaseModel
 
 from bot.types import (
     Accepted,
@@ -39,7 +40,7 @@ class ChatModel(Protocol):
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
         max_tokens: int | None = None,
-        json_mode: bool = False,
+        schema: type[BaseModel] | None = None,
     ) -> Completion: ...
 
     def stream(

@@ -28,9 +28,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from pydantic import BaseModel
+
 from bot.clock import SystemClock
 from bot.commands import CommandContext, CommandRouter
 from bot.config import Settings
+from bot.context_window import ContextWindow, messages_cost, tools_cost
 from bot.errors import ModelError, ModelRateLimitedError, ModelRequestError
 from bot.ports import AfterTurn, ChatModel, Clock, ContextSource, PartialCallback, Recaller
 from bot.prompt import PromptParts, build_messages, history_in_prompt
@@ -153,6 +156,7 @@ class _TurnOptions:
     tools: bool = True
     instructions: str | None = None
     max_tokens: int | None = None
+    schema: type[BaseModel] | None = None  # the JSON answer's shape, asked of the model
 
 
 def model_error_message(exc: ModelError) -> str:
@@ -341,6 +345,8 @@ class TurnProcessor:
     # The model for a person's or room's own turns, metered for that memory owner; background
     # turns use `chat` (a job charges them to its run's budget).
     chat_for: Callable[[int], ChatModel] | None = None
+    # The model's context window, when known: every request is fitted to it.
+    window: ContextWindow | None = None
     # One turn at a time per channel, across processes when it has the database's leases.
     turns: ChannelTurns = field(default_factory=ChannelTurns)
     # Told each answered turn's platform and result (the operators' metrics count them).
@@ -627,6 +633,7 @@ class TurnProcessor:
         history: bool = True,
         tools: bool = False,
         max_tokens: int | None = None,
+        schema: type[BaseModel] | None = None,
     ) -> BackgroundResult:
         """A turn on the person's background channel of `source`, through the same steps as a
         chat turn (recall, prompt, model, stored rows, after-turn work).
@@ -667,7 +674,8 @@ class TurnProcessor:
                 ts=now,
             )
             options = _TurnOptions(
-                history=history, tools=tools, instructions=instructions, max_tokens=max_tokens
+                history=history, tools=tools, instructions=instructions, max_tokens=max_tokens,
+                schema=schema,
             )
             reply, usage = await self._answer(msg, person, channel, turn_id, None, options)
         self._after(channel, person, turn_id)
@@ -691,18 +699,36 @@ class TurnProcessor:
         own = [r.id for r in all_rows if r.turn_id == turn_id]
         if not options.history:
             mark, rows = None, []
-        recalled = None
-        if self.recaller is not None and seeds_memory(channel) and self.settings.recall.enabled:
-            # Rows already in the prompt are not recalled again; older ones of this channel
-            # that fell out of the history budget may be.
-            shown = history_in_prompt(rows, self.settings.bot.history_tokens)
-            first = shown[0].id if shown else min(own, default=None)
-            recalled = await self.recaller.recall(
-                channel=channel, person=person, query=msg.text, shown_from_row_id=first)
         portrait = ambient = None
         if self.context is not None:
             portrait = await self.context.portrait(channel.owner_id)
             ambient = await self.context.ambient(person, channel)
+        instructions = options.instructions or channel.system_prompt
+        recall_on = (self.recaller is not None and seeds_memory(channel)
+                     and self.settings.recall.enabled)
+        history_tokens = self.settings.bot.history_tokens
+        if self.window is not None:
+            # The history gets what the window leaves after the reply, the fixed parts and
+            # recall's whole budget: history is trimmed before memory.
+            fixed = messages_cost([ChatMessage("system", part) for part in (
+                self.settings.bot.persona, instructions, portrait, ambient, msg.text,
+                None if mark is None else mark.content) if part])
+            offered = options.tools and self.settings.bot.max_tool_rounds > 0
+            tools = list(self.tools.specs.values()) if offered else []
+            history_tokens = self.window.history_budget(
+                fixed=fixed + tools_cost(tools),
+                recall=self.settings.recall.budget_tokens if recall_on else 0,
+                reply=self.window.reply_tokens(self._max_tokens(options)),
+                configured=history_tokens)
+        recalled = None
+        if recall_on:
+            assert self.recaller is not None
+            # Rows already in the prompt are not recalled again; older ones of this channel
+            # that fell out of the history budget may be.
+            shown = history_in_prompt(rows, history_tokens)
+            first = shown[0].id if shown else min(own, default=None)
+            recalled = await self.recaller.recall(
+                channel=channel, person=person, query=msg.text, shown_from_row_id=first)
         names = None
         if channel.kind is ChannelKind.SHARED:
             names = {p: n for p, n in await self._names(rows)}
@@ -715,7 +741,7 @@ class TurnProcessor:
             persona=self.settings.bot.persona,
             message=text,
             history=rows,
-            channel_prompt=options.instructions or channel.system_prompt,
+            channel_prompt=instructions,
             portrait=portrait,
             continuity=mark.content if mark else None,
             ambient=ambient,
@@ -723,7 +749,10 @@ class TurnProcessor:
             shared_room=channel.kind is ChannelKind.SHARED,
             names=names,
         )
-        return build_messages(parts, history_tokens=self.settings.bot.history_tokens)
+        return build_messages(parts, history_tokens=history_tokens)
+
+    def _max_tokens(self, options: _TurnOptions) -> int:
+        return options.max_tokens or self.settings.llm.max_tokens
 
     async def _names(self, rows: Sequence[Any]) -> list[tuple[int, str]]:
         out = []
@@ -752,7 +781,7 @@ class TurnProcessor:
         used = Usage()
         for round_no in range(rounds + 1):
             offer = tools if round_no < rounds else []
-            completion = await self._call(messages, offer, channel, on_partial, options.max_tokens)
+            completion = await self._call(messages, offer, channel, on_partial, options)
             used = Usage(
                 used.prompt_tokens + completion.usage.prompt_tokens,
                 used.completion_tokens + completion.usage.completion_tokens,
@@ -818,14 +847,18 @@ class TurnProcessor:
         tools: list[ToolSpec],
         channel: Channel,
         on_partial: PartialCallback | None,
-        max_tokens: int | None = None,
+        options: _TurnOptions,
     ) -> Completion:
         chat = (self.chat_for(channel.owner_id)
                 if self.chat_for and channel.kind is not ChannelKind.BACKGROUND else self.chat)
-        if on_partial is None or not self.settings.bot.stream:
-            return await chat.complete(
-                messages, tools=tools, model=channel.model, max_tokens=max_tokens
-            )
+        max_tokens = options.max_tokens
+        if self.window is not None:
+            # The last guard: nothing over the window is sent, whatever the tool rounds added.
+            max_tokens = self.window.reply_tokens(self._max_tokens(options))
+            messages = self.window.fit(messages, tools, max_tokens)
+        if on_partial is None or not self.settings.bot.stream or options.schema is not None:
+            return await chat.complete(messages, tools=tools, model=channel.model,
+                                       max_tokens=max_tokens, schema=options.schema)
         shown = ""
         final: Completion | None = None
         async for item in chat.stream(

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar
 
+from pydantic import BaseModel
+
 from bot.errors import BudgetExhaustedError, StrataError
 from bot.metered_chat import MeteredChat
 from bot.ports import ChatModel
@@ -56,6 +58,7 @@ class BackgroundTurns(Protocol):
         history: bool = True,
         tools: bool = False,
         max_tokens: int | None = None,
+        schema: type[BaseModel] | None = None,
     ) -> BackgroundResult: ...
 
 
@@ -109,6 +112,7 @@ class JobContext(Generic[P]):
         instructions: str,
         step: str = "main",
         history: bool = False,
+        schema: type[BaseModel] | None = None,
     ) -> str:
         """A background turn on the person's `source` channel; returns the stored reply.
 
@@ -126,6 +130,7 @@ class JobContext(Generic[P]):
             instructions=instructions,
             history=history,
             max_tokens=min(self.max_tokens, self.remaining),
+            schema=schema,
         )
         self.tokens += result.tokens
         return result.reply

@@ -35,6 +35,7 @@ from memory.fts import terms
 from memory.persons import PersonRepo
 from memory.profiles import profile_for
 from memory.prompts import episode_summary
+from memory.text import grounded
 from memory.transcript import TranscriptRepo
 
 log = logging.getLogger(__name__)
@@ -339,11 +340,14 @@ class EpisodeCutter:
             try:
                 answer = await chat.complete(
                     messages,
-                    json_mode=True,
+                    schema=episode_summary.EpisodeSummary,
                     max_tokens=SUMMARY_MAX_TOKENS,
                     model=self.settings.model,
                 )
                 parsed = episode_summary.parse(answer.text)
+                if not grounded(parsed.summary, "\n".join(text for _, text in lines)):
+                    raise ValueError(f"the summary is not about the conversation: "
+                                     f"{parsed.summary[:80]!r}")
             except (ModelError, ValueError) as exc:
                 log.warning("episode summary attempt %d failed: %s", attempt, exc)
                 continue

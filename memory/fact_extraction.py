@@ -32,7 +32,14 @@ from memory.episodes import LEAF, Episode, episode_from_db
 from memory.facts import FACT_KINDS, PERSON_KINDS, FactStore, NewFact, normalise_text
 from memory.persons import PersonRepo
 from memory.profiles import profile_for
-from memory.prompts.facts import Candidate, Excerpt, KnownFact, build_messages, parse_answer
+from memory.prompts.facts import (
+    Candidate,
+    Excerpt,
+    FactsSchema,
+    KnownFact,
+    build_messages,
+    parse_answer,
+)
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +69,11 @@ _REPORTED_OTHER = re.compile(r"\baccording to\b", re.IGNORECASE)
 
 def model_completer(chat: ChatModel, *, model: str | None = None,
                     max_tokens: int | None = None) -> Complete:
-    """A `Complete` that asks `chat` directly, in JSON mode."""
+    """A `Complete` that asks `chat` directly for JSON of the facts answer's shape."""
 
     async def complete(messages: Sequence[ChatMessage]) -> str:
         answer = await chat.complete(messages, model=model, max_tokens=max_tokens,
-                                     json_mode=True)
+                                     schema=FactsSchema)
         return answer.text
 
     return complete

@@ -41,6 +41,7 @@ from memory.db import Database, placeholders
 from memory.episodes import ERA, LEAF, TOPIC, Episode, EpisodeRepo, NewEpisode, insert_episode
 from memory.profiles import profile_for
 from memory.prompts import rollup as prompt
+from memory.text import grounded
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +140,7 @@ async def _model_summary(chat: ChatModel, children: Sequence[Episode], level: in
         completion = await chat.complete(
             prompt.build_messages(lines, level, words=policy.summary_words),
             max_tokens=policy.summary_tokens,
-            json_mode=True,
+            schema=prompt.RollupAnswer,
         )
     except ModelError as exc:
         if exc.retryable and not isinstance(exc, ModelBadResponseError):
@@ -153,6 +154,10 @@ async def _model_summary(chat: ChatModel, children: Sequence[Episode], level: in
         return None
     # A model that ignores max_tokens must not store a huge summary either.
     summary, terms = parsed
+    if not grounded(summary, "\n".join(texts)):
+        log.warning("roll-up summary is not about its memories (%r…); writing an extractive "
+                    "parent", summary[:80])
+        return None
     return truncate_to_tokens(summary, policy.summary_tokens), terms
 
 

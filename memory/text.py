@@ -64,3 +64,19 @@ def text_coverage(text: str, weights: Mapping[str, float]) -> float:
 def term_coverage(query_terms: Iterable[str], text: str) -> float:
     """The share of `query_terms` that start a word of `text` (`word_pattern`): 0..1."""
     return coverage(dict.fromkeys(query_terms, 1.0), lambda t: bool(word_pattern(t).search(text)))
+
+
+# A model's summary must take at least this share of its content words from what it
+# summarises; below it, a small model wrote about something else (SmolLM2-135M answered a
+# cluster of hiking notes with '{#13}. [The people at the beach],'). A quarter leaves room
+# for a good model's paraphrase ("a day of climbing talk" shares one word in three).
+GROUNDED_SHARE = 0.25
+
+
+def grounded(summary: str, source: str) -> bool:
+    """Whether `summary` is about `source`: enough of its content words (stems) occur there.
+    Numbers are left out: a stray "13" says nothing about what a text is about."""
+    words = {w for w in tokens(summary) if not w.isdigit()}
+    if not words:
+        return False
+    return len(words & set(tokens(source))) / len(words) >= GROUNDED_SHARE

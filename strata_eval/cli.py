@@ -118,4 +118,4 @@ def register(sub: Any) -> None:
                      help="run on this PostgreSQL server (a fresh database per conversation, "
                           "dropped afterwards) instead of a temporary SQLite file")
     rec.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    rec.set_defaults(run=cmd_eval_recall)
+    rec.set_defaults(run=cmd_eval_recall, uses_model=True)

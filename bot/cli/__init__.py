@@ -16,7 +16,8 @@ import os
 import sys
 
 from bot.cli import logs
-from bot.config import load_settings
+from bot.config import Settings, default_db_path, load_settings
+from bot.embedded import model_endpoints
 from bot.errors import StrataError
 from bot.visible import say
 
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings(args.config, notice=_notice)
         if (args.log_format or settings.web.log_format) == "json":
             logs.setup(args, form="json")
-        code = asyncio.run(args.run(args, settings))
+        code = asyncio.run(_run(args, settings))
         sys.stdout.flush()
     except StrataError as exc:
         say(f"error: {exc}", file=sys.stderr)
@@ -66,6 +67,16 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # as if killed by SIGPIPE, what shells expect from a cut-off writer
     return int(code)
+
+
+async def _run(args: argparse.Namespace, settings: Settings) -> int:
+    """The command; one that talks to the model (`uses_model`) gets the embedded model when no
+    endpoint is configured or answering (`bot.embedded`)."""
+    if not getattr(args, "uses_model", False):
+        return int(await args.run(args, settings))
+    cache = default_db_path(os.environ).parent / "models"
+    async with model_endpoints(settings, cache_dir=cache, notice=_notice) as effective:
+        return int(await args.run(args, effective))
 
 
 def _notice(text: str) -> None:

@@ -159,4 +159,4 @@ def register(sub: Any) -> None:
                      help="also ignore the idle gate (for --job all) and the jobs' minimum "
                      "intervals")
     run.add_argument("--json", action="store_true", help="print the reports as JSON")
-    run.set_defaults(run=cmd_jobs_run)
+    run.set_defaults(run=cmd_jobs_run, uses_model=True)

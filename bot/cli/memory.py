@@ -121,7 +121,7 @@ def register(sub: Any) -> None:
     forget.add_argument("what", nargs="+", help="#ID of a fact, or words")
     forget.add_argument("--yes", action="store_true", help="do not ask")
     forget.add_argument("--confirm", action="store_true", help="ask even when unambiguous")
-    forget.set_defaults(run=cmd_memory_forget)
+    forget.set_defaults(run=cmd_memory_forget, uses_model=True)
     wipe = memory.add_parser("wipe", help="delete everything stored about a person")
     wipe.add_argument("--user", required=True)
     wipe.add_argument("--yes", action="store_true", help="do not ask")

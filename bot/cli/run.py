@@ -137,7 +137,7 @@ def register(sub: Any) -> None:
                       help="which of your channels")
     chat.add_argument("--no-jobs", action="store_true",
                       help="deliver reminders but run no background jobs")
-    chat.set_defaults(run=cmd_chat)
+    chat.set_defaults(run=cmd_chat, uses_model=True)
     run = sub.add_parser("run", help="run the configured chat adapters and the background runner")
     run.add_argument("--console", action="store_true", help="also chat in this terminal")
     run.add_argument("--user", default="me", type=console_name,
@@ -149,9 +149,9 @@ def register(sub: Any) -> None:
     run.add_argument("--no-jobs", action="store_true",
                      help="deliver reminders but run no background jobs (leave them to "
                      "`strata worker`)")
-    run.set_defaults(run=cmd_run)
+    run.set_defaults(run=cmd_run, uses_model=True)
     worker = sub.add_parser("worker", help="run the background jobs only, no chat adapters "
                             "(beside `strata run --no-jobs` on one database)")
     worker.add_argument("--name", help="this runner's name (default cognition.runner_name, "
                         "else host:pid); unique among the processes sharing the database")
-    worker.set_defaults(run=cmd_worker)
+    worker.set_defaults(run=cmd_worker, uses_model=True)

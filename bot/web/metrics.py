@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from pydantic import BaseModel
 
 from bot.ports import ChatModel
 from bot.types import ChatMessage, Completion, ToolSpec, TurnResult
@@ -78,11 +79,11 @@ class TimedChat:
 
     async def complete(self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = (),
                        model: str | None = None, max_tokens: int | None = None,
-                       json_mode: bool = False) -> Completion:
+                       schema: type[BaseModel] | None = None) -> Completion:
         started, ok = time.perf_counter(), False
         try:
             done = await self.inner.complete(messages, tools=tools, model=model,
-                                             max_tokens=max_tokens, json_mode=json_mode)
+                                             max_tokens=max_tokens, schema=schema)
             ok = True
             return done
         finally:

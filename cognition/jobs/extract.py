@@ -21,6 +21,7 @@ from cognition.registry import BaseJob, JobContext, JobOutcome
 from memory.episode_cut import EpisodeCutter
 from memory.fact_extraction import FactExtractor
 from memory.profiles import sources_with
+from memory.prompts.facts import FactsSchema
 
 
 class ExtractPorts(TranscriptPorts, Protocol):
@@ -83,7 +84,8 @@ class FactExtractionJob(BaseJob):
             async def complete(messages: Sequence[ChatMessage], at: int = position) -> str:
                 system = "\n\n".join(m.content or "" for m in messages if m.role == "system")
                 user = "\n\n".join(m.content or "" for m in messages if m.role != "system")
-                return await ctx.turn(SOURCE, user, instructions=system, step=f"after{at}")
+                return await ctx.turn(SOURCE, user, instructions=system, step=f"after{at}",
+                                      schema=FactsSchema)
 
             report = await s.extractor.run(ctx.person.id, complete, ctx.now)
             lines.append(report.line())

@@ -62,7 +62,8 @@ class GeoPatternsJob(BaseJob):
             blocks.append(f"Place {lat:.3f}, {lon:.3f}: {len(visits)} visits; "
                           + ", ".join(f"{t} ×{n}" for t, n in times.most_common(4))
                           + ("\nThey wrote there:\n" + "\n".join(said) if said else ""))
-        reply = await ctx.turn(SOURCE, "\n\n".join(blocks), instructions=prompts.INSTRUCTIONS)
+        reply = await ctx.turn(SOURCE, "\n\n".join(blocks), instructions=prompts.INSTRUCTIONS,
+                               schema=prompts.Places)
         found = read_json(reply, prompts.Places).places
         stored = 0
         for p in found:

@@ -56,7 +56,7 @@ class PatternMatchJob(BaseJob):
         lines = [f"> [{when(r.ts, tz)}] {r.content[:300]}" for r in rows]
         tools = [(spec.name, spec.description[:120]) for spec in s.tools.specs.values()]
         reply = await ctx.turn(SOURCE, prompts.prompt(lines, tools),
-                               instructions=prompts.INSTRUCTIONS)
+                               instructions=prompts.INSTRUCTIONS, schema=prompts.Patterns)
         found = read_json(reply, prompts.Patterns).patterns
         names = {name for name, _ in tools}
         stored = 0

@@ -77,7 +77,8 @@ class ResearchJob(BaseJob):
         assert interests is not None
         portrait = interests[1]
         reply = await ctx.turn(SOURCE, "Portrait:\n" + portrait,
-                               instructions=prompts.QUERY_INSTRUCTIONS, step="queries")
+                               instructions=prompts.QUERY_INSTRUCTIONS, step="queries",
+                               schema=prompts.Queries)
         queries = [q.strip() for q in read_json(reply, prompts.Queries).queries if q.strip()][:3]
         known = {f.url for f in await live_facts(ctx, ["discovery"]) if f.url}
         shown = await self._shown_before(ctx)
@@ -92,7 +93,8 @@ class ResearchJob(BaseJob):
         numbered = [(i + 1, f.title, f.url, f.snippet) for i, f in enumerate(fresh)]
         picked = read_json(
             await ctx.turn(SOURCE, prompts.select_prompt(portrait, numbered),
-                           instructions=prompts.SELECT_INSTRUCTIONS, step="select"),
+                           instructions=prompts.SELECT_INSTRUCTIONS, step="select",
+                           schema=prompts.Picks),
             prompts.Picks,
         ).findings
         stored = 0

@@ -1,9 +1,9 @@
 """The episode-summary task: a window of transcript → a validated JSON episode.
 
-The model gets the window as quoted lines and must answer with one JSON object (`json_mode`):
-summary, salience 0–1, emotion label and intensity, key terms. `parse()` validates the answer
-with pydantic and raises `ValueError` on anything unusable, so the caller can retry once and
-then fall back to an extractive episode. Imports `bot` leaf modules only.
+The model gets the window as quoted lines and must answer with one JSON object (its schema
+is requested): summary, salience 0–1, emotion label and intensity, key terms. `parse()`
+validates the answer with pydantic and raises `ValueError` on anything unusable, so the
+caller can retry once and then fall back to an extractive episode. Imports `bot` leaf modules only.
 """
 
 from __future__ import annotations

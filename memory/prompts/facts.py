@@ -103,6 +103,13 @@ class FactsAnswer(BaseModel):
     facts: list[Any]
 
 
+class FactsSchema(BaseModel):
+    """The shape the model is asked for (`response_format`): a list of whole candidates.
+    Parsing stays lenient (`FactsAnswer`) so that one bad item does not cost the others."""
+
+    facts: list[Candidate]
+
+
 @dataclass(frozen=True, slots=True)
 class Excerpt:
     """One episode as the model sees it: its summary and the lines it cites."""

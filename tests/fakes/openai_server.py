@@ -13,6 +13,9 @@ recorded in `requests`, with its size in bytes in `sizes`. For latency experimen
 `slots` (at most this many chat answers at once, like a local server with one GPU; the rest
 queue) and `embed_fn` (text, dim -> vector; default `hashed_embedding`). `served` records each
 chat answer's (last user text, arrived, started, finished) on the `time.monotonic()` clock.
+`n_ctx` (None by default) plays a llama.cpp server's context window: `/props` reports it, and a
+chat request whose estimated size (four characters a token, messages and tools, plus its
+`max_tokens`) is over it is refused with llama.cpp's 400 `exceed_context_size_error`.
 `close_gate()` holds every chat answer until `open_gate()` (`gated` lists the last user texts
 of the requests waiting there): a test freezes turns at the model call this way.
 
@@ -105,6 +108,7 @@ class FakeOpenAI:
         self.latency = 0.0
         self.chunk_delay = 0.0
         self.slots: int | None = None
+        self.n_ctx: int | None = None
         self.served: list[tuple[str, float, float, float]] = []
         self._slot_sem: asyncio.Semaphore | None = None
         self._slot_size = 0
@@ -171,6 +175,7 @@ class FakeOpenAI:
             self._loop.call_soon_threadsafe(self._gate.set)
         self.latency = self.chunk_delay = 0.0
         self.slots = None
+        self.n_ctx = None
         self.embed_fn = hashed_embedding
 
     def _vector(self, text: str) -> list[float]:
@@ -224,6 +229,7 @@ class FakeOpenAI:
         self._gate.set()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/props", self._props)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/embeddings", self._embeddings)
         self._runner = web.AppRunner(app, access_log=None)
@@ -319,6 +325,23 @@ class FakeOpenAI:
             }
         )
 
+    async def _props(self, request: web.Request) -> web.StreamResponse:
+        if self.n_ctx is None:
+            return web.json_response({"error": {"message": "not found"}}, status=404)
+        return web.json_response({"default_generation_settings": {"n_ctx": self.n_ctx},
+                                  "total_slots": 1})
+
+    def request_tokens(self, body: dict[str, Any]) -> int:
+        """A chat request's size as the fake counts it: ceil(characters / 4) of each message's
+        content and tool calls, 8 per message, the tools' JSON, and the reply's max_tokens."""
+        total = 0
+        for m in body.get("messages", []):
+            total += -(-len(m.get("content") or "") // 4) + 8
+            total += -(-len(json.dumps(m.get("tool_calls") or "")) // 4)
+        if body.get("tools"):
+            total += -(-len(json.dumps(body["tools"])) // 4)
+        return total + int(body.get("max_tokens") or 0)
+
     async def _record(self, path: str, request: web.Request) -> dict[str, Any]:
         raw = await request.read()
         body: dict[str, Any] = json.loads(raw)
@@ -391,6 +414,10 @@ class FakeOpenAI:
             finally:
                 with self._lock:
                     self._gated.remove(text)
+        if self.n_ctx is not None and self.request_tokens(body) > self.n_ctx:
+            return web.json_response({"error": {
+                "code": 400, "type": "exceed_context_size_error", "n_ctx": self.n_ctx,
+                "message": "request exceeds the available context size"}}, status=400)
         fault = await self._apply_fault("chat", request)
         if fault is not None:
             return fault

@@ -378,3 +378,28 @@ async def test_fact_extraction_job_without_the_model_only_closes_paused_conversa
         assert (await run(app, "extract", alice)).status == "skipped"  # nothing new
     finally:
         await app.close()
+
+
+async def test_jobs_ask_for_a_schema_and_junk_is_never_stored_but_reported(
+        make_app: AppFactory, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+    app = await make_app()
+    alice = await say(app, clock, "I need to remember to water the plants tonight")
+    clock.advance(hours=1)
+    await say(app, clock, "ok")  # the pause cuts the first window into an episode
+    junk = 'Sure! {"patterns": "lots", "facts": 7} hope that helps'
+    fake_openai.responder = lambda body: junk if "response_format" in body else None
+    clock.advance(hours=1)
+    for job, shape in (("patterns", "Patterns"), ("extract", "FactsSchema")):
+        report = await run(app, job, alice)
+        assert report.status == "error", (job, report.detail)
+        assert "did not fit" in report.detail or "is not" in report.detail, report.detail
+        asked = [r["response_format"] for r in fake_openai.chat_requests()
+                 if "response_format" in r]
+        assert {"type": "json_schema"}.items() <= asked[-1].items()
+        assert asked[-1]["json_schema"]["name"] == shape
+    assert await facts_of(app, alice, "behavioral_pattern") == []
+    assert await facts_of(app, alice, "user_specific") == []
+    # `strata jobs status` reads the recorded runs: both say what went wrong.
+    for job in ("patterns", "extract"):
+        last = await app.services.runs.last(job, alice.id)
+        assert last is not None and last.status == "error" and last.error, job

@@ -27,7 +27,8 @@ from tests.memory_helpers import (
 
 # Every test runs on SQLite and on PostgreSQL (tests/conftest.py).
 
-GOOD = {"summary": "Alice talked about her garden.", "salience": 0.8,
+# Its summary is about the conversation (`memory.text.grounded`): filler(0)'s words.
+GOOD = {"summary": f"Alice talked about {filler(0)}.", "salience": 0.8,
         "emotion": {"label": "joy", "intensity": 0.6}, "key_terms": ["garden", "Alice"]}
 
 
@@ -58,7 +59,7 @@ async def test_windows_of_n_turns_become_llm_episodes(db: Database, fake_openai:
     assert await repo.cited_rows(made[0]) == ids[:8]
     assert await repo.cited_rows(made[1]) == ids[8:16]
     reqs = summary_requests(fake_openai)
-    assert len(reqs) == 2 and reqs[0]["response_format"] == {"type": "json_object"}
+    assert len(reqs) == 2 and reqs[0]["response_format"]["json_schema"]["name"] == "EpisodeSummary"
     assert filler(0) in reqs[0]["messages"][-1]["content"]
     assert (await repo.embeddings(made)).shape == (2, db.dim)
     # Nothing new: the open window waits; after a pause it closes.
@@ -103,7 +104,7 @@ async def test_model_down_still_gives_an_episode_and_retry_then_success(
         db: Database, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
     alice = await person(db, "alice", clock)
     ch = await channel(db, alice, "alice/d", clock)
-    await turns(db, ch, alice, ["a", "b", "c", "d"], clock)
+    await turns(db, ch, alice, [filler(i) for i in range(4)], clock)
     fake_openai.fail_next(status=500, path="chat")
     fake_openai.reply(json.dumps(GOOD), "not json", "not json")
     made = await cutter(db, fake_openai, clock, window=2).cut(ch.id, clock.now())

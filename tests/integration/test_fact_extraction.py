@@ -16,7 +16,7 @@ from bot.types import Channel, ChannelKind, NewRow, Person, Role
 from memory.episodes import EpisodeRepo, NewEpisode
 from memory.fact_extraction import FactExtractor, evidence_problem, model_completer
 from memory.facts import FactRepo, FactStore
-from memory.prompts.facts import SYSTEM, system_prompt
+from memory.prompts.facts import SYSTEM, FactsSchema, system_prompt
 from tests.fakes.openai_server import FakeOpenAI
 
 
@@ -94,7 +94,8 @@ async def test_quotes_questions_and_hypotheticals_do_not_become_facts(
     assert cited is not None and "Miso" in cited.content and cited.role is Role.USER
     # The request: JSON mode, the prompt contract, the person's own lines as quoted data.
     body = fake_openai.chat_requests()[-1]
-    assert body.get("response_format") == {"type": "json_object"}
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["name"] == "FactsSchema"
     assert body["messages"][0]["content"] == system_prompt(
         ["user_specific", "behavioral_pattern", "place", "document", "discovery"])
     assert "person> What if I moved to Oslo?" in body["messages"][1]["content"]
@@ -232,6 +233,7 @@ async def test_extraction_input_is_bounded_and_the_evidence_still_checks(
     await ex.run(p.id, model_completer(app.chat), clock.now())
     (size,) = [n for path, n in fake_openai.sizes if path == "chat"]
     # 2000 tokens ≈ 8000 characters, the instructions (~2.7 kB), line breaks (JSON-escaped);
-    # uncut, 8 × 41 lines of ~650 characters would be ~210 kB.
-    assert size < 2000 * 4 + 5000
+    # uncut, 8 × 41 lines of ~650 characters would be ~210 kB. The answer's JSON schema
+    # (response_format) is a fixed addition.
+    assert size < 2000 * 4 + 5000 + len(json.dumps(FactsSchema.model_json_schema()))
     assert await live_texts(app, p.id) == ["Works as a nurse"]

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+from pydantic import BaseModel
 
 from bot.errors import (
     ModelBadResponseError,
@@ -18,6 +19,7 @@ from bot.types import ChatMessage, Completion, ToolSpec
 from tests.fakes.openai_server import FakeOpenAI, Reply, hashed_embedding
 
 MSGS = [ChatMessage("system", "be nice"), ChatMessage("user", "hello there")]
+MSGS_SENT = [m.to_api() for m in MSGS]
 
 
 def chat(fake: FakeOpenAI, retries: int = 0, timeout: float = 5.0) -> OpenAIChatModel:
@@ -225,3 +227,39 @@ async def test_an_endpoint_answering_html_is_named_honestly() -> None:
     message = str(info.value)
     assert f"the embeddings endpoint at {url}" in message
     assert "not JSON embeddings" in message and "AttributeError" not in message
+
+
+class _Pet(BaseModel):
+    name: str
+    legs: int
+
+
+async def test_a_schema_is_requested_as_a_json_schema_response_format(
+        fake_openai: FakeOpenAI) -> None:
+    fake_openai.reply('{"name": "Rex", "legs": 4}')
+    out = await chat(fake_openai).complete(MSGS, schema=_Pet)
+    assert out.text == '{"name": "Rex", "legs": 4}'
+    sent = fake_openai.chat_requests()[-1]["response_format"]
+    assert sent["type"] == "json_schema"
+    assert sent["json_schema"]["name"] == "_Pet"
+    assert sent["json_schema"]["schema"]["required"] == ["name", "legs"]
+
+
+async def test_an_endpoint_that_refuses_schemas_gets_plain_json_mode_from_then_on(
+        fake_openai: FakeOpenAI) -> None:
+    model = chat(fake_openai)
+    fake_openai.fail_next(status=400, path="chat")
+    fake_openai.reply('{"name": "Rex", "legs": 4}', '{"name": "Tom", "legs": 4}')
+    first = await model.complete(MSGS, schema=_Pet)
+    assert first.text == '{"name": "Rex", "legs": 4}'
+    await model.complete(MSGS, schema=_Pet)
+    # (Only this test's requests: the session's server may still hear an earlier test's
+    # after-turn work.)
+    mine = [r for r in fake_openai.chat_requests() if r["messages"] == MSGS_SENT]
+    assert [r.get("response_format") for r in mine][-2:] == [{"type": "json_object"}] * 2
+
+
+async def test_without_a_schema_no_response_format_is_sent(fake_openai: FakeOpenAI) -> None:
+    fake_openai.reply("hello")
+    await chat(fake_openai).complete(MSGS)
+    assert "response_format" not in fake_openai.chat_requests()[-1]

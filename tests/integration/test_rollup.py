@@ -26,8 +26,11 @@ SIZES = (12, 12, 12, 5, 5, 4)
 
 
 def summarise(body: dict[str, Any]) -> str:
-    memories = body["messages"][-1]["content"].count("\n")
-    return json.dumps({"summary": f"a topic gathering {memories} memories",
+    """A summary naming its count and quoting its first three memories (a model's summary
+    must be about its memories: `memory.text.grounded`)."""
+    lines = body["messages"][-1]["content"].splitlines()
+    quoted = "; ".join(line.partition(") ")[2] for line in lines[1:4])
+    return json.dumps({"summary": f"a topic gathering {len(lines) - 1} memories: {quoted}",
                        "key_terms": ["topic"]})
 
 
@@ -90,7 +93,7 @@ async def test_fiftieth_leaf_triggers_a_round_noise_stays_apex(
         assert parent.started_at == min(k.started_at for k in kids)
         assert parent.ended_at == max(k.ended_at for k in kids)
         assert parent.channel_id == scope.channel.id
-        assert parent.summary == f"a topic gathering {len(kids)} memories"
+        assert parent.summary.startswith(f"a topic gathering {len(kids)} memories: ")
         assert parent.salience >= max(k.salience for k in kids) * 0.7
     # The parent's embedding is its own (of its summary), not a child's.
     own = await scope.episodes.embeddings(list(result.parents))
@@ -146,7 +149,9 @@ async def test_failed_summary_keeps_that_cluster_as_apexes(
     assert all(e is not None and e.live and e.parent_id is None for e in first_topic)
 
 
+# The last but one: valid JSON about something else, as SmolLM2-135M wrote for hiking notes.
 @pytest.mark.parametrize("answer", ['{"note": "fake model"}', "plain prose, no JSON", "",
+                                    '{"summary": "{#13}. [The people at the beach],"}',
                                     "refused"])
 async def test_an_answer_off_the_schema_is_never_stored_the_parent_is_extractive(
         app: App, fake_openai: FakeOpenAI, clock: ManualClock, answer: str) -> None:
@@ -167,6 +172,7 @@ async def test_an_answer_off_the_schema_is_never_stored_the_parent_is_extractive
         assert parent is not None and parent.method == "extractive"
         assert "Quentin in Oslo" in parent.summary
         assert "note" not in parent.summary and "prose" not in parent.summary
+        assert "beach" not in parent.summary
     stored = await app.db.fetchall("SELECT summary FROM episodes WHERE summary LIKE '%fake%'")
     assert stored == []
 

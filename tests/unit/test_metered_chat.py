@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 
 import pytest
+from pydantic import BaseModel
 
 from bot.errors import BudgetExhaustedError, ModelError
 from bot.metered_chat import MeteredChat, tokens_used
@@ -24,7 +25,7 @@ class Scripted:
 
     async def complete(self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = (),
                        model: str | None = None, max_tokens: int | None = None,
-                       json_mode: bool = False) -> Completion:
+                       schema: type[BaseModel] | None = None) -> Completion:
         self.calls.append(max_tokens)
         return self.answers.pop(0)
 

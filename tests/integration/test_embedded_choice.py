@@ -1,0 +1,108 @@
+"""When Strata starts its embedded model: never over a configured endpoint, never over one
+that answers at the default, never when turned off. (Starting it for real is in the
+real-model lane, tests/real_model.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.config import Settings, load_settings
+from bot.embedded import answers, model_endpoints
+from tests.fakes.openai_server import FakeOpenAI
+
+
+async def test_answers_is_true_for_a_server_and_false_for_a_closed_port(
+        fake_openai: FakeOpenAI) -> None:
+    assert await answers(fake_openai.base_url)
+    assert not await answers("http://127.0.0.1:9/v1", timeout=0.5)
+
+
+async def test_a_configured_endpoint_always_wins(settings: Settings, tmp_path: Path) -> None:
+    notices: list[str] = []
+
+    async def nothing_answers(url: str) -> bool:
+        return False
+
+    async with model_endpoints(settings, cache_dir=tmp_path, notice=notices.append,
+                               probe=nothing_answers) as effective:
+        assert effective is settings
+    assert notices == []
+    assert not list(tmp_path.iterdir())
+
+
+async def test_an_answering_default_endpoint_is_used(fake_openai: FakeOpenAI,
+                                                     tmp_path: Path) -> None:
+    settings = load_settings(None, env={"STRATA_DB": str(tmp_path / "s.db")})
+    seen: list[str] = []
+
+    async def default_is_up(url: str) -> bool:
+        seen.append(url)
+        return await answers(fake_openai.base_url)
+
+    async with model_endpoints(settings, cache_dir=tmp_path, notice=seen.append,
+                               probe=default_is_up) as effective:
+        assert effective.llm.base_url == "http://127.0.0.1:11434/v1"
+        assert effective.embed.dim == 768
+    assert seen == ["http://127.0.0.1:11434/v1"] * 2
+
+
+async def test_turned_off_it_never_starts(tmp_path: Path) -> None:
+    settings = load_settings(None, env={"STRATA_DB": str(tmp_path / "s.db"),
+                                        "STRATA_LLM_EMBEDDED": "false"})
+    probed: list[str] = []
+
+    async def probe(url: str) -> bool:
+        probed.append(url)
+        return False
+
+    async with model_endpoints(settings, cache_dir=tmp_path, notice=probed.append,
+                               probe=probe) as effective:
+        assert effective is settings
+    assert probed == []
+
+
+def test_the_embedded_model_gets_no_tools_and_a_long_deadline_unless_configured() -> None:
+    from bot.embedded import EMBEDDED_DEADLINE, Endpoint, _start
+
+    class Started:
+        def start_chat(self, gguf: Path, n_ctx: int) -> Endpoint:
+            return Endpoint("http://127.0.0.1:1/v1", gguf.stem)
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # Weights of a fake spec are not needed: the cached file and marker stand in.
+        from bot.weights import SMOLLM2_135M
+        cache = Path(tmp)
+        (cache / SMOLLM2_135M.file).write_bytes(bytes(SMOLLM2_135M.size))
+        (cache / (SMOLLM2_135M.file + ".sha256")).write_text(SMOLLM2_135M.sha256)
+        plain = load_settings(None, env={"STRATA_DB": f"{tmp}/s.db",
+                                         "STRATA_LLM_EMBEDDED_MODEL": "smollm2-135m"})
+        done, _ = _start(Started(), plain, cache, True, False)  # type: ignore[arg-type]
+        assert done.bot.max_tool_rounds == 0
+        assert done.llm.turn_deadline_seconds == EMBEDDED_DEADLINE
+        chosen = load_settings(None, env={"STRATA_DB": f"{tmp}/s.db",
+                                          "STRATA_LLM_EMBEDDED_MODEL": "smollm2-135m",
+                                          "STRATA_BOT_MAX_TOOL_ROUNDS": "3",
+                                          "STRATA_LLM_TURN_DEADLINE_SECONDS": "30"})
+        kept, _ = _start(Started(), chosen, cache, True, False)  # type: ignore[arg-type]
+        assert kept.bot.max_tool_rounds == 3 and kept.llm.turn_deadline_seconds == 30
+
+
+async def test_doctor_says_the_embedded_model_will_start(tmp_path: Path) -> None:
+    from bot.doctor import run_doctor
+    from bot.embedded import runtime_installed
+    from bot.weights import QWEN_05B, installed
+
+    settings = load_settings(None, env={"STRATA_DB": str(tmp_path / "s.db")})
+    if await answers(settings.llm.base_url):
+        pytest.skip("a model server answers at Ollama's default address on this machine")
+    lines = [c.line() for c in await run_doctor(settings)]
+    if runtime_installed() and installed(QWEN_05B):
+        assert any(line.startswith("ok") and "the embedded Qwen2.5-Coder-0.5B" in line
+                   for line in lines), lines
+    else:
+        assert any(line.startswith("FAIL") and "strata[local]" in line for line in lines), lines
+    assert not any("chat endpoint" in line for line in lines)
