@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
 import os
+import signal
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -40,6 +44,21 @@ def subgroup(sub: Any, name: str, help_text: str) -> Any:
         if isinstance(action, argparse._SubParsersAction):
             return action
     return parser.add_subparsers(dest=f"{name}_command", required=True, metavar="ACTION")
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[asyncio.Event]:
+    """An event that SIGINT or SIGTERM sets, for the long-running commands (run, chat, worker,
+    web): they stop cleanly instead of dying mid-write. The handlers go with the block."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        yield stop
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
 
 
 def console_name(value: str) -> str:

@@ -11,13 +11,11 @@ the jobs always on. Any number of both may share one database (docs/operations.m
 from __future__ import annotations
 
 import argparse
-import asyncio
-import signal
 import sys
 from typing import Any
 
 from bot.app import App, configured_adapters
-from bot.cli.core import console_adapter, console_name
+from bot.cli.core import console_adapter, console_name, stop_on_signals
 from bot.config import Settings
 from bot.errors import ConfigError
 from bot.ports import Adapter
@@ -34,17 +32,10 @@ async def _serve(app: App, adapters: list[Adapter], end_with: Adapter | None, *,
     """`app.serve` until SIGINT/SIGTERM (or `end_with` ends); one line per failed adapter.
     `announce` goes to stderr once the signals are ours: whoever waits for that line may
     signal at once."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
+    with stop_on_signals() as stop:
         if announce:
             say(announce, file=sys.stderr, flush=True)
         return await app.serve(adapters, stop, end_with=end_with)
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
 
 
 async def _start_web(app: App, settings: Settings) -> Any:
@@ -111,18 +102,11 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     if args.name:
         update["runner_name"] = args.name
     app = await App.create(_cognition(settings, **update))
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     try:
         assert app.runner is not None
-        say(f"strata: worker {app.runner.name} running the cognition jobs; stop with Ctrl-C "
-              "or SIGTERM", file=sys.stderr, flush=True)
-        await app.serve([], stop)
+        await _serve(app, [], None, announce=f"strata: worker {app.runner.name} running the "
+                     "cognition jobs; stop with Ctrl-C or SIGTERM")
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
         await app.close()
     say("strata: stopped", file=sys.stderr, flush=True)
     return 0

@@ -6,13 +6,11 @@ for that person, as `/web` does in a private chat (docs/web.md).
 from __future__ import annotations
 
 import argparse
-import asyncio
-import signal
 import sys
 from typing import Any
 
 from bot.app import App
-from bot.cli.core import _person_or_fail
+from bot.cli.core import _person_or_fail, stop_on_signals
 from bot.config import Settings
 from bot.errors import ConfigError
 from bot.visible import say
@@ -44,27 +42,23 @@ async def cmd_web(args: argparse.Namespace, settings: Settings) -> int:
     from bot.web.serve import start_web  # the `web` extra
 
     app = await App.create(_cognition_off(settings))
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     try:
-        running = await start_web(app.web_server().asgi(), settings.web.host, settings.web.port)
-        try:
-            say(f"strata: web view on http://{settings.web.host}:{running.port} "
-                  f"(public address {settings.web.public_url}); stop with Ctrl-C or SIGTERM",
-                  file=sys.stderr, flush=True)
-            if args.user:
-                person = await _person_or_fail(app.persons, args.user)
-                assert app.web_command is not None
-                say(link_text(app.web_command.link_for(person.id),
-                                settings.web.link_minutes), flush=True)
-            await stop.wait()
-        finally:
-            await running.stop()
+        with stop_on_signals() as stop:
+            running = await start_web(app.web_server().asgi(), settings.web.host,
+                                      settings.web.port)
+            try:
+                say(f"strata: web view on http://{settings.web.host}:{running.port} "
+                    f"(public address {settings.web.public_url}); stop with Ctrl-C or SIGTERM",
+                    file=sys.stderr, flush=True)
+                if args.user:
+                    person = await _person_or_fail(app.persons, args.user)
+                    assert app.web_command is not None
+                    say(link_text(app.web_command.link_for(person.id),
+                                  settings.web.link_minutes), flush=True)
+                await stop.wait()
+            finally:
+                await running.stop()
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
         await app.close()
     say("strata: stopped", file=sys.stderr, flush=True)
     return 0
