@@ -153,6 +153,21 @@ def _make_private(path: str) -> None:
         raise StorageError(f"cannot open database {path}: {exc}") from exc
 
 
+async def stored_dim(path: str | Path) -> int | None:
+    """The embedding dimension an existing SQLite database was created with, read without
+    changing a byte (None: no database there yet, or a PostgreSQL URL, which keeps its own
+    check). For commands that embed nothing and so may take whatever the file has."""
+    if pg.is_url(path) or str(path) == ":memory:":
+        return None
+    file = Path(path).expanduser()
+    if not file.exists() or file.stat().st_size == 0:
+        return None
+    require_strata(file)
+    _, meta = await asyncio.to_thread(_prepare, str(file), 0, False, None, True)
+    stored = meta.get("embed_dim")
+    return int(stored) if stored is not None else None
+
+
 class Database:
     """One SQLite file. Use `await Database.open(path, dim)` and `await db.close()`.
 

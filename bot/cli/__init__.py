@@ -20,6 +20,7 @@ from bot.config import Settings, default_db_path, load_settings
 from bot.embedded import model_endpoints
 from bot.errors import StrataError
 from bot.visible import say
+from memory.db import stored_dim
 
 # Subcommand modules, each with `register(subparsers)`; commands set `run=coroutine(args, s)`.
 MODULES = [
@@ -73,10 +74,23 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     """The command; one that talks to the model (`uses_model`) gets the embedded model when no
     endpoint is configured or answering (`bot.embedded`)."""
     if not getattr(args, "uses_model", False):
-        return int(await args.run(args, settings))
+        return int(await args.run(args, await _stored_dimension(settings)))
     cache = default_db_path(os.environ).parent / "models"
     async with model_endpoints(settings, cache_dir=cache, notice=_notice) as effective:
         return int(await args.run(args, effective))
+
+
+async def _stored_dimension(settings: Settings) -> Settings:
+    """For a command that embeds nothing, the database's own embedding dimension unless one is
+    configured on purpose: a database the embedded model made (384) stays readable by `strata
+    memory show` and friends under the default setting (768)."""
+    if "dim" in settings.embed.model_fields_set:
+        return settings
+    stored = await stored_dim(settings.db.target)
+    if stored is None or stored == settings.embed.dim:
+        return settings
+    return settings.model_copy(
+        update={"embed": settings.embed.model_copy(update={"dim": stored})})
 
 
 def _notice(text: str) -> None:
