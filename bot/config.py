@@ -153,6 +153,12 @@ class RecallSettings(_Section):
     w_keyword: float = Field(default=1.0, ge=0)
     w_semantic: float = Field(default=0.5, ge=0)
     w_recency: float = Field(default=0.02, ge=0)
+    # Salience in the blend (an episode's; a window's from the live leaves citing it).
+    w_salience: float = Field(default=0.0, ge=0)
+    # Decay that acts: an episode weighing less than this (exp(−Δt/τ) since it was last
+    # relevant), and the rows only such leaves cite, leave recall; they stay stored until
+    # roll-up or the janitor. 0: off.
+    decay_floor: float = Field(default=0.0, ge=0, le=1)
     # The semantic scale's 1 is the mean cosine of this many best windows (one best window
     # alone is a noisy scale).
     semantic_top: int = Field(default=1, ge=1, le=100)
@@ -294,6 +300,9 @@ class CognitionSettings(_Section):
     job_runs_keep_days: float = Field(default=90.0, gt=0)
     late_after_minutes: float = Field(default=5.0, ge=0)
     upcoming_hours: float = Field(default=36.0, gt=0)
+    # The prompt's portrait is followed by this many of the person's newest durable facts
+    # (who they are, habits, places), so a fact counts before synthesis has folded it in.
+    portrait_facts: int = Field(default=12, ge=0, le=100)
     calendars: StrList = ()
     calendar_days: float = Field(default=14.0, gt=0)
     # Research's default source, keyless and public: a Wikipedia's page search (any language's

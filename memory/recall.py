@@ -30,7 +30,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Protocol
@@ -58,6 +58,7 @@ from memory.recall_rank import (
     Selection,
     Unit,
     WindowScores,
+    above_floor,
     bm25_text,
     greedy,
     spans,
@@ -94,8 +95,13 @@ class RecallTuning:
     w_keyword: float = 1.0
     w_semantic: float = 0.5
     w_recency: float = 0.02
+    w_salience: float = 0.0
     session_penalty: float = 0.0
     relative_floor: float = 0.0
+    # Decay that acts: an episode whose weight exp(−Δt/τ) since it was last relevant is below
+    # this leaves recall, and so do the live rows that only such leaves cite (they stay in
+    # storage until roll-up or the janitor). 0: nothing leaves by decay.
+    decay_floor: float = 0.0
     gate_bias: float = -0.4
     gate_cosine: float = 0.86
     gate_keyword: float = 5.47
@@ -486,20 +492,31 @@ class Recall:
     async def _search(self, q: RecallQuery, stems: list[str],
                       budget: int) -> tuple[list[RecallItem], int]:
         rank = self.tuning.rank
-        (rows, table), found = await asyncio.gather(
+        floor = self.tuning.decay_floor
+        (rows, table), found, leaves = await asyncio.gather(
             self.index.table(q.owner_id),
             asyncio.gather(*(source.candidates(q) for source in self.sources)),
+            leaf_citations(self.pool, q.owner_id) if floor > 0 or rank.w_salience
+            else _no_leaves(),
         )
         mask = np.ones(table.n, dtype=bool)
         if q.skip_channel_id is not None:
             mask &= ~((table.channel == q.skip_channel_id) & (table.ids > q.skip_after_row_id))
+        leaf_weight, salience = leaf_signals(leaves, rows.position, table.n, q.now)
+        if floor > 0:
+            # A row cited by live leaves that have all faded leaves with them; a row no leaf
+            # cites yet (a conversation still open) is new and stays.
+            mask &= ~(leaf_weight < floor)
         recency = recency_of(table.minutes, q.now, EPISODE_TAU_DAYS[LEAF])
-        ws = window_scores(table, stems, q.vector, mask, recency, rank)
+        ws = window_scores(table, stems, q.vector, mask, recency, rank,
+                           np.nan_to_num(salience) if rank.w_salience else None)
         # Extra candidates: left out when every row they cite is a live row that may be
-        # quoted (a window); notes about rows left out as already shown still compete.
+        # quoted (a window), or when they are episodes that faded below the floor; notes
+        # about rows left out as already shown still compete.
         extras = [focus(c, ws.idf) for batch in found for c in batch
                   if not (c.cited_rows and all(r in rows.position and mask[rows.position[r]]
-                                               for r in c.cited_rows))]
+                                               for r in c.cited_rows))
+                  and not (c.kind == EPISODE and c.recency < floor)]
         order = np.argsort(-ws.score, kind="stable")[: rank.pool]
         top = [int(i) for i in order if ws.valid[i]]
         if not top and not extras:
@@ -534,7 +551,7 @@ class Recall:
         if ws.bm25_best > 0:
             kw = min(bm25_text(c.text, ws.idf, ws.avg_len) / ws.bm25_best, 1.0)
         return (rank.w_keyword * kw + rank.w_semantic * unit_semantic(c.cosine, ws)
-                + rank.w_recency * c.recency)
+                + rank.w_recency * c.recency + rank.w_salience * c.salience)
 
     async def touch(self, result: RecallResult, now: datetime) -> None:
         """Refresh "last relevant" of everything `result` injected; quoted rows refresh the
@@ -587,6 +604,47 @@ class Recall:
         return result.render()
 
 
+@dataclass(frozen=True, slots=True)
+class LeafCitation:
+    """A live leaf episode's citation of one transcript row."""
+
+    row_id: int
+    last_relevant_at: datetime
+    salience: float
+
+
+async def leaf_citations(reads: Reads, owner_id: int) -> list[LeafCitation]:
+    """Every row the owner's live leaves cite, with the citing leaf's last relevant time
+    and salience (a row two leaves cite comes twice)."""
+    found = await reads.fetchall(
+        "SELECT r.row_id, e.last_relevant_at, e.salience FROM episodes e"
+        " JOIN episode_rows r ON r.episode_id = e.id"
+        " WHERE e.owner_id = ? AND e.level = ? AND e.tombstoned_at IS NULL",
+        (owner_id, LEAF))
+    return [LeafCitation(int(r[0]), from_iso(r[1]), float(r[2])) for r in found]
+
+
+async def _no_leaves() -> list[LeafCitation]:
+    return []
+
+
+def leaf_signals(leaves: Sequence[LeafCitation], position: Mapping[int, int], n: int,
+                 now: datetime) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Per row of the table: the highest decay weight and salience among the live leaves
+    citing it; nan for a row no live leaf cites."""
+    weight = np.full(n, np.nan)
+    salience = np.full(n, np.nan)
+    for leaf in leaves:
+        i = position.get(leaf.row_id)
+        if i is None:
+            continue
+        w = episode_weight(LEAF, leaf.last_relevant_at, now)
+        weight[i] = w if math.isnan(weight[i]) else max(weight[i], w)
+        salience[i] = leaf.salience if math.isnan(salience[i]) else max(salience[i],
+                                                                          leaf.salience)
+    return weight, salience
+
+
 def focus(c: Candidate, idf: dict[str, float]) -> Candidate:
     """A long note (a roll-up parent) as its sentences that hold the query's words."""
     text = excerpt(c.text, idf, NOTE_TOKENS)
@@ -620,6 +678,7 @@ def pack(table: RowTable, fresh: dict[int, Row], units: list[Unit],
         wheres = {row_where(fresh[r]) for u in units if u.key >= 0 for r in u.rows}
         budget -= sum(map(heading_cost, wheres | {c.where for c in extras}))
     span_cost = SpanCost(fresh, not headings)
+    units = above_floor(units, tuning.relative_floor)
     if tuning.diversity:
         sel = greedy(units, table, span_cost, budget, tuning.rank, unit_vectors(table, units))
     else:

@@ -64,7 +64,11 @@ class RankTuning:
     w_keyword: float = 1.0
     w_semantic: float = 0.5
     w_recency: float = 0.02
+    # The design's blend: salience (an episode's, or for a window the highest of the live
+    # leaves that cite its centre row; a fact's confidence) adds w_salience × it.
+    w_salience: float = 0.0
     session_penalty: float = 0.0
+    # Once the gate opens, items scoring under this share of the best one are left out.
     relative_floor: float = 0.0
     pool: int = 100  # windows considered for selection, best first
     gate_bias: float = -0.4  # memory.recall_gate
@@ -224,8 +228,10 @@ def bm25_text(text: str, idf: dict[str, float], avg_len: float) -> float:
 
 
 def window_scores(table: RowTable, stems: Sequence[str], vector: F32 | None,
-                  mask: npt.NDArray[np.bool_], recency: F64, tuning: RankTuning) -> WindowScores:
-    """The signals of every window whose centre row is allowed by `mask`."""
+                  mask: npt.NDArray[np.bool_], recency: F64, tuning: RankTuning,
+                  salience: F64 | None = None) -> WindowScores:
+    """The signals of every window whose centre row is allowed by `mask` (`salience`: per
+    row, 0 where unknown; weighed by `w_salience`)."""
     n = table.n
     sentinel = n  # a padded row with no words and a zero vector
     allowed = np.append(mask, False)
@@ -274,6 +280,8 @@ def window_scores(table: RowTable, stems: Sequence[str], vector: F32 | None,
             tuning.semantic_top)
     score = (tuning.w_keyword * keyword + tuning.w_semantic * semantic
              + tuning.w_recency * recency)
+    if salience is not None and tuning.w_salience:
+        score = score + tuning.w_salience * salience
     valid = mask & ((keyword > 0) | ~np.isnan(cosine))
     return WindowScores(members, keyword, cosine, semantic, np.where(valid, score, -np.inf),
                         valid, gate_z, bm25_best, idf, cos_mean, cos_top, avg)
@@ -426,6 +434,15 @@ class Selection:
     used: int = 0  # tokens
 
 
+def above_floor(units: Sequence[Unit], floor: float) -> list[Unit]:
+    """The units scoring at least `floor` × the best one's score (all when the best is not
+    positive: there is no scale to take a share of)."""
+    best = max((u.score for u in units), default=0.0)
+    if floor <= 0 or best <= 0:
+        return list(units)
+    return [u for u in units if u.score >= floor * best]
+
+
 def run_around(table: RowTable, rows: set[int], r: int) -> tuple[int, ...]:
     """The run of neighbouring chosen rows (same channel and session) that holds `r`."""
     before: list[int] = []
@@ -488,8 +505,7 @@ def greedy(units: Sequence[Unit], table: RowTable, span_cost: Callable[[tuple[in
     if not m:
         return sel
     score = np.array([u.score for u in units], dtype=np.float64)
-    best = float(score.max())
-    alive = score >= (tuning.relative_floor * best if best > 0 else -math.inf)
+    alive = np.ones(m, dtype=bool)
     share = np.ones(m)
     cost = np.array([span_cost(u.rows) if u.key >= 0 else u.cost for u in units], np.float64)
     closest = np.zeros(m)
