@@ -2,9 +2,9 @@
 in the prompt when a later question needs it although the question shares no word with it.
 
 A person says where they live, what they are allergic to, their sister's name, or sets their
-time zone; then come two weeks of other talk (enough that the statement has left the prompt's
-history and the continuity summary, written here by the scripted model, does not carry it);
-then the question. The chat model is the fake server, which records what it was sent: the
+time zone; then come a week of other talk, four messages a day (enough that the statement has
+left the prompt's history, kept short here, and the continuity summary, written by the scripted
+model, does not carry it), and a week of silence; then the question. The chat model is the fake server, which records what it was sent: the
 test reads the prompt of the last turn and checks which part of it carries the fact.
 Embeddings come from the embedded e5 model (multilingual-e5-small, `bot.embedded`), started
 once for the module on a free port, as `strata chat` starts it.
@@ -58,7 +58,7 @@ CASES = [
     Case("meeting", "/timezone Asia/Tokyo", "When is my meeting?", "Asia/Tokyo", "ambient"),
 ]
 
-# Two weeks of other talk, four messages a day.
+# A week of other talk, four messages a day.
 FILLER = [
     "Work was hectic, the quarterly report is due on Friday and the numbers don't add up.",
     "I watched an old western last night, the soundtrack was wonderful.",
@@ -92,11 +92,11 @@ FILLER = [
 PER_DAY = 4
 
 
-# A chatty assistant's reply: with it, two weeks of talk overflow the history and compact.
-REPLY = ("Thanks for telling me. It sounds like a full few days, and I like hearing how things "
-         "are going for you, the small things as much as the big ones. Take it one step at a "
-         "time, and let me know how it turns out; I'm curious what happens next. If there's "
-         "anything you'd like to think through together, I'm here whenever you want to talk.")
+# A short history (600 tokens) and compaction past 400: a week of talk pushes the statement
+# out of both, as weeks would with the defaults.
+SMALL_CONTEXT = {"STRATA_BOT_HISTORY_TOKENS": "600", "STRATA_LIFECYCLE_COMPACT_TOKENS": "400",
+                 "STRATA_LIFECYCLE_COMPACT_KEEP_TOKENS": "150"}
+REPLY = "Thanks for telling me, I'd like to hear how it turns out."
 
 
 def responder(case: Case) -> Callable[[dict[str, Any]], str | None]:
@@ -157,7 +157,7 @@ def e5_settings(fake_openai: FakeOpenAI, e5: tuple[Endpoint, int],
     end, dim = e5
     env = strata_env(fake_openai, e5_target)
     env.update({"STRATA_EMBED_BASE_URL": end.base_url, "STRATA_EMBED_MODEL": end.model,
-                "STRATA_EMBED_API_KEY": "none", "STRATA_EMBED_DIM": str(dim)})
+                "STRATA_EMBED_API_KEY": "none", "STRATA_EMBED_DIM": str(dim), **SMALL_CONTEXT})
     return load_settings(None, env=env)
 
 
@@ -203,8 +203,9 @@ async def live_through(app: App, clock: ManualClock, case: Case) -> None:
     await app.processor.drain()
     for day in range(len(FILLER) // PER_DAY):
         clock.advance(hours=8)
-        await app.runner.tick()  # the person has been away for hours: idle jobs may run
-        await app.processor.drain()
+        if day % 3 == 0:  # the person has been away for hours: idle jobs may run
+            await app.runner.tick()
+            await app.processor.drain()
         clock.advance(hours=14)
         for text in FILLER[day * PER_DAY:(day + 1) * PER_DAY]:
             await app.processor.handle(msg(text, clock=clock))
