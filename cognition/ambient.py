@@ -9,7 +9,8 @@ The portrait is the synthesis job's newest one, followed by the durable facts it
 `portrait_facts`, faded ones left out). A fact reaches every prompt as soon as it is extracted,
 not only once synthesis has run and if its prose kept it: "what's the weather like?" shares no
 word with "lives in Lyon", so recall's gate rightly stays shut, and the city must come from
-here. May import `bot` and `memory`.
+here. Only where turn-zero recall runs (`facts=True`): a background job states its own inputs.
+May import `bot` and `memory`.
 """
 
 from __future__ import annotations

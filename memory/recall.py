@@ -97,11 +97,14 @@ class RecallTuning:
     w_recency: float = 0.02
     w_salience: float = 0.0
     session_penalty: float = 0.0
-    relative_floor: float = 0.0
+    relative_floor: float = 0.3
     # Decay that acts: an episode whose weight exp(−Δt/τ) since it was last relevant is below
-    # this leaves recall, and so do the live rows that only such leaves cite (they stay in
-    # storage until roll-up or the janitor). 0: nothing leaves by decay.
-    decay_floor: float = 0.0
+    # `decay_floor` has faded, and so have the live rows that only such leaves cite (they stay
+    # in storage until roll-up or the janitor). A faded item comes into the block only when it
+    # scores at least `faded_floor` × the best item's score: an old memory needs a strong cue.
+    # faded_floor > 1: faded items leave recall altogether. decay_floor 0: nothing fades.
+    decay_floor: float = 0.05
+    faded_floor: float = 0.45
     gate_bias: float = -0.4
     gate_cosine: float = 0.86
     gate_keyword: float = 5.47
@@ -503,20 +506,17 @@ class Recall:
         if q.skip_channel_id is not None:
             mask &= ~((table.channel == q.skip_channel_id) & (table.ids > q.skip_after_row_id))
         leaf_weight, salience = leaf_signals(leaves, rows.position, table.n, q.now)
-        if floor > 0:
-            # A row cited by live leaves that have all faded leaves with them; a row no leaf
-            # cites yet (a conversation still open) is new and stays.
-            mask &= ~(leaf_weight < floor)
+        # A row whose citing live leaves have all faded has faded with them; a row no leaf
+        # cites yet (a conversation still open) is new and has not.
+        faded = leaf_weight < floor
         recency = recency_of(table.minutes, q.now, EPISODE_TAU_DAYS[LEAF])
         ws = window_scores(table, stems, q.vector, mask, recency, rank,
                            np.nan_to_num(salience) if rank.w_salience else None)
         # Extra candidates: left out when every row they cite is a live row that may be
-        # quoted (a window), or when they are episodes that faded below the floor; notes
-        # about rows left out as already shown still compete.
+        # quoted (a window); notes about rows left out as already shown still compete.
         extras = [focus(c, ws.idf) for batch in found for c in batch
                   if not (c.cited_rows and all(r in rows.position and mask[rows.position[r]]
-                                               for r in c.cited_rows))
-                  and not (c.kind == EPISODE and c.recency < floor)]
+                                               for r in c.cited_rows))]
         order = np.argsort(-ws.score, kind="stable")[: rank.pool]
         top = [int(i) for i in order if ws.valid[i]]
         if not top and not extras:
@@ -537,11 +537,13 @@ class Recall:
         fresh = {i: fresh_rows[int(table.ids[i])] for i in wanted
                  if int(table.ids[i]) in fresh_rows}
         said = {i: str(row["content"]) for i, row in fresh.items()}
-        units = window_units(table, ws, top, said,
-                             *shares_for(table, ws, top, stems, q.vector, self.tuning))
+        units = mark_faded(window_units(table, ws, top, said,
+                                        *shares_for(table, ws, top, stems, q.vector,
+                                                    self.tuning)), faded)
         for j, c in enumerate(extras):
             cited = tuple(rows.position[r] for r in c.cited_rows if r in rows.position)
-            units.append(Unit(-1 - j, extra_scores[j], cited, -1))
+            units.append(Unit(-1 - j, extra_scores[j], cited, -1,
+                              faded=c.kind == EPISODE and c.recency < floor))
         return pack(table, fresh, units, extras, extra_scores, budget,
                     self.tuning), len(top) + len(extras)
 
@@ -645,6 +647,11 @@ def leaf_signals(leaves: Sequence[LeafCitation], position: Mapping[int, int], n:
     return weight, salience
 
 
+def mark_faded(units: Sequence[Unit], faded: npt.NDArray[np.bool_]) -> list[Unit]:
+    """Windows whose centre row has faded (`faded`, per table row) marked as such."""
+    return [replace(u, faded=True) if u.key >= 0 and faded[u.key] else u for u in units]
+
+
 def focus(c: Candidate, idf: dict[str, float]) -> Candidate:
     """A long note (a roll-up parent) as its sentences that hold the query's words."""
     text = excerpt(c.text, idf, NOTE_TOKENS)
@@ -678,7 +685,8 @@ def pack(table: RowTable, fresh: dict[int, Row], units: list[Unit],
         wheres = {row_where(fresh[r]) for u in units if u.key >= 0 for r in u.rows}
         budget -= sum(map(heading_cost, wheres | {c.where for c in extras}))
     span_cost = SpanCost(fresh, not headings)
-    units = above_floor(units, tuning.relative_floor)
+    units = above_floor(units, tuning.relative_floor,
+                        tuning.faded_floor if tuning.decay_floor > 0 else 0.0)
     if tuning.diversity:
         sel = greedy(units, table, span_cost, budget, tuning.rank, unit_vectors(table, units))
     else:

@@ -69,7 +69,7 @@ class RankTuning:
     w_salience: float = 0.0
     session_penalty: float = 0.0
     # Once the gate opens, items scoring under this share of the best one are left out.
-    relative_floor: float = 0.0
+    relative_floor: float = 0.3
     pool: int = 100  # windows considered for selection, best first
     gate_bias: float = -0.4  # memory.recall_gate
     gate_cosine: float = 0.86
@@ -419,6 +419,7 @@ class Unit:
     session: int  # −1: none
     cost: int = 0  # extras only; windows are priced by the block they change
     core: int = -1  # windows: the row brought alone when the whole no longer fits (−1: key)
+    faded: bool = False  # its decay weight is below the floor (`above_floor`)
 
     @property
     def centre(self) -> int:
@@ -434,13 +435,15 @@ class Selection:
     used: int = 0  # tokens
 
 
-def above_floor(units: Sequence[Unit], floor: float) -> list[Unit]:
-    """The units scoring at least `floor` × the best one's score (all when the best is not
-    positive: there is no scale to take a share of)."""
+def above_floor(units: Sequence[Unit], floor: float, faded: float = 0.0) -> list[Unit]:
+    """The units scoring at least `floor` × the best one's score, and a faded unit at least
+    `faded` × it (all when the best is not positive: there is no scale to take a share of).
+    `faded` above 1: a faded unit never comes back."""
     best = max((u.score for u in units), default=0.0)
-    if floor <= 0 or best <= 0:
+    if best <= 0:
         return list(units)
-    return [u for u in units if u.score >= floor * best]
+    return [u for u in units
+            if u.score >= (max(floor, faded) if u.faded else floor) * best]
 
 
 def run_around(table: RowTable, rows: set[int], r: int) -> tuple[int, ...]:

@@ -4,8 +4,17 @@ in the prompt when a later question needs it although the question shares no wor
 A person says where they live, what they are allergic to, their sister's name, or sets their
 time zone; then come a week of other talk, four messages a day (enough that the statement has
 left the prompt's history, kept short here, and the continuity summary, written by the scripted
-model, does not carry it), and a week of silence; then the question. The chat model is the fake server, which records what it was sent: the
-test reads the prompt of the last turn and checks which part of it carries the fact.
+model, does not carry it), and a week of silence; then the question. The chat model is the
+fake server, which records what it was sent: the test reads the prompt of the question's turn
+and checks which part of it carries the fact.
+
+The paths: the time zone (set with /timezone) is in the ambient snapshot's local time line,
+with no model at all. The other three are durable facts: the scripted model extracts them in
+the idle jobs (as a real one would), and the prompt's portrait section lists the newest
+durable facts after the synthesised portrait (`cognition.ambient`), which the scripted
+synthesis writes without them. Recall's gate rightly stays shut for "what's the weather
+like?": it shares no word with "I live in Lyon".
+
 Embeddings come from the embedded e5 model (multilingual-e5-small, `bot.embedded`), started
 once for the module on a free port, as `strata chat` starts it.
 """
