@@ -154,7 +154,7 @@ class RecallSettings(_Section):
     w_semantic: float = Field(default=0.5, ge=0)
     w_recency: float = Field(default=0.02, ge=0)
     # Salience in the blend (an episode's; a window's from the live leaves citing it).
-    w_salience: float = Field(default=0.0, ge=0)
+    w_salience: float = Field(default=0.1, ge=0)
     # Decay that acts: an episode weighing less than decay_floor (exp(−Δt/τ) since it was last
     # relevant) has faded, with the rows only such leaves cite; they stay stored until roll-up
     # or the janitor. A faded item is injected only if it scores at least faded_floor × the

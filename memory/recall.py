@@ -95,7 +95,7 @@ class RecallTuning:
     w_keyword: float = 1.0
     w_semantic: float = 0.5
     w_recency: float = 0.02
-    w_salience: float = 0.0
+    w_salience: float = 0.1
     session_penalty: float = 0.0
     relative_floor: float = 0.3
     # Decay that acts: an episode whose weight exp(−Δt/τ) since it was last relevant is below

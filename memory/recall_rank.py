@@ -66,7 +66,7 @@ class RankTuning:
     w_recency: float = 0.02
     # The design's blend: salience (an episode's, or for a window the highest of the live
     # leaves that cite its centre row; a fact's confidence) adds w_salience × it.
-    w_salience: float = 0.0
+    w_salience: float = 0.1
     session_penalty: float = 0.0
     # Once the gate opens, items scoring under this share of the best one are left out.
     relative_floor: float = 0.3

@@ -538,7 +538,7 @@ async def test_salience_takes_part_in_the_ranking(db: Database, emb: OpenAIEmbed
         await db.execute_write("UPDATE episodes SET salience = ? WHERE id = ?",
                                (value, (await repo.live_citing(rows))[0]))
     query = "did the parcel for the shed come?"
-    plain = await recall_for(db, emb, clock, skip_recent_rows=0).search(
+    plain = await recall_for(db, emb, clock, skip_recent_rows=0, w_salience=0.0).search(
         alice.id, query, clock.now())
     assert plain.items[0].cited_rows[0] == dull[0]
     weighed = await recall_for(db, emb, clock, skip_recent_rows=0, w_salience=1.0).search(
