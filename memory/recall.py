@@ -607,43 +607,49 @@ class Recall:
 
 
 @dataclass(frozen=True, slots=True)
-class LeafCitation:
-    """A live leaf episode's citation of one transcript row."""
+class LeafCitations:
+    """The rows the owner's live leaves cite, each with the citing leaf's last relevant time
+    (as stored) and salience; a row two leaves cite comes twice."""
 
-    row_id: int
-    last_relevant_at: datetime
-    salience: float
+    row_ids: list[int] = field(default_factory=list)
+    last_relevant: list[str] = field(default_factory=list)
+    salience: list[float] = field(default_factory=list)
 
 
-async def leaf_citations(reads: Reads, owner_id: int) -> list[LeafCitation]:
-    """Every row the owner's live leaves cite, with the citing leaf's last relevant time
-    and salience (a row two leaves cite comes twice)."""
+async def leaf_citations(reads: Reads, owner_id: int) -> LeafCitations:
     found = await reads.fetchall(
         "SELECT r.row_id, e.last_relevant_at, e.salience FROM episodes e"
         " JOIN episode_rows r ON r.episode_id = e.id"
         " WHERE e.owner_id = ? AND e.level = ? AND e.tombstoned_at IS NULL",
         (owner_id, LEAF))
-    return [LeafCitation(int(r[0]), from_iso(r[1]), float(r[2])) for r in found]
+    return LeafCitations([int(r[0]) for r in found], [str(r[1]) for r in found],
+                         [float(r[2]) for r in found])
 
 
-async def _no_leaves() -> list[LeafCitation]:
-    return []
+async def _no_leaves() -> LeafCitations:
+    return LeafCitations()
 
 
-def leaf_signals(leaves: Sequence[LeafCitation], position: Mapping[int, int], n: int,
+def leaf_signals(leaves: LeafCitations, position: Mapping[int, int], n: int,
                  now: datetime) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Per row of the table: the highest decay weight and salience among the live leaves
-    citing it; nan for a row no live leaf cites."""
+    citing it; nan for a row no live leaf cites. Each distinct time is parsed once (a leaf's
+    rows share it)."""
     weight = np.full(n, np.nan)
     salience = np.full(n, np.nan)
-    for leaf in leaves:
-        i = position.get(leaf.row_id)
-        if i is None:
-            continue
-        w = episode_weight(LEAF, leaf.last_relevant_at, now)
-        weight[i] = w if math.isnan(weight[i]) else max(weight[i], w)
-        salience[i] = leaf.salience if math.isnan(salience[i]) else max(salience[i],
-                                                                          leaf.salience)
+    at = np.fromiter((position.get(r, -1) for r in leaves.row_ids), np.int64,
+                     len(leaves.row_ids))
+    keep = at >= 0
+    if not keep.any():
+        return weight, salience
+    seen: dict[str, float] = {}
+    w = np.fromiter((seen[t] if t in seen else seen.setdefault(
+        t, episode_weight(LEAF, from_iso(t), now)) for t in leaves.last_relevant), np.float64,
+        len(leaves.last_relevant))
+    sal = np.asarray(leaves.salience, dtype=np.float64)
+    # fmax ignores the nan a row starts with.
+    np.fmax.at(weight, at[keep], w[keep])
+    np.fmax.at(salience, at[keep], sal[keep])
     return weight, salience
 
 
