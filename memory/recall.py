@@ -5,8 +5,12 @@ after in the same channel and session, built from the owner's live recallable ro
 (`memory.recall_index`) and ranked per query by `memory.recall_rank`: BM25 over the window's
 words divided by the best window's, plus twice the window's cosine relative to the query's own
 background over the same memory (so no cosine range of a particular embedding model is assumed),
-with recency only as a tie-break. The budget is filled in rank order; overlapping or touching
-windows merge into one quoted span, so the same turns are never paid for twice.
+plus a little salience (the live leaves' that cite the row), with recency only as a tie-break.
+The budget is filled in rank order, from the items within `relative_floor` of the best one;
+overlapping or touching windows merge into one quoted span, so the same turns are never paid
+for twice. Decay acts (`decay_floor`): an episode unused until its weight fell under the floor
+has faded, with the rows only faded leaves cite, and comes in only as one of the strongest
+matches (`faded_floor` of the best score); it stays stored, and `touch` makes it fresh again.
 
 Other memories compete as extra candidates (`CandidateSource`: episodes here, facts added by
 `Recall.add_source`): they are found by vector kNN and FTS5 over one owner's memory and scored

@@ -14,7 +14,9 @@ has to be assumed for the embedding model:
   relative to the query's background over the same memory: (cos − mean) / (best − mean). So
   the best window scores 1 and a typical one 0, whatever range the model's cosines live in.
 
-score = w_keyword·keyword + w_semantic·semantic + w_recency·recency (recency only breaks ties).
+score = w_keyword·keyword + w_semantic·semantic + w_recency·recency + w_salience·salience
+(recency only breaks ties; salience is the live leaves' that cite the window's centre row).
+`above_floor` drops what scores under a share of the best item (more for a faded one).
 
 The abstention gate is `memory.recall_gate`; this module gives it the best window's cosine as
 a z-score over the query's background, less the z-score the best of that many unrelated
