@@ -21,7 +21,19 @@ Features (each relative to the owner's own memory, so meaningful across data and
 - `cov_best`, `cov_top3`: the same in the best window, the best three, by the full score;
 - `cov_content`: `cov` without names (the previous gate's keyword feature);
 - `stranger`: a name this memory never mentions (the previous gate's veto, now a feature);
-- `known`: the idf-weighted share of the query's words found anywhere in the memory.
+- `known`: the idf-weighted share of the query's words found anywhere in the memory;
+- `novel`: the idf-weighted share of the query's words other than names and dates that the
+  memory never says at all;
+- `lead`: the best window's full score less the tenth best's (`memory.recall_gate.gate_lead`,
+  the defaults since issue 27's second round);
+- `agree`: whether the best window by keywords and the best by cosine share a row;
+  `kw_of_cos`: the keyword score of the best window by cosine; `sem_of_kw`: the semantic
+  score of the best window by keywords;
+- `cov_content_best`, `cov_content_top3`: `cov_content` in the best one or three windows by
+  the full score.
+
+The defaults: `--max-fi 0.07 --c 10` (less regularisation: the intercept is set afterwards
+anyway), the first feature set, fitted on conversations 0–2 (docs/recall.md).
 
     python bench/recall_gate.py --turns $LOCOMO/turns.jsonl --questions $LOCOMO/questions.jsonl \\
         --conversations 0,1,2 --base-url http://127.0.0.1:8088/v1 --out FILE
@@ -46,21 +58,31 @@ if str(ROOT) not in sys.path:
 
 from bench.recall_tune import Conv, data_arguments, load  # noqa: E402
 from memory.recall import RecallTuning  # noqa: E402
-from memory.recall_gate import gate_features, gate_idf  # noqa: E402
+from memory.recall_gate import gate_features, gate_idf, gate_lead  # noqa: E402
 from memory.recall_index import recency_of  # noqa: E402
-from memory.recall_rank import keyword_coverage, unknown_name, window_scores  # noqa: E402
+from memory.recall_rank import (  # noqa: E402
+    keyword_coverage,
+    unknown_name,
+    window_scores,
+    without_names,
+)
 from memory.text import coverage, query_stems  # noqa: E402
 from strata_eval.recall import EvalQuestion  # noqa: E402
 
 FEATURE_SETS = {
+    "z+cov+stranger+lead": ("z", "cov", "stranger", "lead"),
     "z+cov+stranger": ("z", "cov", "stranger"),
+    "z+cov+stranger+lead+kw_of_cos": ("z", "cov", "stranger", "lead", "kw_of_cos"),
+    "z+cov+stranger+novel": ("z", "cov", "stranger", "novel"),
+    "z+cov+stranger+lead+novel": ("z", "cov", "stranger", "lead", "novel"),
+    "z+cov+stranger+agree": ("z", "cov", "stranger", "agree"),
+    "z+cov+stranger+sem_of_kw": ("z", "cov", "stranger", "sem_of_kw"),
+    "z+cov+stranger+cov_content_top3": ("z", "cov", "stranger", "cov_content_top3"),
+    "z+cov+cov_content+stranger": ("z", "cov", "cov_content", "stranger"),
+    "z+cov_best+stranger+lead": ("z", "cov_best", "stranger", "lead"),
+    "cov+stranger+lead": ("cov", "stranger", "lead"),
     "z+cov": ("z", "cov"),
-    "z+cov_best": ("z", "cov_best"),
-    "z+cov_top3": ("z", "cov_top3"),
-    "z+cov_content": ("z", "cov_content"),
     "z+cov_content+stranger": ("z", "cov_content", "stranger"),
-    "z+cov+known": ("z", "cov", "known"),
-    "cov": ("cov",),
     "z": ("z",),
 }
 
@@ -80,10 +102,26 @@ def features(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning) -> dict[s
         return keyword_coverage(c.table, sorted({int(m) for i in windows
                                                  for m in ws.members[i] if m >= 0}), weights)
 
+    content = without_names(q.question, weights)
+
+    def covered_content(windows: Sequence[int]) -> float:
+        return keyword_coverage(c.table, sorted({int(m) for i in windows
+                                                 for m in ws.members[i] if m >= 0}), content)
+
+    by_cos = int(np.nanargmax(ws.cosine)) if not np.all(np.isnan(ws.cosine)) else -1
+    by_kw = int(np.argmax(ws.keyword))
+    near = set(ws.members[by_kw].tolist()) & set(ws.members[by_cos].tolist()) - {-1}
     return {"z": 0.0 if math.isnan(z) else z, "cov": cov, "cov_content": cov_content,
             "stranger": float(unknown_name(q.question, c.table)),
             "known": coverage(weights, lambda t: t in c.table.postings),
-            "cov_best": covered(top[:1]), "cov_top3": covered(top[:3])}
+            "novel": 1.0 - coverage(content, lambda t: t in c.table.postings),
+            "cov_best": covered(top[:1]), "cov_top3": covered(top[:3]),
+            "cov_content_best": covered_content(top[:1]),
+            "cov_content_top3": covered_content(top[:3]),
+            "agree": float(bool(near)) if by_cos >= 0 else 0.0,
+            "kw_of_cos": float(ws.keyword[by_cos]) if by_cos >= 0 else 0.0,
+            "sem_of_kw": float(ws.semantic[by_kw]),
+            "lead": gate_lead(ws, top)}
 
 
 def rows_of(convs: Sequence[Conv], tuning: RecallTuning) -> list[dict[str, Any]]:
@@ -102,7 +140,7 @@ def rows_of(convs: Sequence[Conv], tuning: RecallTuning) -> list[dict[str, Any]]
 
 
 def fit(rows: Sequence[dict[str, Any]], names: Sequence[str], max_fi: float,
-        hard_weight: float = 1.0) -> tuple[np.ndarray, float]:
+        hard_weight: float = 1.0, c: float = 1.0) -> tuple[np.ndarray, float]:
     """Logistic regression of own-question (`own` 1) against the questions about other
     conversations (0) and, at `hard_weight`, the same with their unknown names swapped for
     this memory's people (−1: the name cannot give them away); then the intercept moved so
@@ -112,7 +150,7 @@ def fit(rows: Sequence[dict[str, Any]], names: Sequence[str], max_fi: float,
     x = np.array([[r[n] for n in names] for r in rows])
     y = np.array([1 if r["own"] == 1 else 0 for r in rows])
     weight = np.array([hard_weight if r["own"] == -1 else 1.0 for r in rows])
-    w = LogisticRegression(C=1.0).fit(x, y, sample_weight=weight).coef_[0]
+    w = LogisticRegression(C=c).fit(x, y, sample_weight=weight).coef_[0]
     foreign = np.array([r["own"] == 0 for r in rows])
     neg = np.sort(x[foreign] @ w)[::-1]
     k = math.floor(max_fi * len(neg))  # this many negatives may pass
@@ -123,21 +161,26 @@ def fit(rows: Sequence[dict[str, Any]], names: Sequence[str], max_fi: float,
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     data_arguments(ap)
-    ap.add_argument("--max-fi", type=float, default=0.10)
+    ap.add_argument("--max-fi", type=float, default=0.07)
+    ap.add_argument("--c", type=float, default=10.0,
+                    help="inverse regularisation strength of the logistic regression")
     ap.add_argument("--hard-weight", type=float, default=1.0,
                     help="weight of the name-swapped questions among the negatives (0: none)")
+    ap.add_argument("--dump", help="write every question's features here (JSON)")
     ap.add_argument("--out", help="write the fits and per-conversation rates here (JSON)")
     args = ap.parse_args(argv)
     convs = load(args)
     picked = [c.conv for c in convs]
     rows = rows_of(convs, RecallTuning())
+    if args.dump:
+        Path(args.dump).write_text(json.dumps(rows) + "\n", encoding="utf-8")
     report: dict[str, Any] = {"command": "python " + " ".join(sys.argv), "max_fi": args.max_fi,
-                              "fits": {}}
+                              "c": args.c, "fits": {}}
     for label, feats in FEATURE_SETS.items():
         held: dict[str, dict[str, float]] = {}
         for conv in picked:
             w, b = fit([r for r in rows if r["conv"] != conv], feats, args.max_fi,
-                       args.hard_weight)
+                       args.hard_weight, args.c)
             mine = [r for r in rows if r["conv"] == conv]
             passes = [float(np.dot(w, [r[n] for n in feats]) + b > 0) for r in mine]
             def share(kind: int, passed: list[float] = passes, of: list[Any] = mine) -> float:
@@ -146,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
 
             held[conv] = {"silent_on_own": round(1 - share(1), 4),
                           "false_injection": round(share(0), 4), "hard": round(share(-1), 4)}
-        w, b = fit(rows, feats, args.max_fi, args.hard_weight)
+        w, b = fit(rows, feats, args.max_fi, args.hard_weight, args.c)
         report["fits"][label] = {"held_out": held, "coefficients": dict(
             zip(feats, map(float, w), strict=True)), "bias": b}
         fitted = " ".join(f"{n} {v:.3f}" for n, v in zip(feats, w, strict=True))
