@@ -53,7 +53,7 @@ from memory.recall import (  # noqa: E402
     pack,
     shares_for,
 )
-from memory.recall_gate import gate_features, gate_lead, gate_logit  # noqa: E402
+from memory.recall_gate import gate_features, gate_logit  # noqa: E402
 from memory.recall_index import SESSION_GAP_MINUTES, keyword_text, minutes_of, recency_of  # noqa: E402
 from memory.recall_pack import window_units  # noqa: E402
 from memory.recall_rank import (  # noqa: E402
@@ -166,7 +166,7 @@ def ask(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning, budget: int) -
     if not top:
         return set()
     z, cover = gate_features(c.table, ws, q.question, stems)
-    if gate_logit(z, cover, unknown_name(q.question, c.table), gate_lead(ws, top), rank) < 0:
+    if gate_logit(z, cover, unknown_name(q.question, c.table), rank) < 0:
         return set()
     return select(c, ws, top, stems, c.qvec[key], tuning, budget)
 

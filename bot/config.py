@@ -170,14 +170,12 @@ class RecallSettings(_Section):
     trim_after: int = Field(default=6, ge=0)
     channel_headings: bool = True
     # The abstention gate (memory.recall_gate): inject only if bias + cosine·z +
-    # keyword·coverage − unknown_name·[a name the memory never mentions] + lead·[the best
-    # window's lead over the tenth] > 0. Fitted on data; its features are scale-free, so no
-    # retuning for another embedding model.
-    gate_bias: float = -1.289
-    gate_cosine: float = Field(default=0.813, ge=0)
-    gate_keyword: float = Field(default=7.104, ge=0)
-    gate_unknown_name: float = Field(default=2.733, ge=0)
-    gate_lead: float = Field(default=0.835, ge=0)
+    # keyword·coverage − unknown_name·[a name the memory never mentions] > 0. Fitted on data;
+    # its features are scale-free, so no retuning for another embedding model.
+    gate_bias: float = -0.4
+    gate_cosine: float = Field(default=0.86, ge=0)
+    gate_keyword: float = Field(default=5.47, ge=0)
+    gate_unknown_name: float = Field(default=2.577, ge=0)
     skip_recent_rows: int = Field(default=20, ge=0)
     keyword_scan: int = Field(default=2000, gt=0)
     # The query's embedding may take this long; after that recall uses keywords only.

@@ -49,7 +49,7 @@ from memory.dialect import Dialect
 from memory.episodes import LEAF, EpisodeRepo, as_blob, cited_rows_by_episode, cosines
 from memory.fts import terms
 from memory.recall_focus import NOTE_TOKENS, excerpt
-from memory.recall_gate import gate_features, gate_idf, gate_lead, gate_logit
+from memory.recall_gate import gate_features, gate_idf, gate_logit
 from memory.recall_index import NAMED, RowIndex, recency_of
 from memory.recall_pack import rank_order, row_shares, window_units
 from memory.recall_rank import (
@@ -96,11 +96,10 @@ class RecallTuning:
     w_recency: float = 0.02
     session_penalty: float = 0.0
     relative_floor: float = 0.0
-    gate_bias: float = -1.289
-    gate_cosine: float = 0.813
-    gate_keyword: float = 7.104
-    gate_unknown_name: float = 2.733
-    gate_lead: float = 0.835
+    gate_bias: float = -0.4
+    gate_cosine: float = 0.86
+    gate_keyword: float = 5.47
+    gate_unknown_name: float = 2.577
     cost_power: float = 0.5
     redundancy: float = 0.3
     semantic_top: int = 1
@@ -514,8 +513,7 @@ class Recall:
             cover = max(cover, *(text_coverage(c.text, weights) for c in extras))
         # A name said only in rows since pruned lives on in the notes: not a stranger.
         noted = {w for c in extras for w in surface_words(c.text)}
-        stranger = unknown_name(q.text, table, noted)
-        if gate_logit(z, cover, stranger, gate_lead(ws, top), rank) < 0:
+        if gate_logit(z, cover, unknown_name(q.text, table, noted), rank) < 0:
             return [], len(top) + len(extras)
         wanted = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})
         fresh_rows = await self.index.texts(q.owner_id, [int(table.ids[i]) for i in wanted])

@@ -14,18 +14,13 @@ they mean the same in any memory and with any embedding model:
 - `stranger`: the query names someone or something this memory never mentions (a capitalised
   word, `memory.recall_rank.strangers`). Until issue 27 this vetoed the query; now it is a
   fitted penalty that coverage and a best window standing out can outweigh: in real chats
-  most names a person mentions are not in memory yet;
-- `lead`: how far the best window's full score (keyword + semantic, both 0–1 per query) stands
-  above the `LEAD_RANK`-th best. A question this memory answers has a passage that beats the
-  rest on both signals; a question about someone else's life that merely shares a known name
-  and common words finds many windows about as good as each other.
+  most names a person mentions are not in memory yet.
 
 Inject only when `gate_bias + gate_cosine · z + gate_keyword · coverage − gate_unknown_name ·
-stranger + gate_lead · lead > 0`. The coefficients come from logistic regression of the
-tuning conversations' own questions against questions about other conversations and the same
-with their names swapped for this memory's people (so that no name can give them away),
-checked leaving one conversation out; the bias is set so that at most 7% of the tuning
-conversations' questions about other conversations get anything (docs/recall.md,
+stranger > 0`. The coefficients come from logistic regression of the tuning conversations' own
+questions against questions about other conversations and the same with their names swapped
+for this memory's people (so that no name can give them away), checked leaving one
+conversation out; the bias is set for a false-injection rate under 0.10 (docs/recall.md,
 `bench/recall_gate.py`).
 """
 
@@ -75,26 +70,11 @@ def gate_features(table: RowTable, ws: WindowScores, query: str, stems: Sequence
     return ws.gate_z, keyword_coverage(table, rows, weights)
 
 
-# The lead is measured against this best window (the tenth): far enough down the ranking that
-# a few windows of one matching passage do not hide each other's lead.
-LEAD_RANK = 10
-
-
-def gate_lead(ws: WindowScores, top: Sequence[int]) -> float:
-    """How far the best window's score stands above the `LEAD_RANK`-th best (`top`: the
-    valid windows, best first); 0 for fewer than two windows."""
-    if len(top) < 2:
-        return 0.0
-    return float(ws.score[top[0]] - ws.score[top[min(LEAD_RANK, len(top)) - 1]])
-
-
-def gate_logit(z: float, coverage: float, stranger: bool, lead: float,
-               tuning: RankTuning) -> float:
+def gate_logit(z: float, coverage: float, stranger: bool, tuning: RankTuning) -> float:
     """Inject only when this is above 0. `stranger`: the query names someone or something
     this memory never mentions (`memory.recall_rank.unknown_name`), a penalty that enough
-    coverage or a best window far enough out outweighs, not a veto; `lead`: `gate_lead`.
-    Without vectors (the embedder is down, or nothing is embedded yet) the cosine feature
-    counts as 0."""
+    coverage or a best window far enough out outweighs, not a veto. Without vectors (the
+    embedder is down, or nothing is embedded yet) the cosine feature counts as 0."""
     z_term = 0.0 if math.isnan(z) else tuning.gate_cosine * z
     return (tuning.gate_bias + z_term + tuning.gate_keyword * coverage
-            - tuning.gate_unknown_name * float(stranger) + tuning.gate_lead * lead)
+            - tuning.gate_unknown_name * float(stranger))

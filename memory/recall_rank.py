@@ -67,11 +67,10 @@ class RankTuning:
     session_penalty: float = 0.0
     relative_floor: float = 0.0
     pool: int = 100  # windows considered for selection, best first
-    gate_bias: float = -1.289  # memory.recall_gate
-    gate_cosine: float = 0.813
-    gate_keyword: float = 7.104
-    gate_unknown_name: float = 2.733
-    gate_lead: float = 0.835
+    gate_bias: float = -0.4  # memory.recall_gate
+    gate_cosine: float = 0.86
+    gate_keyword: float = 5.47
+    gate_unknown_name: float = 2.577
     cost_power: float = 0.5  # value per token^power: 0 ranks by score alone
     redundancy: float = 0.3  # MMR: value − this × the best cosine to a window already taken
     semantic_top: int = 1  # the semantic scale's 1: the mean cosine of this many best windows

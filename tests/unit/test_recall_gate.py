@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from memory.recall_gate import LEAD_RANK, gate_features, gate_idf, gate_lead, gate_logit
+from memory.recall_gate import gate_features, gate_idf, gate_logit
 from memory.recall_rank import RankTuning, RowTable, unknown_name
 from memory.text import query_stems
 from tests.unit.test_recall_rank import scores, table_of
@@ -53,13 +53,6 @@ def test_coverage_is_of_the_best_keyword_window_with_names_as_words() -> None:
     assert unrelated == 0.0
 
 
-def lead_of(t: RowTable, query: str, vector: np.ndarray | None = None) -> float:
-    ws = scores(t, query, vector)
-    order = [int(i) for i in np.argsort(-ws.score, kind="stable")  # type: ignore[attr-defined]
-             if ws.valid[i]]  # type: ignore[attr-defined]
-    return gate_lead(ws, order)  # type: ignore[arg-type]
-
-
 def test_a_strangers_name_is_a_penalty_that_coverage_outweighs_not_a_veto() -> None:
     tuning = RankTuning()
     t = table_of(ROWS)
@@ -67,42 +60,15 @@ def test_a_strangers_name_is_a_penalty_that_coverage_outweighs_not_a_veto() -> N
     assert unknown_name(query, t)
     z, cov = features(t, query)
     assert math.isnan(z)  # no query vector: keywords alone (the embedder is down)
-    # Most of its words are in one window.
-    assert gate_logit(z, cov, True, lead_of(t, query), tuning) > 0
+    assert gate_logit(z, cov, True, tuning) > 0  # most of its words are in one window
     query = "What did Gertrude bake for the marathon?"
     z, cov = features(t, query)
-    assert unknown_name(query, t) and gate_logit(z, cov, True, lead_of(t, query), tuning) < 0
+    assert unknown_name(query, t) and gate_logit(z, cov, True, tuning) < 0
     # A question about the people this memory knows is answered from its best window...
-    query = "What did Melanie say about the weekend?"
-    z, cov = features(t, query)
-    assert gate_logit(z, cov, False, lead_of(t, query), tuning) > 0
+    z, cov = features(t, "What did Melanie say about the weekend?")
+    assert gate_logit(z, cov, False, tuning) > 0
     # ...and a best window that stands far out opens the gate for a stranger's question.
-    assert gate_logit(8.0, 0.2, True, 0.0, tuning) > 0 > gate_logit(0.0, 0.2, True, 0.0, tuning)
-
-
-def test_the_lead_is_the_best_windows_score_over_the_tenths() -> None:
-    # Twenty rows of small talk, one of which holds the question's words: that window leads.
-    rows = [f"{'Caroline' if i % 2 else 'Melanie'}: nice weather today, talk soon"
-            for i in range(20)]
-    rows[12] = "Caroline: I adopted a beagle puppy from the shelter"
-    rng = np.random.default_rng(5)
-    vecs = np.stack([v / np.linalg.norm(v) for v in rng.normal(size=(20, 8))]).astype(np.float32)
-    t = table_of(rows, vectors=vecs)
-    query = "Which shelter did the beagle come from?"
-    ws = scores(t, query, vecs[12])
-    order = [int(i) for i in np.argsort(-ws.score, kind="stable")  # type: ignore[attr-defined]
-             if ws.valid[i]]  # type: ignore[attr-defined]
-    assert order[0] in (11, 12, 13)
-    lead = gate_lead(ws, order)  # type: ignore[arg-type]
-    best, tenth = ws.score[order[0]], ws.score[order[LEAD_RANK - 1]]  # type: ignore[attr-defined]
-    assert lead == pytest.approx(best - tenth) and lead > 0.5
-    # Words said in every window and a vector like none of them: no window leads far.
-    assert lead_of(t, "How is the weather today?", vecs[0] + vecs[7]) < lead
-    # Fewer than two windows: nothing to lead.
-    assert gate_lead(ws, order[:1]) == 0.0  # type: ignore[arg-type]
-    # The lead counts towards opening the gate, with everything else alike.
-    tuning = RankTuning()
-    assert gate_logit(0.0, 0.3, False, 1.0, tuning) > gate_logit(0.0, 0.3, False, 0.0, tuning)
+    assert gate_logit(8.0, 0.2, True, tuning) > 0 > gate_logit(0.0, 0.2, True, tuning)
 
 
 def test_the_cosine_feature_is_the_best_windows_excess_z() -> None:
