@@ -25,7 +25,7 @@ Features (each relative to the owner's own memory, so meaningful across data and
 - `novel`: the idf-weighted share of the query's words other than names and dates that the
   memory never says at all;
 - `lead`: the best window's full score less the tenth best's (tried in issue 27's second
-  round, with `--max-fi 0.07 --c 10`: better held out on 0–2, worse on 3–4 and on the
+  session, with `--max-fi 0.07 --c 10`: better held out on 0–2, worse on 3–4 and on the
   generated chats, so not in the defaults; docs/recall.md);
 - `agree`: whether the best window by keywords and the best by cosine share a row;
   `kw_of_cos`: the keyword score of the best window by cosine; `sem_of_kw`: the semantic
