@@ -21,7 +21,20 @@ Features (each relative to the owner's own memory, so meaningful across data and
 - `cov_best`, `cov_top3`: the same in the best window, the best three, by the full score;
 - `cov_content`: `cov` without names (the previous gate's keyword feature);
 - `stranger`: a name this memory never mentions (the previous gate's veto, now a feature);
-- `known`: the idf-weighted share of the query's words found anywhere in the memory.
+- `known`: the idf-weighted share of the query's words found anywhere in the memory;
+- `novel`: the idf-weighted share of the query's words other than names and dates that the
+  memory never says at all;
+- `lead`: the best window's full score less the tenth best's (tried in issue 27's second
+  session, with `--max-fi 0.07 --c 10`: better held out on 0–2, worse on 3–4 and on the
+  generated chats, so not in the defaults; docs/recall.md);
+- `agree`: whether the best window by keywords and the best by cosine share a row;
+  `kw_of_cos`: the keyword score of the best window by cosine; `sem_of_kw`: the semantic
+  score of the best window by keywords;
+- `cov_content_best`, `cov_content_top3`: `cov_content` in the best one or three windows by
+  the full score.
+
+The defaults' gate is the `z+cov+stranger` fit on conversations 0–2 at `--max-fi 0.10 --c 1`
+(then its bias lowered to −0.4, docs/recall.md).
 
     python bench/recall_gate.py --turns $LOCOMO/turns.jsonl --questions $LOCOMO/questions.jsonl \\
         --conversations 0,1,2 --base-url http://127.0.0.1:8088/v1 --out FILE
@@ -48,21 +61,34 @@ from bench.recall_tune import Conv, data_arguments, load  # noqa: E402
 from memory.recall import RecallTuning  # noqa: E402
 from memory.recall_gate import gate_features, gate_idf  # noqa: E402
 from memory.recall_index import recency_of  # noqa: E402
-from memory.recall_rank import keyword_coverage, unknown_name, window_scores  # noqa: E402
+from memory.recall_rank import (  # noqa: E402
+    keyword_coverage,
+    unknown_name,
+    window_scores,
+    without_names,
+)
 from memory.text import coverage, query_stems  # noqa: E402
 from strata_eval.recall import EvalQuestion  # noqa: E402
 
 FEATURE_SETS = {
     "z+cov+stranger": ("z", "cov", "stranger"),
+    "z+cov+stranger+lead": ("z", "cov", "stranger", "lead"),
+    "z+cov+stranger+lead+kw_of_cos": ("z", "cov", "stranger", "lead", "kw_of_cos"),
+    "z+cov+stranger+novel": ("z", "cov", "stranger", "novel"),
+    "z+cov+stranger+lead+novel": ("z", "cov", "stranger", "lead", "novel"),
+    "z+cov+stranger+agree": ("z", "cov", "stranger", "agree"),
+    "z+cov+stranger+sem_of_kw": ("z", "cov", "stranger", "sem_of_kw"),
+    "z+cov+stranger+cov_content_top3": ("z", "cov", "stranger", "cov_content_top3"),
+    "z+cov+cov_content+stranger": ("z", "cov", "cov_content", "stranger"),
+    "z+cov_best+stranger+lead": ("z", "cov_best", "stranger", "lead"),
+    "cov+stranger+lead": ("cov", "stranger", "lead"),
     "z+cov": ("z", "cov"),
-    "z+cov_best": ("z", "cov_best"),
-    "z+cov_top3": ("z", "cov_top3"),
-    "z+cov_content": ("z", "cov_content"),
     "z+cov_content+stranger": ("z", "cov_content", "stranger"),
-    "z+cov+known": ("z", "cov", "known"),
-    "cov": ("cov",),
     "z": ("z",),
 }
+
+
+LEAD_RANK = 10  # `lead`: the best window's score less this best one's
 
 
 def features(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning) -> dict[str, float]:
@@ -80,10 +106,27 @@ def features(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning) -> dict[s
         return keyword_coverage(c.table, sorted({int(m) for i in windows
                                                  for m in ws.members[i] if m >= 0}), weights)
 
+    content = without_names(q.question, weights)
+
+    def covered_content(windows: Sequence[int]) -> float:
+        return keyword_coverage(c.table, sorted({int(m) for i in windows
+                                                 for m in ws.members[i] if m >= 0}), content)
+
+    by_cos = int(np.nanargmax(ws.cosine)) if not np.all(np.isnan(ws.cosine)) else -1
+    by_kw = int(np.argmax(ws.keyword))
+    near = set(ws.members[by_kw].tolist()) & set(ws.members[by_cos].tolist()) - {-1}
     return {"z": 0.0 if math.isnan(z) else z, "cov": cov, "cov_content": cov_content,
             "stranger": float(unknown_name(q.question, c.table)),
             "known": coverage(weights, lambda t: t in c.table.postings),
-            "cov_best": covered(top[:1]), "cov_top3": covered(top[:3])}
+            "novel": 1.0 - coverage(content, lambda t: t in c.table.postings),
+            "cov_best": covered(top[:1]), "cov_top3": covered(top[:3]),
+            "cov_content_best": covered_content(top[:1]),
+            "cov_content_top3": covered_content(top[:3]),
+            "agree": float(bool(near)) if by_cos >= 0 else 0.0,
+            "kw_of_cos": float(ws.keyword[by_cos]) if by_cos >= 0 else 0.0,
+            "sem_of_kw": float(ws.semantic[by_kw]),
+            "lead": float(ws.score[top[0]] - ws.score[top[min(LEAD_RANK, len(top)) - 1]])
+            if len(top) > 1 else 0.0}
 
 
 def rows_of(convs: Sequence[Conv], tuning: RecallTuning) -> list[dict[str, Any]]:
@@ -102,7 +145,7 @@ def rows_of(convs: Sequence[Conv], tuning: RecallTuning) -> list[dict[str, Any]]
 
 
 def fit(rows: Sequence[dict[str, Any]], names: Sequence[str], max_fi: float,
-        hard_weight: float = 1.0) -> tuple[np.ndarray, float]:
+        hard_weight: float = 1.0, c: float = 1.0) -> tuple[np.ndarray, float]:
     """Logistic regression of own-question (`own` 1) against the questions about other
     conversations (0) and, at `hard_weight`, the same with their unknown names swapped for
     this memory's people (−1: the name cannot give them away); then the intercept moved so
@@ -112,7 +155,7 @@ def fit(rows: Sequence[dict[str, Any]], names: Sequence[str], max_fi: float,
     x = np.array([[r[n] for n in names] for r in rows])
     y = np.array([1 if r["own"] == 1 else 0 for r in rows])
     weight = np.array([hard_weight if r["own"] == -1 else 1.0 for r in rows])
-    w = LogisticRegression(C=1.0).fit(x, y, sample_weight=weight).coef_[0]
+    w = LogisticRegression(C=c).fit(x, y, sample_weight=weight).coef_[0]
     foreign = np.array([r["own"] == 0 for r in rows])
     neg = np.sort(x[foreign] @ w)[::-1]
     k = math.floor(max_fi * len(neg))  # this many negatives may pass
@@ -120,40 +163,63 @@ def fit(rows: Sequence[dict[str, Any]], names: Sequence[str], max_fi: float,
     return w, -threshold - 1e-9
 
 
+def held_out(rows: Sequence[dict[str, Any]], feats: Sequence[str], max_fi: float,
+             hard_weight: float, c: float) -> dict[str, dict[str, float]]:
+    """Per conversation: the gate fitted on the others, applied to it."""
+    held: dict[str, dict[str, float]] = {}
+    for conv in dict.fromkeys(r["conv"] for r in rows):
+        w, b = fit([r for r in rows if r["conv"] != conv], feats, max_fi, hard_weight, c)
+        mine = [r for r in rows if r["conv"] == conv]
+        passes = [float(np.dot(w, [r[n] for n in feats]) + b > 0) for r in mine]
+
+        def share(kind: int, passed: list[float] = passes, of: list[Any] = mine) -> float:
+            return float(np.mean([p for p, r in zip(passed, of, strict=True)
+                                  if r["own"] == kind]))
+
+        held[conv] = {"silent_on_own": round(1 - share(1), 4),
+                      "false_injection": round(share(0), 4), "hard": round(share(-1), 4)}
+    return held
+
+
+def rates(held: dict[str, dict[str, float]]) -> str:
+    return "  ".join(f"{c}: silent {h['silent_on_own']:.3f} FI {h['false_injection']:.3f} "
+                     f"hard {h['hard']:.3f}" for c, h in held.items())
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     data_arguments(ap)
     ap.add_argument("--max-fi", type=float, default=0.10)
+    ap.add_argument("--c", type=float, default=1.0,
+                    help="inverse regularisation strength of the logistic regression")
     ap.add_argument("--hard-weight", type=float, default=1.0,
                     help="weight of the name-swapped questions among the negatives (0: none)")
+    ap.add_argument("--sets", help="only these feature sets (comma-separated labels)")
+    ap.add_argument("--sweep", help="also report each set held out at these --max-fi values "
+                    "(comma-separated): the trade-off curve")
+    ap.add_argument("--dump", help="write every question's features here (JSON)")
     ap.add_argument("--out", help="write the fits and per-conversation rates here (JSON)")
     args = ap.parse_args(argv)
-    convs = load(args)
-    picked = [c.conv for c in convs]
-    rows = rows_of(convs, RecallTuning())
+    rows = rows_of(load(args), RecallTuning())
+    if args.dump:
+        Path(args.dump).write_text(json.dumps(rows) + "\n", encoding="utf-8")
     report: dict[str, Any] = {"command": "python " + " ".join(sys.argv), "max_fi": args.max_fi,
-                              "fits": {}}
-    for label, feats in FEATURE_SETS.items():
-        held: dict[str, dict[str, float]] = {}
-        for conv in picked:
-            w, b = fit([r for r in rows if r["conv"] != conv], feats, args.max_fi,
-                       args.hard_weight)
-            mine = [r for r in rows if r["conv"] == conv]
-            passes = [float(np.dot(w, [r[n] for n in feats]) + b > 0) for r in mine]
-            def share(kind: int, passed: list[float] = passes, of: list[Any] = mine) -> float:
-                return float(np.mean([p for p, r in zip(passed, of, strict=True)
-                                      if r["own"] == kind]))
-
-            held[conv] = {"silent_on_own": round(1 - share(1), 4),
-                          "false_injection": round(share(0), 4), "hard": round(share(-1), 4)}
-        w, b = fit(rows, feats, args.max_fi, args.hard_weight)
+                              "c": args.c, "fits": {}}
+    wanted = args.sets.split(",") if args.sets else list(FEATURE_SETS)
+    for label in wanted:
+        feats = FEATURE_SETS[label]
+        held = held_out(rows, feats, args.max_fi, args.hard_weight, args.c)
+        w, b = fit(rows, feats, args.max_fi, args.hard_weight, args.c)
         report["fits"][label] = {"held_out": held, "coefficients": dict(
             zip(feats, map(float, w), strict=True)), "bias": b}
         fitted = " ".join(f"{n} {v:.3f}" for n, v in zip(feats, w, strict=True))
-        print(f"{label:<26} " + "  ".join(
-            f"{c}: silent {h['silent_on_own']:.3f} FI {h['false_injection']:.3f} "
-            f"hard {h['hard']:.3f}"
-            for c, h in held.items()) + f"  | all: {fitted} bias {b:.3f}", flush=True)
+        print(f"{label:<26} {rates(held)}  | all: {fitted} bias {b:.3f}", flush=True)
+        if args.sweep:
+            curve = {}
+            for mf in map(float, args.sweep.split(",")):
+                curve[str(mf)] = held_out(rows, feats, mf, args.hard_weight, args.c)
+                print(f"    max_fi {mf:.2f}  {rates(curve[str(mf)])}", flush=True)
+            report["fits"][label]["sweep"] = curve
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -537,6 +537,7 @@ class App:
             checks={"database": queue.count, "model": self.chat.list_models},
             before_scrape=scrape,
             secure_cookie=self.settings.web.public_url.startswith("https://"),
+            operator_token=self.settings.web.operator_token,
         )
 
     async def close(self) -> None:

@@ -346,6 +346,9 @@ class WebSettings(_Section):
     listen: str = "127.0.0.1:8765"
     link_minutes: float = Field(default=10.0, gt=0, le=60)
     session_minutes: float = Field(default=30.0, gt=0, le=24 * 60)
+    # When set, `/metrics` and `/healthz` answer only `Authorization: Bearer <token>`: for a
+    # listen address reachable beyond the monitoring network.
+    operator_token: str = Field(default="", repr=False)
     # Logs as one JSON object a line (also `strata --log-format json`).
     log_format: Literal["text", "json"] = "text"
 

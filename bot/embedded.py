@@ -34,6 +34,8 @@ EMBEDDED_CONTEXT = 4096
 # One thread: on a loaded 2-core machine two threads made generation collapse (8 -> 1.7 tok/s).
 THREADS = 1
 EMBED_MODEL_NAME = "multilingual-e5-small-q4"
+# multilingual-e5-small's size: what a database made for the embedded embedder must have.
+EMBEDDED_DIM = 384
 # A first reply on one core processes the whole prompt (persona, tools, memory, history) before
 # the first word: about a minute on a busy 2-core machine, where a server with a GPU takes a
 # second. Unless configured, the embedded model gets this long for a turn and a call; later
@@ -126,6 +128,20 @@ class EmbeddedModels:
         self._chat = None  # dropping the server stops its loop and frees the model
 
 
+async def _unserved(fields_set: set[str], base_url: str, probe: Probe) -> bool:
+    """A model section no endpoint serves: its `base_url` was not configured and nothing
+    answers at the default one."""
+    return "base_url" not in fields_set and not await probe(base_url)
+
+
+async def embeds_locally(settings: Settings, probe: Probe = answers) -> bool:
+    """Whether a command that talks to the model would embed with the embedded embedder
+    (`EMBEDDED_DIM` dimensions) under these settings: so that a database made before the first
+    chat (`strata db migrate`) gets the size that chat will need."""
+    return (settings.llm.embedded and runtime_installed()
+            and await _unserved(settings.embed.model_fields_set, settings.embed.base_url, probe))
+
+
 def _start(models: EmbeddedModels, settings: Settings, cache_dir: Path, chat: bool,
            embed: bool) -> tuple[Settings, str]:
     """Start what is wanted; the settings pointing at it and the one-line notice."""
@@ -168,10 +184,8 @@ async def model_endpoints(settings: Settings, *, cache_dir: Path, notice: Notice
     if not settings.llm.embedded:
         yield settings
         return
-    chat = "base_url" not in settings.llm.model_fields_set and not await probe(
-        settings.llm.base_url)
-    embed = "base_url" not in settings.embed.model_fields_set and not await probe(
-        settings.embed.base_url)
+    chat = await _unserved(settings.llm.model_fields_set, settings.llm.base_url, probe)
+    embed = await _unserved(settings.embed.model_fields_set, settings.embed.base_url, probe)
     if not (chat or embed):
         yield settings
         return

@@ -14,13 +14,15 @@ import importlib
 import importlib.util
 import os
 import sys
+from pathlib import Path
 
 from bot.cli import logs
 from bot.config import Settings, default_db_path, load_settings
-from bot.embedded import model_endpoints
+from bot.embedded import EMBEDDED_DIM, embeds_locally, model_endpoints
 from bot.errors import StrataError
 from bot.visible import say
 from memory.db import stored_dim
+from memory.pg import is_url
 
 # Subcommand modules, each with `register(subparsers)`; commands set `run=coroutine(args, s)`.
 MODULES = [
@@ -83,14 +85,25 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
 async def _stored_dimension(settings: Settings) -> Settings:
     """For a command that embeds nothing, the database's own embedding dimension unless one is
     configured on purpose: a database the embedded model made (384) stays readable by `strata
-    memory show` and friends under the default setting (768)."""
+    memory show` and friends under the default setting (768). A SQLite file made here (`strata
+    db migrate`) gets the dimension the model commands will embed with."""
     if "dim" in settings.embed.model_fields_set:
         return settings
     stored = await stored_dim(settings.db.target)
+    if stored is None and _new_file(settings.db.target) and await embeds_locally(settings):
+        stored = EMBEDDED_DIM  # the size the first `strata chat` will embed with
     if stored is None or stored == settings.embed.dim:
         return settings
     return settings.model_copy(
         update={"embed": settings.embed.model_copy(update={"dim": stored})})
+
+
+def _new_file(target: str) -> bool:
+    """A SQLite database that does not exist yet (PostgreSQL keeps its own dimension check)."""
+    if is_url(target) or target == ":memory:":
+        return False
+    path = Path(target).expanduser()
+    return not path.exists() or path.stat().st_size == 0
 
 
 def _notice(text: str) -> None:

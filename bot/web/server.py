@@ -7,6 +7,7 @@ app's event loop through uvicorn.
 
 from __future__ import annotations
 
+import hmac
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ import jinja2
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
@@ -75,6 +76,7 @@ class WebServer:
     # Refreshes gauges read at scrape time (the turn queue's depth).
     before_scrape: Callable[[], Awaitable[None]] | None = None
     secure_cookie: bool = False
+    operator_token: str = ""  # web.operator_token: required by the operators' pages when set
 
     def __post_init__(self) -> None:
         env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -246,13 +248,29 @@ class WebServer:
 
     # -- operators -----------------------------------------------------------------------------
 
+    def _operator_refused(self, request: Request) -> Response | None:
+        """401 unless the operators' token is unset or brought as a bearer token."""
+        if not self.operator_token:
+            return None
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(given.encode(),
+                                                              self.operator_token.encode()):
+            return None
+        self.metrics.web_refused.labels("operator-token").inc()
+        return PlainTextResponse("an operator token is required\n", status_code=401,
+                                 headers={"WWW-Authenticate": 'Bearer realm="strata"'})
+
     async def metrics_page(self, request: Request) -> Response:
+        if (refused := self._operator_refused(request)) is not None:
+            return refused
         if self.before_scrape is not None:
             await self.before_scrape()
         return Response(self.metrics.render(),
                         media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def healthz(self, request: Request) -> Response:
+        if (refused := self._operator_refused(request)) is not None:
+            return refused
         results: dict[str, str] = {}
         for name, check in self.checks.items():
             try:

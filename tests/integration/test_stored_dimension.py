@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.db import Database
+from bot.embedded import EMBEDDED_DIM
+from memory.db import Database, stored_dim
 from memory.persons import PersonRepo
 from tests.integration.test_backup import ROOT
 
@@ -43,3 +44,26 @@ async def test_commands_without_a_model_read_a_database_of_another_dimension(
     chosen = strata("memory", "show", "--user", "alice", STRATA_EMBED_DIM="768")
     assert chosen.returncode == 2
     assert "created with embedding dimension 384, but 768 is configured" in chosen.stderr
+
+
+@pytest.mark.sqlite_only("a new SQLite file made by `strata db migrate`")
+def test_db_migrate_makes_a_new_database_the_embedded_embedder_can_use(tmp_path: Path) -> None:
+    """With no embedding server configured or answering, `strata chat` embeds with the embedded
+    e5 model (384 dimensions); a database `strata db migrate` created beforehand must have that
+    dimension, or the first chat refuses it. A configured server keeps the configured size."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+           "XDG_DATA_HOME": str(tmp_path / "data"),
+           # Nothing answers here, as on a machine with no Ollama.
+           "STRATA_LLM_BASE_URL": "http://127.0.0.1:9/v1"}
+
+    def migrate(path: Path, **extra: str) -> int | None:
+        done = subprocess.run([sys.executable, "-m", "bot.cli", "db", "migrate"],
+                              env={**env, "STRATA_DB": str(path), **extra}, cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return __import__("asyncio").run(stored_dim(path))
+
+    assert migrate(tmp_path / "embedded.db") == EMBEDDED_DIM
+    configured = migrate(tmp_path / "server.db",
+                         STRATA_EMBED_BASE_URL="http://127.0.0.1:9/v1")
+    assert configured == 768

@@ -152,3 +152,26 @@ async def test_strata_web_prints_a_link_and_logs_json(
         err = _stop(proc)
     logged = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
     assert logged and all({"levelname", "name", "message"} <= set(r) for r in logged)
+
+
+async def test_an_operator_token_guards_metrics_and_health(
+        fake_openai: FakeOpenAI, db_target: Path | str, clock: ManualClock) -> None:
+    """With `web.operator_token` set (a view reachable from outside), `/metrics` and `/healthz`
+    answer only a request that brings it as a bearer token; the person's view is unaffected."""
+    async with web_app(fake_openai, db_target, clock, STRATA_WEB_OPERATOR_TOKEN="s3cret-token"
+                       ) as web, aiohttp.ClientSession() as http:
+        for path in ("/metrics", "/healthz"):
+            async with http.get(web.base + path) as resp:
+                assert resp.status == 401, path
+                assert "s3cret" not in await resp.text()
+                assert resp.headers["WWW-Authenticate"].startswith("Bearer")
+            bad = {"Authorization": "Bearer wrong"}
+            async with http.get(web.base + path, headers=bad) as resp:
+                assert resp.status == 401, path
+            good = {"Authorization": "Bearer s3cret-token"}
+            async with http.get(web.base + path, headers=good) as resp:
+                assert resp.status == 200, path
+        async with http.get(web.base + "/", allow_redirects=False) as resp:
+            # The person's side asks for their link, never for the operators' token.
+            assert "operator token" not in await resp.text()
+            assert "WWW-Authenticate" not in resp.headers

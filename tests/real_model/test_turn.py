@@ -5,6 +5,7 @@ from __future__ import annotations
 from bot.app import App
 from bot.clock import ManualClock
 from bot.config import Settings
+from bot.embedded import EMBEDDED_DIM
 from bot.types import InboundMessage, Role
 
 
@@ -17,7 +18,8 @@ async def test_the_embedded_model_was_started_and_announced(
         lane: tuple[Settings, list[str]]) -> None:
     settings, notices = lane
     assert settings.llm.base_url.startswith("http://127.0.0.1:")
-    assert settings.embed.dim == 384 and settings.llm.context_tokens == 4096
+    # EMBEDDED_DIM is what `strata db migrate` gives a new database before the first chat.
+    assert settings.embed.dim == EMBEDDED_DIM == 384 and settings.llm.context_tokens == 4096
     assert len(notices) == 1 and "SmolLM2-135M-Instruct" in notices[0]
     assert "loaded in" in notices[0] and "384 dims" in notices[0]
     assert settings.bot.max_tool_rounds == 2  # configured: kept (the default is off)
