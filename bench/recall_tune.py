@@ -50,6 +50,7 @@ if str(ROOT) not in sys.path:
 from bot.tokens import truncate_to_tokens  # noqa: E402
 from memory.recall import (  # noqa: E402
     RecallTuning,
+    mark_faded,
     pack,
     shares_for,
 )
@@ -168,16 +169,21 @@ def ask(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning, budget: int) -
     z, cover = gate_features(c.table, ws, q.question, stems)
     if gate_logit(z, cover, unknown_name(q.question, c.table), rank) < 0:
         return set()
-    return select(c, ws, top, stems, c.qvec[key], tuning, budget)
+    # A leaf is last relevant when it is cut (nothing is recalled while the data set is
+    # replayed), so a row's own age stands for its leaf's.
+    return select(c, ws, top, stems, c.qvec[key], tuning, budget, recency < tuning.decay_floor)
 
 
 def select(c: Conv, ws: WindowScores, top: Sequence[int], stems: Sequence[str],
-           qvec: np.ndarray, tuning: RecallTuning, budget: int) -> set[int]:
+           qvec: np.ndarray, tuning: RecallTuning, budget: int,
+           faded: np.ndarray | None = None) -> set[int]:
     """The rows recall's selection and packing take from the windows `top` (best first) by
     `ws.score`: the same `window_units` and `pack` as recall itself."""
     said = {i: str(row["content"]) for i, row in c.fresh.items()}
     units = window_units(c.table, ws, top, said, *shares_for(c.table, ws, top, stems, qvec,
                                                              tuning))
+    if faded is not None:
+        units = mark_faded(units, faded)
     items = pack(c.table, c.fresh, units, [], [], budget, tuning)
     return {r for i in items for r in i.cited_rows}
 

@@ -391,7 +391,8 @@ class App:
         # and portrait in every prompt, and the background runner with the nine jobs.
         context = AmbientContext(repos.portraits, repos.reminders, repos.calendar,
                                  repos.transcript, clock, settings.cognition.upcoming_hours,
-                                 mail=repos.mail)
+                                 mail=repos.mail, facts=repos.facts,
+                                 portrait_facts=settings.cognition.portrait_facts)
         # /memory, /forget and friends let the processor's after-turn work settle first.
         memory_commands = MemoryCommands(
             repos.persons, repos.channels, forgetter, clock, repos.transcript, repos.episodes,

@@ -41,7 +41,7 @@ OLLAMA_URL = "http://127.0.0.1:11434/v1"
 log = logging.getLogger(__name__)
 # [recall] knobs of the hand-calibrated scoring that recall no longer has.
 RETIRED_RECALL_KEYS = frozenset({"sim_zero", "sim_full", "min_relevance", "min_top_relevance",
-                                 "w_relevance", "w_salience", "near_duplicate"})
+                                 "w_relevance", "near_duplicate"})
 
 
 def _split_list(value: Any) -> Any:
@@ -153,6 +153,14 @@ class RecallSettings(_Section):
     w_keyword: float = Field(default=1.0, ge=0)
     w_semantic: float = Field(default=0.5, ge=0)
     w_recency: float = Field(default=0.02, ge=0)
+    # Salience in the blend (an episode's; a window's from the live leaves citing it).
+    w_salience: float = Field(default=0.1, ge=0)
+    # Decay that acts: an episode weighing less than decay_floor (exp(−Δt/τ) since it was last
+    # relevant) has faded, with the rows only such leaves cite; they stay stored until roll-up
+    # or the janitor. A faded item is injected only if it scores at least faded_floor × the
+    # best item (above 1: never). decay_floor 0: nothing fades.
+    decay_floor: float = Field(default=0.05, ge=0, le=1)
+    faded_floor: float = Field(default=0.45, ge=0)
     # The semantic scale's 1 is the mean cosine of this many best windows (one best window
     # alone is a noisy scale).
     semantic_top: int = Field(default=1, ge=1, le=100)
@@ -163,7 +171,8 @@ class RecallSettings(_Section):
     cost_power: float = Field(default=0.5, ge=0, le=2)
     redundancy: float = Field(default=0.3, ge=0)
     session_penalty: float = Field(default=0.0, ge=0)
-    relative_floor: float = Field(default=0.0, ge=0, le=1)
+    # Once the gate opens, items under this share of the best item's score are left out.
+    relative_floor: float = Field(default=0.3, ge=0, le=1)
     # Display: the best trim_after windows are shown whole; any other only its rows within
     # trim_margin of its best row's own score. Each channel named once, in a heading.
     trim_margin: float = Field(default=0.5, ge=0)
@@ -294,6 +303,9 @@ class CognitionSettings(_Section):
     job_runs_keep_days: float = Field(default=90.0, gt=0)
     late_after_minutes: float = Field(default=5.0, ge=0)
     upcoming_hours: float = Field(default=36.0, gt=0)
+    # The prompt's portrait is followed by this many of the person's newest durable facts
+    # (who they are, habits, places), so a fact counts before synthesis has folded it in.
+    portrait_facts: int = Field(default=12, ge=0, le=100)
     calendars: StrList = ()
     calendar_days: float = Field(default=14.0, gt=0)
     # Research's default source, keyless and public: a Wikipedia's page search (any language's

@@ -114,7 +114,7 @@ class MemoryCommands:
             lines.append(PAUSED_NOTE)
         context = self.context()
         if context is not None:
-            portrait = await context.portrait(person.id)
+            portrait = await context.portrait(person.id, facts=False)  # listed below
             if portrait:
                 lines += ["", "Portrait:", portrait.strip()]
         for kind in FACT_KINDS:

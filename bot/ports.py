@@ -154,7 +154,10 @@ class Recaller(Protocol):
 class ContextSource(Protocol):
     """Adds a per-turn section to the prompt (ambient snapshot, portrait, …)."""
 
-    async def portrait(self, owner_id: int) -> str | None: ...
+    async def portrait(self, owner_id: int, *, facts: bool = True) -> str | None:
+        """Who the owner is, for the prompt: the synthesised portrait and, with `facts`, the
+        durable facts it stands on."""
+        ...
 
     async def ambient(self, person: Person, channel: Channel) -> str | None: ...
 

@@ -701,7 +701,10 @@ class TurnProcessor:
             mark, rows = None, []
         portrait = ambient = None
         if self.context is not None:
-            portrait = await self.context.portrait(channel.owner_id)
+            # The durable facts come with the portrait where turn-zero recall runs: a
+            # background job states its own inputs.
+            portrait = await self.context.portrait(channel.owner_id,
+                                                   facts=seeds_memory(channel))
             ambient = await self.context.ambient(person, channel)
         instructions = options.instructions or channel.system_prompt
         recall_on = (self.recaller is not None and seeds_memory(channel)

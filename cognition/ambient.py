@@ -4,7 +4,13 @@ Ambient: the person's local time and day, how long since they last spoke, their 
 location (only from sources whose profile has `location` on), upcoming reminders and calendar
 events, and the newest mail of a connected mailbox (sender, subject and when: never a body).
 In a shared room only the time is given: nothing from a person's private life goes there.
-The portrait is the synthesis job's newest one. May import `bot` and `memory`.
+The portrait is the synthesis job's newest one, followed by the durable facts it is built from
+(who the person is, their habits and places: `PORTRAIT_KINDS`, newest first, at most
+`portrait_facts`, faded ones left out). A fact reaches every prompt as soon as it is extracted,
+not only once synthesis has run and if its prose kept it: "what's the weather like?" shares no
+word with "lives in Lyon", so recall's gate rightly stays shut, and the city must come from
+here. Only where turn-zero recall runs (`facts=True`): a background job states its own inputs.
+May import `bot` and `memory`.
 """
 
 from __future__ import annotations
@@ -17,12 +23,16 @@ from bot.types import Channel, ChannelKind, Person
 from cognition.reminders import describe, describe_recurrence, local
 from memory.calendar import CalendarRepo
 from memory.connectors import MailHeaders
+from memory.decay import fact_visible
+from memory.facts import FactRepo
 from memory.portraits import PortraitRepo
 from memory.profiles import sources_with
 from memory.reminders import ReminderRepo
 from memory.transcript import RowFilter, TranscriptRepo
 
 RECENT_MAIL = timedelta(days=2)
+# The kinds synthesis writes the portrait from (cognition.jobs.synthesis.KINDS).
+PORTRAIT_KINDS = ("user_specific", "behavioral_pattern", "place")
 
 
 def ago(delta: timedelta) -> str:
@@ -48,10 +58,24 @@ class AmbientContext:
     clock: Clock
     upcoming_hours: float  # reminders and events this far ahead are mentioned
     mail: MailHeaders | None = None  # a connected mailbox's newest headers
+    facts: FactRepo | None = None  # the durable facts shown with the portrait
+    portrait_facts: int = 0  # at most this many (0: none)
 
-    async def portrait(self, owner_id: int) -> str | None:
+    async def portrait(self, owner_id: int, *, facts: bool = True) -> str | None:
         latest = await self.portraits.latest(owner_id)
-        return latest.text if latest else None
+        lines = await self._durable_facts(owner_id) if facts else []
+        parts = ([latest.text.strip()] if latest else []) + (
+            ["What they have told you (newest first):", *lines] if lines else [])
+        return "\n".join(parts) or None
+
+    async def _durable_facts(self, owner_id: int) -> list[str]:
+        if self.facts is None or self.portrait_facts <= 0:
+            return []
+        now = self.clock.now()
+        found = [f for f in await self.facts.for_owner(owner_id, kinds=PORTRAIT_KINDS)
+                 if fact_visible(f.kind, f.last_relevant_at, now)]
+        found.sort(key=lambda f: (f.created_at, f.id), reverse=True)
+        return [f"- {f.text}" for f in found[: self.portrait_facts]]
 
     async def ambient(self, person: Person, channel: Channel) -> str | None:
         now = self.clock.now()

@@ -5,8 +5,12 @@ after in the same channel and session, built from the owner's live recallable ro
 (`memory.recall_index`) and ranked per query by `memory.recall_rank`: BM25 over the window's
 words divided by the best window's, plus twice the window's cosine relative to the query's own
 background over the same memory (so no cosine range of a particular embedding model is assumed),
-with recency only as a tie-break. The budget is filled in rank order; overlapping or touching
-windows merge into one quoted span, so the same turns are never paid for twice.
+plus a little salience (the live leaves' that cite the row), with recency only as a tie-break.
+The budget is filled in rank order, from the items within `relative_floor` of the best one;
+overlapping or touching windows merge into one quoted span, so the same turns are never paid
+for twice. Decay acts (`decay_floor`): an episode unused until its weight fell under the floor
+has faded, with the rows only faded leaves cite, and comes in only as one of the strongest
+matches (`faded_floor` of the best score); it stays stored, and `touch` makes it fresh again.
 
 Other memories compete as extra candidates (`CandidateSource`: episodes here, facts added by
 `Recall.add_source`): they are found by vector kNN and FTS5 over one owner's memory and scored
@@ -30,7 +34,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Protocol
@@ -58,6 +62,7 @@ from memory.recall_rank import (
     Selection,
     Unit,
     WindowScores,
+    above_floor,
     bm25_text,
     greedy,
     spans,
@@ -94,8 +99,16 @@ class RecallTuning:
     w_keyword: float = 1.0
     w_semantic: float = 0.5
     w_recency: float = 0.02
+    w_salience: float = 0.1
     session_penalty: float = 0.0
-    relative_floor: float = 0.0
+    relative_floor: float = 0.3
+    # Decay that acts: an episode whose weight exp(−Δt/τ) since it was last relevant is below
+    # `decay_floor` has faded, and so have the live rows that only such leaves cite (they stay
+    # in storage until roll-up or the janitor). A faded item comes into the block only when it
+    # scores at least `faded_floor` × the best item's score: an old memory needs a strong cue.
+    # faded_floor > 1: faded items leave recall altogether. decay_floor 0: nothing fades.
+    decay_floor: float = 0.05
+    faded_floor: float = 0.45
     gate_bias: float = -0.4
     gate_cosine: float = 0.86
     gate_keyword: float = 5.47
@@ -486,15 +499,23 @@ class Recall:
     async def _search(self, q: RecallQuery, stems: list[str],
                       budget: int) -> tuple[list[RecallItem], int]:
         rank = self.tuning.rank
-        (rows, table), found = await asyncio.gather(
+        floor = self.tuning.decay_floor
+        (rows, table), found, leaves = await asyncio.gather(
             self.index.table(q.owner_id),
             asyncio.gather(*(source.candidates(q) for source in self.sources)),
+            leaf_citations(self.pool, q.owner_id) if floor > 0 or rank.w_salience
+            else _no_leaves(),
         )
         mask = np.ones(table.n, dtype=bool)
         if q.skip_channel_id is not None:
             mask &= ~((table.channel == q.skip_channel_id) & (table.ids > q.skip_after_row_id))
+        leaf_weight, salience = leaf_signals(leaves, rows.position, table.n, q.now)
+        # A row whose citing live leaves have all faded has faded with them; a row no leaf
+        # cites yet (a conversation still open) is new and has not.
+        faded = leaf_weight < floor
         recency = recency_of(table.minutes, q.now, EPISODE_TAU_DAYS[LEAF])
-        ws = window_scores(table, stems, q.vector, mask, recency, rank)
+        ws = window_scores(table, stems, q.vector, mask, recency, rank,
+                           np.nan_to_num(salience) if rank.w_salience else None)
         # Extra candidates: left out when every row they cite is a live row that may be
         # quoted (a window); notes about rows left out as already shown still compete.
         extras = [focus(c, ws.idf) for batch in found for c in batch
@@ -520,11 +541,13 @@ class Recall:
         fresh = {i: fresh_rows[int(table.ids[i])] for i in wanted
                  if int(table.ids[i]) in fresh_rows}
         said = {i: str(row["content"]) for i, row in fresh.items()}
-        units = window_units(table, ws, top, said,
-                             *shares_for(table, ws, top, stems, q.vector, self.tuning))
+        units = mark_faded(window_units(table, ws, top, said,
+                                        *shares_for(table, ws, top, stems, q.vector,
+                                                    self.tuning)), faded)
         for j, c in enumerate(extras):
             cited = tuple(rows.position[r] for r in c.cited_rows if r in rows.position)
-            units.append(Unit(-1 - j, extra_scores[j], cited, -1))
+            units.append(Unit(-1 - j, extra_scores[j], cited, -1,
+                              faded=c.kind == EPISODE and c.recency < floor))
         return pack(table, fresh, units, extras, extra_scores, budget,
                     self.tuning), len(top) + len(extras)
 
@@ -534,7 +557,7 @@ class Recall:
         if ws.bm25_best > 0:
             kw = min(bm25_text(c.text, ws.idf, ws.avg_len) / ws.bm25_best, 1.0)
         return (rank.w_keyword * kw + rank.w_semantic * unit_semantic(c.cosine, ws)
-                + rank.w_recency * c.recency)
+                + rank.w_recency * c.recency + rank.w_salience * c.salience)
 
     async def touch(self, result: RecallResult, now: datetime) -> None:
         """Refresh "last relevant" of everything `result` injected; quoted rows refresh the
@@ -587,6 +610,58 @@ class Recall:
         return result.render()
 
 
+@dataclass(frozen=True, slots=True)
+class LeafCitations:
+    """The rows the owner's live leaves cite, each with the citing leaf's last relevant time
+    (as stored) and salience; a row two leaves cite comes twice."""
+
+    row_ids: list[int] = field(default_factory=list)
+    last_relevant: list[str] = field(default_factory=list)
+    salience: list[float] = field(default_factory=list)
+
+
+async def leaf_citations(reads: Reads, owner_id: int) -> LeafCitations:
+    found = await reads.fetchall(
+        "SELECT r.row_id, e.last_relevant_at, e.salience FROM episodes e"
+        " JOIN episode_rows r ON r.episode_id = e.id"
+        " WHERE e.owner_id = ? AND e.level = ? AND e.tombstoned_at IS NULL",
+        (owner_id, LEAF))
+    return LeafCitations([int(r[0]) for r in found], [str(r[1]) for r in found],
+                         [float(r[2]) for r in found])
+
+
+async def _no_leaves() -> LeafCitations:
+    return LeafCitations()
+
+
+def leaf_signals(leaves: LeafCitations, position: Mapping[int, int], n: int,
+                 now: datetime) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Per row of the table: the highest decay weight and salience among the live leaves
+    citing it; nan for a row no live leaf cites. Each distinct time is parsed once (a leaf's
+    rows share it)."""
+    weight = np.full(n, np.nan)
+    salience = np.full(n, np.nan)
+    at = np.fromiter((position.get(r, -1) for r in leaves.row_ids), np.int64,
+                     len(leaves.row_ids))
+    keep = at >= 0
+    if not keep.any():
+        return weight, salience
+    seen: dict[str, float] = {}
+    w = np.fromiter((seen[t] if t in seen else seen.setdefault(
+        t, episode_weight(LEAF, from_iso(t), now)) for t in leaves.last_relevant), np.float64,
+        len(leaves.last_relevant))
+    sal = np.asarray(leaves.salience, dtype=np.float64)
+    # fmax ignores the nan a row starts with.
+    np.fmax.at(weight, at[keep], w[keep])
+    np.fmax.at(salience, at[keep], sal[keep])
+    return weight, salience
+
+
+def mark_faded(units: Sequence[Unit], faded: npt.NDArray[np.bool_]) -> list[Unit]:
+    """Windows whose centre row has faded (`faded`, per table row) marked as such."""
+    return [replace(u, faded=True) if u.key >= 0 and faded[u.key] else u for u in units]
+
+
 def focus(c: Candidate, idf: dict[str, float]) -> Candidate:
     """A long note (a roll-up parent) as its sentences that hold the query's words."""
     text = excerpt(c.text, idf, NOTE_TOKENS)
@@ -620,6 +695,8 @@ def pack(table: RowTable, fresh: dict[int, Row], units: list[Unit],
         wheres = {row_where(fresh[r]) for u in units if u.key >= 0 for r in u.rows}
         budget -= sum(map(heading_cost, wheres | {c.where for c in extras}))
     span_cost = SpanCost(fresh, not headings)
+    units = above_floor(units, tuning.relative_floor,
+                        tuning.faded_floor if tuning.decay_floor > 0 else 0.0)
     if tuning.diversity:
         sel = greedy(units, table, span_cost, budget, tuning.rank, unit_vectors(table, units))
     else:

@@ -14,7 +14,9 @@ has to be assumed for the embedding model:
   relative to the query's background over the same memory: (cos − mean) / (best − mean). So
   the best window scores 1 and a typical one 0, whatever range the model's cosines live in.
 
-score = w_keyword·keyword + w_semantic·semantic + w_recency·recency (recency only breaks ties).
+score = w_keyword·keyword + w_semantic·semantic + w_recency·recency + w_salience·salience
+(recency only breaks ties; salience is the live leaves' that cite the window's centre row).
+`above_floor` drops what scores under a share of the best item (more for a faded one).
 
 The abstention gate is `memory.recall_gate`; this module gives it the best window's cosine as
 a z-score over the query's background, less the z-score the best of that many unrelated
@@ -64,8 +66,12 @@ class RankTuning:
     w_keyword: float = 1.0
     w_semantic: float = 0.5
     w_recency: float = 0.02
+    # The design's blend: salience (an episode's, or for a window the highest of the live
+    # leaves that cite its centre row; a fact's confidence) adds w_salience × it.
+    w_salience: float = 0.1
     session_penalty: float = 0.0
-    relative_floor: float = 0.0
+    # Once the gate opens, items scoring under this share of the best one are left out.
+    relative_floor: float = 0.3
     pool: int = 100  # windows considered for selection, best first
     gate_bias: float = -0.4  # memory.recall_gate
     gate_cosine: float = 0.86
@@ -224,8 +230,10 @@ def bm25_text(text: str, idf: dict[str, float], avg_len: float) -> float:
 
 
 def window_scores(table: RowTable, stems: Sequence[str], vector: F32 | None,
-                  mask: npt.NDArray[np.bool_], recency: F64, tuning: RankTuning) -> WindowScores:
-    """The signals of every window whose centre row is allowed by `mask`."""
+                  mask: npt.NDArray[np.bool_], recency: F64, tuning: RankTuning,
+                  salience: F64 | None = None) -> WindowScores:
+    """The signals of every window whose centre row is allowed by `mask` (`salience`: per
+    row, 0 where unknown; weighed by `w_salience`)."""
     n = table.n
     sentinel = n  # a padded row with no words and a zero vector
     allowed = np.append(mask, False)
@@ -274,6 +282,8 @@ def window_scores(table: RowTable, stems: Sequence[str], vector: F32 | None,
             tuning.semantic_top)
     score = (tuning.w_keyword * keyword + tuning.w_semantic * semantic
              + tuning.w_recency * recency)
+    if salience is not None and tuning.w_salience:
+        score = score + tuning.w_salience * salience
     valid = mask & ((keyword > 0) | ~np.isnan(cosine))
     return WindowScores(members, keyword, cosine, semantic, np.where(valid, score, -np.inf),
                         valid, gate_z, bm25_best, idf, cos_mean, cos_top, avg)
@@ -411,6 +421,7 @@ class Unit:
     session: int  # −1: none
     cost: int = 0  # extras only; windows are priced by the block they change
     core: int = -1  # windows: the row brought alone when the whole no longer fits (−1: key)
+    faded: bool = False  # its decay weight is below the floor (`above_floor`)
 
     @property
     def centre(self) -> int:
@@ -424,6 +435,17 @@ class Selection:
     order: dict[int, float] = field(default_factory=dict)  # row index → best score taking it
     per_session: dict[int, int] = field(default_factory=dict)
     used: int = 0  # tokens
+
+
+def above_floor(units: Sequence[Unit], floor: float, faded: float = 0.0) -> list[Unit]:
+    """The units scoring at least `floor` × the best one's score, and a faded unit at least
+    `faded` × it (all when the best is not positive: there is no scale to take a share of).
+    `faded` above 1: a faded unit never comes back."""
+    best = max((u.score for u in units), default=0.0)
+    if best <= 0:
+        return list(units)
+    return [u for u in units
+            if u.score >= (max(floor, faded) if u.faded else floor) * best]
 
 
 def run_around(table: RowTable, rows: set[int], r: int) -> tuple[int, ...]:
@@ -488,8 +510,7 @@ def greedy(units: Sequence[Unit], table: RowTable, span_cost: Callable[[tuple[in
     if not m:
         return sel
     score = np.array([u.score for u in units], dtype=np.float64)
-    best = float(score.max())
-    alive = score >= (tuning.relative_floor * best if best > 0 else -math.inf)
+    alive = np.ones(m, dtype=bool)
     share = np.ones(m)
     cost = np.array([span_cost(u.rows) if u.key >= 0 else u.cost for u in units], np.float64)
     closest = np.zeros(m)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import Protocol
 
+from cognition.ambient import PORTRAIT_KINDS
 from cognition.jobs.common import FactPorts, live_facts
 from cognition.prompts import synthesis as prompts
 from cognition.registry import BaseJob, JobContext, JobOutcome
@@ -21,7 +22,7 @@ class SynthesisPorts(FactPorts, Protocol):
 
 
 SOURCE = "job:synthesis"
-KINDS = ("user_specific", "behavioral_pattern", "place")
+KINDS = PORTRAIT_KINDS
 MAX_FACTS = 60
 
 

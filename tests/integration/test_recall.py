@@ -486,3 +486,61 @@ async def test_row_index_reads_the_words_of_new_rows_only(db: Database, emb: Ope
     np.testing.assert_array_equal(grown.lengths, fresh.lengths)
     np.testing.assert_array_equal(grown.prev, fresh.prev)
     np.testing.assert_array_equal(grown.next, fresh.next)
+
+
+async def test_a_faded_leaf_leaves_recall_until_touched_and_its_rows_stay_stored(
+        db: Database, emb: OpenAIEmbedder, clock: ManualClock) -> None:
+    """Decay that acts: six weeks unused (leaf weight exp(−42/14) < 0.05), the conversation
+    has faded; with faded_floor above 1 it leaves recall, while a newer one answers the same
+    question. Its rows stay in storage, and once touched (recalled and used) it is back."""
+    alice = await person(db, "alice", clock)
+    ch = await channel(db, alice, "alice/f", clock)
+    old = await turn(db, ch, alice, FACT, clock, reply="How lovely!")
+    await index(db, emb, clock)
+    clock.advance(days=43)
+    new = await turn(db, ch, alice, "my brother Oskar moved to Porto last spring", clock)
+    await index(db, emb, clock)
+    question = "where did my sister Beatrix and my brother Oskar move?"
+    keeps = recall_for(db, emb, clock, skip_recent_rows=0, decay_floor=0.0)
+    assert old[0] in (await keeps.search(alice.id, question, clock.now())).cited_row_ids
+    fades = recall_for(db, emb, clock, skip_recent_rows=0, decay_floor=0.05, faded_floor=2.0)
+    faded = await fades.search(alice.id, question, clock.now())
+    assert old[0] not in faded.cited_row_ids and new[0] in faded.cited_row_ids
+    stored = await db.fetchval("SELECT count(*) FROM transcript WHERE id = ?", (old[0],))
+    assert stored == 1
+    # A cue strong enough: a faded item must score at least faded_floor × the best (here it
+    # is the best).
+    cued = recall_for(db, emb, clock, skip_recent_rows=0, decay_floor=0.05, faded_floor=0.5)
+    strong = "what does my sister Beatrix teach in Lisbon?"
+    assert old[0] in (await cued.search(alice.id, strong, clock.now())).cited_row_ids
+    assert old[0] not in (await fades.search(alice.id, strong, clock.now())).cited_row_ids
+    # Recalled and used: the leaf is relevant again, and it is back at any floor.
+    await EpisodeRepo(db).touch(await EpisodeRepo(db).live_citing(old), clock.now())
+    back = await fades.search(alice.id, question, clock.now())
+    assert old[0] in back.cited_row_ids
+
+
+async def test_salience_takes_part_in_the_ranking(db: Database, emb: OpenAIEmbedder,
+                                                  clock: ManualClock) -> None:
+    """Two windows about equal for the query: the newer one first, but the one from the more
+    salient conversation once salience is weighed."""
+    alice = await person(db, "alice", clock)
+    other = await channel(db, alice, "alice/o", clock)
+    await turns(db, other, alice, [filler(i) for i in range(20)], clock)
+    ch = await channel(db, alice, "alice/s", clock)
+    vivid = await turn(db, ch, alice, "the parcel for the garden shed came today", clock)
+    await index(db, emb, clock)
+    clock.advance(days=2)
+    dull = await turn(db, ch, alice, "the parcel for the garden shed came monday", clock)
+    await index(db, emb, clock)
+    repo = EpisodeRepo(db)
+    for rows, value in ((vivid, 0.9), (dull, 0.2)):
+        await db.execute_write("UPDATE episodes SET salience = ? WHERE id = ?",
+                               (value, (await repo.live_citing(rows))[0]))
+    query = "did the parcel for the shed come?"
+    plain = await recall_for(db, emb, clock, skip_recent_rows=0, w_salience=0.0).search(
+        alice.id, query, clock.now())
+    assert plain.items[0].cited_rows[0] == dull[0]
+    weighed = await recall_for(db, emb, clock, skip_recent_rows=0, w_salience=1.0).search(
+        alice.id, query, clock.now())
+    assert weighed.items[0].cited_rows[0] == vivid[0]

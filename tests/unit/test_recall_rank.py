@@ -11,6 +11,7 @@ from memory.recall_rank import (
     RankTuning,
     RowTable,
     Unit,
+    above_floor,
     added_cost,
     build_table,
     greedy,
@@ -212,3 +213,15 @@ def test_a_rows_month_is_searchable() -> None:
     t = table_of([*texts, "Melanie: lovely", "Melanie: see you"], minutes=[0, 500, 1000, 1500])
     ws = scores(t, "What did Caroline bake in June?", None)
     assert int(np.argmax(ws.score)) == 1  # type: ignore[attr-defined]
+
+
+def test_the_relative_floor_and_the_faded_floor() -> None:
+    units = [Unit(0, 1.0, (0,), 0), Unit(1, 0.5, (1,), 0), Unit(2, 0.2, (2,), 0),
+             Unit(3, 0.7, (3,), 0, faded=True), Unit(4, 0.95, (4,), 0, faded=True)]
+    keys = lambda us: [u.key for u in us]  # noqa: E731
+    assert keys(above_floor(units, 0.0)) == [0, 1, 2, 3, 4]
+    assert keys(above_floor(units, 0.3)) == [0, 1, 3, 4]  # weak items out, faded or not
+    assert keys(above_floor(units, 0.3, 0.8)) == [0, 1, 4]  # a faded one needs 0.8 × best
+    assert keys(above_floor(units, 0.3, 2.0)) == [0, 1]  # above 1: faded ones leave
+    negative = [Unit(0, -0.1, (0,), 0), Unit(1, -0.5, (1,), 0, faded=True)]
+    assert keys(above_floor(negative, 0.5, 2.0)) == [0, 1]  # no positive best: no scale
