@@ -88,7 +88,7 @@ def _postgres_url(text: str) -> str:
 async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     from strata_eval.perf import run_bench, table, write
 
-    report = await run_bench(args)
+    report = await run_bench(args, settings)
     report["command"] = bench_command(args)
     print(table(report["figures"]))
     if args.out:
@@ -116,7 +116,7 @@ def _parts(text: str) -> str:
     return ",".join(sorted(wanted))
 
 
-BENCH_PARTS = {"engines", "load"}
+BENCH_PARTS = {"engines", "load", "model"}
 
 
 def register(sub: Any) -> None:
@@ -127,7 +127,8 @@ def register(sub: Any) -> None:
                        help="fewer persons and turns (about 5 minutes; 10,000 memories each)")
     bench.add_argument("--out", help="write the JSON report here (and its table as .md)")
     bench.add_argument("--only", type=_parts, default=None, metavar="PART,…",
-                       help="only these parts: engines, load (default: both)")
+                       help="only these parts: engines, load, model (default: all;"
+                       " model only with the local extra and its weights)")
     bench.add_argument("--persons", type=int, default=None,
                        help="persons in the engines' store (default 5 with --quick, else 50)")
     bench.add_argument("--memories", type=int, default=10_000, help="memories per person")

@@ -8,7 +8,11 @@ The figures come from the benchmarks under `bench/` (run as they are, not copied
   numpy scan of the same vectors; the same rows written by one bare `executemany`.
 - the reliability suite's `load` case (`bench/reliability`): 100 persons at once on the
   Telegram fake, a model answering in 200 ms; the turn overhead outside the model and its
-  queue. Floor: a bare HTTP round trip to the same fake.
+  queue, split into Strata's own work and flood control's waits. Floor: a bare HTTP round trip
+  to the same fake.
+- with the `local` extra and its weights: the embedded model's time to first token in the
+  first and the later turns of one conversation (`strata_eval.warm_model`); the later turns'
+  floor is the first turn (no prompt cache), their target a third of it.
 
 Why this needs a source checkout: those benchmarks drive the project's test fakes (`tests/fakes`)
 and the embedded PostgreSQL of the dev extras, which an installed `strata` does not ship (test
@@ -34,6 +38,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bot.config import Settings
 from bot.errors import StrataError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,15 +106,13 @@ def engine_figures(rep: dict[str, Any]) -> list[Figure]:
 
 def load_figures(details: dict[str, Any]) -> list[Figure]:
     """The figures of the reliability suite's `load` case."""
-    floor = details.get("http_floor_p95_ms")
-    out = [Figure("turn_overhead_p95_ms", details["overhead_p95_ms"], floor, "ms", None)]
-    if "own_p95_ms" in details:
-        out += [
-            Figure("turn_own_p95_ms", details["own_p95_ms"], floor, "ms", OWN_OVERHEAD_MS),
-            Figure("turn_platform_wait_p95_ms", details["platform_wait_p95_ms"], floor, "ms",
-                   None),
-        ]
-    return out
+    floor = details["http_floor_p95_ms"]
+    return [
+        Figure("turn_overhead_p95_ms", details["overhead_p95_ms"], floor, "ms", None),
+        Figure("turn_own_p95_ms", details["own_p95_ms"], floor, "ms", OWN_OVERHEAD_MS),
+        Figure("turn_platform_wait_p95_ms", details["platform_wait_p95_ms"], floor, "ms", None),
+        Figure("turn_slot_wait_p95_ms", details["slot_wait_p95_ms"], floor, "ms", None),
+    ]
 
 
 async def run_engines(args: argparse.Namespace) -> tuple[list[Figure], dict[str, Any]]:
@@ -156,9 +159,9 @@ def table(figures: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-async def run_bench(args: argparse.Namespace) -> dict[str, Any]:
+async def run_bench(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     checkout()
-    parts = set(args.only.split(",")) if args.only else {"engines", "load"}
+    parts = set(args.only.split(",")) if args.only else {"engines", "load", "model"}
     figures: list[Figure] = []
     raw: dict[str, Any] = {}
     if "engines" in parts:
@@ -166,6 +169,11 @@ async def run_bench(args: argparse.Namespace) -> dict[str, Any]:
         figures += figs
     if "load" in parts:
         figs, raw["load"] = await run_load(args.quick)
+        figures += figs
+    if "model" in parts:
+        from strata_eval.warm_model import model_figures
+
+        figs, raw["model"] = await model_figures(settings)
         figures += figs
     return {
         "benchmark": "strata bench" + (" --quick" if args.quick else ""),
