@@ -116,7 +116,7 @@ def _parts(text: str) -> str:
     return ",".join(sorted(wanted))
 
 
-BENCH_PARTS = {"engines", "load", "model"}
+BENCH_PARTS = {"engines", "load", "idle", "model"}
 
 
 def register(sub: Any) -> None:
@@ -127,7 +127,7 @@ def register(sub: Any) -> None:
                        help="fewer persons and turns (about 5 minutes; 10,000 memories each)")
     bench.add_argument("--out", help="write the JSON report here (and its table as .md)")
     bench.add_argument("--only", type=_parts, default=None, metavar="PART,…",
-                       help="only these parts: engines, load, model (default: all;"
+                       help="only these parts: engines, load, idle, model (default: all;"
                        " model only with the local extra and its weights)")
     bench.add_argument("--persons", type=int, default=None,
                        help="persons in the engines' store (default 5 with --quick, else 50)")

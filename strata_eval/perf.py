@@ -10,6 +10,8 @@ The figures come from the benchmarks under `bench/` (run as they are, not copied
   Telegram fake, a model answering in 200 ms; the turn overhead outside the model and its
   queue, split into Strata's own work and flood control's waits. Floor: a bare HTTP round trip
   to the same fake.
+- `strata run` on the Telegram fake, no local model: seconds from the process's start to its
+  first poll, and its resident memory once idle.
 - with the `local` extra and its weights: the embedded model's time to first token in the
   first and the later turns of one conversation (`strata_eval.warm_model`); the later turns'
   floor is the first turn (no prompt cache), their target a third of it.
@@ -27,6 +29,7 @@ figure with no fixed goal (the floors' own sizes) is informational and `ok` is N
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
 import json
 import logging
@@ -34,6 +37,7 @@ import platform
 import shutil
 import sys
 import tempfile
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +52,9 @@ RECALL_WARM_FACTOR = 2.0  # × the numpy floor
 RECALL_FIRST_MS = 50.0
 INGEST_TARGET = {"sqlite": 1000.0, "postgres": 600.0}
 OWN_OVERHEAD_MS = 50.0
+START_S = 2.0
+IDLE_RSS_MB = 150.0
+IDLE_SECONDS = 3.0
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,39 @@ async def run_load(quick: bool) -> tuple[list[Figure], dict[str, Any]]:
     return load_figures(result.details), result.to_json()
 
 
+def idle_run(workdir: Path) -> dict[str, float]:
+    """`strata run` on the Telegram fake without a local model: seconds from the process's
+    start to its first poll, and its resident memory after `IDLE_SECONDS` of nothing to do."""
+    from bench.reliability import harness
+    from tests.fakes.telegram_api import FakeTelegramAPI
+
+    model = harness.model_server()
+    fake = FakeTelegramAPI().start()
+    proc = harness.StrataProcess(harness.telegram_env(model, fake, workdir / "strata.db"),
+                                 workdir, "idle")
+    try:
+        started = time.monotonic()
+        proc.start()
+        if not harness.wait_polling(fake, proc):
+            raise StrataError("strata run did not start: " + proc.stderr()[-500:])
+        polled = time.monotonic() - started
+        time.sleep(IDLE_SECONDS)
+        assert proc.proc is not None
+        status = Path(f"/proc/{proc.proc.pid}/status").read_text(encoding="ascii")
+        rss_kb = next(int(line.split()[1]) for line in status.splitlines()
+                      if line.startswith("VmRSS:"))
+    finally:
+        proc.stop()
+        model.stop()
+        fake.stop()
+    return {"first_poll_s": round(polled, 3), "idle_rss_mb": round(rss_kb / 1024, 1)}
+
+
+def idle_figures(measured: dict[str, float]) -> list[Figure]:
+    return [Figure("start_to_first_poll_s", measured["first_poll_s"], None, "s", START_S),
+            Figure("idle_rss_mb", measured["idle_rss_mb"], None, "MB", IDLE_RSS_MB)]
+
+
 def _fmt(x: float | None) -> str:
     if x is None:
         return "–"
@@ -161,7 +201,7 @@ def table(figures: list[dict[str, Any]]) -> str:
 
 async def run_bench(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     checkout()
-    parts = set(args.only.split(",")) if args.only else {"engines", "load", "model"}
+    parts = set(args.only.split(",")) if args.only else {"engines", "load", "idle", "model"}
     figures: list[Figure] = []
     raw: dict[str, Any] = {}
     if "engines" in parts:
@@ -170,6 +210,10 @@ async def run_bench(args: argparse.Namespace, settings: Settings) -> dict[str, A
     if "load" in parts:
         figs, raw["load"] = await run_load(args.quick)
         figures += figs
+    if "idle" in parts:
+        with tempfile.TemporaryDirectory(prefix="strata-bench-idle-") as tmp:
+            raw["idle"] = await asyncio.to_thread(idle_run, Path(tmp))
+        figures += idle_figures(raw["idle"])
     if "model" in parts:
         from strata_eval.warm_model import model_figures
 
