@@ -44,20 +44,33 @@ def _history_text(row: TranscriptRow, parts: PromptParts) -> str:
 def budget_history(
     rows: Sequence[TranscriptRow], budget: int, per_row_cap: int | None = None
 ) -> list[TranscriptRow]:
-    """The newest message rows whose total fits `budget` tokens, oldest first."""
+    """The newest message rows whose total fits `budget` tokens, oldest first.
+
+    When not all fit, the oldest rows go in steps (`history_step`), not one by one: the
+    window's first row then stays the same for several turns, so the prompt's prefix up to
+    the new rows is byte-identical from one turn to the next and a server's prompt cache
+    (llama.cpp's `cache_prompt`, other providers' prefix caches) need not read it again. The
+    steps are counted from the first row given (the first after the watermark).
+    """
     cap = per_row_cap or max(budget // 2, 1)
-    kept: list[TranscriptRow] = []
-    used = 0
-    for row in reversed(rows):
-        if row.kind is not RowKind.MESSAGE or row.role not in (Role.USER, Role.ASSISTANT):
-            continue
-        cost = min(count_tokens(row.content), cap)
-        if used + cost > budget:
-            break
-        kept.append(row)
-        used += cost
-    kept.reverse()
-    return kept
+    kept = [r for r in rows if r.kind is RowKind.MESSAGE and r.role in (Role.USER, Role.ASSISTANT)]
+    costs = [min(count_tokens(r.content), cap) for r in kept]
+    over = sum(costs) - budget
+    if over <= 0:
+        return kept
+    step = history_step(budget)
+    drop = -(-over // step) * step  # what must go, rounded up to whole steps
+    dropped = start = 0
+    while start < len(kept) and dropped < drop:
+        dropped += costs[start]
+        start += 1
+    return kept[start:]
+
+
+def history_step(budget: int) -> int:
+    """How many tokens of the oldest history go at a time: a power of two near a quarter of
+    the budget, so that a budget that varies a little from turn to turn keeps its step."""
+    return 1 << max((max(budget, 4) // 4).bit_length() - 1, 0)
 
 
 def history_in_prompt(rows: Sequence[TranscriptRow], history_tokens: int) -> list[TranscriptRow]:

@@ -41,6 +41,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import time
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -61,6 +62,10 @@ from bot.ports import Adapter, Clock, Inbox, PartialCallback, SharedInbox, TurnH
 from bot.types import Accepted, InboundMessage, QueuedAnswer, TurnResult
 
 log = logging.getLogger(__name__)
+# Timings a benchmark reads (`--log-level info`): flood control's holds, when turns start.
+timing_log = logging.getLogger(__name__ + ".timing")
+# Waits shorter than this are the limiter's own bookkeeping, not flood control.
+HELD_LOGGED = 0.001
 
 MESSAGE_LIMIT = 4096
 TYPING_EVERY = 4.0  # Telegram shows "typing…" for about 5 s per chat action
@@ -110,6 +115,27 @@ def _quiet_handled_429s() -> None:
     limiter_log = logging.getLogger("telegram.ext.AIORateLimiter")
     if not any(isinstance(f, _HandledRateLimitLog) for f in limiter_log.filters):
         limiter_log.addFilter(_HandledRateLimitLog())
+
+
+class TimedRateLimiter(AIORateLimiter):
+    """PTB's flood-control pacing, saying how long it held each request that had to wait: the
+    platform's share of a turn's time, told apart from Strata's own (bench/reliability's
+    `load` case reads these lines; `--log-level info` shows them)."""
+
+    async def process_request(self, callback: Any, args: Any, kwargs: dict[str, Any],
+                              endpoint: str, data: dict[str, Any],
+                              rate_limit_args: int | None) -> Any:
+        queued = time.monotonic()
+
+        async def released(*a: Any, **kw: Any) -> Any:
+            held = time.monotonic() - queued
+            if held >= HELD_LOGGED:
+                timing_log.info("flood control held %s to chat %s for %.1f ms (until %.3f)",
+                               endpoint, data.get("chat_id"), held * 1000, time.time())
+            return await callback(*a, **kw)
+
+        return await super().process_request(released, args, kwargs, endpoint, data,
+                                              rate_limit_args)
 
 
 def _entities_rejected(exc: BadRequest) -> bool:
@@ -288,7 +314,7 @@ class TelegramAdapter:
             .token(self.token)
             .base_url(self.base_url)
             .base_file_url(self.base_file_url)
-            .rate_limiter(AIORateLimiter(max_retries=0))  # 429s are ours to handle (see top)
+            .rate_limiter(TimedRateLimiter(max_retries=0))  # 429s are ours to handle (see top)
             .updater(None)  # we poll ourselves: PTB's Updater confirms before we store
         )
         app = builder.build()
@@ -617,6 +643,9 @@ class TelegramAdapter:
 
     async def _answer_queued(self, inbox: SharedInbox, answer: QueuedAnswer) -> None:
         msg = answer.accepted.msg
+        # When a turn leaves the queue (the `max_turns` chats answered at once were full): the
+        # reliability suite's `load` case tells this wait from Strata's own work.
+        timing_log.info("turn for chat %s starts (at %.3f)", msg.room_id, time.time())
         reply_to = int(answer.reply_to) if answer.reply_to else None
         chat = _Chat(self._bot(), int(msg.room_id), reply_to, retry_base=self.retry_base)
         ops = self._ops(chat, answer=msg.addressed_to_bot)

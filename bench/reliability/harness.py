@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -63,10 +63,12 @@ class StrataProcess:
     """`python -m bot.cli run` as a service manager would start it; output goes to files so a
     chatty process never blocks on a full pipe."""
 
-    def __init__(self, env: dict[str, str], workdir: Path, name: str = "strata") -> None:
+    def __init__(self, env: dict[str, str], workdir: Path, name: str = "strata",
+                 options: Sequence[str] = ()) -> None:
         self.env = env
         self.workdir = workdir
         self.name = name
+        self.options = list(options)  # `strata` options before `run`, e.g. a log level
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
@@ -80,7 +82,7 @@ class StrataProcess:
         err = self.stderr_path.open("wb")
         out = (self.workdir / f"{self.name}-{self.starts}.out").open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "run"], cwd=ROOT, env=self.env,
+            [sys.executable, "-m", "bot.cli", *self.options, "run"], cwd=ROOT, env=self.env,
             stdin=subprocess.DEVNULL, stdout=out, stderr=err,
         )
         err.close()

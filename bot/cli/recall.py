@@ -27,9 +27,9 @@ async def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
     # Recall only reads: the database is opened read-only (nothing on disk changes).
     db = await open_db(settings, read_only=True)
     embedder = make_embedder(settings)
+    clock = _clock(args)
+    recall = make_recall(settings, db, embedder, clock)
     try:
-        clock = _clock(args)
-        recall = make_recall(settings, db, embedder, clock)
         owner = await _owner(Repos.over(db).persons, args.user)
         result = await recall.search(owner, args.query, clock.now(), args.budget)
         if args.json:
@@ -43,6 +43,8 @@ async def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
         else:
             say(result.render() or "(nothing relevant is remembered)")
     finally:
+        # Its reader connections' threads would keep the process from exiting.
+        await recall.close()
         await embedder.close()
         await db.close()
     return 0

@@ -1,6 +1,12 @@
 from datetime import UTC, datetime
 
-from bot.prompt import MEMORY_PREAMBLE, PromptParts, budget_history, build_messages
+from bot.prompt import (
+    MEMORY_PREAMBLE,
+    PromptParts,
+    budget_history,
+    build_messages,
+    history_step,
+)
 from bot.types import Role, RowKind, TranscriptRow
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -14,8 +20,26 @@ def row(i: int, text: str, role: Role = Role.USER,
 
 def test_history_keeps_newest_rows_within_budget() -> None:
     rows = [row(i, "x" * 40) for i in range(10)]  # 10 tokens each
-    kept = budget_history(rows, 35)
-    assert [r.id for r in kept] == [7, 8, 9]
+    assert [r.id for r in budget_history(rows, 100)] == list(range(10))
+    # 65 tokens too many; the oldest go in steps of 8 tokens (a quarter of 35, to a power of
+    # two): 72 tokens, so 8 rows.
+    assert history_step(35) == 8
+    assert [r.id for r in budget_history(rows, 35)] == [8, 9]
+
+
+def test_history_window_start_stays_put_while_turns_are_added() -> None:
+    """The prompt's prefix stays byte-identical between turns (prompt caches hit), until the
+    window has to move by a whole step."""
+    rows = [row(i, "x" * 40) for i in range(60)]  # 10 tokens each, 600 in all
+    starts = []
+    for turn in range(8):
+        kept = budget_history(rows, 400)
+        assert 10 * len(kept) <= 400
+        starts.append(kept[0].id)
+        rows = rows + [row(100 + 2 * turn + k, "x" * 40) for k in range(2)]  # a turn later
+    # A step of 64 tokens: the start moves once every few turns, not every turn.
+    assert len(set(starts)) < len(starts) / 2
+    assert starts == sorted(starts)
 
 
 def test_history_skips_tool_rows() -> None:
