@@ -73,7 +73,7 @@ async def _conversation(settings: Settings, turns: Sequence[EvalTurn],
             extractive = dataclasses.replace(
                 model_cutter, settings=dataclasses.replace(model_cutter.settings,
                                                            use_model=False))
-            out = []
+            out: list[dict[str, Any]] = []
             for w in [w for w in cut if w.rows][:windows]:
                 source = "\n".join(r.content for r in w.rows)
                 started = time.monotonic()
