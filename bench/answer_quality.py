@@ -94,34 +94,49 @@ async def recall_blocks(settings: Settings, turns: Sequence[EvalTurn],
     return {a.qid: a.block for a in answers}
 
 
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The details file's answers; a line torn by a stopped process is skipped (its question
+    is asked again)."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
 def done_keys(path: Path) -> set[tuple[str, str]]:
     """(qid, condition) pairs already in the details file."""
-    if not path.is_file():
-        return set()
-    out = set()
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            r = json.loads(line)
-            out.add((r["qid"], r["condition"]))
-    return out
+    return {(r["qid"], r["condition"]) for r in read_records(path)}
 
 
 async def answer_all(chat: OpenAIChatModel, picked: Sequence[EvalQuestion],
                      blocks: dict[str, str], turns: Sequence[EvalTurn], details: Path,
-                     log: Callable[[str], None] = print) -> None:
+                     log: Callable[[str], None] = print, from_end: bool = False) -> None:
     """Ask every (question, condition) not yet in `details`, appending one line each, in a
     seeded shuffled order: a run stopped early has answered a fair share of every
-    conversation and category, not the first ones only."""
+    conversation and category, not the first ones only. `from_end`: the same order
+    backwards, so a second process (its own model server) can share the work; the done
+    lines are read again before each question, so the two stop where they meet."""
     by_id = {t.turn_id: t for t in turns}
     picked = list(picked)
     random.Random(SEED).shuffle(picked)
+    if from_end:
+        picked.reverse()
     people = {c: speakers([t for t in turns if t.conv == c]) for c in {q.conv for q in picked}}
-    done = done_keys(details)
     details.parent.mkdir(parents=True, exist_ok=True)
+    if details.is_file() and not details.read_bytes().endswith(b"\n"):
+        with details.open("a", encoding="utf-8") as fh:
+            fh.write("\n")  # end a line torn by a stopped run, so the next one stands alone
     with details.open("a", encoding="utf-8") as fh:
         for i, q in enumerate(picked):
             notes = {"memory": blocks.get(q.qid, ""), "none": None,
                      "gold": gold_block(q, by_id)}
+            # Read again: a second process may have answered it meanwhile.
+            done = done_keys(details)
             for condition in CONDITIONS:
                 if (q.qid, condition) in done:
                     continue

@@ -69,7 +69,7 @@ def _folder(model: str) -> Path:
 
 
 async def part_answers(settings: Settings, folder: Path, budget: int,
-                       limit: int | None) -> dict[str, Any]:
+                       limit: int | None, from_end: bool) -> dict[str, Any]:
     turns = load_turns(LOCOMO / "turns.jsonl")
     questions = load_questions(LOCOMO / "questions.jsonl")
     convs = list(dict.fromkeys(t.conv for t in turns))
@@ -83,11 +83,11 @@ async def part_answers(settings: Settings, folder: Path, budget: int,
     details = folder / "answers.jsonl"
     chat = make_chat_model(settings)
     try:
-        await answer_quality.answer_all(chat, picked[:limit], blocks, turns, details)
+        await answer_quality.answer_all(chat, picked[:limit], blocks, turns, details,
+                                        from_end=from_end)
     finally:
         await chat.close()
-    records = [json.loads(line) for line in details.read_text(encoding="utf-8").splitlines()
-               if line.strip()]
+    records = answer_quality.read_records(details)
     return {"conversations": [convs[i] for i in HELD_OUT], "sample": answer_quality.SAMPLE,
             "budget_tokens": budget, "answer_tokens": answer_quality.ANSWER_TOKENS,
             "details": str(details.relative_to(RESULTS.parent.parent)),
@@ -147,7 +147,7 @@ async def part_lived(settings: Settings, folder: Path, budget: int,
 
 
 async def run(parts: list[str], budget: int, answer_budget: int, limit: int | None,
-              lived_sessions: int, command: str) -> str:
+              lived_sessions: int, from_end: bool, command: str) -> str:
     """Run `parts` with the configured or embedded model; the model's name."""
     settings = load_settings(None)
     cache = default_db_path(os.environ).parent / "models"
@@ -158,7 +158,7 @@ async def run(parts: list[str], budget: int, answer_budget: int, limit: int | No
         for part in parts:
             started = time.monotonic()
             if part == "answers":
-                result = await part_answers(effective, folder, answer_budget, limit)
+                result = await part_answers(effective, folder, answer_budget, limit, from_end)
             elif part == "facts":
                 result = await part_facts(effective)
             elif part == "summaries":
@@ -252,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
                              "this model from its parts' files")
     parser.add_argument("--lived-sessions", type=int, default=LIVED_SESSIONS,
                         help=f"lived: replay the first N sessions ({LIVED_SESSIONS})")
+    parser.add_argument("--from-end", action="store_true",
+                        help="answers: work from the end of the question list (a second "
+                             "process sharing the answers with a first one)")
     parser.add_argument("--limit", type=int, default=None,
                         help="answers: only the first N sampled questions (a trial run)")
     args = parser.parse_args(argv)
@@ -263,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     model = args.model
     if parts:
         model = asyncio.run(run(parts, args.budget, args.answer_budget, args.limit,
-                                args.lived_sessions, command))
+                                args.lived_sessions, args.from_end, command))
     report, text = assemble(model)
     write_json(RESULTS / f"model_quality_{model.replace('/', '_')}.json", report)
     print(text)

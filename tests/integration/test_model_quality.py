@@ -6,6 +6,7 @@ summary, and the summary part through the app's own episode cutter."""
 from __future__ import annotations
 
 import json
+import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -156,3 +157,26 @@ async def test_summaries_part_scores_model_and_extractive(
     text = table({"summaries": result})
     assert "| episode summaries (1 windows, 8 entities; 0 fell back)" in text
     assert "0.625" in text and "extractive 1.000" in text
+
+
+async def test_a_second_process_takes_the_other_end_and_torn_lines_are_asked_again(
+        fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    chat = OpenAIChatModel(base_url=fake_openai.base_url, model=fake_openai.model,
+                           api_key="test", max_retries=0)
+    details = tmp_path / "answers.jsonl"
+    questions, turns = _questions(), _turns()
+    order = list(questions)
+    random.Random(answer_quality.SEED).shuffle(order)
+    # A process stopped while writing left a torn line for the last question's first answer.
+    details.write_text('{"qid": "' + order[-1].qid + '", "condition": "mem')
+    fake_openai.reply("a", "b", "c")
+    try:
+        await answer_quality.answer_all(chat, questions[:2], {}, turns, details,
+                                        log=lambda _: None, from_end=True)
+        # From the end, one question at a time: the last of the shuffled order first.
+        first = fake_openai.chat_requests()[0]["messages"][1]["content"]
+        assert first == order[-1].question
+    finally:
+        await chat.close()
+    assert answer_quality.done_keys(details) >= {(order[-1].qid, c)
+                                                 for c in answer_quality.CONDITIONS}
