@@ -33,6 +33,7 @@ from strata_eval.recall import (
     EvalQuestion,
     EvalTurn,
     answer_coverage,
+    content_words,
     row_text,
     run_eval,
     speakers,
@@ -92,6 +93,20 @@ async def recall_blocks(settings: Settings, turns: Sequence[EvalTurn],
     _report, answers = await run_eval(settings, turns, questions, options,
                                       show_progress=False)
     return {a.qid: a.block for a in answers}
+
+
+def notes_coverage(picked: Sequence[EvalQuestion], blocks: dict[str, str],
+                   turns: Sequence[EvalTurn]) -> dict[str, float]:
+    """How much of the gold answers' content words the notes themselves hold (the recall
+    block, the gold evidence): what the model could at best have copied."""
+    by_id = {t.turn_id: t for t in turns}
+    scored = [q for q in picked if content_words(q.answer)]
+    if not scored:
+        return {"memory": 0.0, "gold": 0.0}
+    return {"memory": round(sum(answer_coverage(q.answer, blocks.get(q.qid, ""))
+                                for q in scored) / len(scored), 4),
+            "gold": round(sum(answer_coverage(q.answer, gold_block(q, by_id))
+                              for q in scored) / len(scored), 4)}
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

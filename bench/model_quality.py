@@ -74,7 +74,7 @@ async def part_answers(settings: Settings, folder: Path, budget: int,
     questions = load_questions(LOCOMO / "questions.jsonl")
     convs = list(dict.fromkeys(t.conv for t in turns))
     picked = answer_quality.sample(questions, [convs[i] for i in HELD_OUT])
-    blocks_file = folder / "answers_recall_blocks.json"
+    blocks_file = folder / f"answers_recall_blocks_b{budget}.json"
     if blocks_file.is_file():
         blocks = json.loads(blocks_file.read_text(encoding="utf-8"))
     else:
@@ -91,7 +91,8 @@ async def part_answers(settings: Settings, folder: Path, budget: int,
     return {"conversations": [convs[i] for i in HELD_OUT], "sample": answer_quality.SAMPLE,
             "budget_tokens": budget, "answer_tokens": answer_quality.ANSWER_TOKENS,
             "details": str(details.relative_to(RESULTS.parent.parent)),
-            **answer_quality.summarize(records)}
+            **answer_quality.summarize(records),
+            "notes_coverage": answer_quality.notes_coverage(picked, blocks, turns)}
 
 
 async def part_facts(settings: Settings) -> dict[str, Any]:

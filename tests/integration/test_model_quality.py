@@ -123,6 +123,9 @@ async def test_answers_three_ways_resumably(fake_openai: FakeOpenAI, tmp_path: P
     assert overall["gold"]["f1"] == pytest.approx((0.8 + 1.0) / 2)
     assert overall["gold_minus_memory_f1"] == pytest.approx(-0.1)
     assert set(summary["by_category"]) == {"single_hop"}
+    # What the notes themselves hold of the gold answers: q1 got no recall block.
+    assert answer_quality.notes_coverage(questions, blocks, turns) == {"memory": 0.5,
+                                                                        "gold": 1.0}
 
 
 def test_summary_counts_only_questions_with_every_condition() -> None:
