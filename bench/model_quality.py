@@ -226,7 +226,8 @@ def table(parts: dict[str, dict[str, Any]]) -> str:
         lv = parts["lived"]
         r = lv["llm_vs_extractive"]["by_category"]["overall"]
         conv = ", ".join(lv["conversation"])
-        lines.append(f"| lived replay ({conv}, {lv['llm_vs_extractive']['questions']} "
+        lines.append(f"| lived replay ({conv}, first {lv['sessions']} sessions, "
+                     f"{lv['llm_vs_extractive']['questions']} "
                      f"questions) | recall's answer coverage / evidence recall, model-written "
                      f"vs extractive episodes | {_f(r['answer_coverage_lived'])} / "
                      f"{_f(r['evidence_recall_lived'])} | {_f(r['answer_coverage_static'])} / "
