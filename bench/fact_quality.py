@@ -51,25 +51,26 @@ async def _one(app: App, clock: ManualClock, i: int, utterance: str) -> list[str
 async def measure(settings: Settings, limit: int | None = None) -> dict[str, Any]:
     """Extract from each labelled utterance with the chat model of `settings` (an endpoint
     that answers: `bench.model_quality` starts the embedded one when none is configured)."""
-    folder = Path(tempfile.mkdtemp(prefix="strata-facts-"))
-    effective = settings.model_copy(update={
-        "db": DbSettings(path=str(folder / "facts.db")),
-        "episodes": settings.episodes.model_copy(update={"use_model": False})})
     rows: list[dict[str, Any]] = []
-    clock = ManualClock(START)
-    app = await App.create(effective, clock=clock)
-    try:
-        started = time.monotonic()
-        for i, (utterance, expected) in enumerate(LABELS[:limit]):
-            stored = await _one(app, clock, i, utterance)
-            right = [s for s in stored if any(_matches(s, e) for e in expected)]
-            found = [e for e in expected if any(_matches(s, e) for s in stored)]
-            rows.append({"utterance": utterance, "expected": [" ".join(e) for e in expected],
-                         "stored": stored, "right": len(right), "found": len(found)})
-            clock.advance(hours=3)
-        seconds = time.monotonic() - started
-    finally:
-        await app.close()
+    with tempfile.TemporaryDirectory(prefix="strata-facts-") as folder:
+        effective = settings.model_copy(update={
+            "db": DbSettings(path=str(Path(folder) / "facts.db")),
+            "episodes": settings.episodes.model_copy(update={"use_model": False})})
+        clock = ManualClock(START)
+        app = await App.create(effective, clock=clock)
+        try:
+            started = time.monotonic()
+            for i, (utterance, expected) in enumerate(LABELS[:limit]):
+                stored = await _one(app, clock, i, utterance)
+                right = [s for s in stored if any(_matches(s, e) for e in expected)]
+                found = [e for e in expected if any(_matches(s, e) for s in stored)]
+                rows.append({"utterance": utterance,
+                             "expected": [" ".join(e) for e in expected],
+                             "stored": stored, "right": len(right), "found": len(found)})
+                clock.advance(hours=3)
+            seconds = time.monotonic() - started
+        finally:
+            await app.close()
     model = effective.llm.model
     stored_n = sum(len(r["stored"]) for r in rows)
     expected_n = sum(len(r["expected"]) for r in rows)

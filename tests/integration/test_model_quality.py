@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import answer_quality, summary_quality
+from bench import answer_quality, fact_quality, summary_quality
+from bench.fact_labels import LABELS
 from bench.model_quality import table
 from bench.quality_scores import entities, kept, normalize_answer, retention, token_f1
 from bot.config import Settings
@@ -183,3 +184,17 @@ async def test_a_second_process_takes_the_other_end_and_torn_lines_are_asked_aga
         await chat.close()
     assert answer_quality.done_keys(details) >= {(order[-1].qid, c)
                                                  for c in answer_quality.CONDITIONS}
+
+
+async def test_facts_part_scores_what_the_extractor_stores(
+        fake_openai: FakeOpenAI, settings: Settings) -> None:
+    # The first labelled utterance, "I live in Lyon.", and its fact in the person's own words.
+    fact = {"kind": "place", "subject": "self", "attribute": "home_city",
+            "text": "Lives in Lyon", "modality": "assertion", "asserted_by_person": True,
+            "durable": True, "evidence": "I live in Lyon", "confidence": 0.9}
+    fake_openai.reply(json.dumps({"facts": [fact]}))
+    report = await fact_quality.measure(settings, limit=1)
+    assert report["rows"][0]["utterance"] == LABELS[0][0] == "I live in Lyon."
+    assert report["rows"][0]["stored"] == ["Lives in Lyon"]
+    assert (report["stored_facts"], report["precision"], report["recall"]) == (1, 1.0, 1.0)
+    assert report["negatives"] == 0
