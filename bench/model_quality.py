@@ -56,8 +56,8 @@ RESULTS = Path(__file__).parent / "results"
 PARTS = ("facts", "summaries", "answers", "lived")
 LOCOMO = Path(os.environ.get("LOCOMO", "/work/shared/datasets/locomo_dev"))
 HELD_OUT = (3, 4)  # LoCoMo conversations never tuned on (docs/benchmarks.md)
-# conv-30, the shortest (369 turns in 19 sessions), and its first 10 sessions (190 turns, 42
-# questions with evidence in them): on one loaded core the model writes an episode summary
+# conv-30, the shortest (369 turns in 19 sessions), and its first 10 sessions (190 turns, 56
+# questions with their evidence in them): on one loaded core the model writes an episode summary
 # and reads it for facts in about a minute, and a replay of the whole conversation took
 # longer than this benchmark's run could wait.
 LIVED_CONVERSATION = 1
@@ -177,7 +177,7 @@ async def run(parts: list[str], budget: int, answer_budget: int, limit: int | No
         return model
 
 
-def _headline(part: str, data: dict[str, Any]) -> dict[str, Any]:
+def _headline(data: dict[str, Any]) -> dict[str, Any]:
     """A part's file without its per-item rows (those stay in the part's own file)."""
     return {k: v for k, v in data.items() if k != "rows"}
 
@@ -187,7 +187,7 @@ def assemble(model: str) -> tuple[dict[str, Any], str]:
     folder = _folder(model)
     parts = {p: json.loads((folder / f"{p}.json").read_text(encoding="utf-8"))
              for p in PARTS if (folder / f"{p}.json").is_file()}
-    report = {"model": model, "parts": {p: _headline(p, d) for p, d in parts.items()},
+    report = {"model": model, "parts": {p: _headline(d) for p, d in parts.items()},
               "files": sorted(str(f.relative_to(RESULTS.parent.parent))
                               for f in folder.iterdir())}
     return report, table(parts)
