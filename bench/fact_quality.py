@@ -2,10 +2,7 @@
 each labelled utterance (bench/fact_labels.py, 62 with 26 negatives) is said by a new person,
 the paused conversation is cut into an episode (extractively, so only facts are measured), and
 the fact extractor asks the model under its JSON schema and applies its checks. What it
-stores is scored against the labels. Writes bench/results/fact_quality_<model>.json.
-
-    python -m bench.fact_quality                  # the embedded default model
-    STRATA_LLM_BASE_URL=... python -m bench.fact_quality   # any configured endpoint
+stores is scored against the labels. Run as the `facts` part of `python -m bench.model_quality`.
 
 A stored fact is right when it contains all the words of one expected fact of its utterance;
 precision = right stored facts / stored facts, recall = expected facts found / expected facts.
@@ -13,10 +10,6 @@ precision = right stored facts / stored facts, recall = expected facts found / e
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
-import os
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -26,12 +19,10 @@ from typing import Any
 from bench.fact_labels import LABELS
 from bot.app import App
 from bot.clock import ManualClock
-from bot.config import default_db_path, load_settings
-from bot.embedded import model_endpoints
+from bot.config import DbSettings, Settings
 from bot.types import ChannelKind, NewRow, Role
 from memory.fact_extraction import model_completer
 
-RESULTS = Path(__file__).parent / "results"
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
@@ -57,14 +48,14 @@ async def _one(app: App, clock: ManualClock, i: int, utterance: str) -> list[str
     return [f.text for f in await app.facts.repo.for_owner(person.id)]
 
 
-async def measure(limit: int | None) -> dict[str, Any]:
-    folder = Path(tempfile.mkdtemp(prefix="strata-facts-"))
-    env = {**os.environ, "STRATA_DB": str(folder / "facts.db"),
-           "STRATA_EPISODES_USE_MODEL": "false"}
-    settings = load_settings(None, env=env)
-    cache = default_db_path(os.environ).parent / "models"
+async def measure(settings: Settings, limit: int | None = None) -> dict[str, Any]:
+    """Extract from each labelled utterance with the chat model of `settings` (an endpoint
+    that answers: `bench.model_quality` starts the embedded one when none is configured)."""
     rows: list[dict[str, Any]] = []
-    async with model_endpoints(settings, cache_dir=cache, notice=print) as effective:
+    with tempfile.TemporaryDirectory(prefix="strata-facts-") as folder:
+        effective = settings.model_copy(update={
+            "db": DbSettings(path=str(Path(folder) / "facts.db")),
+            "episodes": settings.episodes.model_copy(update={"use_model": False})})
         clock = ManualClock(START)
         app = await App.create(effective, clock=clock)
         try:
@@ -73,13 +64,14 @@ async def measure(limit: int | None) -> dict[str, Any]:
                 stored = await _one(app, clock, i, utterance)
                 right = [s for s in stored if any(_matches(s, e) for e in expected)]
                 found = [e for e in expected if any(_matches(s, e) for s in stored)]
-                rows.append({"utterance": utterance, "expected": [" ".join(e) for e in expected],
+                rows.append({"utterance": utterance,
+                             "expected": [" ".join(e) for e in expected],
                              "stored": stored, "right": len(right), "found": len(found)})
                 clock.advance(hours=3)
             seconds = time.monotonic() - started
         finally:
             await app.close()
-        model = effective.llm.model
+    model = effective.llm.model
     stored_n = sum(len(r["stored"]) for r in rows)
     expected_n = sum(len(r["expected"]) for r in rows)
     negatives = [r for r in rows if not r["expected"]]
@@ -93,20 +85,5 @@ async def measure(limit: int | None) -> dict[str, Any]:
         "recall": round(sum(r["found"] for r in rows) / expected_n, 3) if expected_n else None,
         "negatives_with_a_fact": sum(1 for r in negatives if r["stored"]),
         "seconds": round(seconds, 1),
-        "command": "python -m bench.fact_quality",
         "rows": rows,
     }
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--limit", type=int, default=None, help="only the first N utterances")
-    args = parser.parse_args()
-    report = asyncio.run(measure(args.limit))
-    out = RESULTS / f"fact_quality_{report['model'].replace('/', '_')}.json"
-    out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    print(json.dumps({k: v for k, v in report.items() if k != "rows"}, indent=1))
-
-
-if __name__ == "__main__":
-    main()
