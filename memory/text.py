@@ -73,6 +73,16 @@ def term_coverage(query_terms: Iterable[str], text: str) -> float:
 GROUNDED_SHARE = 0.25
 
 
+# Markup where prose belongs: a summary that opens with a bracket or brace, or holds a JSON key.
+# Small models echo the schema or tag their answer ("[Lionade]", '{"who": ...}').
+_MARKUP = re.compile(r'^\s*[\[{<]|"\w+"\s*:')
+
+
+def is_markup(summary: str) -> bool:
+    """Whether a model's summary is markup rather than prose: never stored as memory."""
+    return bool(_MARKUP.search(summary))
+
+
 def grounded(summary: str, source: str) -> bool:
     """Whether `summary` is about `source`: enough of its content words (stems) occur there.
     Numbers are left out: a stray "13" says nothing about what a text is about."""

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from bot.model_json import read_model_json
 from bot.tokens import truncate_to_tokens
 from bot.types import ChatMessage
+from memory.text import is_markup
 
 # Per-line cap for the window text sent to the model; a window is N turns, so this bounds the
 # request even when someone pasted a whole document.
@@ -60,6 +61,8 @@ class EpisodeSummary(BaseModel):
         value = " ".join(value.split())
         if not value:
             raise ValueError("summary is empty")
+        if is_markup(value):
+            raise ValueError("the summary is markup, not prose")
         return value[:MAX_SUMMARY_CHARS]
 
     @field_validator("emotion", mode="before")

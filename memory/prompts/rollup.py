@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bot.model_json import read_model_json
 from bot.types import ChatMessage
 from memory.extractive import summarise
+from memory.text import is_markup
 
 _KIND = {1: "topic summary", 2: "era digest"}
 
@@ -60,7 +61,7 @@ def parse_answer(text: str) -> tuple[str, str] | None:
     if answer is None:
         return None
     summary = " ".join(answer.summary.split())
-    if not summary:
+    if not summary or is_markup(summary):
         return None
     terms = " ".join(t.strip() for t in answer.key_terms[:8] if t.strip())
     return summary, terms

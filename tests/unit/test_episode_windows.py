@@ -70,7 +70,10 @@ def test_summary_parser() -> None:
     assert parsed.summary == "Alice adopted a cat." and parsed.key_terms == ["cat", "Miso"]
     assert parse(json.dumps({**good, "emotion": "joy"})).emotion.label == "joy"
     for bad in ("no json", "[1, 2]", json.dumps({**good, "salience": 1.5}),
-                json.dumps({**good, "summary": "   "}), json.dumps({"salience": 0.1})):
+                json.dumps({**good, "summary": "   "}), json.dumps({"salience": 0.1}),
+                # Markup where prose belongs (SmolLM2-135M wrote "[Lionade]" as a summary).
+                json.dumps({**good, "summary": "[Lionade] moved to Lyon"}),
+                json.dumps({**good, "summary": '{"who": "Alice"}'})):
         with pytest.raises(ValueError):
             parse(bad)
 

@@ -23,6 +23,7 @@ def test_only_answers_that_fit_the_schema_are_summaries() -> None:
     assert parse_answer("Just prose about hiking.") is None
     assert parse_answer('{"summary": "  "}') is None
     assert parse_answer("   ") is None
+    assert parse_answer('{"summary": "[Lionade]"}') is None  # markup, not prose
 
 
 GREETING = "Hello again, how are you doing today?"
