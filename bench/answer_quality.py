@@ -4,7 +4,7 @@ conversations answered by the chat model three ways, scored by token F1 and answ
 1. The sample: `SAMPLE` questions per category from each conversation, drawn with a fixed seed.
    Adversarial questions are left out (their gold answer is "not mentioned", which a model with
    no memory wins by refusing, and LoCoMo scores them apart); the other four are kept.
-2. The memory: Strata's static recall eval (`strata_eval.recall.run_eval`, the same code as
+2. The memory: Strata's static recall eval (`strata.evaluation.recall.run_eval`, the same code as
    `strata eval recall`) builds each conversation's memory with the configured embedder and
    records the exact block turn-zero recall injects for each sampled question.
 3. The answers: the model gets a terse system prompt (today's date, "answer with a short
@@ -24,11 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.quality_scores import token_f1
-from bot.config import Settings
-from bot.llm import OpenAIChatModel
-from bot.types import ChatMessage
-from memory.recall import render_span
-from strata_eval.recall import (
+from strata.bot.llm import OpenAIChatModel
+from strata.core.config import Settings
+from strata.core.types import ChatMessage
+from strata.evaluation.recall import (
     EvalOptions,
     EvalQuestion,
     EvalTurn,
@@ -38,6 +37,7 @@ from strata_eval.recall import (
     run_eval,
     speakers,
 )
+from strata.memory.domain.recall import render_span
 
 CONDITIONS = ("memory", "none", "gold")
 # Per conversation: how many questions of each category (LoCoMo's conversations 3-4 hold

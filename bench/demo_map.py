@@ -21,11 +21,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.cli import main as strata  # noqa: E402
-from bot.types import ChannelKind  # noqa: E402
-from memory.db import Database  # noqa: E402
-from memory.episodes import EpisodeRepo, NewEpisode  # noqa: E402
-from memory.persons import ChannelRepo, PersonRepo  # noqa: E402
+from strata.app.cli import main as strata  # noqa: E402
+from strata.core.types import ChannelKind  # noqa: E402
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode  # noqa: E402
+from strata.memory.domain.persons import ChannelRepo, PersonRepo  # noqa: E402
+from strata.memory.engines.db import Database  # noqa: E402
 from tests.fakes.openai_server import hashed_embedding  # noqa: E402
 
 DIM = 256

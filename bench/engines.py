@@ -11,9 +11,9 @@ Zipf-distributed made-up words. No model is involved.
 
 Measured per engine, in the same run, over the same data:
 
-- `recall`: `memory.recall.Recall.search` as the bot builds it (`bot.app`: rows, episodes and
-  facts), default tuning, for `--queries` queries of each of the `--recall-persons` people.
-  A person's first search loads their rows into recall's in-memory row index (`cold`, one per
+- `recall`: `strata.memory.domain.recall.Recall.search` as the bot builds it (`strata.app.compose`:
+rows, episodes and facts), default tuning, for `--queries` queries of each of the `--recall-persons`
+people. A person's first search loads their rows into recall's in-memory row index (`cold`, one per
   person); the person's following searches are `warm` (what a person in an ongoing chat pays).
   Query vectors are precomputed (noisy copies of the person's rows), so nothing is embedded.
 - `vec_knn`: the engine's owner-filtered kNN over `transcript_vec` (`Dialect.knn_sql`), the
@@ -84,16 +84,16 @@ from bench.recall_latency import (  # noqa: E402 - after the path set-up
 )
 from bench.report import write_report  # noqa: E402
 from bench.storage import HashEmbedder  # noqa: E402
-from bot.clock import ManualClock  # noqa: E402
-from bot.types import Channel, ChannelKind, NewRow, Person, Role  # noqa: E402
-from memory.db import Database  # noqa: E402
-from memory.episodes import NewEpisode, insert_episode  # noqa: E402
-from memory.fact_recall import FactCandidates  # noqa: E402
-from memory.facts import FactRepo, NewFact  # noqa: E402
-from memory.persons import ChannelRepo, PersonRepo  # noqa: E402
-from memory.recall import Recall, RecallTuning  # noqa: E402
-from memory.row_vectors import RowIndexer  # noqa: E402
-from memory.transcript import TranscriptRepo  # noqa: E402
+from strata.core.clock import ManualClock  # noqa: E402
+from strata.core.types import Channel, ChannelKind, NewRow, Person, Role  # noqa: E402
+from strata.memory.domain.episodes import NewEpisode, insert_episode  # noqa: E402
+from strata.memory.domain.fact_recall import FactCandidates  # noqa: E402
+from strata.memory.domain.facts import FactRepo, NewFact  # noqa: E402
+from strata.memory.domain.persons import ChannelRepo, PersonRepo  # noqa: E402
+from strata.memory.domain.recall import Recall, RecallTuning  # noqa: E402
+from strata.memory.domain.row_vectors import RowIndexer  # noqa: E402
+from strata.memory.domain.transcript import TranscriptRepo  # noqa: E402
+from strata.memory.engines.db import Database  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 
 ENGINES = ("sqlite", "postgres")
@@ -315,7 +315,7 @@ async def measure_ingest(store: Store, turns: int, seed: int, dim: int) -> dict[
         await indexer.index_channel(channel.id)
     sequential = time.perf_counter() - start
     # As the bot runs it (the second half): the indexer is an after-turn hook, a task of its
-    # own per turn (`bot.turns`), so the next turn's write does not wait for it.
+    # own per turn (`strata.bot.turns`), so the next turn's write does not wait for it.
     start = time.perf_counter()
     hooks = []
     for t in range(half, turns):

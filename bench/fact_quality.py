@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.fact_labels import LABELS
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import DbSettings, Settings
-from bot.types import ChannelKind, NewRow, Role
-from memory.fact_extraction import model_completer
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import DbSettings, Settings
+from strata.core.types import ChannelKind, NewRow, Role
+from strata.memory.domain.fact_extraction import model_completer
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

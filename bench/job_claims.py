@@ -45,9 +45,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.report import write_report  # noqa: E402
-from memory.claims import RunnerLeases  # noqa: E402
-from memory.db import Database  # noqa: E402
-from memory.persons import PersonRepo  # noqa: E402
+from strata.memory.coordination.claims import RunnerLeases  # noqa: E402
+from strata.memory.domain.persons import PersonRepo  # noqa: E402
+from strata.memory.engines.db import Database  # noqa: E402
 
 DIM = 8  # no vectors are used; the smallest dimension keeps the schema cheap
 LEASE = timedelta(minutes=5)

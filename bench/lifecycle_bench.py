@@ -32,15 +32,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.report import write_report  # noqa: E402
-from bot.clock import to_iso  # noqa: E402
-from bot.llm import OpenAIChatModel, OpenAIEmbedder  # noqa: E402
-from bot.types import ChannelKind  # noqa: E402
-from memory.clustering import cluster_labels  # noqa: E402
-from memory.db import Database  # noqa: E402
-from memory.episodes import EpisodeRepo, NewEpisode, as_blob  # noqa: E402
-from memory.janitor import decay_pass, recompute_weights  # noqa: E402
-from memory.persons import ChannelRepo, PersonRepo  # noqa: E402
-from memory.rollup import rollup_channel  # noqa: E402
+from strata.bot.llm import OpenAIChatModel, OpenAIEmbedder  # noqa: E402
+from strata.core.clock import to_iso  # noqa: E402
+from strata.core.types import ChannelKind  # noqa: E402
+from strata.memory.domain.clustering import cluster_labels  # noqa: E402
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode, as_blob  # noqa: E402
+from strata.memory.domain.janitor import decay_pass, recompute_weights  # noqa: E402
+from strata.memory.domain.persons import ChannelRepo, PersonRepo  # noqa: E402
+from strata.memory.domain.rollup import rollup_channel  # noqa: E402
+from strata.memory.engines.db import Database  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
 
 DIM = 768

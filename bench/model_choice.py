@@ -1,6 +1,7 @@
 """Which embedded chat model is the default: each installed candidate is started exactly as
-`strata chat` starts it (`bot.weights`, `bot.embedded`, one thread, a 4,096-token window) and
-asked the same probes through Strata's own client. Writes bench/results/model_choice.json.
+`strata chat` starts it (`strata.bot.weights`, `strata.bot.embedded`, one thread, a 4,096-token
+window) and asked the same probes through Strata's own client. Writes
+bench/results/model_choice.json.
 
     python -m bench.model_choice                       # every candidate whose weights are installed
     python -m bench.model_choice --models qwen2.5-coder-0.5b
@@ -27,11 +28,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from bot.embedded import EMBEDDED_CONTEXT, EmbeddedModels
-from bot.llm import OpenAIChatModel
-from bot.model_json import read_model_json
-from bot.types import ChatMessage
-from bot.weights import SPECS, installed, weights_file
+from strata.bot.embedded import EMBEDDED_CONTEXT, EmbeddedModels
+from strata.bot.llm import OpenAIChatModel
+from strata.bot.weights import SPECS, installed, weights_file
+from strata.core.model_json import read_model_json
+from strata.core.types import ChatMessage
 
 OUT = Path(__file__).parent / "results" / "model_choice.json"
 PERSONA = ("You are Strata, a warm, attentive companion who remembers what people tell you. "

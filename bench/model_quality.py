@@ -18,7 +18,7 @@ final report, so a part can be rerun alone and a long one resumes):
 
 The recall block and the lived replay embed with the configured embedder (STRATA_EMBED_*; the
 published figures use all-MiniLM-L6-v2), and the chat model is the configured endpoint or,
-when none answers, the embedded default (bot.embedded), started once for the whole run.
+when none answers, the embedded default (strata.bot.embedded), started once for the whole run.
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ from typing import Any
 
 from bench import answer_quality, fact_quality, summary_quality
 from bench.lived_compare import compare
-from bot.app import make_chat_model
-from bot.config import Settings, default_db_path, load_settings
-from bot.embedded import model_endpoints
-from strata_eval.lived import run_lived_eval
-from strata_eval.recall import (
+from strata.app.compose import make_chat_model
+from strata.bot.embedded import model_endpoints
+from strata.core.config import Settings, default_db_path, load_settings
+from strata.evaluation.lived import run_lived_eval
+from strata.evaluation.recall import (
     EvalOptions,
     EvalQuestion,
     EvalTurn,

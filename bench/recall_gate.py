@@ -17,7 +17,7 @@ Features (each relative to the owner's own memory, so meaningful across data and
   less the sqrt(2 ln n) that the best of n unrelated windows reaches anyway;
 - `cov`: the idf-weighted share of the query's words (dates left out; names kept: a name
   this memory never mentions is a word it lacks) found in the best window by keywords
-  (`memory.recall_gate`, the defaults);
+  (`strata.memory.domain.recall_gate`, the defaults);
 - `cov_best`, `cov_top3`: the same in the best window, the best three, by the full score;
 - `cov_content`: `cov` without names (the previous gate's keyword feature);
 - `stranger`: a name this memory never mentions (the previous gate's veto, now a feature);
@@ -58,17 +58,17 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.recall_tune import Conv, data_arguments, load  # noqa: E402
-from memory.recall import RecallTuning  # noqa: E402
-from memory.recall_gate import gate_features, gate_idf  # noqa: E402
-from memory.recall_index import recency_of  # noqa: E402
-from memory.recall_rank import (  # noqa: E402
+from strata.evaluation.recall import EvalQuestion  # noqa: E402
+from strata.memory.domain.recall import RecallTuning  # noqa: E402
+from strata.memory.domain.recall_gate import gate_features, gate_idf  # noqa: E402
+from strata.memory.domain.recall_index import recency_of  # noqa: E402
+from strata.memory.domain.recall_rank import (  # noqa: E402
     keyword_coverage,
     unknown_name,
     window_scores,
     without_names,
 )
-from memory.text import coverage, query_stems  # noqa: E402
-from strata_eval.recall import EvalQuestion  # noqa: E402
+from strata.memory.domain.text import coverage, query_stems  # noqa: E402
 
 FEATURE_SETS = {
     "z+cov+stranger": ("z", "cov", "stranger"),

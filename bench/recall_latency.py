@@ -1,8 +1,8 @@
 """Turn-zero recall latency with 1k, 10k and 100k memories for one person among 50 people.
 
-Recall's unit is a window of transcript rows (memory.recall_rank), so a memory here is a live
-transcript message row with its vector. For each size it builds a fresh SQLite store (the real
-migrations, sqlite-vec and FTS5) in a temporary folder: 50 people with a private channel each;
+Recall's unit is a window of transcript rows (strata.memory.domain.recall_rank), so a memory here is
+a live transcript message row with its vector. For each size it builds a fresh SQLite store (the
+real migrations, sqlite-vec and FTS5) in a temporary folder: 50 people with a private channel each;
 the measured person owns `size` rows (in sessions of 20 turns, 30 s apart, spread over two
 years), every other person `--others` rows (so the owner filters have to do their job).
 Texts are synthetic (Zipf-distributed words from a made-up vocabulary, so FTS5 has real work)
@@ -11,8 +11,8 @@ measured person (their content words: the 100 most frequent made-up words stand 
 stopwords a real query drops), with their embeddings precomputed, so no model is needed and the
 numbers are recall's own cost. In the same run, over the same vectors, it times:
 
-- `recall`: the real turn-zero recall search (`memory.recall`, default tuning), from the query
-  text to the chosen items (the freshness check of the person's row index, every window's
+- `recall`: the real turn-zero recall search (`strata.memory.domain.recall`, default tuning), from
+the query text to the chosen items (the freshness check of the person's row index, every window's
   BM25 and cosine, the episode searches, the gate, selection and rendering from fresh rows);
   the query's embedding is looked up, not computed. The first search of a person loads their
   rows into the index: `index_build_ms` is that one-off cost, not part of the percentiles;
@@ -51,11 +51,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.report import write_report  # noqa: E402
-from bot.clock import ManualClock, to_iso  # noqa: E402 - after the path set-up
-from bot.types import Channel, ChannelKind, Person  # noqa: E402
-from memory.db import Database  # noqa: E402
-from memory.persons import ChannelRepo, PersonRepo  # noqa: E402
-from memory.recall import Recall, RecallTuning  # noqa: E402
+from strata.core.clock import ManualClock, to_iso  # noqa: E402 - after the path set-up
+from strata.core.types import Channel, ChannelKind, Person  # noqa: E402
+from strata.memory.domain.persons import ChannelRepo, PersonRepo  # noqa: E402
+from strata.memory.domain.recall import Recall, RecallTuning  # noqa: E402
+from strata.memory.engines.db import Database  # noqa: E402
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 SPAN_DAYS = 730
@@ -66,7 +66,7 @@ Vectors = npt.NDArray[np.float32]
 
 
 # The most frequent made-up words play the part of a language's function words, which a real
-# question's keyword search drops (memory.fts.STOPWORDS): queries never use them.
+# question's keyword search drops (strata.memory.engines.fts.STOPWORDS): queries never use them.
 FUNCTION_WORDS = 100
 
 
@@ -143,7 +143,7 @@ async def insert_rows(db: Database, person: Person, channel: Channel, corpus: Co
 
 
 class PrecomputedEmbedder:
-    """`bot.ports.Embedder` answering from a table of precomputed query vectors."""
+    """`strata.core.ports.Embedder` answering from a table of precomputed query vectors."""
 
     def __init__(self, table: dict[str, Vectors], dim: int) -> None:
         self._table = table

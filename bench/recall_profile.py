@@ -25,13 +25,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import engines  # noqa: E402
-from bot.clock import ManualClock  # noqa: E402
-from memory.db import Database  # noqa: E402
-from memory.episodes import as_blob  # noqa: E402
-from memory.fact_recall import FactCandidates  # noqa: E402
-from memory.facts import FactRepo  # noqa: E402
-from memory.persons import ChannelRepo  # noqa: E402
-from memory.recall import Recall, RecallTuning  # noqa: E402
+from strata.core.clock import ManualClock  # noqa: E402
+from strata.memory.domain.episodes import as_blob  # noqa: E402
+from strata.memory.domain.fact_recall import FactCandidates  # noqa: E402
+from strata.memory.domain.facts import FactRepo  # noqa: E402
+from strata.memory.domain.persons import ChannelRepo  # noqa: E402
+from strata.memory.domain.recall import Recall, RecallTuning  # noqa: E402
+from strata.memory.engines.db import Database  # noqa: E402
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -65,13 +65,13 @@ async def main_async(args: argparse.Namespace) -> None:
                     await recall.search(owner, text, engines.NOW, vector=vec)
                 warm.disable()
                 print(f"\n{len(pq.queries)} warm searches:")
-                pstats.Stats(warm).sort_stats("cumulative").print_stats(r"memory/", args.top)
+                pstats.Stats(warm).sort_stats("cumulative").print_stats(r"strata/memory/", args.top)
                 cold = cProfile.Profile()
                 cold.enable()
                 await recall.search(store.persons[1].id, text, engines.NOW, vector=vec)
                 cold.disable()
                 print("\na person's first search:")
-                pstats.Stats(cold).sort_stats("cumulative").print_stats(r"memory/", args.top)
+                pstats.Stats(cold).sort_stats("cumulative").print_stats(r"strata/memory/", args.top)
             finally:
                 await recall.close()
         finally:

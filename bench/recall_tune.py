@@ -2,8 +2,9 @@
 
 `strata eval recall` is the measurement of record (the real store, the chat's own after-turn
 steps, recall exactly as the bot runs it). Tuning needs hundreds of runs, so this script runs
-the same pure ranking (`memory.recall_rank`) and packing (`memory.recall.pack`) on the
-rows of a LoCoMo-format data set held in memory, with vectors from an OpenAI-compatible
+the same pure ranking (`strata.memory.domain.recall_rank`) and packing
+(`strata.memory.domain.recall.pack`) on the rows of a LoCoMo-format data set held in memory, with
+vectors from an OpenAI-compatible
 embeddings endpoint (cached in a local file), and:
 
 - prints evidence recall, multi-hop recall and the false-injection rate for settings given on
@@ -47,26 +48,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bot.tokens import truncate_to_tokens  # noqa: E402
-from memory.recall import (  # noqa: E402
-    RecallTuning,
-    mark_faded,
-    pack,
-    shares_for,
-)
-from memory.recall_gate import gate_features, gate_logit  # noqa: E402
-from memory.recall_index import SESSION_GAP_MINUTES, keyword_text, minutes_of, recency_of  # noqa: E402
-from memory.recall_pack import window_units  # noqa: E402
-from memory.recall_rank import (  # noqa: E402
-    RowTable,
-    WindowScores,
-    build_table,
-    strangers,
-    unknown_name,
-    window_scores,
-)
-from memory.text import query_stems  # noqa: E402
-from strata_eval.recall import (  # noqa: E402 - after the path set-up
+from strata.core.tokens import truncate_to_tokens  # noqa: E402
+from strata.evaluation.recall import (  # noqa: E402 - after the path set-up
     ADVERSARIAL,
     EvalQuestion,
     EvalTurn,
@@ -77,6 +60,29 @@ from strata_eval.recall import (  # noqa: E402 - after the path set-up
     row_text,
     speakers,
 )
+from strata.memory.domain.recall import (  # noqa: E402
+    RecallTuning,
+    mark_faded,
+    pack,
+    shares_for,
+)
+from strata.memory.domain.recall_gate import gate_features, gate_logit  # noqa: E402
+from strata.memory.domain.recall_index import (  # noqa: E402
+    SESSION_GAP_MINUTES,
+    keyword_text,
+    minutes_of,
+    recency_of,
+)
+from strata.memory.domain.recall_pack import window_units  # noqa: E402
+from strata.memory.domain.recall_rank import (  # noqa: E402
+    RowTable,
+    WindowScores,
+    build_table,
+    strangers,
+    unknown_name,
+    window_scores,
+)
+from strata.memory.domain.text import query_stems  # noqa: E402
 
 
 class Embeddings:

@@ -40,12 +40,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.report import write_report  # noqa: E402
-from bot.types import ChannelKind, NewRow, Role  # noqa: E402 - after the path set-up
-from memory.db import Database  # noqa: E402
-from memory.episodes import EpisodeRepo, NewEpisode  # noqa: E402
-from memory.persons import ChannelRepo, PersonRepo  # noqa: E402
-from memory.row_vectors import RowIndexer  # noqa: E402
-from memory.transcript import TranscriptRepo  # noqa: E402
+from strata.core.types import ChannelKind, NewRow, Role  # noqa: E402 - after the path set-up
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode  # noqa: E402
+from strata.memory.domain.persons import ChannelRepo, PersonRepo  # noqa: E402
+from strata.memory.domain.row_vectors import RowIndexer  # noqa: E402
+from strata.memory.domain.transcript import TranscriptRepo  # noqa: E402
+from strata.memory.engines.db import Database  # noqa: E402
 
 TARGET_BYTES_PER_PERSON = 64 * 1024
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -56,7 +56,7 @@ WORDS = ["tea", "river", "garden", "train", "letter", "music", "window", "bread"
 
 
 class HashEmbedder:
-    """Deterministic unit vectors from each text's hash (the `bot.ports.Embedder` shape)."""
+    """Deterministic unit vectors from each text's hash (the `strata.core.ports.Embedder` shape)."""
 
     def __init__(self, dim: int) -> None:
         self._dim = dim

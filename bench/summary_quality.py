@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.quality_scores import entities, kept
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import DbSettings, Settings
-from bot.tokens import count_tokens
-from bot.types import ChannelKind, NewRow
-from memory.episode_cut import cut_windows
-from strata_eval.recall import EvalTurn, row_text, speakers
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import DbSettings, Settings
+from strata.core.tokens import count_tokens
+from strata.core.types import ChannelKind, NewRow
+from strata.evaluation.recall import EvalTurn, row_text, speakers
+from strata.memory.domain.episode_cut import cut_windows
 
 WINDOWS = 8  # per conversation
 

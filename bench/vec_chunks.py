@@ -7,8 +7,8 @@ partitioned by owner like the project's, and measures
   (`--owners` owners, at `--dim`);
 - the kNN (`k = 40`, cosine, inside one owner's partition of `--size` vectors, at 384 dimensions
   as the latency benchmark uses), with and without a memory map (`PRAGMA mmap_size`, which
-  `memory.db` sets): the thread's CPU time per query, which other processes on a busy machine
-  barely disturb, and the wall time for reference.
+  `strata.memory.engines.db` sets): the thread's CPU time per query, which other processes on a busy
+  machine barely disturb, and the wall time for reference.
 
 The choice of migration 0009 (8-vector chunks, memory-mapped reads) comes from this table
 (docs/living-memory.md). Run from the repository root (a minute or two):
@@ -34,8 +34,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.report import write_report  # noqa: E402
-from memory.db import MMAP_BYTES  # noqa: E402 - after the path set-up
-from memory.driver import sqlite_driver  # noqa: E402
+from strata.memory.engines.db import MMAP_BYTES  # noqa: E402 - after the path set-up
+from strata.memory.engines.driver import sqlite_driver  # noqa: E402
 
 KNN_DIM = 384
 TOP_K = 40

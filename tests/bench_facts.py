@@ -15,11 +15,11 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import load_settings
-from bot.types import ChannelKind, NewRow, Role
-from memory.facts import NewFact
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import load_settings
+from strata.core.types import ChannelKind, NewRow, Role
+from strata.memory.domain.facts import NewFact
 from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI
 

@@ -16,10 +16,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import load_settings
-from bot.types import InboundMessage, Location
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import load_settings
+from strata.core.types import InboundMessage, Location
 from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI
 

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import Settings, load_settings
-from memory.db import Database
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import Settings, load_settings
+from strata.memory.engines.db import Database
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.synapse import synapse, synapse_strict  # noqa: F401 - shared pytest fixtures
 from tests.pg_server import PgServer

@@ -1,7 +1,7 @@
 """What a test reads of the storage engine itself, the same question asked of each engine:
 every table's text, the bytes where the engine keeps rows (deleted ones included), and the
 allowed values of a CHECK constraint. The product's catalogue queries are in the dialects
-(`memory.dialect`); these answer questions only tests ask."""
+(`strata.memory.engines.dialect`); these answer questions only tests ask."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import asyncio
 import re
 from pathlib import Path
 
-from memory.db import Database
+from strata.memory.engines.db import Database
 
 
 async def table_names(db: Database) -> list[str]:

@@ -11,11 +11,11 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
-from bot.types import Channel, ChannelKind, NewRow, Person, Role, RowKind
-from memory.db import Database
-from memory.episodes import LEAF, EpisodeRepo, NewEpisode
-from memory.persons import ChannelRepo, PersonRepo
-from memory.transcript import TranscriptRepo
+from strata.core.types import Channel, ChannelKind, NewRow, Person, Role, RowKind
+from strata.memory.domain.episodes import LEAF, EpisodeRepo, NewEpisode
+from strata.memory.domain.persons import ChannelRepo, PersonRepo
+from strata.memory.domain.transcript import TranscriptRepo
+from strata.memory.engines.db import Database
 
 
 @dataclass

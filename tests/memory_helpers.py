@@ -5,16 +5,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from bot.clock import ManualClock
-from bot.llm import OpenAIEmbedder
-from bot.ports import ChatModel, Clock, Embedder
-from bot.types import Channel, ChannelKind, NewRow, Person, Role, RowKind
-from memory.db import Database
-from memory.episode_cut import CutSettings, EpisodeCutter
-from memory.migrations import available
-from memory.persons import ChannelRepo, PersonRepo
-from memory.row_vectors import RowIndexer
-from memory.transcript import TranscriptRepo
+from strata.bot.llm import OpenAIEmbedder
+from strata.core.clock import ManualClock
+from strata.core.ports import ChatModel, Clock, Embedder
+from strata.core.types import Channel, ChannelKind, NewRow, Person, Role, RowKind
+from strata.memory.domain.episode_cut import CutSettings, EpisodeCutter
+from strata.memory.domain.persons import ChannelRepo, PersonRepo
+from strata.memory.domain.row_vectors import RowIndexer
+from strata.memory.domain.transcript import TranscriptRepo
+from strata.memory.engines.db import Database
+from strata.memory.engines.migrations import available
 from tests.fakes.openai_server import FakeOpenAI
 
 
@@ -81,7 +81,8 @@ def episode_cutter(db: Database, embedder: Embedder, clock: Clock, chat: ChatMod
                          persons=PersonRepo(db))
 
 
-MIGRATION_PACKAGES = {"sqlite": "memory.migrations", "postgres": "memory.pg.migrations"}
+MIGRATION_PACKAGES = {"sqlite": "strata.memory.engines.migrations",
+                      "postgres": "strata.memory.engines.pg.migrations"}
 
 
 def before_migration(engine: str, number: int) -> int:

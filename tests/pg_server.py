@@ -89,7 +89,7 @@ class PgServer:
         """A database migrated at embedding dimension `dim`, to copy for each test."""
         name = f"{TEMPLATE}_{dim}"
         if dim not in self._templates:
-            from memory.db import Database
+            from strata.memory.engines.db import Database
 
             self._admin(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
                 sql.Identifier(name)), sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

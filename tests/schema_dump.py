@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from memory.db import Database
+from strata.memory.engines.db import Database
 
 SCHEMA_DIM = 768
 

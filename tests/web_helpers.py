@@ -18,11 +18,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import load_settings
-from bot.types import InboundMessage, TurnResult
-from bot.web.serve import start_web
+from strata.app.compose import App
+from strata.app.web.serve import start_web
+from strata.core.clock import ManualClock
+from strata.core.config import load_settings
+from strata.core.types import InboundMessage, TurnResult
 from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI
 

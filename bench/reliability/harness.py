@@ -17,10 +17,10 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bot.app import App
-from bot.config import Settings, load_settings
-from bot.ports import Clock
-from memory.driver import sqlite_driver
+from strata.app.compose import App
+from strata.core.config import Settings, load_settings
+from strata.core.ports import Clock
+from strata.memory.engines.driver import sqlite_driver
 from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -60,7 +60,7 @@ async def app_for(settings: Settings, clock: Clock | None = None) -> Any:
 
 
 class StrataProcess:
-    """`python -m bot.cli run` as a service manager would start it; output goes to files so a
+    """`python -m strata.app.cli run` as a service manager would start it; output goes to files so a
     chatty process never blocks on a full pipe."""
 
     def __init__(self, env: dict[str, str], workdir: Path, name: str = "strata",
@@ -82,7 +82,7 @@ class StrataProcess:
         err = self.stderr_path.open("wb")
         out = (self.workdir / f"{self.name}-{self.starts}.out").open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", *self.options, "run"], cwd=ROOT, env=self.env,
+            [sys.executable, "-m", "strata.app.cli", *self.options, "run"], cwd=ROOT, env=self.env,
             stdin=subprocess.DEVNULL, stdout=out, stderr=err,
         )
         err.close()
@@ -180,7 +180,7 @@ def inbound(platform: str, user: str, text: str, ts: Any, *, room: str | None = 
             private: bool = True, addressed: bool = True, name: str = "",
             message_id: str | None = None) -> Any:
     """An `InboundMessage` as an adapter's mapping would make it."""
-    from bot.types import InboundMessage
+    from strata.core.types import InboundMessage
 
     return InboundMessage(
         platform=platform, room_id=room or user, sender_id=user, text=text, ts=ts,
@@ -248,7 +248,7 @@ def assistant_texts(db_path: Path, platform: str) -> dict[str, list[str]]:
 def kind_of_reply(text: str) -> str:
     """`sorry` (an unexpected exception reached the adapter boundary: a crashed turn),
     `honest` (the short message for a failing model: the message is saved), or `answer`."""
-    from adapters.runtime import SORRY
+    from strata.adapters.runtime import SORRY
 
     if text == SORRY:
         return "sorry"

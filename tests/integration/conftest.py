@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import Settings
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import Settings
 from tests.fakes.web_sources import WebSources
 
 AppFactory = Callable[..., Awaitable[App]]

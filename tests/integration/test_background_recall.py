@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.prompt import MEMORY_PREAMBLE
-from bot.turns import BACKGROUND_PLATFORM
-from bot.types import ChannelKind, Person
-from memory.facts import NewFact
+from strata.app.compose import App
+from strata.bot.prompt import MEMORY_PREAMBLE
+from strata.bot.turns import BACKGROUND_PLATFORM
+from strata.core.clock import ManualClock
+from strata.core.types import ChannelKind, Person
+from strata.memory.domain.facts import NewFact
 from tests.fakes.openai_server import FakeOpenAI
 
 from .conftest import AppFactory

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import sqlite_vec
 
-from memory.driver import sqlite_driver
+from strata.memory.engines.driver import sqlite_driver
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_run_cli import read_line, start_run
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.sqlite_only(
 
 def strata(args: list[str], env: dict[str, str], stdin: str = "",
            cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], input=stdin, env=env,
+    return subprocess.run([sys.executable, "-m", "strata.app.cli", *args], input=stdin, env=env,
                           capture_output=True, text=True, timeout=120, cwd=cwd)
 
 

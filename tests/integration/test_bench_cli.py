@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
-from strata_eval.perf import Figure, table
+from strata.app.cli import main
+from strata.evaluation.perf import Figure, table
 
 
 def test_strata_bench_writes_figures_beside_their_floors(

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from bot.app import App
-from bot.clock import ManualClock
+from strata.app.compose import App
+from strata.core.clock import ManualClock
 from tests.fakes.openai_server import FakeOpenAI
 
 from .test_turns import msg

@@ -18,7 +18,7 @@ ROOT = Path(__file__).parents[2]
 
 def strata(args: list[str], env: dict[str, str], stdin: str = "",
            timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], input=stdin, env=env,
+    return subprocess.run([sys.executable, "-m", "strata.app.cli", *args], input=stdin, env=env,
                           capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
@@ -123,7 +123,7 @@ def test_default_database_is_in_the_data_folder_and_a_local_one_is_kept(
     work.mkdir()
 
     def run(args: list[str], stdin: str = "") -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "bot.cli", *args], input=stdin, env=env,
+        return subprocess.run([sys.executable, "-m", "strata.app.cli", *args], input=stdin, env=env,
                               capture_output=True, text=True, timeout=60, cwd=work)
 
     chat = run(["chat", "--user", "alice"], "hello\n")
@@ -131,14 +131,14 @@ def test_default_database_is_in_the_data_folder_and_a_local_one_is_kept(
     assert (tmp_path / "data" / "strata" / "strata.db").is_file()
     assert not (work / "strata.db").exists() and "note:" not in chat.stderr
     # From another folder the same memory is found.
-    elsewhere = subprocess.run([sys.executable, "-m", "bot.cli", "memory", "show", "--user",
+    elsewhere = subprocess.run([sys.executable, "-m", "strata.app.cli", "memory", "show", "--user",
                                 "alice"], env=env, capture_output=True, text=True, timeout=60,
                                cwd=tmp_path)
     assert elsewhere.returncode == 0 and "transcript rows: 2" in elsewhere.stdout
     # A ./strata.db made before the default moved is used, with a one-line notice.
     local = run(["chat", "--user", "bob"], "hi\n")
     assert local.returncode == 0
-    made = subprocess.run([sys.executable, "-m", "bot.cli", "db", "migrate"],
+    made = subprocess.run([sys.executable, "-m", "strata.app.cli", "db", "migrate"],
                           env=dict(env, STRATA_DB=str(work / "strata.db")), capture_output=True,
                           text=True, timeout=60, cwd=work)
     assert made.returncode == 0, made.stderr
@@ -155,7 +155,7 @@ def test_closed_pipe_exits_quietly(fake_openai: FakeOpenAI,
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before the command writes a byte
     try:
-        proc = subprocess.run([sys.executable, "-m", "bot.cli", "memory", "show", "--user",
+        proc = subprocess.run([sys.executable, "-m", "strata.app.cli", "memory", "show", "--user",
                                "alice"], stdout=write_end, stderr=subprocess.PIPE, text=True,
                               env=subprocess_env, cwd=ROOT, timeout=60)
     finally:
@@ -178,7 +178,7 @@ def test_empty_listings_say_so(fake_openai: FakeOpenAI, subprocess_env: dict[str
 
 def test_sigkill_mid_chat_loses_no_shown_reply(fake_openai: FakeOpenAI,
                                               subprocess_env: dict[str, str]) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "chat", "--user", "dave"],
+    proc = subprocess.Popen([sys.executable, "-m", "strata.app.cli", "chat", "--user", "dave"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                             env=subprocess_env, cwd=ROOT)
     assert proc.stdin is not None and proc.stdout is not None

@@ -11,10 +11,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import Settings
-from bot.types import Location, Person
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import Settings
+from strata.core.types import Location, Person
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.web_sources import WebSources
 
@@ -251,7 +251,7 @@ async def test_geo_patterns_name_places_visited_repeatedly(
 
 async def test_synthesis_writes_the_portrait_used_in_every_prompt(
         make_app: AppFactory, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
-    from memory.facts import NewFact
+    from strata.memory.domain.facts import NewFact
 
     app = await make_app()
     alice = await say(app, clock, "hi")

@@ -11,13 +11,13 @@ from datetime import timedelta
 
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.errors import ModelError
-from bot.types import Person
-from cognition.registry import BaseJob, JobContext, JobOutcome, JobRegistry
-from cognition.runner import Runner
-from memory.episodes import EpisodeRepo, NewEpisode
+from strata.app.compose import App
+from strata.cognition.registry import BaseJob, JobContext, JobOutcome, JobRegistry
+from strata.cognition.runner import Runner
+from strata.core.clock import ManualClock
+from strata.core.errors import ModelError
+from strata.core.types import Person
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
 from tests.fakes.openai_server import FakeOpenAI, hashed_embedding
 
 from .test_turns import msg
@@ -337,7 +337,7 @@ async def test_the_loop_delivers_reminders_while_a_long_job_runs_and_stops_clean
 
 async def test_disabled_jobs_are_skipped_and_a_typo_is_a_clear_error(
         make_app: AppFactory, clock: ManualClock) -> None:
-    from bot.errors import ConfigError
+    from strata.core.errors import ConfigError
 
     app = await make_app(disabled_jobs=("research",))
     assert app.runner is not None

@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.types import NewRow, Role
-from memory.compaction import CompactionHook, CompactionPolicy, compact_channel
-from memory.decay import episode_weight
-from memory.episodes import TOPIC, as_blob
-from memory.janitor import decay_pass
-from memory.prune import prune_channel, prune_owner
-from memory.transcript import history_since_watermark, watermark
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.types import NewRow, Role
+from strata.memory.domain.compaction import CompactionHook, CompactionPolicy, compact_channel
+from strata.memory.domain.decay import episode_weight
+from strata.memory.domain.episodes import TOPIC, as_blob
+from strata.memory.domain.janitor import decay_pass
+from strata.memory.domain.prune import prune_channel, prune_owner
+from strata.memory.domain.transcript import history_since_watermark, watermark
 from tests.fakes.openai_server import FakeOpenAI
 from tests.lifecycle_helpers import add_episode, add_turn, make_scope
 

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.types import Person
-from memory.db import Database
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.types import Person
+from strata.memory.engines.db import Database
 from tests.engine_views import all_table_text, sqlite_file_bytes, table_names
 from tests.fakes.caldav_server import RadicaleServer
 from tests.fakes.imap_server import FakeImap, Message
@@ -395,7 +395,7 @@ async def test_a_carddav_address_book_with_a_login(
 async def test_strata_memory_show_lists_the_connectors_without_their_logins(
         app: App, clock: ManualClock, imap: FakeImap,
         capsys: pytest.CaptureFixture[str]) -> None:
-    from bot.cli.core import cmd_memory_show
+    from strata.app.cli.core import cmd_memory_show
 
     await say(app, clock, f"/connect mail {imap.address} alice@example.org {PASSWORD}")
     for as_json in (False, True):

@@ -17,7 +17,7 @@ BAD_INPUT = b"caf\xe9\n\x80oops\n\xe2\x82\nhello\n"
 
 
 def chat_bytes(env: dict[str, str], data: bytes) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "bot.cli", "chat", "--user", "dora"],
+    return subprocess.run([sys.executable, "-m", "strata.app.cli", "chat", "--user", "dora"],
                           input=data, env=env, capture_output=True, timeout=30, cwd=ROOT)
 
 
@@ -41,7 +41,7 @@ def test_invalid_utf8_on_stdin_is_answered(subprocess_env: dict[str, str],
     assert "could not use" not in text and "Sorry" not in text
     assert b"Traceback" not in out.stderr
 
-    export = subprocess.run([sys.executable, "-m", "bot.cli", "memory", "export", "--user",
+    export = subprocess.run([sys.executable, "-m", "strata.app.cli", "memory", "export", "--user",
                              "dora"], env=subprocess_env, capture_output=True, timeout=60,
                             cwd=ROOT)
     data = json.loads(export.stdout)

@@ -19,7 +19,7 @@ PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
 
 
 def spawn_chat(env: dict[str, str]) -> pexpect.spawn:
-    child = pexpect.spawn(sys.executable, ["-m", "bot.cli", "chat", "--user", "alice"],
+    child = pexpect.spawn(sys.executable, ["-m", "strata.app.cli", "chat", "--user", "alice"],
                           env=env, cwd=str(ROOT), encoding="utf-8", timeout=30,
                           dimensions=(24, 120))
     child.expect_exact("you>")

@@ -11,11 +11,11 @@ and checks which part of it carries the fact.
 The paths: the time zone (set with /timezone) is in the ambient snapshot's local time line,
 with no model at all. The other three are durable facts: the scripted model extracts them in
 the idle jobs (as a real one would), and the prompt's portrait section lists the newest
-durable facts after the synthesised portrait (`cognition.ambient`), which the scripted
+durable facts after the synthesised portrait (`strata.cognition.ambient`), which the scripted
 synthesis writes without them. Recall's gate rightly stays shut for "what's the weather
 like?": it shares no word with "I live in Lyon".
 
-Embeddings come from the embedded e5 model (multilingual-e5-small, `bot.embedded`), started
+Embeddings come from the embedded e5 model (multilingual-e5-small, `strata.bot.embedded`), started
 once for the module on a free port, as `strata chat` starts it.
 """
 
@@ -29,13 +29,13 @@ from typing import Any
 
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import Settings, load_settings
-from bot.embedded import EmbeddedModels, Endpoint, runtime_installed
-from bot.prompt import MEMORY_PREAMBLE
-from cognition.prompts import synthesis
-from memory.prompts import compaction
+from strata.app.compose import App
+from strata.bot.embedded import EmbeddedModels, Endpoint, runtime_installed
+from strata.bot.prompt import MEMORY_PREAMBLE
+from strata.cognition.prompts import synthesis
+from strata.core.clock import ManualClock
+from strata.core.config import Settings, load_settings
+from strata.memory.domain.prompts import compaction
 from tests.conftest import ENGINE, strata_env
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_turns import msg
@@ -179,7 +179,7 @@ async def e5_app(e5_settings: Settings, clock: ManualClock,
 
 
 def carriers(messages: list[dict[str, Any]], word: str) -> set[str]:
-    """The parts of a prompt (bot.prompt.build_messages) whose text holds `word`."""
+    """The parts of a prompt (strata.bot.prompt.build_messages) whose text holds `word`."""
     found = set()
     last = len(messages) - 1
     for i, m in enumerate(messages):

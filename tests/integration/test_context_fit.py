@@ -3,10 +3,10 @@ a request over it) and a long conversation: every request fits, and memory is ke
 
 from __future__ import annotations
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import Settings, load_settings
-from bot.prompt import MEMORY_PREAMBLE
+from strata.app.compose import App
+from strata.bot.prompt import MEMORY_PREAMBLE
+from strata.core.clock import ManualClock
+from strata.core.config import Settings, load_settings
 from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI
 

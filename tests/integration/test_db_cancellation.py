@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from memory.db import Database
+from strata.memory.engines.db import Database
 
 
 async def test_cancelled_writes_never_wedge_the_writer(db: Database) -> None:

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import Settings, load_settings
-from memory.copy import copy_store
-from memory.db import Database
-from memory.episodes import LEAF, EpisodeRepo, NewEpisode
-from memory.facts import NewFact
-from memory.jobruns import JobRunRepo
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import Settings, load_settings
+from strata.memory.coordination.jobruns import JobRunRepo
+from strata.memory.domain.episodes import LEAF, EpisodeRepo, NewEpisode
+from strata.memory.domain.facts import NewFact
+from strata.memory.engines.db import Database
+from strata.memory.engines.transfer import copy_store
 from tests.conftest import TEST_DIM, strata_env
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
@@ -117,7 +117,7 @@ async def blocks(settings: Settings, clock: ManualClock) -> list[str]:
 
 
 def strata(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env,
+    return subprocess.run([sys.executable, "-m", "strata.app.cli", *args], env=env,
                           capture_output=True, text=True, timeout=120)
 
 

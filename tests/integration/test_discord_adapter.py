@@ -13,20 +13,20 @@ from typing import Any
 
 import pytest
 
-from adapters.discord.adapter import (
+from strata.adapters.discord.adapter import (
     DM_ONLY_TEXT,
     UNLISTED_TEXT,
     DiscordAdapter,
     build_discord_adapter,
 )
-from adapters.runtime import SORRY
-from bot.app import App, configured_adapters
-from bot.clock import ManualClock, SystemClock
-from bot.commands import CommandContext, CommandReply
-from bot.config import AccessSettings, DiscordSettings, LlmSettings, Settings
-from bot.errors import ConfigError, ModelUnavailableError
-from bot.turns import model_error_message
-from bot.types import InboundMessage
+from strata.adapters.runtime import SORRY
+from strata.app.compose import App, configured_adapters
+from strata.bot.commands import CommandContext, CommandReply
+from strata.bot.turns import model_error_message
+from strata.core.clock import ManualClock, SystemClock
+from strata.core.config import AccessSettings, DiscordSettings, LlmSettings, Settings
+from strata.core.errors import ConfigError, ModelUnavailableError
+from strata.core.types import InboundMessage
 from tests.fakes.discord_api import (
     INTENT_DIRECT_MESSAGES,
     INTENT_MESSAGE_CONTENT,

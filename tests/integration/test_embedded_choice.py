@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings, load_settings
-from bot.embedded import answers, model_endpoints
+from strata.bot.embedded import answers, model_endpoints
+from strata.core.config import Settings, load_settings
 from tests.fakes.openai_server import FakeOpenAI
 
 
@@ -64,7 +64,7 @@ async def test_turned_off_it_never_starts(tmp_path: Path) -> None:
 
 
 def test_the_embedded_model_gets_no_tools_and_a_long_deadline_unless_configured() -> None:
-    from bot.embedded import EMBEDDED_DEADLINE, Endpoint, _start
+    from strata.bot.embedded import EMBEDDED_DEADLINE, Endpoint, _start
 
     class Started:
         def start_chat(self, gguf: Path, n_ctx: int) -> Endpoint:
@@ -74,7 +74,7 @@ def test_the_embedded_model_gets_no_tools_and_a_long_deadline_unless_configured(
 
     with tempfile.TemporaryDirectory() as tmp:
         # Weights of a fake spec are not needed: the cached file and marker stand in.
-        from bot.weights import SMOLLM2_135M
+        from strata.bot.weights import SMOLLM2_135M
         cache = Path(tmp)
         (cache / SMOLLM2_135M.file).write_bytes(bytes(SMOLLM2_135M.size))
         (cache / (SMOLLM2_135M.file + ".sha256")).write_text(SMOLLM2_135M.sha256)
@@ -92,9 +92,9 @@ def test_the_embedded_model_gets_no_tools_and_a_long_deadline_unless_configured(
 
 
 async def test_doctor_says_the_embedded_model_will_start(tmp_path: Path) -> None:
-    from bot.doctor import run_doctor
-    from bot.embedded import runtime_installed
-    from bot.weights import QWEN_05B, installed
+    from strata.app.doctor import run_doctor
+    from strata.bot.embedded import runtime_installed
+    from strata.bot.weights import QWEN_05B, installed
 
     settings = load_settings(None, env={"STRATA_DB": str(tmp_path / "s.db")})
     if await answers(settings.llm.base_url):

@@ -14,17 +14,17 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from bot.clock import ManualClock
-from bot.types import ChannelKind, NewRow, OwnerKind, Role, RowKind
-from memory.cursors import move_cursor, pending_channels, read_cursor
-from memory.db import Database
-from memory.episodes import EpisodeRepo, NewEpisode
-from memory.facts import FactRepo, NewFact, Sources
-from memory.jobruns import JobRunRepo
-from memory.persons import ChannelRepo, PersonRepo
-from memory.recall import EpisodeSource, RecallQuery
-from memory.reminders import ReminderRepo
-from memory.transcript import TranscriptRepo, history_since_watermark
+from strata.core.clock import ManualClock
+from strata.core.types import ChannelKind, NewRow, OwnerKind, Role, RowKind
+from strata.memory.coordination.cursors import move_cursor, pending_channels, read_cursor
+from strata.memory.coordination.jobruns import JobRunRepo
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
+from strata.memory.domain.facts import FactRepo, NewFact, Sources
+from strata.memory.domain.persons import ChannelRepo, PersonRepo
+from strata.memory.domain.recall import EpisodeSource, RecallQuery
+from strata.memory.domain.reminders import ReminderRepo
+from strata.memory.domain.transcript import TranscriptRepo, history_since_watermark
+from strata.memory.engines.db import Database
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import channel, person, turn
 

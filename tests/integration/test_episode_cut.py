@@ -6,13 +6,13 @@ import asyncio
 import json
 from typing import Any
 
-from bot.clock import ManualClock
-from bot.llm import OpenAIChatModel
-from bot.types import ChannelKind, RowKind
-from memory.db import Database
-from memory.episode_cut import CutSettings, EpisodeCutter
-from memory.episodes import EpisodeRepo
-from memory.persons import PersonRepo
+from strata.bot.llm import OpenAIChatModel
+from strata.core.clock import ManualClock
+from strata.core.types import ChannelKind, RowKind
+from strata.memory.domain.episode_cut import CutSettings, EpisodeCutter
+from strata.memory.domain.episodes import EpisodeRepo
+from strata.memory.domain.persons import PersonRepo
+from strata.memory.engines.db import Database
 from tests.fakes.openai_server import FakeOpenAI
 from tests.memory_helpers import (
     channel,
@@ -27,7 +27,7 @@ from tests.memory_helpers import (
 
 # Every test runs on SQLite and on PostgreSQL (tests/conftest.py).
 
-# Its summary is about the conversation (`memory.text.grounded`): filler(0)'s words.
+# Its summary is about the conversation (`strata.memory.domain.text.grounded`): filler(0)'s words.
 GOOD = {"summary": f"Alice talked about {filler(0)}.", "salience": 0.8,
         "emotion": {"label": "joy", "intensity": 0.6}, "key_terms": ["garden", "Alice"]}
 

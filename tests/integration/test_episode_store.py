@@ -1,10 +1,10 @@
 import numpy as np
 
-from bot.clock import ManualClock
-from bot.types import ChannelKind
-from memory.db import Database
-from memory.episodes import EpisodeRepo, NewEpisode
-from memory.persons import ChannelRepo, PersonRepo
+from strata.core.clock import ManualClock
+from strata.core.types import ChannelKind
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
+from strata.memory.domain.persons import ChannelRepo, PersonRepo
+from strata.memory.engines.db import Database
 
 
 async def test_insert_get_embeddings_tombstone(db: Database, clock: ManualClock) -> None:

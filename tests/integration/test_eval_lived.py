@@ -65,7 +65,7 @@ def run_lived(tmp_path: Path, env_base: dict[str, str], *extra: str,
         wide.responder = responder
         env = dict(env_base, **strata_env(wide, tmp_path / "unused.db"))
         run = subprocess.run(
-            [sys.executable, "-m", "bot.cli", "eval", "recall", "--turns", str(turns),
+            [sys.executable, "-m", "strata.app.cli", "eval", "recall", "--turns", str(turns),
              "--questions", str(questions), "--budget", "200", "--abstention", "1", "--lived",
              "--no-progress", "--out", str(out), "--details", str(details), *extra],
             env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -146,7 +146,7 @@ def test_lived_with_the_fake_chat_model_says_what_wrote_memory(
 def test_lived_refuses_consolidate(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
     turns, questions = write_data(tmp_path)
     run = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "eval", "recall", "--turns", str(turns),
+        [sys.executable, "-m", "strata.app.cli", "eval", "recall", "--turns", str(turns),
          "--questions", str(questions), "--lived", "--consolidate"],
         env=subprocess_env, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2

@@ -65,7 +65,7 @@ def write_data(folder: Path) -> tuple[Path, Path]:
 
 
 def strata(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "strata.app.cli", *args], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -1,17 +1,17 @@
-"""Per-kind fact decay that acts (memory.decay.FACT_DECAY): a faded fact is not injected at
-turn zero and the decay job deletes it after its kind's grace; a long-lived kind is still
-injected a year on. Real turns through the turn processor, real SQLite, the fake model server,
+"""Per-kind fact decay that acts (strata.memory.domain.decay.FACT_DECAY): a faded fact is not
+injected at turn zero and the decay job deletes it after its kind's grace; a long-lived kind is
+still injected a year on. Real turns through the turn processor, real SQLite, the fake model server,
 an injected clock."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.prompt import MEMORY_PREAMBLE
-from bot.types import InboundMessage
-from memory.facts import NewFact
+from strata.app.compose import App
+from strata.bot.prompt import MEMORY_PREAMBLE
+from strata.core.clock import ManualClock
+from strata.core.types import InboundMessage
+from strata.memory.domain.facts import NewFact
 from tests.fakes.openai_server import FakeOpenAI
 
 DISCOVERY = "The Lumen jazz club in Leipzig opened a rooftop stage"

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.errors import ModelBadResponseError
-from bot.types import Channel, ChannelKind, NewRow, Person, Role
-from memory.episodes import EpisodeRepo, NewEpisode
-from memory.fact_extraction import FactExtractor, evidence_problem, model_completer
-from memory.facts import FactRepo, FactStore
-from memory.prompts.facts import SYSTEM, FactsSchema, system_prompt
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.errors import ModelBadResponseError
+from strata.core.types import Channel, ChannelKind, NewRow, Person, Role
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
+from strata.memory.domain.fact_extraction import FactExtractor, evidence_problem, model_completer
+from strata.memory.domain.facts import FactRepo, FactStore
+from strata.memory.domain.prompts.facts import SYSTEM, FactsSchema, system_prompt
 from tests.fakes.openai_server import FakeOpenAI
 
 

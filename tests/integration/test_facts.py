@@ -8,13 +8,13 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.errors import MutedSourceError, UnknownKindError
-from bot.types import ChannelKind, Person
-from memory.db import Database, is_integrity_error
-from memory.decay import FACT_TAU_DAYS
-from memory.facts import FACT_KINDS, FactRepo, FactStore, NewFact
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.errors import MutedSourceError, UnknownKindError
+from strata.core.types import ChannelKind, Person
+from strata.memory.domain.decay import FACT_TAU_DAYS
+from strata.memory.domain.facts import FACT_KINDS, FactRepo, FactStore, NewFact
+from strata.memory.engines.db import Database, is_integrity_error
 from tests.engine_views import check_values
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from bot.config import Settings
-from memory.db import Database
-from memory.driver import sqlite_driver
+from strata.core.config import Settings
+from strata.memory.engines.db import Database
+from strata.memory.engines.driver import sqlite_driver
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_backup import ROOT, strata, user_rows
 from tests.integration.test_private_files import mode, usual_umask  # noqa: F401 - a fixture
@@ -291,7 +291,7 @@ def test_at_a_terminal_backup_asks_before_replacing_a_file(
     target = tmp_path / "existing.txt"
     target.write_text("keep me\n")
     for answer, code in (("n", 2), ("y", 0)):
-        child = pexpect.spawn(sys.executable, ["-m", "bot.cli", "db", "backup", str(target)],
+        child = pexpect.spawn(sys.executable, ["-m", "strata.app.cli", "db", "backup", str(target)],
                               env=subprocess_env, cwd=str(ROOT), encoding="utf-8", timeout=60)
         child.expect(r"replace it with the backup\? \[y/N\] ")
         child.sendline(answer)

@@ -8,11 +8,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.types import InboundMessage, NewRow, Person, Role, RowKind, TurnResult
-from memory.episodes import EpisodeRepo, NewEpisode, as_blob
-from memory.facts import NewFact
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.types import InboundMessage, NewRow, Person, Role, RowKind, TurnResult
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode, as_blob
+from strata.memory.domain.facts import NewFact
 from tests.engine_views import all_table_text, stored_bytes
 from tests.fakes.openai_server import FakeOpenAI
 

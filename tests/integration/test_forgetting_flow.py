@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import Settings
-from bot.prompt import MEMORY_PREAMBLE
-from memory.episodes import TOPIC
+from strata.app.compose import App
+from strata.bot.prompt import MEMORY_PREAMBLE
+from strata.core.clock import ManualClock
+from strata.core.config import Settings
+from strata.memory.domain.episodes import TOPIC
 from tests.fakes.openai_server import FakeOpenAI
 
 from .test_turns import msg

@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import App
-from bot.cli.jobs import cmd_jobs_status
-from bot.clock import ManualClock
-from bot.config import Settings
-from bot.types import Person
-from cognition.registry import BaseJob, JobContext, JobOutcome, JobRegistry
-from cognition.runner import Runner
-from memory.claims import RunnerLeases
+from strata.app.cli.jobs import cmd_jobs_status
+from strata.app.compose import App
+from strata.cognition.registry import BaseJob, JobContext, JobOutcome, JobRegistry
+from strata.cognition.runner import Runner
+from strata.core.clock import ManualClock
+from strata.core.config import Settings
+from strata.core.types import Person
+from strata.memory.coordination.claims import RunnerLeases
 from tests.integration.conftest import AppFactory
 from tests.memory_helpers import channel, person
 
@@ -263,7 +263,7 @@ async def test_racing_claims_from_four_connections_have_one_winner_per_person(
         db_target: Path | str, clock: ManualClock) -> None:
     """Claims do not take the engine's write lock on PostgreSQL (`execute_atomic`): the
     statement alone must make one winner, with four databases claiming at once."""
-    from memory.db import Database
+    from strata.memory.engines.db import Database
     from tests.conftest import TEST_DIM
 
     dbs = [await Database.open(db_target, TEST_DIM) for _ in range(4)]

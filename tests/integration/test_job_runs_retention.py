@@ -5,8 +5,8 @@ are left alone. Real store, the injected clock."""
 
 from __future__ import annotations
 
-from bot.clock import ManualClock
-from memory.jobruns import JobRunRepo
+from strata.core.clock import ManualClock
+from strata.memory.coordination.jobruns import JobRunRepo
 from tests.integration.conftest import AppFactory
 from tests.memory_helpers import person
 

@@ -8,12 +8,12 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 
-from bot.clock import ManualClock
-from bot.turns import ChannelTurns, holder_gone, process_name, take_lease
-from bot.types import InboundMessage
-from memory.db import Database
-from memory.leases import Leases
-from memory.turn_queue import TurnQueue
+from strata.bot.turns import ChannelTurns, holder_gone, process_name, take_lease
+from strata.core.clock import ManualClock
+from strata.core.types import InboundMessage
+from strata.memory.coordination.leases import Leases
+from strata.memory.coordination.turn_queue import TurnQueue
+from strata.memory.engines.db import Database
 from tests.memory_helpers import channel, person
 
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
-from bot.clock import to_iso
-from memory.db import Database
+from strata.app.cli import main
+from strata.core.clock import to_iso
+from strata.memory.engines.db import Database
 from tests.conftest import START, TEST_DIM, strata_env
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_rollup import SIZES, summarise
@@ -77,7 +77,7 @@ def test_consolidate_show_map_decay(fake_openai: FakeOpenAI, db_target: Path | s
 
     # Decay 31 days later as a real process: the tombstoned children are gone.
     later = to_iso(START + timedelta(days=31))
-    proc = subprocess.run([sys.executable, "-m", "bot.cli", "jobs", "run", "--job", "decay",
+    proc = subprocess.run([sys.executable, "-m", "strata.app.cli", "jobs", "run", "--job", "decay",
                            "--user", "kim", "--now", later], env=subprocess_env,
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

@@ -7,12 +7,12 @@ from datetime import timedelta
 
 import numpy as np
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.prompt import MEMORY_PREAMBLE
-from bot.types import ChannelKind, InboundMessage
-from memory.episodes import EpisodeRepo, NewEpisode, as_blob
-from memory.linking import LinkCodes
+from strata.app.compose import App
+from strata.bot.prompt import MEMORY_PREAMBLE
+from strata.core.clock import ManualClock
+from strata.core.types import ChannelKind, InboundMessage
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode, as_blob
+from strata.memory.domain.linking import LinkCodes
 from tests.fakes.openai_server import FakeOpenAI
 
 

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from pydantic import BaseModel
 
-from bot.errors import (
+from strata.bot.llm import OpenAIChatModel, OpenAIEmbedder
+from strata.core.errors import (
     ModelBadResponseError,
     ModelRateLimitedError,
     ModelRequestError,
     ModelUnavailableError,
 )
-from bot.llm import OpenAIChatModel, OpenAIEmbedder
-from bot.types import ChatMessage, Completion, ToolSpec
+from strata.core.types import ChatMessage, Completion, ToolSpec
 from tests.fakes.openai_server import FakeOpenAI, Reply, hashed_embedding
 
 MSGS = [ChatMessage("system", "be nice"), ChatMessage("user", "hello there")]

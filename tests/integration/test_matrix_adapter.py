@@ -28,12 +28,12 @@ from nio import (
     TypingNoticeEvent,
 )
 
-from adapters.matrix.adapter import MatrixAdapter
-from adapters.matrix.mapping import EVENT_LIMIT
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import AccessSettings, MatrixSettings, Settings
-from bot.types import ChannelKind, Role
+from strata.adapters.matrix.adapter import MatrixAdapter
+from strata.adapters.matrix.mapping import EVENT_LIMIT
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import AccessSettings, MatrixSettings, Settings
+from strata.core.types import ChannelKind, Role
 from tests.fakes.openai_server import FakeOpenAI, last_user_text
 from tests.fakes.synapse import Synapse
 
@@ -495,7 +495,7 @@ async def test_link_a_console_identity_from_matrix(
     start_bot: StartBot, people: Callable[[str], Human], app: App, fake_openai: FakeOpenAI,
     clock: ManualClock,
 ) -> None:
-    from bot.types import InboundMessage
+    from strata.core.types import InboundMessage
 
     fake_openai.responder = lambda body: "noted"
     said = InboundMessage("console", "alice/default", "alice", "I play the cello", clock.now(),
@@ -593,9 +593,9 @@ async def test_password_login_and_bad_credentials(
     synapse: Synapse, app: App, tmp_path: Path, people: Callable[[str], Human],
     fake_openai: FakeOpenAI,
 ) -> None:
-    from bot.app import build_matrix_adapter, configured_adapters
-    from bot.clock import SystemClock
-    from bot.errors import PlatformError
+    from strata.app.compose import build_matrix_adapter, configured_adapters
+    from strata.core.clock import SystemClock
+    from strata.core.errors import PlatformError
 
     fake_openai.reply("hello by password")
     localpart = _name("strata")

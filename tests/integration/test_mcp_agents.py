@@ -24,12 +24,12 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from bot import mcp_server
-from bot.agent_memory import AgentError, new_token
-from bot.app import App
-from bot.clock import ManualClock
-from bot.types import InboundMessage, Person, TurnResult
-from memory.facts import NewFact
+from strata.app import mcp_server
+from strata.app.agent_memory import AgentError, new_token
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.types import InboundMessage, Person, TurnResult
+from strata.memory.domain.facts import NewFact
 
 ROOT = Path(__file__).parents[2]
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -39,7 +39,7 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
 
 def strata(args: list[str], env: dict[str, str],
            stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "strata.app.cli", *args], env=env, cwd=ROOT,
                           input=stdin, capture_output=True, text=True, timeout=60)
 
 
@@ -92,7 +92,7 @@ def text_of(result: Any) -> str:
 
 def stdio(env: dict[str, str], *args: str) -> Client:
     return Client(StdioServerParameters(command=sys.executable,
-                                        args=["-m", "bot.cli", "mcp", *args], env=env,
+                                        args=["-m", "strata.app.cli", "mcp", *args], env=env,
                                         cwd=str(ROOT)))
 
 
@@ -147,7 +147,7 @@ async def test_stdio_agent_remembers_recalls_and_lists_only_its_persons_memory(
     errors = tmp_path / "mcp-stderr.txt"
     with errors.open("w") as errlog:
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "bot.cli", "-vv", "mcp"], cwd=str(ROOT),
+            command=sys.executable, args=["-m", "strata.app.cli", "-vv", "mcp"], cwd=str(ROOT),
             env=dict(subprocess_env, STRATA_MCP_TOKEN=hive_token))
         async with Client(stdio_client(params, errlog=errlog)) as hive:
             await bob_sees_only_his_own(hive)
@@ -347,7 +347,7 @@ async def test_strata_mcp_http_as_a_process(subprocess_env: dict[str, str]) -> N
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     url = f"http://127.0.0.1:{port}/mcp"
-    server = subprocess.Popen([sys.executable, "-m", "bot.cli", "mcp", "--http",
+    server = subprocess.Popen([sys.executable, "-m", "strata.app.cli", "mcp", "--http",
                                f"127.0.0.1:{port}"], env=subprocess_env, cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -9,14 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.prompt import MEMORY_PREAMBLE
-from bot.types import InboundMessage, TurnResult
-from memory.episodes import EpisodeRepo, NewEpisode
-from memory.fact_extraction import model_completer
-from memory.facts import NewFact
-from memory.jobruns import JobRunRepo
+from strata.app.compose import App
+from strata.bot.prompt import MEMORY_PREAMBLE
+from strata.core.clock import ManualClock
+from strata.core.types import InboundMessage, TurnResult
+from strata.memory.coordination.jobruns import JobRunRepo
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
+from strata.memory.domain.fact_extraction import model_completer
+from strata.memory.domain.facts import NewFact
 from tests.engine_views import stored_bytes_at
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
@@ -163,7 +163,7 @@ async def test_pause_stores_no_new_memory(app: App, fake_openai: FakeOpenAI,
 
 def strata(args: list[str], env: dict[str, str], stdin: str = "",
            cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], input=stdin, env=env,
+    return subprocess.run([sys.executable, "-m", "strata.app.cli", *args], input=stdin, env=env,
                           capture_output=True, text=True, timeout=60, cwd=cwd)
 
 
@@ -293,7 +293,7 @@ def test_cli_wipe_asks_on_a_terminal(fake_openai: FakeOpenAI, subprocess_env: di
     strata(["chat", "--user", "carol"], subprocess_env, "I grow chillies\n", cwd=tmp_path)
 
     def wipe(answer: str) -> tuple[int, str]:
-        child = pexpect.spawn(sys.executable, ["-m", "bot.cli", "memory", "wipe", "--user",
+        child = pexpect.spawn(sys.executable, ["-m", "strata.app.cli", "memory", "wipe", "--user",
                                                "carol"], env=subprocess_env, cwd=str(ROOT),
                               encoding="utf-8", timeout=30)
         child.expect(r"\[y/N\] ")

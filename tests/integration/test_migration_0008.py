@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.clock import ManualClock, to_iso
-from memory.db import Database
-from memory.episodes import EpisodeRepo
-from memory.janitor import decay_pass
+from strata.core.clock import ManualClock, to_iso
+from strata.memory.domain.episodes import EpisodeRepo
+from strata.memory.domain.janitor import decay_pass
+from strata.memory.engines.db import Database
 from tests.conftest import TEST_DIM
 
 pytestmark = pytest.mark.sqlite_only(

@@ -12,11 +12,11 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from bot.clock import ManualClock
-from memory.db import Database
-from memory.episodes import EpisodeRepo, NewEpisode
-from memory.facts import FactRepo, NewFact
-from memory.migrations import available
+from strata.core.clock import ManualClock
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
+from strata.memory.domain.facts import FactRepo, NewFact
+from strata.memory.engines.db import Database
+from strata.memory.engines.migrations import available
 from tests.memory_helpers import channel, person, row_indexer, turn
 
 pytestmark = pytest.mark.sqlite_only(
@@ -29,7 +29,7 @@ PREVIOUS = max(n for n, _, _ in available() if n < 9)
 
 
 class HashEmbedder:
-    """Deterministic unit vectors from a text's hash (the `bot.ports.Embedder` shape)."""
+    """Deterministic unit vectors from a text's hash (the `strata.core.ports.Embedder` shape)."""
 
     dim = DIM
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from bot.cli import main
-from bot.clock import ManualClock, to_iso
+from strata.app.cli import main
+from strata.core.clock import ManualClock, to_iso
 from tests.conftest import START, strata_env
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_lifecycle_cli import _seed
@@ -74,8 +74,8 @@ async def test_chat_turns_and_episode_summaries_are_counted(
         fake_openai: FakeOpenAI, settings: Any, clock: ManualClock) -> None:
     """A person's chat turns and the episode cutter's summaries are charged to that person
     (`chat:turn`, `cut:turn` in `strata jobs status`), like the after-turn steps."""
-    from bot.app import App
-    from memory.jobruns import JobRunRepo
+    from strata.app.compose import App
+    from strata.memory.coordination.jobruns import JobRunRepo
     from tests.integration.test_memory_controls import say
 
     app = await App.create(settings, clock=clock)

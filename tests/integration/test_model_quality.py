@@ -16,10 +16,10 @@ from bench import answer_quality, fact_quality, summary_quality
 from bench.fact_labels import LABELS
 from bench.model_quality import table
 from bench.quality_scores import entities, kept, normalize_answer, retention, token_f1
-from bot.config import Settings
-from bot.llm import OpenAIChatModel
-from bot.types import Role
-from strata_eval.recall import EvalQuestion, EvalTurn
+from strata.bot.llm import OpenAIChatModel
+from strata.core.config import Settings
+from strata.core.types import Role
+from strata.evaluation.recall import EvalQuestion, EvalTurn
 from tests.fakes.openai_server import FakeOpenAI
 
 DIALOGUE = ("Caroline: On 8 May we went camping at Lake Tahoe with the kids.\n"

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import psycopg
 import pytest
 
-from bot.clock import FileClock, to_iso
+from strata.core.clock import FileClock, to_iso
 from tests.fakes import telegram_api as fake_module
 from tests.fakes.openai_server import FakeOpenAI, Reply, last_user_text
 from tests.fakes.telegram_api import FakeTelegramAPI
@@ -150,7 +150,7 @@ def test_three_processes_share_one_database_and_one_telegram_bot(
     logs = [open(tmp_path / f"strata-{n}.log", "w") for n in range(len(commands))]  # noqa: SIM115
     for log, command in zip(logs, commands, strict=True):
         processes.append(subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "-v", *command], stdout=log, stderr=log,
+            [sys.executable, "-m", "strata.app.cli", "-v", *command], stdout=log, stderr=log,
             text=True, env=env, cwd=ROOT))
     db = Db(pg_url)
 

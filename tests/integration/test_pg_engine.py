@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bot.clock import ManualClock
-from bot.errors import DimensionMismatchError, StorageError
-from memory.db import Database
-from memory.episodes import EpisodeRepo, NewEpisode
-from memory.export import export_person
-from memory.facts import FactRepo, NewFact
-from memory.migrations import available
+from strata.core.clock import ManualClock
+from strata.core.errors import DimensionMismatchError, StorageError
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
+from strata.memory.domain.export import export_person
+from strata.memory.domain.facts import FactRepo, NewFact
+from strata.memory.engines.db import Database
+from strata.memory.engines.migrations import available
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import channel, person, turn
 from tests.pg_server import PgServer
@@ -85,7 +85,7 @@ async def test_migrations_are_recorded_once_and_the_dimension_is_kept(pg_url: st
     db = await Database.open(pg_url, TEST_DIM)
     applied = await db.applied_migrations()
     await db.close()
-    assert applied == [(n, name) for n, name, _ in available("memory.pg.migrations")]
+    assert applied == [(n, name) for n, name, _ in available("strata.memory.engines.pg.migrations")]
     again = await Database.open(pg_url, TEST_DIM)  # re-open: nothing applied twice
     assert await again.applied_migrations() == applied
     await again.close()
@@ -136,7 +136,7 @@ def test_sigterm_stops_the_server_the_test_process_started() -> None:
 def test_the_sqlite_file_tools_refuse_a_server_and_name_pg_dump(
         subprocess_env: dict[str, str], tmp_path: Path, args: list[str]) -> None:
     assert subprocess_env["STRATA_DB"].startswith("postgresql://")
-    out = subprocess.run([sys.executable, "-m", "bot.cli", "db", *args], env=subprocess_env,
+    out = subprocess.run([sys.executable, "-m", "strata.app.cli", "db", *args], env=subprocess_env,
                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert out.returncode == 2 and "pg_dump" in out.stderr, out.stderr
     assert not (tmp_path / "copy.db").exists()

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from adapters.console.adapter import ConsoleAdapter
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import Settings
-from bot.private_files import private_dir
-from memory.db import Database
+from strata.adapters.console.adapter import ConsoleAdapter
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import Settings
+from strata.core.private_files import private_dir
+from strata.memory.engines.db import Database
 from tests.conftest import TEST_DIM
 
 

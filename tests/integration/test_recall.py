@@ -18,17 +18,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import Settings
-from bot.llm import OpenAIEmbedder
-from bot.tokens import count_tokens
-from bot.types import ChannelKind, InboundMessage, RowKind
-from memory.db import Database
-from memory.episode_cut import CutSettings
-from memory.episodes import EpisodeRepo, NewEpisode
-from memory.persons import PersonRepo
-from memory.recall import Recall, RecallResult, RecallTuning
+from strata.app.compose import App
+from strata.bot.llm import OpenAIEmbedder
+from strata.core.clock import ManualClock
+from strata.core.config import Settings
+from strata.core.tokens import count_tokens
+from strata.core.types import ChannelKind, InboundMessage, RowKind
+from strata.memory.domain.episode_cut import CutSettings
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
+from strata.memory.domain.persons import PersonRepo
+from strata.memory.domain.recall import Recall, RecallResult, RecallTuning
+from strata.memory.engines.db import Database
 from tests.conftest import START, TEST_DIM
 from tests.fakes.openai_server import FakeOpenAI
 from tests.memory_helpers import (
@@ -457,8 +457,8 @@ async def test_row_index_reads_the_words_of_new_rows_only(db: Database, emb: Ope
     again on every turn made the index cost grow with the whole memory (0.27 s of word
     splitting per turn at 10,000 rows): only the new rows are read; the table is the same
     as one built from scratch."""
-    import memory.recall_rank as rank
-    from memory.recall_index import RowIndex
+    import strata.memory.domain.recall_rank as rank
+    from strata.memory.domain.recall_index import RowIndex
 
     alice = await person(db, "alice", clock)
     ch = await channel(db, alice, "alice/d", clock)

@@ -12,10 +12,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import Settings
-from memory.reminders import Reminder
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import Settings
+from strata.memory.domain.reminders import Reminder
 
 from .test_turns import msg
 

@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import Settings
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import Settings
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 from .test_turns import msg
@@ -265,7 +265,7 @@ async def test_scheduled_prompt_recurs_as_a_muted_background_turn(
 
 async def test_ambient_snapshot_in_private_prompts_and_not_in_shared_rooms(
         apps: list[App], settings: Settings, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
-    from bot.types import Location
+    from strata.core.types import Location
 
     app, _ = await open_app(apps, settings, clock)
     await app.processor.handle(msg("at the gym", clock=clock, location=Location(48.85, 2.35)))
@@ -288,7 +288,7 @@ async def test_ambient_snapshot_in_private_prompts_and_not_in_shared_rooms(
 
 
 def test_recurrence_is_dst_safe() -> None:
-    from cognition.reminders import next_occurrence, parse_recurrence
+    from strata.cognition.reminders import next_occurrence, parse_recurrence
 
     rec = parse_recurrence("day", "8:00")
     assert rec == "daily 08:00"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from bot.clock import ManualClock
-from bot.types import NewRow, Role, RowKind
-from memory.db import Database
-from memory.episodes import ApexCount, EpisodeRepo, NewEpisode
-from memory.persons import PersonRepo
-from memory.transcript import RowFilter, TranscriptRepo
+from strata.core.clock import ManualClock
+from strata.core.types import NewRow, Role, RowKind
+from strata.memory.domain.episodes import ApexCount, EpisodeRepo, NewEpisode
+from strata.memory.domain.persons import PersonRepo
+from strata.memory.domain.transcript import RowFilter, TranscriptRepo
+from strata.memory.engines.db import Database
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import channel, person, turn
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from memory.facts import NewFact
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.memory.domain.facts import NewFact
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.web_sources import WebSources
 
@@ -132,8 +132,8 @@ async def test_research_is_private_and_off_in_shared_rooms(
 
 
 def test_a_wrong_wikipedia_address_is_a_config_error() -> None:
-    from bot.config import load_settings
-    from bot.errors import ConfigError
+    from strata.core.config import load_settings
+    from strata.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"cognition\.wikipedia_url"):
         load_settings(None, env={"STRATA_COGNITION_WIKIPEDIA_URL": "en.wikipedia.org"})

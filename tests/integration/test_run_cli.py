@@ -28,7 +28,7 @@ def read_line(proc: subprocess.Popen[str], timeout: float = 15) -> str:
 
 
 def start_run(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "bot.cli", "run", *args],
+    return subprocess.Popen([sys.executable, "-m", "strata.app.cli", "run", *args],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, bufsize=1)
 
@@ -76,7 +76,8 @@ def test_run_stops_on_sigint_with_no_adapters_and_at_end_of_console_input(
         if proc.poll() is None:
             proc.kill()
             proc.wait(5)
-    piped = subprocess.run([sys.executable, "-m", "bot.cli", "run", "--console", "--user", "bo"],
+    piped = subprocess.run([sys.executable, "-m", "strata.app.cli", "run", "--console", "--user",
+                            "bo"],
                            input="hello\n", env=subprocess_env, cwd=ROOT, capture_output=True,
                            text=True, timeout=60)
     assert piped.returncode == 0, piped.stderr
@@ -85,10 +86,10 @@ def test_run_stops_on_sigint_with_no_adapters_and_at_end_of_console_input(
 
 def test_jobs_run_and_status(fake_openai: FakeOpenAI, subprocess_env: dict[str, str]) -> None:
     def strata(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=subprocess_env,
+        return subprocess.run([sys.executable, "-m", "strata.app.cli", *args], env=subprocess_env,
                               cwd=ROOT, capture_output=True, text=True, timeout=60)
 
-    chat = subprocess.run([sys.executable, "-m", "bot.cli", "chat", "--user", "alice"],
+    chat = subprocess.run([sys.executable, "-m", "strata.app.cli", "chat", "--user", "alice"],
                           input="hi\n", env=subprocess_env, cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
     assert chat.returncode == 0, chat.stderr
@@ -135,7 +136,7 @@ def test_run_exits_non_zero_when_its_only_adapter_fails(subprocess_env: dict[str
     env = dict(subprocess_env, STRATA_TELEGRAM_TOKEN="123:abc",
                STRATA_TELEGRAM_BASE_URL="http://127.0.0.1:9/bot",
                STRATA_COGNITION_ENABLED="false")
-    out = subprocess.run([sys.executable, "-m", "bot.cli", "run"], env=env, cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "strata.app.cli", "run"], env=env, cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 1, out.stderr
     assert "adapter failed: telegram" in out.stderr
@@ -145,10 +146,10 @@ def test_run_exits_non_zero_when_its_only_adapter_fails(subprocess_env: dict[str
 def test_a_job_failing_on_a_bad_answer_backs_off_and_then_succeeds(
         fake_openai: FakeOpenAI, subprocess_env: dict[str, str]) -> None:
     def strata(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=subprocess_env,
+        return subprocess.run([sys.executable, "-m", "strata.app.cli", *args], env=subprocess_env,
                               cwd=ROOT, capture_output=True, text=True, timeout=60)
 
-    chat = subprocess.run([sys.executable, "-m", "bot.cli", "chat", "--user", "alice"],
+    chat = subprocess.run([sys.executable, "-m", "strata.app.cli", "chat", "--user", "alice"],
                           input="I moved to Lisbon last year\n", env=subprocess_env, cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert chat.returncode == 0, chat.stderr
@@ -186,7 +187,8 @@ def test_run_console_survives_zero_vectors(fake_openai: FakeOpenAI,
     """`strata run --console` against an embedder answering zero vectors: every line is
     answered and the process ends normally at end of input (it used to exit 1)."""
     fake_openai.vectors, fake_openai.broken_texts = "nan", "all"
-    piped = subprocess.run([sys.executable, "-m", "bot.cli", "run", "--console", "--user", "zed"],
+    piped = subprocess.run([sys.executable, "-m", "strata.app.cli", "run", "--console", "--user",
+                            "zed"],
                            input="*\nПривет, как дела?\nhello\n", env=subprocess_env, cwd=ROOT,
                            capture_output=True, text=True, timeout=60)
     assert piped.returncode == 0, piped.stderr
@@ -204,14 +206,14 @@ def test_chat_delivers_a_reminder_in_the_same_session_on_the_injected_clock(
     clock file the test moves (`bot.clock_file`), not a sleep."""
     from datetime import UTC, datetime, timedelta
 
-    from bot.clock import FileClock
+    from strata.core.clock import FileClock
 
     clock_file = tmp_path / "clock"
     start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
     FileClock.write(clock_file, start)
     env = dict(subprocess_env, STRATA_BOT_CLOCK_FILE=str(clock_file),
                STRATA_COGNITION_TICK_SECONDS="0.2")
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "chat", "--user", "alice",
+    proc = subprocess.Popen([sys.executable, "-m", "strata.app.cli", "chat", "--user", "alice",
                              *options],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, bufsize=1)

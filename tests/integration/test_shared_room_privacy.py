@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import Settings
-from bot.types import InboundMessage
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import Settings
+from strata.core.types import InboundMessage
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 from .test_turns import msg
@@ -220,10 +220,10 @@ async def test_a_new_command_or_tool_is_private_unless_it_says_otherwise(
         fake_openai: FakeOpenAI) -> None:
     """Registered with no flag, a command or tool that reads private memory answers in a
     private chat and is refused (and not offered) in a shared room."""
-    from bot.commands import CommandContext, CommandReply
-    from bot.tool_args import add_tool
-    from bot.turns import ToolContext
-    from cognition.reminders import NoArgs
+    from strata.bot.commands import CommandContext, CommandReply
+    from strata.bot.tool_args import add_tool
+    from strata.bot.turns import ToolContext
+    from strata.cognition.reminders import NoArgs
 
     app, _ = alice_app
     assert app.services is not None

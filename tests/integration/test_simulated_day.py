@@ -16,10 +16,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import Settings
-from bot.types import Location
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import Settings
+from strata.core.types import Location
 from tests.fakes.openai_server import FakeOpenAI, Reply, last_user_text
 from tests.fakes.web_sources import WebSources
 
@@ -70,7 +70,7 @@ def responder(body: dict[str, Any]) -> str | None:
 
 
 def strata(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "strata.app.cli", *args], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
 
 

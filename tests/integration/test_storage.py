@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from bot.clock import ManualClock
-from bot.errors import DimensionMismatchError, StorageError
-from bot.types import ChannelKind, NewRow, Role
-from memory.db import MMAP_BYTES, Database
-from memory.migrations import available
-from memory.persons import ChannelRepo, PersonRepo
-from memory.transcript import TranscriptRepo
+from strata.core.clock import ManualClock
+from strata.core.errors import DimensionMismatchError, StorageError
+from strata.core.types import ChannelKind, NewRow, Role
+from strata.memory.domain.persons import ChannelRepo, PersonRepo
+from strata.memory.domain.transcript import TranscriptRepo
+from strata.memory.engines.db import MMAP_BYTES, Database
+from strata.memory.engines.migrations import available
 from tests.schema_dump import dump_schema
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -42,7 +42,8 @@ async def test_migrated_schema_matches_checked_in_copy(tmp_path: Path) -> None:
 
 async def test_migrations_recorded_once(db: Database, db_target: Path | str) -> None:
     rows = await db.fetchall("SELECT id, name FROM migrations ORDER BY id")
-    folder = "memory.migrations" if db.engine == "sqlite" else "memory.pg.migrations"
+    folder = ("strata.memory.engines.migrations" if db.engine == "sqlite"
+              else "strata.memory.engines.pg.migrations")
     assert [(r[0], r[1]) for r in rows] == [(n, name) for n, name, _ in available(folder)]
     await db.close()
     again = await Database.open(db_target, db.dim)  # re-open: nothing re-applied

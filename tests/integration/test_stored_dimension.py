@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.embedded import EMBEDDED_DIM
-from memory.db import Database, stored_dim
-from memory.persons import PersonRepo
+from strata.bot.embedded import EMBEDDED_DIM
+from strata.memory.domain.persons import PersonRepo
+from strata.memory.engines.db import Database, stored_dim
 from tests.integration.test_backup import ROOT
 
 T0 = __import__("datetime").datetime(2026, 1, 5, 9, 0, tzinfo=__import__("datetime").UTC)
@@ -32,7 +32,7 @@ async def test_commands_without_a_model_read_a_database_of_another_dimension(
            "XDG_DATA_HOME": str(tmp_path / "data")}
 
     def strata(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "bot.cli", *args], env={**env, **extra},
+        return subprocess.run([sys.executable, "-m", "strata.app.cli", *args], env={**env, **extra},
                               cwd=ROOT, capture_output=True, text=True, timeout=120)
 
     for args in (["memory", "show", "--user", "alice"], ["memory", "facts", "--user", "alice"],
@@ -57,7 +57,7 @@ def test_db_migrate_makes_a_new_database_the_embedded_embedder_can_use(tmp_path:
            "STRATA_LLM_BASE_URL": "http://127.0.0.1:9/v1"}
 
     def migrate(path: Path, **extra: str) -> int | None:
-        done = subprocess.run([sys.executable, "-m", "bot.cli", "db", "migrate"],
+        done = subprocess.run([sys.executable, "-m", "strata.app.cli", "db", "migrate"],
                               env={**env, "STRATA_DB": str(path), **extra}, cwd=ROOT,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr

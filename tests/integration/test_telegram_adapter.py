@@ -19,14 +19,14 @@ from typing import Any, cast
 
 import pytest
 
-from adapters.runtime import SORRY
-from adapters.telegram.adapter import MESSAGE_LIMIT, TelegramAdapter, utf16_len
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import Settings, load_settings
-from bot.errors import StrataError
-from bot.ports import PartialCallback
-from bot.types import Accepted, ChannelKind, InboundMessage, OwnerKind, Role, TurnResult
+from strata.adapters.runtime import SORRY
+from strata.adapters.telegram.adapter import MESSAGE_LIMIT, TelegramAdapter, utf16_len
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import Settings, load_settings
+from strata.core.errors import StrataError
+from strata.core.ports import PartialCallback
+from strata.core.types import Accepted, ChannelKind, InboundMessage, OwnerKind, Role, TurnResult
 from tests.conftest import strata_env
 from tests.fakes import telegram_api as fake_module
 from tests.fakes.openai_server import FakeOpenAI, last_user_text
@@ -639,7 +639,7 @@ def test_strata_run_serves_telegram_and_stops_on_sigterm(
     fake = telegram_api
     env = dict(subprocess_env, STRATA_TELEGRAM_TOKEN=fake.token,
                STRATA_TELEGRAM_BASE_URL=fake.base_url, STRATA_COGNITION_ENABLED="false")
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "run"], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "strata.app.cli", "run"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     try:
         fake.wait_for_sync(lambda: fake.calls("getUpdates"), timeout=30)
@@ -659,7 +659,7 @@ def test_strata_run_serves_telegram_and_stops_on_sigterm(
 
 
 def _strata_run(env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "bot.cli", "run"], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "strata.app.cli", "run"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
 
 
@@ -704,7 +704,7 @@ def test_messages_confirmed_to_telegram_survive_sigkill_and_are_answered_after_r
 
 
 def test_build_telegram_adapter_needs_a_token(settings: Settings) -> None:
-    from adapters.telegram.adapter import build_telegram_adapter
+    from strata.adapters.telegram.adapter import build_telegram_adapter
 
     assert build_telegram_adapter(settings) is None
     configured = settings.model_copy(

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import Settings, load_settings
-from bot.types import InboundMessage, Role
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import Settings, load_settings
+from strata.core.types import InboundMessage, Role
 from tests.conftest import strata_env
 from tests.fakes import telegram_api as fake_module
 from tests.fakes.openai_server import FakeOpenAI

@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 from datetime import timedelta
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.types import InboundMessage, Role
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.types import InboundMessage, Role
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 
@@ -75,8 +75,8 @@ async def test_streaming_partials_are_cumulative(app: App, fake_openai: FakeOpen
 
 
 async def test_tool_calls_are_run_and_recorded(app: App, fake_openai: FakeOpenAI) -> None:
-    from bot.turns import ToolContext
-    from bot.types import ToolSpec
+    from strata.bot.turns import ToolContext
+    from strata.core.types import ToolSpec
 
     calls: list[dict[str, object]] = []
 
@@ -96,8 +96,8 @@ async def test_tool_calls_are_run_and_recorded(app: App, fake_openai: FakeOpenAI
 
 
 async def test_tool_rounds_are_bounded(app: App, fake_openai: FakeOpenAI) -> None:
-    from bot.turns import ToolContext
-    from bot.types import ToolSpec
+    from strata.bot.turns import ToolContext
+    from strata.core.types import ToolSpec
 
     async def loop_tool(ctx: ToolContext, args: dict[str, object]) -> str:
         return "again"

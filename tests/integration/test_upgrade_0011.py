@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import sqlite_vec
 
-from memory.db import Database
-from memory.driver import sqlite_driver
-from memory.migrations import available, split_statements
+from strata.memory.engines.db import Database
+from strata.memory.engines.driver import sqlite_driver
+from strata.memory.engines.migrations import available, split_statements
 from tests.conftest import TEST_DIM
 
 pytestmark = pytest.mark.sqlite_only(

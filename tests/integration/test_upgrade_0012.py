@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.types import ChannelKind
-from memory.claims import RunnerLeases
-from memory.db import Database
-from memory.jobruns import JobRunRepo
-from memory.persons import ChannelRepo, PersonRepo
-from memory.reminders import ReminderRepo
+from strata.core.types import ChannelKind
+from strata.memory.coordination.claims import RunnerLeases
+from strata.memory.coordination.jobruns import JobRunRepo
+from strata.memory.domain.persons import ChannelRepo, PersonRepo
+from strata.memory.domain.reminders import ReminderRepo
+from strata.memory.engines.db import Database
 from tests.conftest import TEST_DIM
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

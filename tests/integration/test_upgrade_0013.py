@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.types import ChannelKind, InboundMessage, NewRow, Role
-from memory.db import Database
-from memory.leases import Leases
-from memory.persons import ChannelRepo, PersonRepo
-from memory.transcript import TranscriptRepo
-from memory.turn_queue import TurnQueue
+from strata.core.types import ChannelKind, InboundMessage, NewRow, Role
+from strata.memory.coordination.leases import Leases
+from strata.memory.coordination.turn_queue import TurnQueue
+from strata.memory.domain.persons import ChannelRepo, PersonRepo
+from strata.memory.domain.transcript import TranscriptRepo
+from strata.memory.engines.db import Database
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import before_migration
 

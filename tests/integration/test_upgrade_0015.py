@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memory.db import Database
-from memory.jobruns import JobRunRepo
-from memory.persons import PersonRepo
+from strata.memory.coordination.jobruns import JobRunRepo
+from strata.memory.domain.persons import PersonRepo
+from strata.memory.engines.db import Database
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import before_migration
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.agent_memory import new_token
-from memory.agents import AgentRepo, token_digest
-from memory.db import Database
-from memory.persons import PersonRepo
+from strata.app.agent_memory import new_token
+from strata.memory.domain.agents import AgentRepo, token_digest
+from strata.memory.domain.persons import PersonRepo
+from strata.memory.engines.db import Database
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import before_migration
 

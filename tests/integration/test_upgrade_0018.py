@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memory.calendar import CalendarEvent, CalendarRepo
-from memory.connectors import ConnectorStore, MailHeader, MailHeaders
-from memory.db import Database
-from memory.persons import PersonRepo
+from strata.memory.domain.calendar import CalendarEvent, CalendarRepo
+from strata.memory.domain.connectors import ConnectorStore, MailHeader, MailHeaders
+from strata.memory.domain.persons import PersonRepo
+from strata.memory.engines.db import Database
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import before_migration
 

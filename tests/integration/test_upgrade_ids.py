@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory.db import Database, migrate_file, raw_connection
-from memory.episodes import as_blob
+from strata.memory.domain.episodes import as_blob
+from strata.memory.engines.db import Database, migrate_file, raw_connection
 from tests.conftest import TEST_DIM
 
 pytestmark = pytest.mark.sqlite_only(

@@ -9,13 +9,13 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from bot.types import ChannelKind, NewRow, Role
-from memory.db import Database
-from memory.episodes import EpisodeRepo, NewEpisode
-from memory.facts import FactRepo, NewFact
-from memory.migrations import available
-from memory.persons import ChannelRepo, PersonRepo
-from memory.transcript import TranscriptRepo
+from strata.core.types import ChannelKind, NewRow, Role
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
+from strata.memory.domain.facts import FactRepo, NewFact
+from strata.memory.domain.persons import ChannelRepo, PersonRepo
+from strata.memory.domain.transcript import TranscriptRepo
+from strata.memory.engines.db import Database
+from strata.memory.engines.migrations import available
 from tests.conftest import TEST_DIM
 
 pytestmark = pytest.mark.postgres_only
@@ -45,7 +45,7 @@ async def test_old_episodes_and_facts_are_found_after_the_upgrade(
     new = await Database.open(target, TEST_DIM)
     try:
         assert [n for n, _ in await new.applied_migrations()] == [
-            n for n, _, _ in available("memory.pg.migrations")]
+            n for n, _, _ in available("strata.memory.engines.pg.migrations")]
         dialect = new.dialect
         episodes = await new.fetchall(dialect.episode_search,
                                       (dialect.keyword_query("glaciers"), 100, ada.id, 10))

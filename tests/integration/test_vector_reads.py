@@ -12,9 +12,9 @@ from decimal import Decimal
 
 import numpy as np
 
-from bot.clock import ManualClock
-from memory.db import Database
-from memory.episodes import as_blob
+from strata.core.clock import ManualClock
+from strata.memory.domain.episodes import as_blob
+from strata.memory.engines.db import Database
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import channel, person, turn
 

@@ -13,11 +13,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bot.app import App
-from bot.clock import ManualClock
-from memory.episodes import EpisodeRepo, NewEpisode
-from memory.facts import NewFact
-from memory.jobruns import JobRunRepo
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.memory.coordination.jobruns import JobRunRepo
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
+from strata.memory.domain.facts import NewFact
 from tests.fakes.openai_server import FakeOpenAI
 from tests.web_helpers import chromium, say, web_app, web_link
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import load_settings
-from memory.jobruns import JobRunRepo
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import load_settings
+from strata.memory.coordination.jobruns import JobRunRepo
 from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_run_cli import read_line
@@ -102,7 +102,7 @@ async def test_strata_run_serves_the_link_its_console_gives(
         fake_openai: FakeOpenAI, subprocess_env: dict[str, str]) -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", "run", "--console", "--user", "alice",
+        [sys.executable, "-m", "strata.app.cli", "run", "--console", "--user", "alice",
          "--keep-running"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, env=_web_env(subprocess_env, port), cwd=ROOT,
         bufsize=1)
@@ -136,7 +136,7 @@ async def test_strata_web_prints_a_link_and_logs_json(
         await app.close()
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", "--log-format", "json", "-v", "web", "--user",
+        [sys.executable, "-m", "strata.app.cli", "--log-format", "json", "-v", "web", "--user",
          "alice"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=_web_env(subprocess_env, port), cwd=ROOT, bufsize=1)
     try:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.clock import ManualClock
-from memory.episodes import TOPIC, EpisodeRepo, NewEpisode
-from memory.facts import NewFact
+from strata.core.clock import ManualClock
+from strata.memory.domain.episodes import TOPIC, EpisodeRepo, NewEpisode
+from strata.memory.domain.facts import NewFact
 from tests.fakes.openai_server import FakeOpenAI
 from tests.web_helpers import client, open_link, say, web_app, web_link
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import aiohttp
 
-from bot.clock import ManualClock
-from bot.web.command import OFF
-from memory.episodes import EpisodeRepo, NewEpisode
-from memory.facts import NewFact
+from strata.app.web.command import OFF
+from strata.core.clock import ManualClock
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
+from strata.memory.domain.facts import NewFact
 from tests.fakes.openai_server import FakeOpenAI
 from tests.web_helpers import LINK, WebApp, client, open_link, say, web_app, web_link
 

@@ -21,9 +21,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from bot.clock import ManualClock
-from memory.db import Database
-from memory.episodes import EpisodeRepo, NewEpisode
+from strata.core.clock import ManualClock
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
+from strata.memory.engines.db import Database
 from tests.conftest import TEST_DIM
 from tests.fakes.openai_server import FakeOpenAI, hashed_embedding
 from tests.integration.test_run_cli import remind_and_wait, start_run
@@ -51,7 +51,7 @@ class Worker:
     def __init__(self, env: dict[str, str], name: str) -> None:
         self.name = name
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "-v", "worker", "--name", name],
+            [sys.executable, "-m", "strata.app.cli", "-v", "worker", "--name", name],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             text=True, env=env, cwd=ROOT)
         self.lines: list[str] = []

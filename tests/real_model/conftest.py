@@ -1,6 +1,6 @@
 """The real-model lane: a small model (SmolLM2-135M-Instruct, 93 MB) answers for real through
 the embedded llama.cpp server and the e5 embedder, started once for the lane by the same
-`bot.embedded.model_endpoints` that `strata chat` uses.
+`strata.bot.embedded.model_endpoints` that `strata chat` uses.
 
 The lane checks validity, provenance and safety (nothing invalid or private stored, honest
 failures), never prose: a 135M model invents things and rarely calls tools. It needs the
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import Settings, load_settings
-from bot.embedded import model_endpoints, runtime_installed
-from bot.weights import SMOLLM2_135M, installed
+from strata.app.compose import App
+from strata.bot.embedded import model_endpoints, runtime_installed
+from strata.bot.weights import SMOLLM2_135M, installed
+from strata.core.clock import ManualClock
+from strata.core.config import Settings, load_settings
 from tests.conftest import START
 
 LANE_REASON = "the real-model lane measures the model; engines are covered elsewhere"

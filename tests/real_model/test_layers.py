@@ -9,14 +9,14 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.types import Person
-from memory.compaction import CompactionPolicy, compact_channel
-from memory.episodes import LEAF
-from memory.facts import FACT_KINDS
-from memory.rollup import RollupPolicy, rollup_channel
-from memory.transcript import history_since_watermark
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.types import Person
+from strata.memory.domain.compaction import CompactionPolicy, compact_channel
+from strata.memory.domain.episodes import LEAF
+from strata.memory.domain.facts import FACT_KINDS
+from strata.memory.domain.rollup import RollupPolicy, rollup_channel
+from strata.memory.domain.transcript import history_since_watermark
 from tests.lifecycle_helpers import add_episode, add_turn, blobs, make_scope
 
 from .test_turn import said

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from bot.app import App
-from bot.clock import ManualClock
-from bot.config import Settings
-from bot.embedded import EMBEDDED_DIM
-from bot.types import InboundMessage, Role
+from strata.app.compose import App
+from strata.bot.embedded import EMBEDDED_DIM
+from strata.core.clock import ManualClock
+from strata.core.config import Settings
+from strata.core.types import InboundMessage, Role
 
 
 def said(text: str, clock: ManualClock, user: str = "alice") -> InboundMessage:

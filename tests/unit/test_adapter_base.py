@@ -3,7 +3,7 @@ import asyncio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.base import (
+from strata.adapters.base import (
     PlatformRateLimited,
     StreamedReply,
     split_message,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[2]
-PACKAGES = ["bot", "adapters", "memory", "cognition", "strata_eval"]
+PACKAGES = ["strata"]
 
 
 def _imports(path: Path) -> set[str]:
@@ -35,13 +35,13 @@ def test_import_contracts_hold() -> None:
 def test_only_the_llm_module_imports_openai() -> None:
     offenders = [str(p.relative_to(ROOT)) for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
                  if any(n == "openai" or n.startswith("openai.") for n in _imports(p))
-                 and p != ROOT / "bot" / "llm.py"]
+                 and p != ROOT / "strata" / "bot" / "llm.py"]
     assert offenders == []
 
 
 def test_heavy_clustering_imports_stay_off_startup() -> None:
     """umap/hdbscan cost seconds to import: never at module level of the start-up path."""
-    code = ("import sys, bot.cli, bot.app, bot.turns; "
+    code = ("import sys, strata.app.cli, strata.app.compose, strata.bot.turns; "
             "print(','.join(m for m in ('umap', 'hdbscan', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

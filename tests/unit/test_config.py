@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import OLLAMA_URL, load_settings
-from bot.errors import ConfigError
+from strata.core.config import OLLAMA_URL, load_settings
+from strata.core.errors import ConfigError
 
 
 def test_defaults_point_at_local_ollama() -> None:
@@ -114,7 +114,7 @@ def test_default_database_lives_in_the_data_folder(tmp_path: Path,
     notes: list[str] = []
     s = load_settings(None, env={"XDG_DATA_HOME": str(tmp_path / "data")}, notice=notes.append)
     assert s.db.path == str(tmp_path / "data" / "strata" / "strata.db")
-    # Nothing is made on disk before a command writes the database (memory.db does).
+    # Nothing is made on disk before a command writes the database (strata.memory.engines.db does).
     assert not (tmp_path / "data").exists() and notes == []
     s = load_settings(None, env={"HOME": str(tmp_path / "home")}, notice=notes.append)
     assert s.db.path == str(tmp_path / "home" / ".local" / "share" / "strata" / "strata.db")

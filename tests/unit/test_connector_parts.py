@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from cognition.connector_reads import check_url, host_of, imap_address, parse_vcards
-from cognition.connector_secrets import Login, SecretBox, SecretError
-from cognition.connectors import ConnectorError, Contact
-from cognition.personal_connectors import UsageError, parse_connect
+from strata.cognition.connector_reads import check_url, host_of, imap_address, parse_vcards
+from strata.cognition.connector_secrets import Login, SecretBox, SecretError
+from strata.cognition.connectors import ConnectorError, Contact
+from strata.cognition.personal_connectors import UsageError, parse_connect
 
 
 def test_connect_arguments() -> None:

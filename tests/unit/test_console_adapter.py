@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import io
 
-from adapters.console.adapter import ConsoleAdapter
-from adapters.runtime import SORRY
-from bot.clock import ManualClock
-from bot.ports import PartialCallback
-from bot.types import InboundMessage, TurnResult
+from strata.adapters.console.adapter import ConsoleAdapter
+from strata.adapters.runtime import SORRY
+from strata.core.clock import ManualClock
+from strata.core.ports import PartialCallback
+from strata.core.types import InboundMessage, TurnResult
 from tests.conftest import START
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 
-from adapters.console.terminal import TerminalPrompt
+from strata.adapters.console.terminal import TerminalPrompt
 
 
 def test_history_file_is_private(tmp_path: Path) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bot.context_window import ContextWindow, messages_cost
-from bot.prompt import MEMORY_PREAMBLE
-from bot.types import ChatMessage
+from strata.bot.context_window import ContextWindow, messages_cost
+from strata.bot.prompt import MEMORY_PREAMBLE
+from strata.core.types import ChatMessage
 
 
 def _request(history: int, memory_words: int = 50) -> list[ChatMessage]:

@@ -3,7 +3,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory.decay import (
+from strata.memory.domain.decay import (
     FACT_DECAY,
     FACT_FLOOR,
     episode_weight,
@@ -12,7 +12,7 @@ from memory.decay import (
     fact_weight,
     weight,
 )
-from memory.facts import FACT_KINDS
+from strata.memory.domain.facts import FACT_KINDS
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 

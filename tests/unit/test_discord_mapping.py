@@ -1,4 +1,4 @@
-"""adapters.discord.mapping on captured gateway payloads (tests/fixtures/discord/*.json).
+"""strata.adapters.discord.mapping on captured gateway payloads (tests/fixtures/discord/*.json).
 
 Each payload goes through discord.py's own MESSAGE_CREATE parser, so the mapping is tested on
 the objects the adapter really receives.
@@ -16,7 +16,7 @@ import discord
 import pytest
 from discord.state import ConnectionState
 
-from adapters.discord.mapping import (
+from strata.adapters.discord.mapping import (
     command_text,
     mentions_bot,
     slash_commands,

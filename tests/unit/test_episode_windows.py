@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.types import Role, RowKind, TranscriptRow
-from memory.episode_cut import cut_windows, heuristic_salience
-from memory.fts import owner_scoped
-from memory.prompts.episode_summary import build_messages, parse
+from strata.core.types import Role, RowKind, TranscriptRow
+from strata.memory.domain.episode_cut import cut_windows, heuristic_salience
+from strata.memory.domain.prompts.episode_summary import build_messages, parse
+from strata.memory.engines.fts import owner_scoped
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 

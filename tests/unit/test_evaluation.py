@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.types import Role
-from strata_eval.recall import (
+from strata.core.types import Role
+from strata.evaluation.recall import (
     Answer,
     EvalQuestion,
     EvalTurn,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import default_clock
-from bot.clock import FileClock, SystemClock
-from bot.config import Settings
-from bot.errors import ConfigError
+from strata.app.compose import default_clock
+from strata.core.clock import FileClock, SystemClock
+from strata.core.config import Settings
+from strata.core.errors import ConfigError
 
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 

@@ -1,6 +1,6 @@
-"""A model's summary must be about its source: `memory.text.grounded`."""
+"""A model's summary must be about its source: `strata.memory.domain.text.grounded`."""
 
-from memory.text import grounded
+from strata.memory.domain.text import grounded
 
 
 def test_a_summary_is_grounded_when_enough_of_its_words_come_from_the_source() -> None:

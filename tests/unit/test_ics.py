@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from cognition.connectors import ConnectorError, parse_ics
+from strata.cognition.connectors import ConnectorError, parse_ics
 
 ICS = b"""BEGIN:VCALENDAR
 VERSION:2.0

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.types import Role, RowKind, TranscriptRow
-from memory.compaction import CompactionPolicy, choose_rows
-from memory.prompts.compaction import extractive as compaction_extractive
-from memory.prompts.rollup import extractive, parse_answer
-from memory.rollup import RollupPolicy, extractive_words
+from strata.core.types import Role, RowKind, TranscriptRow
+from strata.memory.domain.compaction import CompactionPolicy, choose_rows
+from strata.memory.domain.prompts.compaction import extractive as compaction_extractive
+from strata.memory.domain.prompts.rollup import extractive, parse_answer
+from strata.memory.domain.rollup import RollupPolicy, extractive_words
 
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 

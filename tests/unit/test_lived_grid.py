@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from strata_eval.lived import Grid
+from strata.evaluation.lived import Grid
 
 T0 = datetime(2025, 3, 1, 10, 0, tzinfo=UTC)
 GRID = Grid(T0, timedelta(minutes=5))

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator, Sequence
 import pytest
 from pydantic import BaseModel
 
-from bot.errors import BudgetExhaustedError, ModelError
-from bot.metered_chat import MeteredChat, tokens_used
-from bot.types import ChatMessage, Completion, ToolSpec, Usage
+from strata.bot.metered_chat import MeteredChat, tokens_used
+from strata.core.errors import BudgetExhaustedError, ModelError
+from strata.core.types import ChatMessage, Completion, ToolSpec, Usage
 
 ASK = [ChatMessage("user", "x" * 40)]  # about 10 tokens
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from bot.model_json import read_model_json
+from strata.core.model_json import read_model_json
 
 
 class Answer(BaseModel):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from bot.config import ConfigError, load_settings
-from memory import pg
-from memory.dialect import SQLITE
-from memory.pg.database import redacted
-from memory.pg.dialect import POSTGRES, websearch_query
-from memory.pg.sql import bind, translate
+from strata.core.config import ConfigError, load_settings
+from strata.memory.engines import pg
+from strata.memory.engines.dialect import SQLITE
+from strata.memory.engines.pg.database import redacted
+from strata.memory.engines.pg.dialect import POSTGRES, websearch_query
+from strata.memory.engines.pg.sql import bind, translate
 
 
 @pytest.mark.parametrize(("sqlite", "postgres"), [

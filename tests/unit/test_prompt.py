@@ -1,13 +1,13 @@
 from datetime import UTC, datetime
 
-from bot.prompt import (
+from strata.bot.prompt import (
     MEMORY_PREAMBLE,
     PromptParts,
     budget_history,
     build_messages,
     history_step,
 )
-from bot.types import Role, RowKind, TranscriptRow
+from strata.core.types import Role, RowKind, TranscriptRow
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""Recall's abstention gate (memory.recall_gate), on hand-made rows and vectors."""
+"""Recall's abstention gate (strata.memory.domain.recall_gate), on hand-made rows and vectors."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from memory.recall_gate import gate_features, gate_idf, gate_logit
-from memory.recall_rank import RankTuning, RowTable, unknown_name
-from memory.text import query_stems
+from strata.memory.domain.recall_gate import gate_features, gate_idf, gate_logit
+from strata.memory.domain.recall_rank import RankTuning, RowTable, unknown_name
+from strata.memory.domain.text import query_stems
 from tests.unit.test_recall_rank import scores, table_of
 
 ROWS = ["Caroline: I joined a support group downtown",

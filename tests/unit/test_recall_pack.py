@@ -1,6 +1,6 @@
-"""Recall's selection and rendering pieces: display trimming (memory.recall_pack), the core row
-a window falls back to, and channel headings with the budget (memory.recall.pack), on
-hand-made rows and vectors."""
+"""Recall's selection and rendering pieces: display trimming (strata.memory.domain.recall_pack), the
+core row a window falls back to, and channel headings with the budget
+(strata.memory.domain.recall.pack), on hand-made rows and vectors."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bot.tokens import count_tokens
-from memory.recall import RecallItem, RecallResult, RecallTuning, heading, pack
-from memory.recall_pack import rank_order, row_shares, shown_rows, window_units
-from memory.recall_rank import RankTuning, Unit, greedy, window_scores
-from memory.text import query_stems
+from strata.core.tokens import count_tokens
+from strata.memory.domain.recall import RecallItem, RecallResult, RecallTuning, heading, pack
+from strata.memory.domain.recall_pack import rank_order, row_shares, shown_rows, window_units
+from strata.memory.domain.recall_rank import RankTuning, Unit, greedy, window_scores
+from strata.memory.domain.text import query_stems
 from tests.unit.test_recall_rank import DIM, table_of, unit
 
 

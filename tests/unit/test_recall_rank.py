@@ -1,4 +1,4 @@
-"""Recall's ranking pieces (memory.recall_rank), on hand-made rows and vectors."""
+"""Recall's ranking pieces (strata.memory.domain.recall_rank), on hand-made rows and vectors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from memory.recall_rank import (
+from strata.memory.domain.recall_rank import (
     RankTuning,
     RowTable,
     Unit,
@@ -24,7 +24,7 @@ from memory.recall_rank import (
     window_scores,
     without_names,
 )
-from memory.text import query_stems
+from strata.memory.domain.text import query_stems
 
 DIM = 8
 
@@ -204,7 +204,7 @@ def test_a_name_known_only_from_other_memories_is_not_a_stranger() -> None:
 
 
 def test_a_rows_month_is_searchable() -> None:
-    from memory.recall_index import keyword_text
+    from strata.memory.domain.recall_index import keyword_text
 
     rows = [{"content": "Caroline: I baked bread", "role": "user", "speaker": "Caroline",
              "ts": ts} for ts in ("2023-05-08T13:56:00Z", "2023-06-27T10:00:00Z")]

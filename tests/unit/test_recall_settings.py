@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from bot.app import recall_tuning
-from bot.config import RecallSettings, Settings
-from memory.recall import RecallTuning
+from strata.app.compose import recall_tuning
+from strata.core.config import RecallSettings, Settings
+from strata.memory.domain.recall import RecallTuning
 
 
 def test_config_defaults_are_recalls_defaults() -> None:

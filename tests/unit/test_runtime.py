@@ -1,14 +1,14 @@
-"""adapters/runtime.deliver_turn with a scripted handler and recording platform ops."""
+"""strata/adapters/runtime.deliver_turn with a scripted handler and recording platform ops."""
 
 from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
 
-from adapters.base import PlatformRateLimited
-from adapters.runtime import NO_FILES, SORRY, ReplyOps, deliver_turn, send_text
-from bot.ports import PartialCallback
-from bot.types import InboundMessage, TurnResult
+from strata.adapters.base import PlatformRateLimited
+from strata.adapters.runtime import NO_FILES, SORRY, ReplyOps, deliver_turn, send_text
+from strata.core.ports import PartialCallback
+from strata.core.types import InboundMessage, TurnResult
 
 MSG = InboundMessage("test", "room", "alice", "hi", datetime(2026, 1, 1, tzinfo=UTC))
 

@@ -1,11 +1,13 @@
-"""The storage seam: all SQL lives in `memory/`; nothing outside it touches the database handle.
+"""The storage seam: all SQL lives in `strata/memory/`; nothing outside it touches the database
+handle.
 
-An AST check over `bot/`, `cognition/` and `adapters/`: no call of a database-handle method,
-no string that reads like SQL, and no import of `memory.db.Database` except where the database
-is opened and wired (the composition root, `bot/app.py`). Over those and `memory/`: the
-repositories are constructed only by the composition root (`bot.app.Repos`) and handed to
-whoever uses them; inside `memory/` a few functions over a database handle still build the
-repository they read through (listed below: shrink the list, never grow it).
+An AST check over `strata/bot/`, `strata/cognition/` and `strata/adapters/`: no call of a
+database-handle method, no string that reads like SQL, and no import of
+`strata.memory.engines.db.Database` except where the database is opened and wired (the composition
+root, `strata/app/compose.py`). Over those and `strata/memory/`: the repositories are constructed
+only by the composition root (`strata.app.compose.Repos`) and handed to whoever uses them; inside
+`strata/memory/` a few functions over a database handle still build the repository they read through
+(listed below: shrink the list, never grow it).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).parents[2]
-OUTSIDE = ["bot", "cognition", "adapters"]
+OUTSIDE = ["strata/bot", "strata/cognition", "strata/adapters", "strata/app"]
 
-# Methods of `memory.db.Database` / `ReaderPool` and of the driver's connection and cursor.
+# Methods of `strata.memory.engines.db.Database` / `ReaderPool` and of the driver's connection
+# and cursor.
 HANDLE_METHODS = {
     "execute", "executemany", "executescript", "execute_write", "executemany_write",
     "fetchall", "fetchone", "fetchval", "fetchmany", "checkpoint",
@@ -28,8 +31,8 @@ SQL = re.compile(
     r"WHERE\s+\w+(\.\w+)?\s*(=|IN\b|IS\b|>|<))"
 )
 # The composition root opens the database and wires everything over it.
-DATABASE_IMPORTERS = {"bot/app.py"}
-# The repository classes (`bot.app.Repos` holds one of each).
+DATABASE_IMPORTERS = {"strata/app/compose.py"}
+# The repository classes (`strata.app.compose.Repos` holds one of each).
 REPOSITORIES = {
     "PersonRepo", "ChannelRepo", "TranscriptRepo", "EpisodeRepo", "FactRepo", "JobRunRepo",
     "ReminderRepo", "PortraitRepo", "CalendarRepo", "LinkCodes",
@@ -37,11 +40,11 @@ REPOSITORIES = {
 # Who may construct one: the composition root, and memory functions that take a database
 # handle and read through the repository of their own table (not handed to anyone else).
 REPOSITORY_BUILDERS = {
-    "bot/app.py",
-    "memory/map.py",
-    "memory/recall.py",
-    "memory/rollup.py",
-    "memory/transcript.py",
+    "strata/app/compose.py",
+    "strata/memory/domain/map.py",
+    "strata/memory/domain/recall.py",
+    "strata/memory/domain/rollup.py",
+    "strata/memory/domain/transcript.py",
 }
 
 
@@ -91,17 +94,18 @@ def sql_strings(tree: ast.Module) -> list[str]:
 def database_imports(tree: ast.Module) -> list[str]:
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == "memory.db":
+        if isinstance(node, ast.ImportFrom) and node.module == "strata.memory.engines.db":
             found += [f"line {node.lineno}: {a.name}" for a in node.names if a.name == "Database"]
         elif isinstance(node, ast.Import):
-            found += [f"line {node.lineno}: {a.name}" for a in node.names if a.name == "memory.db"]
+            found += [f"line {node.lineno}: {a.name}" for a in node.names
+                      if a.name == "strata.memory.engines.db"]
     return found
 
 
 def test_the_checks_catch_what_they_look_for() -> None:
     """Each check fires on a sample of what it forbids and stays quiet on ordinary code."""
     bad = ast.parse(
-        "from memory.db import Database\n"
+        "from strata.memory.engines.db import Database\n"
         "async def f(db):\n"
         "    await db.fetchval('SELECT count(*) FROM transcript WHERE owner_id = ?', (1,))\n"
         "    async with db.write() as conn:\n"
@@ -110,9 +114,10 @@ def test_the_checks_catch_what_they_look_for() -> None:
     assert len(handle_calls(bad)) == 3
     assert len(sql_strings(bad)) == 2
     assert database_imports(bad) == ["line 1: Database"]
-    built = ast.parse("import memory.facts\n"
+    built = ast.parse("import strata.memory.domain.facts\n"
                       "def f(db):\n"
-                      "    return PersonRepo(db), memory.facts.FactRepo(db), Repos.over(db)\n")
+                      "    return PersonRepo(db), strata.memory.domain.facts.FactRepo(db),"
+                      " Repos.over(db)\n")
     assert repository_constructions(built) == ["line 3: PersonRepo()", "line 3: FactRepo()"]
     fine = ast.parse(
         "async def f(repo, out):\n"
@@ -134,17 +139,17 @@ def test_only_the_composition_root_imports_the_database() -> None:
 
 
 def test_repositories_are_built_only_by_the_composition_root() -> None:
-    builders = {name for name, tree in _modules([*OUTSIDE, "memory"])
+    builders = {name for name, tree in _modules([*OUTSIDE, "strata/memory"])
                 if repository_constructions(tree)}
     assert builders <= REPOSITORY_BUILDERS, sorted(builders - REPOSITORY_BUILDERS)
 
 
 def test_jobs_never_see_the_database() -> None:
-    """What the runner hands every job (`cognition.services.Services`) has no database."""
+    """What the runner hands every job (`strata.cognition.services.Services`) has no database."""
     from dataclasses import fields
 
-    from cognition.services import Services
-    from memory.db import Database
+    from strata.cognition.services import Services
+    from strata.memory.engines.db import Database
 
     assert all(f.type not in ("Database", Database) for f in fields(Services))
     assert "db" not in {f.name for f in fields(Services)}
@@ -153,7 +158,7 @@ def test_jobs_never_see_the_database() -> None:
 def test_the_composition_root_does_not_patch_the_turn_processor() -> None:
     """`App.create` builds the turn processor with all its parts: no attribute of it is set,
     and none of its lists extended, after it exists."""
-    tree = ast.parse((ROOT / "bot/app.py").read_text())
+    tree = ast.parse((ROOT / "strata/app/compose.py").read_text())
 
     def on_processor(node: ast.expr) -> bool:
         while isinstance(node, ast.Attribute):

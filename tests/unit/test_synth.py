@@ -1,4 +1,4 @@
-"""The generated recall data set (strata_eval.synth): deterministic, in the eval's format, and
+"""The generated recall data set (strata.evaluation.synth): deterministic, in the eval's format, and
 every question's evidence really holds its answer."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from strata_eval.recall import load_questions, load_turns
-from strata_eval.synth import generate, main
+from strata.evaluation.recall import load_questions, load_turns
+from strata.evaluation.synth import generate, main
 
 
 def test_the_same_seed_gives_the_same_chats_and_another_seed_others() -> None:

@@ -1,11 +1,11 @@
-"""Markdown → Telegram HTML (`adapters.telegram.formatting`), checked against the fake Bot API's
-parser, which follows Telegram's rules for what HTML it accepts."""
+"""Markdown → Telegram HTML (`strata.adapters.telegram.formatting`), checked against the fake Bot
+API's parser, which follows Telegram's rules for what HTML it accepts."""
 
 from __future__ import annotations
 
 import pytest
 
-from adapters.telegram.formatting import balanced, to_html
+from strata.adapters.telegram.formatting import balanced, to_html
 from tests.fakes.telegram_api import parse_formatted_text
 
 

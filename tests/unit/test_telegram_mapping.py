@@ -1,4 +1,4 @@
-"""`adapters.telegram.mapping` on captured Bot API payloads (tests/fixtures/telegram/*.json).
+"""`strata.adapters.telegram.mapping` on captured Bot API payloads (tests/fixtures/telegram/*.json).
 
 Most payloads were captured from the fake Bot API server's getUpdates; the rest (text mention,
 emoji before a mention, venue, channel post, sticker, photo caption, another bot) are written in
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from telegram import Update
 
-from adapters.telegram.mapping import BotIdentity, clean_text, command_target, to_inbound
-from bot.types import InboundMessage, Location
+from strata.adapters.telegram.mapping import BotIdentity, clean_text, command_target, to_inbound
+from strata.core.types import InboundMessage, Location
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "telegram"
 BOT = BotIdentity(id=7_000_000_001, username="strata_bot")

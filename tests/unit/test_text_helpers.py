@@ -1,11 +1,11 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.commands import CommandRouter
-from bot.tokens import count_tokens, truncate_to_tokens
-from bot.wording import counted
-from memory.fts import match_query, terms
-from memory.profiles import MUTED, profile_for
+from strata.bot.commands import CommandRouter
+from strata.core.tokens import count_tokens, truncate_to_tokens
+from strata.core.wording import counted
+from strata.memory.domain.profiles import MUTED, profile_for
+from strata.memory.engines.fts import match_query, terms
 
 
 def test_token_count_is_ceil_chars_over_four() -> None:
@@ -60,7 +60,7 @@ def test_command_parsing() -> None:
 
 
 def test_share_budget_cuts_the_long_texts_and_keeps_the_short_ones() -> None:
-    from bot.tokens import count_tokens, share_budget
+    from strata.core.tokens import count_tokens, share_budget
 
     texts = ["short one", "x " * 10_000, "also short", "y " * 50]
     out = share_budget(texts, 200)

@@ -6,12 +6,12 @@ import ast
 import json
 from pathlib import Path
 
-from bot.visible import visible
+from strata.bot.visible import visible
 
 ROOT = Path(__file__).parents[2]
 # Every module that prints to the operator's terminal.
-PRINTING = [*sorted((ROOT / "bot" / "cli").glob("*.py")),
-            *sorted((ROOT / "adapters" / "console").glob("*.py"))]
+PRINTING = [*sorted((ROOT / "strata" / "app" / "cli").glob("*.py")),
+            *sorted((ROOT / "strata" / "adapters" / "console").glob("*.py"))]
 
 
 def test_control_characters_are_shown_and_text_is_kept() -> None:
@@ -31,7 +31,7 @@ def test_json_through_visible_stays_the_same_json() -> None:
 
 def test_every_printing_module_prints_through_say() -> None:
     """A new listing cannot print stored text raw: `print(`, `sys.stdout.write(` and `input(`
-    are refused in the command-line and console modules (`bot.visible.say` instead)."""
+    are refused in the command-line and console modules (`strata.bot.visible.say` instead)."""
     assert PRINTING
     for path in PRINTING:
         tree = ast.parse(path.read_text(encoding="utf-8"))

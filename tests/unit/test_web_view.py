@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bot.web.topic_map import HEIGHT, MARGIN, WIDTH, layout, project
-from bot.web.view import source_words
+from strata.app.web.topic_map import HEIGHT, MARGIN, WIDTH, layout, project
+from strata.app.web.view import source_words
 
 
 def test_the_projection_keeps_two_topics_apart() -> None:

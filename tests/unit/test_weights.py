@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.weights import SMOLLM2_135M, WeightsError, spec_named, weights_file
+from strata.bot.weights import SMOLLM2_135M, WeightsError, spec_named, weights_file
 
 
 def _package(root: Path, name: str, data: bytes) -> None:

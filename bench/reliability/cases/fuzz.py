@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from bench.reliability import harness
 from bench.reliability.registry import CaseResult, Context
 from bench.reliability.suite import SUITE
-from bot.clock import ManualClock
-from bot.types import InboundMessage, Location
+from strata.core.clock import ManualClock
+from strata.core.types import InboundMessage, Location
 
 START = datetime.fromisoformat("2026-03-02T09:00:00+00:00")
 CONCURRENT = 8

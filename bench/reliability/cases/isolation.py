@@ -21,8 +21,8 @@ from typing import Any
 from bench.reliability import harness
 from bench.reliability.registry import CaseResult, Context
 from bench.reliability.suite import SUITE
-from bot.clock import ManualClock
-from bot.prompt import MEMORY_PREAMBLE
+from strata.bot.prompt import MEMORY_PREAMBLE
+from strata.core.clock import ManualClock
 
 START = datetime.fromisoformat("2026-03-02T09:00:00+00:00")
 MARKER = re.compile(r"\b(kx|rx)(\d+)s(\d+)\b")

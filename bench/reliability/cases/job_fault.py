@@ -18,9 +18,9 @@ from typing import Any
 from bench.reliability import harness
 from bench.reliability.registry import CaseResult, Context
 from bench.reliability.suite import SUITE
-from bot.clock import ManualClock
-from cognition.registry import BaseJob, Job, JobContext, JobOutcome, default_registry
-from cognition.runner import JobReport, Runner
+from strata.cognition.registry import BaseJob, Job, JobContext, JobOutcome, default_registry
+from strata.cognition.runner import JobReport, Runner
+from strata.core.clock import ManualClock
 from tests.fakes.openai_server import FakeOpenAI
 
 START = datetime.fromisoformat("2026-03-02T09:00:00+00:00")

@@ -31,7 +31,7 @@ from bench.reliability import harness
 from bench.reliability.fault_proxy import FaultProxy
 from bench.reliability.registry import CaseResult, Context
 from bench.reliability.suite import SUITE
-from bot.app import App
+from strata.app.compose import App
 from tests.fakes.openai_server import FakeOpenAI, last_user_text
 
 TAG = re.compile(r"\[([\w-]+)\]")
@@ -70,7 +70,7 @@ def reset(model: FakeOpenAI, chunk_delay: float = 0.0) -> None:
 
 
 async def telegram(app: App, model: FakeOpenAI) -> list[Outcome]:
-    from adapters.telegram.adapter import TelegramAdapter
+    from strata.adapters.telegram.adapter import TelegramAdapter
     from tests.fakes.telegram_api import FakeTelegramAPI
 
     fake = FakeTelegramAPI().start()
@@ -123,7 +123,7 @@ async def telegram(app: App, model: FakeOpenAI) -> list[Outcome]:
 
 
 async def discord(app: App, model: FakeOpenAI) -> list[Outcome]:
-    from adapters.discord.adapter import DiscordAdapter
+    from strata.adapters.discord.adapter import DiscordAdapter
     from tests.fakes.discord_api import running_fake_discord
 
     out = []
@@ -176,8 +176,8 @@ async def discord(app: App, model: FakeOpenAI) -> list[Outcome]:
 
 
 async def matrix(app: App, model: FakeOpenAI, workdir: Path) -> list[Outcome]:
-    from adapters.matrix.adapter import MatrixAdapter
-    from bot.config import AccessSettings, MatrixSettings
+    from strata.adapters.matrix.adapter import MatrixAdapter
+    from strata.core.config import AccessSettings, MatrixSettings
     from tests.fakes.synapse import Synapse
     from tests.integration.test_matrix_adapter import Human, open_room
 

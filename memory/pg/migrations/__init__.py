@@ -1,4 +1,0 @@
-"""PostgreSQL's numbered migrations (`NNNN_name.sql`), applied in order by
-`memory.pg.database`, each once, all pending ones in one transaction; `$DIM` is the embedding
-dimension recorded when the database was created. A schema change adds a file here and one in
-`memory/migrations/` (a test keeps the two schemas' tables and columns equal)."""

@@ -1,0 +1,116 @@
+"""The `strata` command line: the parser and `main`. Each area adds its subcommands in its own
+module here (`core`, …) through a `register(subparsers)` function listed in `MODULES`.
+
+With `strata.app.compose`, the `strata.app.cli` modules are the only ones that may import `adapters`
+and
+`cognition`. Every StrataError becomes a one-line `error: …` and exit code 2; a closed
+stdout (a pipe into `head`) ends the command quietly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+from strata.app.cli import logs
+from strata.bot.embedded import EMBEDDED_DIM, embeds_locally, model_endpoints
+from strata.bot.visible import say
+from strata.core.config import Settings, default_db_path, load_settings
+from strata.core.errors import StrataError
+from strata.memory.engines.db import stored_dim
+from strata.memory.engines.pg import is_url
+
+# Subcommand modules, each with `register(subparsers)`; commands set `run=coroutine(args, s)`.
+MODULES = [
+    f"strata.app.cli.{name}"
+    for name in ("core", "dbfiles", "memory", "recall", "lifecycle", "jobs", "run", "dbcopy",
+                 "agents", "web")
+]
+# Subcommand modules of packages outside the core, loaded by name when they are installed: the
+# benchmark harness (`strata eval`) depends on the core, never the other way round.
+PLUGINS = ["strata.evaluation.cli"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="strata", description="Strata: a chat bot with a layered, decaying memory."
+    )
+    parser.add_argument("--config", help="TOML config file (default ./strata.toml if present)")
+    logs.add_arguments(parser)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in MODULES:
+        importlib.import_module(name).register(sub)
+    for name in PLUGINS:
+        if importlib.util.find_spec(name.partition(".")[0]) is not None:
+            importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logs.setup(args)
+    try:
+        settings = load_settings(args.config, notice=_notice)
+        if (args.log_format or settings.web.log_format) == "json":
+            logs.setup(args, form="json")
+        code = asyncio.run(_run(args, settings))
+        sys.stdout.flush()
+    except StrataError as exc:
+        say(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`strata memory show | head`): nothing more to say. Point
+        # stdout at /dev/null so the interpreter's final flush does not complain either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as if killed by SIGPIPE, what shells expect from a cut-off writer
+    return int(code)
+
+
+async def _run(args: argparse.Namespace, settings: Settings) -> int:
+    """The command; one that talks to the model (`uses_model`) gets the embedded model when no
+    endpoint is configured or answering (`strata.bot.embedded`)."""
+    if not getattr(args, "uses_model", False):
+        return int(await args.run(args, await _stored_dimension(settings)))
+    cache = default_db_path(os.environ).parent / "models"
+    async with model_endpoints(settings, cache_dir=cache, notice=_notice) as effective:
+        return int(await args.run(args, effective))
+
+
+async def _stored_dimension(settings: Settings) -> Settings:
+    """For a command that embeds nothing, the database's own embedding dimension unless one is
+    configured on purpose: a database the embedded model made (384) stays readable by `strata
+    memory show` and friends under the default setting (768). A SQLite file made here (`strata
+    db migrate`) gets the dimension the model commands will embed with."""
+    if "dim" in settings.embed.model_fields_set:
+        return settings
+    stored = await stored_dim(settings.db.target)
+    if stored is None and _new_file(settings.db.target) and await embeds_locally(settings):
+        stored = EMBEDDED_DIM  # the size the first `strata chat` will embed with
+    if stored is None or stored == settings.embed.dim:
+        return settings
+    return settings.model_copy(
+        update={"embed": settings.embed.model_copy(update={"dim": stored})})
+
+
+def _new_file(target: str) -> bool:
+    """A SQLite database that does not exist yet (PostgreSQL keeps its own dimension check)."""
+    if is_url(target) or target == ":memory:":
+        return False
+    path = Path(target).expanduser()
+    return not path.exists() or path.stat().st_size == 0
+
+
+def _notice(text: str) -> None:
+    say(f"note: {text}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

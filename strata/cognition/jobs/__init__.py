@@ -1,0 +1,31 @@
+"""The nine background jobs (docs/architecture.md), one module each. `all_jobs()` lists them in the
+order a check runs them: sync and extraction first, so synthesis and reflection see their
+results; the memory life cycle last."""
+
+from __future__ import annotations
+
+from strata.cognition.registry import AnyJob
+
+
+def all_jobs() -> list[AnyJob]:
+    from strata.cognition.jobs.capabilities import CapabilitySyncJob
+    from strata.cognition.jobs.consolidate import ConsolidateJob
+    from strata.cognition.jobs.decay import DecayJob
+    from strata.cognition.jobs.dmn import DmnJob
+    from strata.cognition.jobs.extract import FactExtractionJob
+    from strata.cognition.jobs.geo import GeoPatternsJob
+    from strata.cognition.jobs.patterns import PatternMatchJob
+    from strata.cognition.jobs.research import ResearchJob
+    from strata.cognition.jobs.synthesis import SynthesisJob
+
+    return [
+        CapabilitySyncJob(),
+        FactExtractionJob(),
+        PatternMatchJob(),
+        GeoPatternsJob(),
+        SynthesisJob(),
+        DmnJob(),
+        ResearchJob(),
+        ConsolidateJob(),
+        DecayJob(),
+    ]

@@ -1,0 +1,84 @@
+"""The DMN (default-mode network): a reflective pass over the portrait, recent episodes and new
+facts.
+
+A background turn on the person's `dmn` channel (source `dmn`: its rows become episodes like
+anything the person says); each finding is also kept as a `reflection` fact citing the turn's
+reply, so later conversations of the same person recall it. Nothing is sent to chat.
+The channel runs no turn-zero recall (strata.bot.turns.seeds_memory): the material is stated here —
+the portrait, the newest episodes not written from the DMN's own rows and the facts learned
+since the last run (reflections left out), so reflections do not feed reflections forever.
+Input watermark: the portrait, that newest episode and that newest fact."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from strata.cognition.jobs.common import FactPorts, TranscriptPorts, add_fact
+from strata.cognition.prompts import dmn as prompts
+from strata.cognition.registry import BaseJob, JobContext, JobOutcome
+from strata.memory.domain.episodes import EpisodeRepo
+from strata.memory.domain.portraits import PortraitRepo
+
+
+class DmnPorts(FactPorts, TranscriptPorts, Protocol):
+    """What the reflection (DMN) job uses."""
+
+    @property
+    def portraits(self) -> PortraitRepo: ...
+
+    @property
+    def episodes(self) -> EpisodeRepo: ...
+
+
+SOURCE = "dmn"
+RECENT = 8
+NEW_FACTS = 10
+
+
+def _fact_cursor(inputs: str) -> int:
+    """The newest fact id of an input watermark `p1:e2:f3` (0 when there is none)."""
+    for part in inputs.split(":"):
+        if part.startswith("f") and part[1:].isdigit():
+            return int(part[1:])
+    return 0
+
+
+class DmnJob(BaseJob):
+    name = "dmn"
+    description = "reflective pass over portrait and recent episodes; findings saved as memory"
+
+    async def inputs(self, ctx: JobContext[DmnPorts]) -> str | None:
+        s = ctx.services
+        portrait = await s.portraits.latest(ctx.person.id)
+        newest = await s.episodes.newest_id(ctx.person.id, except_source=SOURCE)
+        fact = await s.facts.repo.newest_id(ctx.person.id, except_source=SOURCE)
+        if portrait is None and newest is None and fact is None:
+            return None
+        return f"p{portrait.id if portrait else 0}:e{newest or 0}:f{fact or 0}"
+
+    async def run(self, ctx: JobContext[DmnPorts]) -> JobOutcome:
+        s = ctx.services
+        portrait = await s.portraits.latest(ctx.person.id)
+        episodes = [summary[:600] for summary in await s.episodes.recent_summaries(
+            ctx.person.id, except_source=SOURCE, limit=RECENT)]
+        facts = await s.facts.repo.newer_than(ctx.person.id, _fact_cursor(ctx.previous),
+                                              except_source=SOURCE, limit=NEW_FACTS)
+        new_facts = [f"[{kind}] {text[:300]}" for kind, text in facts]
+        # The material goes into the instructions, not the stored prompt: the DMN channel's
+        # rows become episodes, and they should hold the findings, not copies of old memories.
+        reply = await ctx.turn(
+            SOURCE,
+            prompts.ASK,
+            instructions=prompts.INSTRUCTIONS + "\n\n"
+            + prompts.material(portrait.text if portrait else None, episodes, new_facts),
+            history=True,
+        )
+        reply_rows = [r.id for r in await s.transcript.by_turn(ctx.turn_id("main"))
+                      if r.role.value == "assistant" and r.kind.value == "message"]
+        kept = 0
+        for finding in prompts.findings(reply):
+            if await add_fact(ctx, "reflection", finding, SOURCE, row_ids=reply_rows):
+                kept += 1
+        return JobOutcome(f"reflected on {len(episodes)} episodes and {len(new_facts)} new "
+                          f"facts; {kept} new findings: "
+                          f"{reply[:60]}")

@@ -1,0 +1,71 @@
+"""Pattern match: new user-behaviour transcript rows → `behavioral_pattern` facts, each mapped
+to the tool it relates to where one fits. A background turn on the muted `job:patterns`
+channel; input watermark: the newest of the person's own messages from pattern sources."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from strata.bot.turns import ToolRegistry
+from strata.cognition.jobs.common import (
+    FactPorts,
+    TranscriptPorts,
+    add_fact,
+    newest_row,
+    row_cursor,
+    sources_for,
+    when,
+)
+from strata.cognition.prompts import patterns as prompts
+from strata.cognition.prompts import read_json
+from strata.cognition.registry import BaseJob, JobContext, JobOutcome
+from strata.core.types import Role, RowKind
+from strata.memory.domain.transcript import RowFilter
+
+
+class PatternPorts(FactPorts, TranscriptPorts, Protocol):
+    """What the pattern job uses: the tools, to name the one a habit relates to."""
+
+    @property
+    def tools(self) -> ToolRegistry: ...
+
+
+SOURCE = "job:patterns"
+BATCH = 200
+
+
+def _where() -> RowFilter:
+    """The person's own messages from sources whose profile has `patterns` on."""
+    return RowFilter(sources_for("patterns"), role=Role.USER, kind=RowKind.MESSAGE)
+
+
+class PatternMatchJob(BaseJob):
+    name = "patterns"
+    description = "behavioural patterns from new messages → behavioral_pattern facts"
+
+    async def inputs(self, ctx: JobContext[PatternPorts]) -> str | None:
+        return await newest_row(ctx, _where())
+
+    async def run(self, ctx: JobContext[PatternPorts]) -> JobOutcome:
+        s = ctx.services
+        rows = await s.transcript.matching(ctx.person.id, _where(),
+                                           after_id=row_cursor(ctx.previous), limit=BATCH)
+        if not rows:
+            return JobOutcome("no new messages")
+        tz = ctx.person.timezone
+        lines = [f"> [{when(r.ts, tz)}] {r.content[:300]}" for r in rows]
+        tools = [(spec.name, spec.description[:120]) for spec in s.tools.specs.values()]
+        reply = await ctx.turn(SOURCE, prompts.prompt(lines, tools),
+                               instructions=prompts.INSTRUCTIONS, schema=prompts.Patterns)
+        found = read_json(reply, prompts.Patterns).patterns
+        names = {name for name, _ in tools}
+        stored = 0
+        for p in found:
+            text = p.pattern.strip()
+            if p.tool and p.tool in names:
+                text += f" (related tool: {p.tool})"
+            if await add_fact(ctx, "behavioral_pattern", text, "user",
+                              row_ids=[r.id for r in rows]):
+                stored += 1
+        return JobOutcome(f"read {len(rows)} messages; {stored} new patterns",
+                          cursor=f"row:{rows[-1].id}")

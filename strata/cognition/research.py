@@ -1,0 +1,226 @@
+"""Proactive research's pluggable search providers: Wikipedia's public page search (the
+default, no key and no server of the operator's), a SearXNG instance's JSON API, and RSS/Atom
+feeds listed in config.
+
+A `SearchProvider` answers a query with `Finding`s (title, URL, snippet); the research job
+decides what is genuinely new and relevant. Feeds are matched against the query's words, so a
+feed item only comes back for a query it is about. Everything fetched is untrusted text and is
+handed to the model as quoted data. What leaves the machine is logged at INFO (`research:
+asking URL for 'query'`), so an operator can see what research sends out. May import `bot`;
+`aiohttp` is imported when a search runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import quote
+
+from strata.bot.commands import CommandContext, CommandReply, CommandRouter
+from strata.cognition.connectors import ConnectorError, read_source
+from strata.core.config import Settings
+from strata.memory.domain.persons import PersonRepo
+
+log = logging.getLogger(__name__)
+
+_WORD = re.compile(r"\w{3,}")
+_TAGS = re.compile(r"<[^>]+>")
+_ATOM = "{http://www.w3.org/2005/Atom}"
+STOPWORDS = frozenset(
+    ["the", "and", "for", "with", "about", "from", "that", "this", "what", "new", "into", "your"]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    title: str
+    url: str
+    snippet: str = ""
+    source: str = ""
+
+
+class SearchProvider(Protocol):
+    async def search(self, query: str, limit: int) -> list[Finding]: ...
+
+
+def _clean(text: str, limit: int = 400) -> str:
+    return " ".join(_TAGS.sub(" ", text or "").split())[:limit]
+
+
+USER_AGENT = "Strata/0.1 (open-source chat bot with memory; research for its users)"
+
+
+async def get_json(url: str, params: dict[str, str], *, timeout: float, what: str) -> Any:
+    """GET `url` with `params` and decode its JSON; a `ConnectorError` naming `what` on any
+    failure. Logged first: every query that leaves the machine is in the log."""
+    import aiohttp
+
+    log.info("research: asking %s for %r", url, params.get("q", ""))
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout),
+                                  headers={"User-Agent": USER_AGENT}) as s,
+            s.get(url, params=params) as resp,
+        ):
+            if resp.status != 200:
+                raise ConnectorError(f"{what} {url}: HTTP {resp.status}")
+            return await resp.json(content_type=None)
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        raise ConnectorError(f"{what} {url}: {type(exc).__name__}: {exc}") from exc
+
+
+class WikipediaProvider:
+    """Wikipedia's REST page search: GET {site}/w/rest.php/v1/search/page?q=…&limit=N. Public,
+    keyless, and fit for a person's lasting interests; each page keeps its URL."""
+
+    def __init__(self, site: str, *, timeout: float) -> None:
+        self.site = site.rstrip("/")
+        self.timeout = timeout
+
+    async def search(self, query: str, limit: int) -> list[Finding]:
+        body = await get_json(f"{self.site}/w/rest.php/v1/search/page",
+                              {"q": query, "limit": str(limit)}, timeout=self.timeout,
+                              what="Wikipedia")
+        pages = body.get("pages") if isinstance(body, dict) else None
+        out = []
+        for page in (pages or [])[:limit]:
+            key = page.get("key") if isinstance(page, dict) else None
+            if not isinstance(key, str) or not key:
+                continue
+            snippet = " — ".join(x for x in (_clean(str(page.get("description") or "")),
+                                              _clean(str(page.get("excerpt") or ""))) if x)
+            out.append(Finding(_clean(str(page.get("title") or key), 200),
+                               f"{self.site}/wiki/{quote(key)}", snippet, "wikipedia"))
+        return out
+
+
+class SearxngProvider:
+    """GET {base}/search?q=…&format=json (the instance must allow the json format)."""
+
+    def __init__(self, base_url: str, *, timeout: float) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+
+    async def search(self, query: str, limit: int) -> list[Finding]:
+        url = f"{self.base_url}/search"
+        body = await get_json(url, {"q": query, "format": "json"}, timeout=self.timeout,
+                              what="SearXNG (is the json format enabled in its settings.yml?)")
+        out = []
+        for item in (body.get("results") or [])[:limit] if isinstance(body, dict) else []:
+            if not isinstance(item, dict) or not str(item.get("url", "")).startswith("http"):
+                continue
+            out.append(Finding(_clean(str(item.get("title", "")), 200), str(item["url"]),
+                               _clean(str(item.get("content", ""))), "searxng"))
+        return out
+
+
+def parse_feed(data: bytes, source: str) -> list[Finding]:
+    """Items of an RSS 2.0 or Atom feed."""
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError as exc:
+        raise ConnectorError(f"{source}: not an RSS/Atom feed: {exc}") from exc
+    out = []
+    for item in root.iter("item"):  # RSS
+        link = (item.findtext("link") or "").strip()
+        if link.startswith("http"):
+            out.append(Finding(_clean(item.findtext("title") or "", 200), link,
+                               _clean(item.findtext("description") or ""), source))
+    for entry in root.iter(f"{_ATOM}entry"):  # Atom
+        link_el = next((el for el in entry.findall(f"{_ATOM}link")
+                        if el.get("rel", "alternate") == "alternate"), None)
+        link = (link_el.get("href", "") if link_el is not None else "").strip()
+        if link.startswith("http"):
+            summary = entry.findtext(f"{_ATOM}summary") or entry.findtext(f"{_ATOM}content") or ""
+            out.append(Finding(_clean(entry.findtext(f"{_ATOM}title") or "", 200), link,
+                               _clean(summary), source))
+    return out
+
+
+def terms(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
+
+
+class FeedProvider:
+    """The configured feeds' items whose title or summary share a word with the query."""
+
+    def __init__(self, feeds: Sequence[str], *, timeout: float) -> None:
+        self.feeds = list(feeds)
+        self.timeout = timeout
+
+    async def search(self, query: str, limit: int) -> list[Finding]:
+        wanted = terms(query)
+        out: list[Finding] = []
+        for feed in self.feeds:
+            log.info("research: reading feed %s", feed)
+            try:
+                items = parse_feed(await read_source(feed, self.timeout), feed)
+            except ConnectorError as exc:
+                log.warning("feed skipped: %s", exc)
+                continue
+            scored = [(len(wanted & terms(f"{i.title} {i.snippet}")), i) for i in items]
+            out.extend(i for score, i in sorted(scored, key=lambda p: -p[0]) if score > 0)
+        return out[:limit]
+
+
+class CombinedProvider:
+    """Every provider's results for the query, first URL wins."""
+
+    def __init__(self, providers: Sequence[SearchProvider]) -> None:
+        self.providers = list(providers)
+
+    async def search(self, query: str, limit: int) -> list[Finding]:
+        seen: set[str] = set()
+        out: list[Finding] = []
+        for provider in self.providers:
+            try:
+                found = await provider.search(query, limit)
+            except ConnectorError as exc:
+                log.warning("search provider failed: %s", exc)
+                continue
+            for f in found:
+                if f.url not in seen:
+                    seen.add(f.url)
+                    out.append(f)
+        return out
+
+
+def configured_search(settings: Settings) -> SearchProvider | None:
+    c = settings.cognition
+    providers: list[SearchProvider] = []
+    if c.wikipedia_url:
+        providers.append(WikipediaProvider(c.wikipedia_url, timeout=c.http_timeout))
+    if c.searxng_url:
+        providers.append(SearxngProvider(c.searxng_url, timeout=c.http_timeout))
+    if c.feeds:
+        providers.append(FeedProvider(c.feeds, timeout=c.http_timeout))
+    return CombinedProvider(providers) if providers else None
+
+
+def register_commands(commands: CommandRouter, persons: PersonRepo,
+                      search: SearchProvider | None) -> None:
+    """`/research [on|off]`: a person's own switch for proactive research (private: it is
+    about the person)."""
+
+    async def research_cmd(ctx: CommandContext) -> CommandReply:
+        wanted = ctx.args.strip().lower()
+        if wanted not in ("", "on", "off"):
+            return CommandReply("Use /research on or /research off (or /research to see it).")
+        on = ctx.person.research if not wanted else wanted == "on"
+        if wanted:
+            await persons.set_research(ctx.person.id, on)
+        if not on:
+            return CommandReply("Research is off for you: while you are away I search for "
+                                "nothing on your behalf. /research on turns it back on.")
+        where = "" if search is not None else (
+            " (no search source is configured on this server, so for now it finds nothing)")
+        return CommandReply(
+            "Research is on for you: while you are away, at most every few hours, I search "
+            "the web (Wikipedia by default) for news about your lasting interests and keep what "
+            f"fits as discoveries, with their links{where}. /research off stops it.")
+
+    commands.add("research", "turn my background research for you on or off", research_cmd)

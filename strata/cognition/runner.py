@@ -1,0 +1,409 @@
+"""The cognition runner: one asyncio task owned by the app, on an injected clock.
+
+Shaped like discord.py's `ext.tasks` loop: `start()` creates the task, `stop()` cancels it and
+waits, `is_running()` tells. Every tick (default a minute) it delivers due reminders and
+scheduled prompts; every `job_interval_minutes` it checks each person's jobs. A job runs only
+when the person has been idle ≥ `idle_minutes` (activity = their own inbound turns, re-read
+before each job so new activity stops the jobs still waiting), when its minimum interval has
+passed, and when its input watermark moved since its last successful run (otherwise nothing
+happens: no run row, no model call). Each run is wrapped: an exception is logged with its
+context, recorded, and skipped; the other jobs and persons go on; cancellation propagates. A
+failed run backs off like `ext.tasks`' reconnect loop: the next attempt waits
+`job_retry_minutes`, doubling per consecutive failure up to `job_retry_max_minutes`, and is a
+new background turn (the failed answer is never replayed).
+
+Several processes may share one database (`strata run --no-jobs` beside one `strata worker`, or
+several full `strata run`): each runner has an identity and a lease in the database
+(`strata.memory.coordination.claims`), renewed every tick and by a heartbeat beside the loop. Before
+it looks at a person's jobs a runner claims that person (one statement; the winner works through all
+of the person's jobs one after another, as a single process does); a person held by another live
+runner is skipped. A runner that dies leaves claims, open runs and claimed reminders that
+expire with its lease; any live runner then interrupts the runs and frees the reminders, and
+the next pass claims the person. A runner starting under the name of one that stopped (the
+same host:pid, or `cognition.runner_name`) frees that one's claims at once.
+
+Tests drive `tick()` / `check_jobs()` / `run_job()` directly after moving a `ManualClock`.
+May import `bot` and `memory`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from strata.cognition.backoff import retry_delay
+from strata.cognition.registry import AnyJob, JobContext, JobRegistry
+from strata.cognition.reminders import deliver_due
+from strata.cognition.services import Services
+from strata.core.config import CognitionSettings
+from strata.core.errors import BudgetExhaustedError, ConfigError, ModelError
+from strata.core.types import OwnerKind, Person
+
+log = logging.getLogger(__name__)
+
+Sleep = Callable[[float], Awaitable[None]]
+
+# Jobs that still run while a person has paused memory (they forget, never remember).
+RUN_WHILE_PAUSED = frozenset({"decay"})
+
+
+def default_runner_name() -> str:
+    """host:pid: what a process restarted in the same container (same host name, same pid 1)
+    is recognised by, so it frees its previous life's claims at once."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True, slots=True)
+class JobReport:
+    """One job looked at for one person: whether it ran, and what happened."""
+
+    job: str
+    person: str
+    ran: bool
+    status: str  # ok | error | skipped
+    detail: str
+    tokens: int = 0
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def line(self) -> str:
+        tail = f" ({self.tokens} tokens)" if self.tokens else ""
+        return f"{self.job:<13} {self.person:<16} {self.status:<8} {self.detail}{tail}"
+
+
+class Runner:
+    def __init__(
+        self,
+        services: Services,
+        registry: JobRegistry,
+        *,
+        sleep: Sleep = asyncio.sleep,
+        name: str | None = None,
+        jobs: bool | None = None,
+        reminders: bool = True,
+    ) -> None:
+        """`name`: the runner's stable name (default `cognition.runner_name`, else host:pid);
+        `jobs`: run the background jobs (default `strata.cognition.jobs`); `reminders`: deliver
+        reminders and scheduled prompts."""
+        self.services = services
+        self.registry = registry
+        names = registry.names()
+        unknown = [n for n in services.settings.cognition.disabled_jobs if n not in names]
+        if unknown:
+            raise ConfigError(
+                f"config key cognition.disabled_jobs: no job called {unknown[0]!r}; the jobs "
+                f"are: {', '.join(names)}"
+            )
+        self._sleep = sleep
+        self.name = name or services.settings.cognition.runner_name or default_runner_name()
+        # This life of the runner: a restart under the same name is a new id.
+        self.id = f"{self.name}/{secrets.token_hex(4)}"
+        self.lease = timedelta(seconds=services.settings.cognition.runner_lease_seconds)
+        self.jobs = services.settings.cognition.jobs if jobs is None else jobs
+        self.reminders = reminders
+        self._held: dict[int, int] = {}  # person id -> nested claims held by this runner
+        self._beat_task: asyncio.Task[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+        # The loop's job check runs beside it, so a long pass never holds up a reminder.
+        self._jobs_task: asyncio.Task[None] | None = None
+        self._next_jobs_at: datetime | None = None
+        self._started = False
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    @property
+    def settings(self) -> CognitionSettings:
+        return self.services.settings.cognition
+
+    def start(self) -> asyncio.Task[None]:
+        """Start the loop as a task of the running event loop (once)."""
+        if self._task is not None and not self._task.done():
+            raise RuntimeError("the cognition runner is already running")
+        self._task = asyncio.create_task(self._loop(), name="strata-cognition")
+        return self._task
+
+    def is_running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def stop(self) -> None:
+        """Cancel the loop and wait for it; a job in flight is cancelled (and redone later).
+        The runner then retires: its claims are free for the other processes at once."""
+        for task in (self._task, self._jobs_task, self._beat_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._task = self._jobs_task = self._beat_task = None
+        if self._started:
+            self._started = False
+            with contextlib.suppress(Exception):  # shutdown: a lost row only expires later
+                await self.services.leases.retire(self.id, self.services.clock.now())
+
+    async def _loop(self) -> None:
+        await self.start_up()
+        self._beat_task = asyncio.create_task(self._beat(), name="strata-cognition-lease")
+        while True:
+            try:
+                await self.tick(wait=False)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # task boundary: one bad tick must not end the runner
+                log.exception("cognition tick failed")
+            await self._sleep(self.settings.tick_seconds)
+
+    async def _beat(self) -> None:
+        """Renew the lease beside the loop, so a tick held up by a long delivery never lets
+        it run out. Real time (not the injected sleep): a lease is about this process being
+        alive, and tests renew it by ticking."""
+        while True:
+            await asyncio.sleep(self.lease.total_seconds() / 4)
+            try:
+                await self.heartbeat()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # task boundary: the next beat (or tick) tries again
+                log.warning("renewing the runner lease failed", exc_info=True)
+
+    async def start_up(self) -> None:
+        """Register this runner, then recover what stopped runners left (see `recover`)."""
+        if self._started:
+            return
+        now = self.services.clock.now()
+        forgotten = await self.services.leases.register(self.id, self.name, now, self.lease)
+        self._started = True
+        if forgotten:
+            log.info("runner %s: a previous run under this name stopped; its claims are free",
+                     self.name)
+        await self.recover(now)
+
+    async def heartbeat(self) -> None:
+        """Renew this runner's lease (every tick, and beside the loop)."""
+        await self.services.leases.heartbeat(self.id, self.name, self.services.clock.now(),
+                                             self.lease)
+
+    async def recover(self, now: datetime) -> tuple[int, int]:
+        """Close the open runs and free the claimed reminders of runners that are gone (their
+        lease ran out): never those of a live process, never this runner's own."""
+        stale = await self.services.runs.interrupt_stale(now, self.id)
+        released = await self.services.reminders.release_stale_claims(now, self.id)
+        if stale or released:
+            log.info("recovered %d interrupted job runs and %d claimed reminders", stale, released)
+        return stale, released
+
+    async def tick(self, *, wait: bool = True) -> list[JobReport]:
+        """Deliver what is due; check the jobs when their interval has come round.
+
+        `wait=False` (the loop) runs the job check as a task beside the loop, and starts none
+        while the previous one is still going; `wait=True` (tests, one-off runs) awaits it.
+        """
+        await self.start_up()
+        now = self.services.clock.now()
+        await self.heartbeat()
+        await self.recover(now)
+        if self.reminders:
+            await deliver_due(self.services, now, runner=self.id)
+        if not self.jobs:
+            return []
+        if self._next_jobs_at is not None and now < self._next_jobs_at:
+            return []
+        if not wait and self._jobs_task is not None and not self._jobs_task.done():
+            return []  # the previous check is still running: its persons are being served
+        self._next_jobs_at = now + timedelta(minutes=self.settings.job_interval_minutes)
+        if wait:
+            return await self.check_jobs()
+        self._jobs_task = asyncio.create_task(self._check_in_background(),
+                                              name="strata-cognition-jobs")
+        return []
+
+    async def _check_in_background(self) -> None:
+        try:
+            await self.check_jobs()
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # task boundary: the next interval checks again
+            log.exception("cognition job check failed")
+
+    # -- jobs -----------------------------------------------------------------------------------
+
+    async def check_jobs(self, persons: list[Person] | None = None) -> list[JobReport]:
+        """Every enabled job for every person (and the room jobs for every shared room's
+        memory scope), or for `persons`, one after another."""
+        reports = []
+        owners = persons if persons is not None else await self.services.persons.all(None)
+        for person in owners:
+            jobs = [job for job in self.registry if job.name not in self.settings.disabled_jobs
+                    and (person.kind is not OwnerKind.ROOM or job.for_rooms)]
+            async with self.claimed(person) as holder:
+                for i, job in enumerate(jobs):
+                    # Between two jobs: still ours? A process stalled past its lease (a paused
+                    # machine) has lost the person to another and must stop here.
+                    if holder is None and i and not await self.services.leases.claim(
+                            person.id, self.id, self.services.clock.now()):
+                        holder = await self.services.leases.holder(
+                            person.id, self.services.clock.now()) or "a process"
+                    if holder is not None:
+                        reports.append(JobReport(job.name, person.name, False, "skipped",
+                                                 f"another process ({holder}) has them"))
+                    else:
+                        reports.append(await self.run_job(job, person))
+        log.info("runner %s: job check done: %d owners, %d runs, %d held by other processes",
+                 self.id, len(owners), sum(r.ran for r in reports),
+                 sum(r.detail.startswith("another process") for r in reports))
+        return reports
+
+    @contextlib.asynccontextmanager
+    async def claimed(self, person: Person) -> AsyncIterator[str | None]:
+        """Hold the person's jobs for this runner while the block runs: yields None when
+        held, else who holds them (another live runner). Nested holds share one claim."""
+        await self.start_up()
+        s = self.services
+        first = self._held.get(person.id, 0) == 0
+        if first and not await s.leases.claim(person.id, self.id, s.clock.now()):
+            holder = await s.leases.holder(person.id, s.clock.now())
+            if holder is None and await s.persons.get(person.id) is None:
+                yield None  # nothing to hold: the run finds the person gone
+                return
+            yield holder or "a process that just finished"
+            return
+        self._held[person.id] = self._held.get(person.id, 0) + 1
+        try:
+            yield None
+        finally:
+            self._held[person.id] -= 1
+            if self._held[person.id] == 0:
+                del self._held[person.id]
+                # Shielded: a cancelled pass (shutdown) still gives the person back.
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(s.leases.release(person.id, self.id))
+
+    async def idle_for(self, person: Person, now: datetime) -> timedelta | None:
+        """How long the person (or a shared room) has been quiet (None: never spoke)."""
+        last = person.last_active_at
+        if person.kind is OwnerKind.ROOM:
+            last = await self.services.transcript.last_user_row_at(person.id)
+        return None if last is None else now - last
+
+    async def run_job(
+        self, job: AnyJob, person: Person, *, force: bool = False, now: datetime | None = None,
+        asked: bool = False,
+    ) -> JobReport:
+        """Run one job for one person if it is due and has something new; record the run.
+
+        `force` skips the idle gate and the job's minimum interval (never the watermark check:
+        a job with nothing new has nothing to do). `asked` (someone named this job) skips only
+        the idle gate: the gate protects a person from background work, not from a request.
+        The person is claimed for this runner around the run (`claimed`): while another
+        process has them, nothing runs here.
+        """
+        async with self.claimed(person) as holder:
+            if holder is not None:
+                return JobReport(job.name, person.name, False, "skipped",
+                                 f"another process ({holder}) has this person's jobs")
+            return await self._run_job(job, person, force=force, now=now, asked=asked)
+
+    async def _run_job(
+        self, job: AnyJob, person: Person, *, force: bool, now: datetime | None, asked: bool,
+    ) -> JobReport:
+        s = self.services
+        # Re-read: activity since the check started must stop jobs that have not started.
+        fresh = await s.persons.get(person.id)
+        if fresh is None:
+            return JobReport(job.name, person.name, False, "skipped", "person is gone")
+        person = fresh
+        now = now or s.clock.now()
+        idle = await self.idle_for(person, now)
+        gate = timedelta(minutes=self.settings.idle_minutes)
+        if not (force or asked) and idle is not None and idle < gate:
+            if idle < timedelta(0):  # a --now before the person's last message
+                return JobReport(job.name, person.name, False, "skipped",
+                                 f"person active at {now + -idle:%Y-%m-%d %H:%M} UTC, after "
+                                 f"this run's time {now:%Y-%m-%d %H:%M}")
+            left = int((gate - idle).total_seconds() // 60) + 1
+            return JobReport(job.name, person.name, False, "skipped",
+                             f"person active {int(idle.total_seconds() // 60)} min ago; "
+                             f"waits {left} more min")
+        if person.paused and job.name not in RUN_WHILE_PAUSED:
+            return JobReport(job.name, person.name, False, "skipped", "memory is paused")
+        cursor = await s.runs.cursor(job.name, person.id)
+        failures = cursor.failures if cursor else 0
+        if not force and cursor and cursor.retry_at is not None and now < cursor.retry_at:
+            return JobReport(job.name, person.name, False, "skipped",
+                             f"failed {failures} time(s); next retry after "
+                             f"{cursor.retry_at:%Y-%m-%d %H:%M} UTC")
+        ctx = JobContext(
+            services=s,
+            chat=s.chat,
+            turns=s.processor,
+            max_tokens=s.settings.llm.max_tokens,
+            job=job.name,
+            person=person,
+            now=now,
+            budget=self.settings.job_token_budget,
+            previous=cursor.cursor if cursor else "",
+            attempt=failures,
+        )
+        interval = job.min_interval(ctx)
+        if not force and interval is not None:
+            last = await s.runs.last_ok_started(job.name, person.id)
+            if last is not None and now - last < interval:
+                nxt = last + interval
+                return JobReport(job.name, person.name, False, "skipped",
+                                 f"ran at {last:%Y-%m-%d %H:%M}; next after {nxt:%H:%M} UTC")
+        try:
+            inputs = await job.inputs(ctx)
+        except Exception as exc:  # task boundary: a job's failure must not stop the others
+            log.exception("job %s for person %s: reading inputs failed", job.name, person.id)
+            run_id = await s.runs.start(job.name, person.id, now, self.id)
+            await self._failed(run_id, failures, ctx, exc)
+            return JobReport(job.name, person.name, True, "error", f"{type(exc).__name__}: {exc}")
+        if inputs is None or inputs == ctx.previous:
+            what = "nothing to work on" if inputs is None else "nothing new"
+            await s.runs.checked(job.name, person.id, now, what)
+            return JobReport(job.name, person.name, False, "skipped", what)
+        ctx.inputs = inputs
+        run_id = await s.runs.start(job.name, person.id, now, self.id)
+        try:
+            outcome = await job.run(ctx)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await s.runs.finish(run_id, now=s.clock.now(), status="cancelled",
+                                    tokens=ctx.tokens, error="cancelled at shutdown")
+            raise
+        except Exception as exc:  # task boundary: recorded and skipped, the others go on
+            if isinstance(exc, ModelError):
+                # An endpoint that is down or answered junk: expected, retried later, one line.
+                log.warning("job %s for person %s failed (run %d): %s", job.name, person.id,
+                            run_id, exc)
+            else:
+                log.exception("job %s for person %s failed (run %d)", job.name, person.id,
+                              run_id)
+            if isinstance(exc, BudgetExhaustedError):
+                # Not a failure of the job: what it did is kept (its finished turns are
+                # reused), and the next check goes on with a fresh budget.
+                await s.runs.finish(run_id, now=s.clock.now(), status="error",
+                                    tokens=ctx.tokens, error=f"{type(exc).__name__}: {exc}")
+            else:
+                await self._failed(run_id, failures, ctx, exc)
+            return JobReport(job.name, person.name, True, "error",
+                             f"{type(exc).__name__}: {exc}", ctx.tokens)
+        await s.runs.finish(run_id, now=s.clock.now(), status="ok", result=outcome.summary,
+                            tokens=ctx.tokens, cursor=outcome.cursor or inputs)
+        return JobReport(job.name, person.name, True, "ok", outcome.summary, ctx.tokens,
+                         outcome.details)
+
+    async def _failed(self, run_id: int, failures: int, ctx: JobContext,
+                      exc: Exception) -> None:
+        """Record a failed run and when the next attempt may start."""
+        now = self.services.clock.now()
+        wait = retry_delay(failures + 1, self.settings.job_retry_minutes,
+                           self.settings.job_retry_max_minutes)
+        await self.services.runs.finish(run_id, now=now, status="error", tokens=ctx.tokens,
+                                        error=f"{type(exc).__name__}: {exc}",
+                                        retry_at=now + wait)

@@ -1,0 +1,142 @@
+"""Runner leases and per-owner job claims: several processes sharing one database.
+
+Every cognition runner (one per `strata run` / `strata worker` process) registers a row in
+`runners` and renews its `lease_until` while it lives (`heartbeat`). Work it takes names the
+runner: a claim on a memory owner's jobs (`job_leases`), a job run, a reminder claim. A claim
+is live exactly while its runner's lease is, so a process that dies leaves claims that expire
+on their own after one lease, and a live process never has to renew claims one by one.
+
+Claiming is one statement on both engines: an upsert that takes the row only when it is free,
+already ours, or held by a runner whose lease has run out; `rowcount` says who won. It is
+atomic on its own (`Database.execute_atomic`): SQLite has one writer at a time, and on
+PostgreSQL the row lock of `ON CONFLICT … DO UPDATE … WHERE` decides on the row's latest
+version, so claims do not take the engine's one write lock and several processes claim side
+by side. Times are the runners' own clocks: processes sharing a database
+need clocks that agree to well within a lease (NTP). Imports `bot` leaf modules and
+`strata.memory.engines.db`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from strata.core.clock import from_iso, to_iso
+from strata.memory.engines.db import Database
+
+# A runner is live while `lease_until >= now`: the condition every claim is judged by.
+LIVE = "EXISTS (SELECT 1 FROM runners r WHERE r.id = {col} AND r.lease_until >= ?)"
+
+
+# Closing the open job runs of runners that are gone, which are redone later (one `?`: now;
+# the caller adds which runners after `AND`): the stale ones (`JobRunRepo.interrupt_stale`)
+# and a retiring runner's own (`RunnerLeases.retire`).
+INTERRUPT_RUNS = ("UPDATE job_runs SET status = 'interrupted', finished_at = ?,"
+                  " error = 'the process stopped during this run; it will be redone'"
+                  " WHERE status = 'running' AND ")
+
+
+def held_by_a_live_runner(column: str) -> str:
+    """The SQL condition "the runner named in `column` holds a live lease" (one `?`: now)."""
+    if not column.replace(".", "").replace("_", "").isalnum():  # formatted into SQL
+        raise ValueError(f"bad column {column!r}")
+    return LIVE.format(col=column)
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerRow:
+    id: str
+    name: str
+    started_at: datetime
+    lease_until: datetime
+
+
+class RunnerLeases:
+    """The `runners` table and the per-owner `job_leases` (see the module doc)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def register(self, runner_id: str, name: str, now: datetime,
+                       lease: timedelta) -> int:
+        """Record a starting runner with a lease; forget earlier runners of the same `name`
+        (this process's previous life: it is gone, so its claims are free at once). Returns
+        how many earlier runners were forgotten."""
+        async with self.db.write() as conn:
+            cur = await conn.execute("DELETE FROM runners WHERE name = ? AND id <> ?",
+                                     (name, runner_id))
+            forgotten = int(cur.rowcount or 0)
+            # Runners long gone (a new host:pid each restart outside a container) are not
+            # kept: a missing runner holds nothing, just as an expired one.
+            await conn.execute("DELETE FROM runners WHERE lease_until < ?",
+                               (to_iso(now - timedelta(days=1)),))
+            await conn.execute(
+                "INSERT INTO runners (id, name, started_at, lease_until) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until",
+                (runner_id, name, to_iso(now), to_iso(now + lease)))
+            await conn.execute("DELETE FROM job_leases WHERE runner NOT IN"
+                               " (SELECT id FROM runners)")
+        return forgotten
+
+    async def heartbeat(self, runner_id: str, name: str, now: datetime,
+                        lease: timedelta) -> None:
+        """Renew the runner's lease (never shortening it); a row someone removed (a process
+        started under the same name) is put back, as this runner evidently lives."""
+        await self.db.execute_atomic(
+            "INSERT INTO runners (id, name, started_at, lease_until) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (id) DO UPDATE SET lease_until = CASE"
+            " WHEN excluded.lease_until > runners.lease_until THEN excluded.lease_until"
+            " ELSE runners.lease_until END",
+            (runner_id, name, to_iso(now), to_iso(now + lease)))
+
+    async def retire(self, runner_id: str, now: datetime) -> None:
+        """A runner stopping cleanly: its job leases and its row go; what it still had
+        claimed (nothing, after a clean stop) is free for the others at once. A run it still
+        has open is closed as interrupted: the stop's cancellation can land between a run
+        row's commit and the runner learning its id, and then no one else would close it
+        (its runner is not stale, it is gone)."""
+        async with self.db.write() as conn:
+            await conn.execute(INTERRUPT_RUNS + "runner = ?", (to_iso(now), runner_id))
+            await conn.execute("DELETE FROM job_leases WHERE runner = ?", (runner_id,))
+            await conn.execute("DELETE FROM runners WHERE id = ?", (runner_id,))
+
+    async def live(self, now: datetime) -> list[RunnerRow]:
+        rows = await self.db.fetchall(
+            "SELECT * FROM runners WHERE lease_until >= ? ORDER BY started_at, id",
+            (to_iso(now),))
+        return [RunnerRow(r["id"], r["name"], from_iso(r["started_at"]),
+                          from_iso(r["lease_until"])) for r in rows]
+
+    async def claim(self, owner_id: int, runner_id: str, now: datetime) -> bool:
+        """Take the owner's jobs for `runner_id`: True when the owner was free, already this
+        runner's, or held by a runner whose lease ran out (a dead process); False while
+        another live runner holds it, or when the owner no longer exists."""
+        won = await self.db.execute_atomic(
+            "INSERT INTO job_leases (owner_id, runner, claimed_at)"
+            " SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM persons WHERE id = ?)"
+            " ON CONFLICT (owner_id) DO UPDATE SET runner = excluded.runner,"
+            " claimed_at = excluded.claimed_at"
+            " WHERE job_leases.runner = excluded.runner"
+            f" OR NOT {held_by_a_live_runner('job_leases.runner')}",
+            (owner_id, runner_id, to_iso(now), owner_id, to_iso(now)))
+        return won == 1
+
+    async def release(self, owner_id: int, runner_id: str) -> None:
+        """Give the owner's jobs back (only if this runner still holds them)."""
+        await self.db.execute_atomic(
+            "DELETE FROM job_leases WHERE owner_id = ? AND runner = ?", (owner_id, runner_id))
+
+    async def holders(self, now: datetime) -> dict[int, str]:
+        """Every owner whose jobs a live runner holds now, with that runner (one query, for
+        `strata jobs status` over all the persons)."""
+        rows = await self.db.fetchall(
+            "SELECT l.owner_id, l.runner FROM job_leases l"
+            f" WHERE {held_by_a_live_runner('l.runner')}", (to_iso(now),))
+        return {int(r[0]): str(r[1]) for r in rows}
+
+    async def holder(self, owner_id: int, now: datetime) -> str | None:
+        """The live runner holding the owner's jobs, if any."""
+        value = await self.db.fetchval(
+            "SELECT l.runner FROM job_leases l WHERE l.owner_id = ?"
+            f" AND {held_by_a_live_runner('l.runner')}", (owner_id, to_iso(now)))
+        return None if value is None else str(value)

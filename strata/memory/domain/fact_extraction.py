@@ -1,0 +1,357 @@
+"""Fact extraction: routes durable facts from an owner's new leaf episodes into the data graph.
+
+Per owner, a cursor (`fact_cursors`) marks the newest leaf episode already read, so an
+episode is never read twice. Only episodes whose source profile has `facts` on are used, and
+nothing runs while the person has paused memory. The model answers with JSON
+(`strata.memory.domain.prompts.facts`); besides the prompt's rules, code drops every candidate that
+is not a durable assertion by the person: its `modality` must be "assertion", `asserted_by_person`
+true, its `evidence` must be found in what the person actually said in the episode, and that
+evidence must not read as a question, a hypothetical or reported speech. An explicit
+correction retracts the fact it corrects at once; a new value for the same subject/attribute
+(or a fact the model says it replaces) supersedes the old one.
+
+The model call is a parameter (`Complete`), so the cognition job can route it through a
+background turn and tests through the fake server. Imports `bot` leaf modules and `memory`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from strata.core.clock import to_iso
+from strata.core.errors import StrataError
+from strata.core.ports import ChatModel
+from strata.core.types import ChatMessage, OwnerKind
+from strata.memory.domain.episodes import LEAF, Episode, episode_from_db
+from strata.memory.domain.facts import FACT_KINDS, PERSON_KINDS, FactStore, NewFact, normalise_text
+from strata.memory.domain.persons import PersonRepo
+from strata.memory.domain.profiles import profile_for
+from strata.memory.domain.prompts.facts import (
+    Candidate,
+    Excerpt,
+    FactsSchema,
+    KnownFact,
+    build_messages,
+    parse_answer,
+)
+from strata.memory.engines.db import Database
+
+log = logging.getLogger(__name__)
+
+# (messages) -> the model's answer text.
+Complete = Callable[[Sequence[ChatMessage]], Awaitable[str]]
+
+MIN_CONFIDENCE = 0.5
+# Share of the evidence's words that must occur in the person's own lines of the episode.
+EVIDENCE_OVERLAP = 0.6
+MAX_KNOWN_FACTS = 80
+MAX_LINE_CHARS = 600
+
+_WORDS = re.compile(r"\w+", re.UNICODE)
+_QUESTION = re.compile(r"\?\s*$")
+_HYPOTHETICAL = re.compile(
+    r"\b(what if|suppose|supposing|imagine|if i|if we|i might|i may|maybe i|perhaps i|"
+    r"i wonder|would i|should i|could i|someday|one day i)\b",
+    re.IGNORECASE,
+)
+# "<someone> said/told/…": the person relays another's words or views ("I said" is fine).
+_REPORTED = re.compile(
+    r"\b(\w+)\s+(said|says|told|tells|thinks|think|believes|claims|reckons|wrote|writes)\b",
+    re.IGNORECASE,
+)
+_REPORTED_OTHER = re.compile(r"\baccording to\b", re.IGNORECASE)
+
+
+def model_completer(chat: ChatModel, *, model: str | None = None,
+                    max_tokens: int | None = None) -> Complete:
+    """A `Complete` that asks `chat` directly for JSON of the facts answer's shape."""
+
+    async def complete(messages: Sequence[ChatMessage]) -> str:
+        answer = await chat.complete(messages, model=model, max_tokens=max_tokens,
+                                     schema=FactsSchema)
+        return answer.text
+
+    return complete
+
+
+def evidence_problem(evidence: str) -> str | None:
+    """Why `evidence` does not read as an assertion in the person's own voice, or None."""
+    if not evidence.strip():
+        return "no evidence"
+    if _QUESTION.search(evidence):
+        return "question"
+    if _HYPOTHETICAL.search(evidence):
+        return "hypothetical"
+    if _REPORTED_OTHER.search(evidence):
+        return "quote"
+    for who, _verb in _REPORTED.findall(evidence):
+        if who.lower() not in ("i", "i've", "we"):
+            return "quote"
+    return None
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORDS.findall(text)]
+
+
+def find_evidence(evidence: str, lines: Sequence[tuple[int, str]]) -> list[int]:
+    """Ids of the person's lines that contain `evidence` (by word overlap), best first.
+
+    Empty when the person never said it: the candidate is then not theirs to assert.
+    """
+    wanted = _words(evidence)
+    if not wanted:
+        return []
+    norm = normalise_text(evidence)
+    scored = []
+    for row_id, text in lines:
+        if norm and norm in normalise_text(text):
+            scored.append((1.0, row_id))
+            continue
+        have = set(_words(text))
+        share = sum(1 for w in wanted if w in have) / len(wanted)
+        if share >= EVIDENCE_OVERLAP:
+            scored.append((share, row_id))
+    scored.sort(key=lambda s: (-s[0], s[1]))
+    return [r for _, r in scored]
+
+
+@dataclass
+class ExtractionReport:
+    episodes: int = 0
+    added: list[int] = field(default_factory=list)
+    duplicates: int = 0
+    superseded: list[int] = field(default_factory=list)
+    retracted: list[int] = field(default_factory=list)
+    rejected: dict[str, int] = field(default_factory=dict)
+    skipped: str | None = None
+
+    def reject(self, why: str) -> None:
+        self.rejected[why] = self.rejected.get(why, 0) + 1
+
+    def line(self) -> str:
+        if self.skipped:
+            return f"skipped: {self.skipped}"
+        return (
+            f"{self.episodes} episodes read; {len(self.added)} facts added, "
+            f"{self.duplicates} already known, {len(self.superseded)} superseded, "
+            f"{len(self.retracted)} retracted; rejected {self.rejected or 'none'}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    episodes: list[Episode]
+    excerpts: list[Excerpt]
+    person_lines: dict[int, list[tuple[int, str]]]  # episode id -> (row id, text)
+
+
+class FactExtractor:
+    def __init__(self, db: Database, store: FactStore, persons: PersonRepo, *,
+                 min_confidence: float = MIN_CONFIDENCE, input_tokens: int = 6000) -> None:
+        self.db = db
+        self.input_tokens = input_tokens  # one extraction call's quoted text, at most
+        self.store = store
+        self.persons = persons
+        self.min_confidence = min_confidence
+        # One run per owner at a time in this process (an after-turn run and the background
+        # job must not both read the same new episodes).
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    # -- the cursor ------------------------------------------------------------------------------
+
+    async def cursor(self, owner_id: int) -> tuple[int, str]:
+        row = await self.db.fetchone(
+            "SELECT last_episode_id, last_created_at FROM fact_cursors WHERE owner_id = ?",
+            (owner_id,),
+        )
+        return (int(row[0]), str(row[1])) if row else (0, "")
+
+    async def pending(self, owner_id: int, limit: int = 100) -> list[Episode]:
+        """Leaf episodes of `owner_id` not read yet, oldest first (muted sources included:
+        the cursor moves past them)."""
+        last_id, last_created = await self.cursor(owner_id)
+        rows = await self.db.fetchall(
+            "SELECT * FROM episodes WHERE owner_id = ? AND level = ?"
+            " AND (id > ? OR created_at > ?) ORDER BY id LIMIT ?",
+            (owner_id, LEAF, last_id, last_created, limit),
+        )
+        return [episode_from_db(r) for r in rows]
+
+    async def watermark(self, owner_id: int) -> str | None:
+        """The newest unread episode id (a job's input watermark), or None."""
+        last_id, last_created = await self.cursor(owner_id)
+        newest = await self.db.fetchval(
+            "SELECT max(id) FROM episodes WHERE owner_id = ? AND level = ?"
+            " AND (id > ? OR created_at > ?)",
+            (owner_id, LEAF, last_id, last_created),
+        )
+        return None if newest is None else str(newest)
+
+    async def _advance(self, owner_id: int, episodes: Sequence[Episode]) -> None:
+        if not episodes:
+            return
+        last_id = max(e.id for e in episodes)
+        last_created = max(to_iso(e.created_at) for e in episodes)
+        await self.db.execute_write(
+            "INSERT INTO fact_cursors (owner_id, last_episode_id, last_created_at)"
+            " VALUES (?, ?, ?) ON CONFLICT (owner_id) DO UPDATE SET"
+            # The larger of old and new (SQLite's two-argument max() is not PostgreSQL's).
+            " last_episode_id = CASE WHEN excluded.last_episode_id > fact_cursors.last_episode_id"
+            " THEN excluded.last_episode_id ELSE fact_cursors.last_episode_id END,"
+            " last_created_at = CASE WHEN excluded.last_created_at > fact_cursors.last_created_at"
+            " THEN excluded.last_created_at ELSE fact_cursors.last_created_at END",
+            (owner_id, last_id, last_created),
+        )
+
+    # -- a run -----------------------------------------------------------------------------------
+
+    async def run(
+        self, owner_id: int, complete: Complete, now: datetime, *, max_episodes: int = 8
+    ) -> ExtractionReport:
+        """Read up to `max_episodes` new episodes of `owner_id` with one model call."""
+        async with self._locks.setdefault(owner_id, asyncio.Lock()):
+            return await self._run(owner_id, complete, now, max_episodes)
+
+    async def _run(
+        self, owner_id: int, complete: Complete, now: datetime, max_episodes: int
+    ) -> ExtractionReport:
+        report = ExtractionReport()
+        person = await self.persons.get(owner_id)
+        if person is None or person.kind is not OwnerKind.PERSON:
+            report.skipped = "not a person"
+            return report
+        if person.paused:
+            report.skipped = "memory is paused"
+            return report
+        episodes = await self.pending(owner_id, limit=max_episodes)
+        if not episodes:
+            report.skipped = "no new episodes"
+            return report
+        usable = [e for e in episodes if profile_for(e.source).facts]
+        if not usable:
+            await self._advance(owner_id, episodes)
+            report.skipped = "only muted sources"
+            return report
+        batch = await self._batch(usable)
+        known = (await self.store.repo.for_owner(owner_id))[-MAX_KNOWN_FACTS:]
+        kinds = PERSON_KINDS if all(e.source == "user" for e in usable) else FACT_KINDS
+        messages = build_messages(
+            batch.excerpts,
+            [KnownFact(f.id, f.kind, f"{f.subject}.{f.attribute}" if f.attribute else "",
+                       f.text) for f in known],
+            kinds,
+            budget_tokens=self.input_tokens,
+        )
+        candidates = parse_answer(await complete(messages))
+        # The person may have paused while the model was thinking: then nothing is kept, and
+        # the cursor stays so the episodes are read after /resume.
+        person = await self.persons.get(owner_id)
+        if person is None or person.paused:
+            report.skipped = "memory is paused"
+            return report
+        report.episodes = len(episodes)
+        for cand in candidates:
+            await self._route(owner_id, cand, batch, kinds, now, report)
+        await self._advance(owner_id, episodes)
+        log.info("fact extraction for owner %s: %s", owner_id, report.line())
+        return report
+
+    async def _batch(self, episodes: Sequence[Episode]) -> _Batch:
+        excerpts, person_lines = [], {}
+        for ep in episodes:
+            rows = await self.db.fetchall(
+                "SELECT t.id, t.role, t.content FROM episode_rows er"
+                " JOIN transcript t ON t.id = er.row_id"
+                " WHERE er.episode_id = ? AND t.kind = 'message' ORDER BY t.id",
+                (ep.id,),
+            )
+            # In a person's own channel the user rows are the person; in a background channel
+            # (DMN, an external agent) the rows are the agent's own findings.
+            own_role = "user" if ep.source == "user" else "assistant"
+            lines = []
+            mine = []
+            for r in rows:
+                text = str(r["content"])[:MAX_LINE_CHARS]
+                who = "person" if r["role"] == "user" else "assistant"
+                lines.append((who, text))
+                if r["role"] == own_role:
+                    mine.append((int(r["id"]), text))
+            excerpts.append(Excerpt(ep.id, ep.started_at.date().isoformat(), ep.summary,
+                                    tuple(lines)))
+            person_lines[ep.id] = mine
+        return _Batch(list(episodes), excerpts, person_lines)
+
+    async def _route(
+        self,
+        owner_id: int,
+        cand: Candidate,
+        batch: _Batch,
+        kinds: Sequence[str],
+        now: datetime,
+        report: ExtractionReport,
+    ) -> None:
+        if cand.modality != "assertion":
+            report.reject(cand.modality)
+            return
+        if not cand.asserted_by_person:
+            report.reject("not asserted by the person")
+            return
+        if not cand.durable:
+            report.reject("not durable")
+            return
+        if cand.kind not in kinds:
+            report.reject("kind")
+            return
+        if cand.confidence < self.min_confidence:
+            report.reject("low confidence")
+            return
+        problem = evidence_problem(cand.evidence)
+        if problem is not None:
+            report.reject(problem)
+            return
+        episode_ids = [e.id for e in batch.episodes]
+        if cand.episode in episode_ids:  # look in the named episode first
+            episode_ids.remove(cand.episode)
+            episode_ids.insert(0, cand.episode)
+        rows: list[int] = []
+        source_episode = None
+        for eid in episode_ids:
+            rows = find_evidence(cand.evidence, batch.person_lines.get(eid, []))
+            if rows:
+                source_episode = next(e for e in batch.episodes if e.id == eid)
+                break
+        if source_episode is None:
+            report.reject("evidence not in the person's words")
+            return
+        new = NewFact(
+            owner_id=owner_id,
+            kind=cand.kind,
+            text=cand.text,
+            source=source_episode.source,
+            subject=cand.subject or "self",
+            attribute=cand.attribute,
+            confidence=cand.confidence,
+            channel_id=source_episode.channel_id,
+            valid_from=source_episode.ended_at,
+            episode_ids=(source_episode.id,),
+            row_ids=tuple(rows[:3]),
+        )
+        try:
+            result = await self.store.add(new, now, replaces=cand.replaces,
+                                          correction=cand.correction)
+        except (StrataError, ValueError) as exc:  # unknown kind, muted source: nothing stored
+            log.info("fact candidate refused: %s", exc)
+            report.reject("refused by the store")
+            return
+        if result.fact_id is None:
+            report.duplicates += 1
+        else:
+            report.added.append(result.fact_id)
+        report.superseded += result.superseded
+        report.retracted += result.retracted

@@ -1,0 +1,221 @@
+"""One owner's live recallable transcript rows in memory, for `strata.memory.domain.recall_rank`.
+
+Recall ranks every window of an owner's memory per query (a matrix–vector product and a few
+BM25 posting lists), which needs the rows' words and vectors at hand. They are loaded from the
+database once per owner and kept fresh by a cheap check per search: the number and the newest
+id of the owner's recallable rows, and the row-vector cursors of the owner's channels. New rows
+are appended; a row whose vector arrives later gets it once its channel's cursor has passed it;
+anything else (a deleted row: forget, pruning) reloads the owner. The text shown in a recall
+block is always read fresh from the database, never from this cache.
+
+Which rows: exactly those the transcript source used to search — the owner's `message` rows of
+role user or assistant, from sources whose profile feeds memory. A person's rows cover all of
+their channels; a shared room's owner is the room's scope. Imports `bot` leaf modules and
+`memory`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from strata.core.clock import from_iso
+from strata.memory.domain.profiles import sources_with, wildcard_prefixes_with
+from strata.memory.domain.recall_rank import Postings, RowTable, add_words, build_table
+from strata.memory.engines.db import Reads, Row, placeholders
+
+EPOCH_MINUTES = 60.0
+SESSION_GAP_MINUTES = 60.0
+OWNERS_KEPT = 8
+CHUNK = 500
+
+
+def source_filter(column: str) -> tuple[str, list[object]]:
+    """SQL keeping only sources whose profile feeds memory (muted sources are never found)."""
+    exact = sources_with("episodes")
+    parts = [f"{column} IN ({placeholders(exact)})"] if exact else []
+    params: list[object] = list(exact)
+    for prefix in wildcard_prefixes_with("episodes"):
+        parts.append(f"substr({column}, 1, ?) = ?")
+        params += [len(prefix), prefix]
+    return "(" + (" OR ".join(parts) or "0") + ")", params
+
+
+def minutes_of(ts: str) -> float:
+    return from_iso(ts).timestamp() / EPOCH_MINUTES
+
+
+@dataclass
+class OwnerRows:
+    """The cached rows of one owner, in id order."""
+
+    owner_id: int
+    dim: int
+    ids: list[int] = field(default_factory=list)
+    channel: list[int] = field(default_factory=list)
+    minutes: list[float] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)  # what keyword search sees
+    # The texts split into stems, extended as rows arrive (splitting is most of a rebuild).
+    postings: Postings = field(default_factory=dict)
+    lengths: list[float] = field(default_factory=list)
+    surface: set[str] = field(default_factory=set)  # every word as written (lower-cased)
+    vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    has_vec: list[bool] = field(default_factory=list)
+    settled: list[bool] = field(default_factory=list)  # the indexer has passed the row
+    fingerprint: tuple[int, int, int] = (-1, -1, -1)
+    table: RowTable | None = None
+    position: dict[int, int] = field(default_factory=dict)
+
+    def rebuild(self) -> RowTable:
+        self.table = build_table(self.ids, self.channel, self.minutes, self.texts,
+                                 self.vectors[: len(self.ids)], np.asarray(self.has_vec, bool),
+                                 SESSION_GAP_MINUTES, (self.postings, self.lengths, self.surface))
+        self.position = {rid: i for i, rid in enumerate(self.ids)}
+        return self.table
+
+
+NAMED = re.compile(r"^[\w .'’-]{1,40}: ")
+
+
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+          "september", "october", "november", "december")
+
+
+def keyword_text(row: Row) -> str:
+    """A row's searchable text: the speaker's name (questions use names), the content (the
+    name only once when the content already begins with one) and the month it was said in
+    (questions ask what happened "in June"; the date itself is shown in the block's header)."""
+    content = str(row["content"])
+    speaker = row["speaker"] if row["role"] == "user" else ""
+    text = content if not speaker or NAMED.match(content) else f"{speaker} {content}"
+    return f"{text} {MONTHS[from_iso(row['ts']).month - 1]}"
+
+
+class RowIndex:
+    """Per-owner caches of recallable rows (the `OWNERS_KEPT` most recently searched)."""
+
+    def __init__(self, reads: Reads, dim: int) -> None:
+        self.reads = reads
+        self.dim = dim
+        self._owners: OrderedDict[int, OwnerRows] = OrderedDict()
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    def _where(self) -> tuple[str, list[object]]:
+        allowed, params = source_filter("t.source")
+        return (f"t.owner_id = ? AND t.kind = 'message' AND t.role IN ('user', 'assistant')"
+                f" AND {allowed}", params)
+
+    async def _fingerprint(self, owner_id: int) -> tuple[int, int, int]:
+        where, params = self._where()
+        rows = await self.reads.fetchall(
+            f"SELECT (SELECT count(*) FROM transcript t WHERE {where}),"
+            f" (SELECT coalesce(max(t.id), 0) FROM transcript t WHERE {where}),"
+            " (SELECT coalesce(sum(v.last_row_id), 0) FROM transcript_vec_cursors v"
+            "  JOIN channels c ON c.id = v.channel_id WHERE c.owner_id = ?)",
+            [owner_id, *params, owner_id, *params, owner_id])
+        r = rows[0]
+        return int(r[0]), int(r[1]), int(r[2])
+
+    async def table(self, owner_id: int) -> tuple[OwnerRows, RowTable]:
+        """The owner's rows, fresh as of now."""
+        lock = self._locks.setdefault(owner_id, asyncio.Lock())
+        async with lock:
+            fp = await self._fingerprint(owner_id)
+            cached = self._owners.get(owner_id)
+            if cached is not None and cached.fingerprint == fp and cached.table is not None:
+                self._owners.move_to_end(owner_id)
+                return cached, cached.table
+            rows = cached if cached is not None else OwnerRows(owner_id, self.dim)
+            last = rows.ids[-1] if rows.ids else 0
+            new = await self._rows_after(owner_id, last)
+            if cached is None or len(rows.ids) + len(new) != fp[0]:
+                rows = OwnerRows(owner_id, self.dim)  # something was deleted: start over
+                new = await self._rows_after(owner_id, 0)
+            self._append(rows, new)
+            await self._settle_vectors(rows)
+            rows.fingerprint = fp
+            table = rows.rebuild()
+            self._owners[owner_id] = rows
+            self._owners.move_to_end(owner_id)
+            while len(self._owners) > OWNERS_KEPT:
+                self._owners.popitem(last=False)
+            return rows, table
+
+    async def _rows_after(self, owner_id: int, after: int) -> list[Row]:
+        where, params = self._where()
+        return await self.reads.fetchall(
+            "SELECT t.id, t.channel_id, t.ts, t.role, t.content, p.name AS speaker"
+            " FROM transcript t LEFT JOIN persons p ON p.id = t.person_id"
+            f" WHERE {where} AND t.id > ? ORDER BY t.id",
+            [owner_id, *params, after])
+
+    def _append(self, rows: OwnerRows, new: Sequence[Row]) -> None:
+        if not new:
+            return
+        start = len(rows.ids)
+        need = start + len(new)
+        if rows.vectors.shape[0] < need or rows.vectors.shape[1] != self.dim:
+            grown = np.zeros((max(need, 2 * rows.vectors.shape[0], 64), self.dim), np.float32)
+            if rows.vectors.shape[1] == self.dim:
+                grown[:start] = rows.vectors[:start]
+            rows.vectors = grown
+        for r in new:
+            rows.ids.append(int(r["id"]))
+            rows.channel.append(int(r["channel_id"]))
+            rows.minutes.append(minutes_of(r["ts"]))
+            rows.texts.append(keyword_text(r))
+            rows.has_vec.append(False)
+            rows.settled.append(False)
+        add_words(rows.postings, rows.lengths, rows.surface, rows.texts[start:])
+
+    async def _settle_vectors(self, rows: OwnerRows) -> None:
+        """Load the vectors of rows the row indexer has passed since the last look."""
+        cursors = {int(r[0]): int(r[1]) for r in await self.reads.fetchall(
+            "SELECT v.channel_id, v.last_row_id FROM transcript_vec_cursors v"
+            " JOIN channels c ON c.id = v.channel_id WHERE c.owner_id = ?", (rows.owner_id,))}
+        todo = [i for i, done in enumerate(rows.settled)
+                if not done and rows.ids[i] <= cursors.get(rows.channel[i], 0)]
+        for start in range(0, len(todo), CHUNK):
+            part = todo[start:start + CHUNK]
+            ids = [rows.ids[i] for i in part]
+            found = await self.reads.fetchall(
+                *self.reads.dialect.vectors_query("transcript_vec", "row_id", ids))
+            at = {rid: i for rid, i in zip(ids, part, strict=True)}
+            for r in found:
+                i = at[int(r[0])]
+                vec = np.frombuffer(r[1], dtype="<f4")
+                if vec.shape[0] == self.dim:
+                    norm = float(np.linalg.norm(vec))
+                    usable = math.isfinite(norm) and norm > 0  # a NaN/zero vector stored
+                    # before vectors were checked counts as none (keyword recall still works)
+                    if usable:
+                        rows.vectors[i] = vec / norm
+                    rows.has_vec[i] = usable
+            for i in part:
+                rows.settled[i] = True
+
+    async def texts(self, owner_id: int, row_ids: Sequence[int]) -> dict[int, Row]:
+        """The rows as they are now, with their channel's provenance (for rendering)."""
+        if not row_ids:
+            return {}
+        where, params = self._where()
+        found = await self.reads.fetchall(
+            "SELECT t.id, t.ts, t.role, t.content, p.name AS speaker, c.kind, c.platform,"
+            " c.name, c.source FROM transcript t JOIN channels c ON c.id = t.channel_id"
+            " LEFT JOIN persons p ON p.id = t.person_id"
+            f" WHERE t.id IN ({placeholders(row_ids)}) AND {where}",
+            [*row_ids, owner_id, *params])
+        return {int(r["id"]): r for r in found}
+
+
+def recency_of(minutes: np.ndarray, now: datetime, tau_days: float) -> np.ndarray:
+    """exp(−age/τ) per row (a row from the future weighs 1)."""
+    age_days = np.maximum(now.timestamp() / EPOCH_MINUTES - minutes, 0.0) / (24 * 60)
+    return np.exp(-age_days / tau_days)

@@ -1,0 +1,120 @@
+"""What of a chosen window is shown: recall's display trimming, pure (numpy, no SQL, no I/O).
+
+Windows (a row and its neighbours) are ranked as a whole by `strata.memory.domain.recall_rank`,
+because the context around a row says what the row is about. But usually one row of the three holds
+what was asked, and every quoted row costs about as much as the others together with their header.
+So a window shows its rows that earn their tokens: each member row gets its own share of the
+query (BM25 of the row alone and the row's cosine, on the windows' per-query scales), and a
+member is kept when it is within `trim_margin` of the window's best row. The best row is always
+kept; `trim_margin` = inf shows whole windows. The window's score still ranks it: trimming only
+changes what it costs, and so how many windows fit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from strata.memory.domain.recall_rank import (
+    BM25_B,
+    BM25_K1,
+    RankTuning,
+    RowTable,
+    Selection,
+    SpanCostFn,
+    Unit,
+    WindowScores,
+    take_window,
+)
+
+F32 = npt.NDArray[np.float32]
+
+
+def row_shares(table: RowTable, rows: Sequence[int], stems: Sequence[str],
+               vector: F32 | None, ws: WindowScores, tuning: RankTuning) -> dict[int, float]:
+    """Each of `rows`' own score for the query: BM25 of the row alone divided by the best
+    window's BM25, and the row's cosine on the windows' semantic scale, weighted as windows
+    are."""
+    if not rows:
+        return {}
+    idx = np.asarray(rows, dtype=np.int64)
+    avg = float(table.lengths.mean()) if table.n else 1.0
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * table.lengths[idx] / max(avg, 1.0))
+    bm25 = np.zeros(len(rows))
+    where = {int(r): k for k, r in enumerate(idx)}
+    for t in stems:
+        post = table.postings.get(t)
+        if not post:
+            continue
+        tf = np.zeros(len(rows))
+        for r, count in post.items():  # a stem's rows are usually fewer than the shown ones
+            k = where.get(r)
+            if k is not None:
+                tf[k] = count
+        bm25 += ws.idf.get(t, 0.0) * tf * (BM25_K1 + 1) / (tf + norm)
+    keyword = bm25 / ws.bm25_best if ws.bm25_best > 0 else np.zeros(len(rows))
+    semantic = np.zeros(len(rows))
+    spread = ws.cos_top - ws.cos_mean
+    if vector is not None and not math.isnan(ws.cos_mean) and spread > 1e-9:
+        # The row's cosine on the windows' per-query scale (`unit_semantic`).
+        cos = (table.vectors[idx] @ vector.astype(np.float32)).astype(np.float64)
+        semantic = np.where(table.has_vec[idx], (cos - ws.cos_mean) / spread, 0.0)
+    score = tuning.w_keyword * keyword + tuning.w_semantic * semantic
+    return {int(r): float(s) for r, s in zip(idx, score, strict=True)}
+
+
+def shown_rows(members: Sequence[int], shares: Mapping[int, float],
+               margin: float) -> tuple[tuple[int, ...], int]:
+    """The members of one window worth showing, in order, and the best of them: those within
+    `margin` of the best member's share (the best always)."""
+    best = max(members, key=lambda r: shares.get(r, -math.inf))
+    top = shares.get(best, 0.0)
+    kept = tuple(r for r in members if r == best or shares.get(r, -math.inf) >= top - margin)
+    return kept, best
+
+
+def window_units(table: RowTable, ws: WindowScores, top: Sequence[int],
+                 said: Mapping[int, str], shares: Mapping[int, float] | None = None,
+                 margin: float = math.inf, whole: int = 0) -> list[Unit]:
+    """The selectable windows, best first: rows still there (`said`: a row's words as they are
+    now), exact repeats of a better window's centre (the same words said again) left out, each
+    showing its rows within `margin` of its best (`shown_rows`; whole windows without
+    `shares`)."""
+    units: list[Unit] = []
+    seen: set[str] = set()
+    for i in top:
+        if i not in said:
+            continue
+        words = " ".join(said[i].lower().split())
+        if words in seen:
+            continue
+        seen.add(words)
+        members = tuple(int(m) for m in ws.members[i] if m >= 0 and int(m) in said)
+        core = i
+        if shares is not None and math.isfinite(margin) and len(units) >= whole:
+            members, core = shown_rows(members, shares, margin)
+        units.append(Unit(i, float(ws.score[i]), members, int(table.session[i]), core=core))
+    return units
+
+
+def rank_order(units: Sequence[Unit], table: RowTable, span_cost: SpanCostFn,
+               budget: int) -> Selection:
+    """Fill the budget in rank order: each unit, best score first, brings the rows not yet
+    taken and pays only for what they add (a window overlapping or touching a taken one merges
+    into its span, under its header). A window that no longer fits whole brings its best row
+    alone; a unit that does not fit at all is passed over for smaller ones further down.
+
+    Plain on purpose: spreading the budget over many distinct spans (value per token, MMR)
+    pushed out evidence that ranked well, on held-out conversations most of all."""
+    sel = Selection()
+    for u in sorted(units, key=lambda u: -u.score):
+        if u.key < 0:
+            if sel.used + u.cost <= budget:
+                sel.extras.append(-1 - u.key)
+                sel.used += u.cost
+            continue
+        take_window(table, sel, u, span_cost, budget)
+    return sel

@@ -1,0 +1,424 @@
+"""The connection factory: one SQLite file in WAL mode, one serialised writer, one reader.
+
+`Database.open()` picks a driver that can load sqlite-vec (see `driver`), applies the pragmas,
+runs the numbered migrations and checks the embedding dimension recorded at creation. Writes go
+through `db.write()` (BEGIN IMMEDIATE … COMMIT under one lock); reads through `db.fetchall()` /
+`db.fetchone()` on a separate connection so they never wait on a writer. The file (and so its
+WAL and -shm) is 0600, and a file is only touched once it is known to be Strata's
+(`strata.memory.engines.dbfile`). The reading commands open it read-only. Imports `bot` leaf modules
+and
+`strata.memory.engines.driver` / `strata.memory.engines.dbfile` / `strata.memory.engines.migrations`
+only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Iterable, Sequence, Sized
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import aiosqlite
+import sqlite_vec
+
+from strata.core.errors import DimensionMismatchError, StorageError
+from strata.core.private_files import private_file, private_parents, tighten
+from strata.memory.engines import pg
+from strata.memory.engines.dbfile import connect_read_only, require_strata, side_files
+from strata.memory.engines.dialect import SQLITE, Dialect
+from strata.memory.engines.driver import sqlite_driver
+from strata.memory.engines.migrations import apply_migrations, read_meta
+
+log = logging.getLogger(__name__)
+
+Row = Any  # the driver's Row: index by position or by column name
+Params = Sequence[Any] | dict[str, Any]
+
+# Address space only (pages are shared with the OS cache); beyond it reads go the usual way.
+MMAP_BYTES = 1 << 30
+
+
+class Reads(Protocol):
+    """Anything reads can go through: a `Database` (its reader) or a `ReaderPool`."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]: ...
+
+
+def placeholders(items: Sized | int) -> str:
+    """`?,?,?`: one parameter mark per item (or `items` marks), for an `IN (…)` list."""
+    n = items if isinstance(items, int) else len(items)
+    return ",".join("?" * n)
+
+
+def _connector(path: str, read_only: bool = False) -> Any:
+    driver = sqlite_driver()
+
+    def connect() -> Any:
+        if read_only:  # no migrations, no writes, no side files (strata.memory.engines.dbfile)
+            conn = connect_read_only(Path(path))
+        else:
+            conn = driver.connect(path, timeout=30.0, isolation_level=None,
+                                  check_same_thread=False)
+            conn.enable_load_extension(True)
+            sqlite_vec.load(conn)
+            conn.enable_load_extension(False)
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.row_factory = driver.Row
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA busy_timeout = 30000")
+        # Deleted memory must not linger in free pages (see /forget and /wipe).
+        conn.execute("PRAGMA secure_delete = ON")
+        # Reads through a memory map: a vec0 kNN reads its partition's chunks as blobs, and
+        # with the small chunks of migration 0009 (many blobs per person) copying each through
+        # the page cache costs more than the scan itself (docs/living-memory.md).
+        conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+        return conn
+
+    return connect
+
+
+def raw_connection(path: str | Path) -> Any:
+    """A plain synchronous connection with sqlite-vec loaded and the usual pragmas, no
+    migrations: for tools and upgrade tests that build an older schema (close it yourself)."""
+    return _connector(str(path))()
+
+
+def _prepare(
+    path: str, dim: int, migrate: bool, upto: int | None = None, read_only: bool = False
+) -> tuple[list[str], dict[str, str]]:
+    """Synchronously migrate (if asked; up to migration `upto`) and read the meta table, on a
+    short-lived connection."""
+    try:
+        conn = _connector(path, read_only)()
+    except Exception as exc:
+        raise StorageError(f"cannot open database {path}: {exc}") from exc
+    try:
+        applied: list[str] = []
+        if migrate:
+            # Foreign keys off while migrating (SQLite's table-rebuild procedure): dropping a
+            # table being rebuilt must not cascade into its children. The pragma is a no-op
+            # inside a transaction, hence before BEGIN; the keys are checked before COMMIT.
+            conn.execute("PRAGMA foreign_keys = OFF")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                applied = apply_migrations(conn, dim, upto=upto)
+                broken = applied and conn.execute("PRAGMA foreign_key_check").fetchall()
+                if broken:
+                    raise StorageError(
+                        f"migrating {path} would break {len(broken)} foreign keys "
+                        f"(first: {tuple(broken[0])}); nothing was changed")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            conn.execute("PRAGMA foreign_keys = ON")
+        return applied, read_meta(conn)
+    finally:
+        conn.close()
+
+
+async def _open_connection(path: str, read_only: bool = False) -> aiosqlite.Connection:
+    conn = aiosqlite.Connection(_connector(path, read_only), iter_chunk_size=64)
+    try:
+        await conn
+    except Exception as exc:
+        raise StorageError(f"cannot open database {path}: {exc}") from exc
+    return conn
+
+
+def migrate_file(path: str | Path, dim: int, *, upto: int | None = None) -> list[str]:
+    """Create or migrate the database at `path` up to migration `upto` (all when None) and
+    return what was applied; `Database.open` does this for the whole list."""
+    _make_private(str(path))
+    return _prepare(str(path), dim, True, upto)[0]
+
+
+def _make_private(path: str) -> None:
+    """Before SQLite first opens `path` for writing: refuse a file that is not Strata's (a
+    mistyped STRATA_DB keeps its mode and content), make missing folders (0700), and make
+    the file 0600 (its WAL and -shm copy the database file's mode); files an older version
+    left open are narrowed."""
+    file = Path(path).expanduser()
+    require_strata(file)
+    try:
+        private_parents(file)
+        private_file(file)
+        tighten(*side_files(file))
+    except OSError as exc:
+        raise StorageError(f"cannot open database {path}: {exc}") from exc
+
+
+async def stored_dim(path: str | Path) -> int | None:
+    """The embedding dimension an existing SQLite database was created with, read without
+    changing a byte (None: no database there yet, or a PostgreSQL URL, which keeps its own
+    check). For commands that embed nothing and so may take whatever the file has."""
+    if pg.is_url(path) or str(path) == ":memory:":
+        return None
+    file = Path(path).expanduser()
+    if not file.exists() or file.stat().st_size == 0:
+        return None
+    require_strata(file)
+    _, meta = await asyncio.to_thread(_prepare, str(file), 0, False, None, True)
+    stored = meta.get("embed_dim")
+    return int(stored) if stored is not None else None
+
+
+class Database:
+    """One SQLite file. Use `await Database.open(path, dim)` and `await db.close()`.
+
+    `Database.open("postgresql://…", dim)` gives the PostgreSQL engine instead
+    (`strata.memory.engines.pg.database.PgDatabase`, the same interface). `engine` names the engine;
+    `dialect` holds the statements that differ between engines (`strata.memory.engines.dialect`).
+    """
+
+    engine = "sqlite"
+    dialect: Dialect = SQLITE
+    read_only = False  # opened by a reading command (`open(read_only=True)`)
+
+    def __init__(
+        self, path: str, dim: int, writer: aiosqlite.Connection, reader: aiosqlite.Connection
+    ) -> None:
+        self.path = path
+        self.dim = dim
+        self._writer = writer
+        self._reader = reader
+        self._lock = asyncio.Lock()
+        # One statement at a time on the reader: a SELECT left half-read by one coroutine
+        # keeps the reader's snapshot open, and another coroutine would then not see rows
+        # it has just committed through the writer (read-your-own-writes).
+        self._read_lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: str | Path, dim: int, *, migrate: bool = True,
+                   upto: int | None = None, read_only: bool = False) -> Database:
+        """Open (creating if needed) and migrate the database at `path` (with `upto`, only up
+        to that migration number: how an upgrade test makes a database of an older schema).
+
+        `read_only` (the reading commands): an existing file only, never migrated, opened so
+        that not a byte on disk changes (`strata.memory.engines.dbfile`); a write raises. PostgreSQL
+        opens as usual, without migrating.
+
+        Raises `DimensionMismatchError` when the file was created with another embedding
+        dimension, `ExtensionUnavailableError` when sqlite-vec cannot be loaded. A
+        `postgresql://` URL opens the PostgreSQL engine.
+        """
+        if pg.is_url(path):
+            from strata.memory.engines.pg.database import PgDatabase  # psycopg only when asked for
+
+            return await PgDatabase.connect(str(path), dim, migrate=migrate and not read_only,
+                                            upto=upto)
+        path = str(path)
+        if read_only:
+            migrate = False
+            file = Path(path).expanduser()
+            if not file.exists():
+                raise StorageError(f"nothing is stored yet: database {path} does not exist "
+                                   "(`strata chat` or `strata db migrate` makes it)")
+            require_strata(file)
+        elif path != ":memory:":
+            _make_private(path)
+        applied, meta = await asyncio.to_thread(_prepare, path, dim, migrate, upto, read_only)
+        if applied:
+            log.info("applied migrations: %s", ", ".join(applied))
+        stored = meta.get("embed_dim")
+        if stored is None:
+            raise StorageError(f"database {path} is not migrated: run `strata db migrate`")
+        if int(stored) != dim:
+            raise DimensionMismatchError(
+                f"database {path} was created with embedding dimension {stored}, but "
+                f"{dim} is configured: set STRATA_EMBED_DIM={stored} (or embed.dim) or use "
+                "a new database file"
+            )
+        # Read-only: the "writer" is read-only too, so a write raises instead of writing.
+        writer = await _open_connection(path, read_only)
+        try:
+            reader = await _open_connection(path, read_only)
+        except BaseException:
+            await writer.close()
+            raise
+        db = cls(path, dim, writer, reader)
+        db.read_only = read_only
+        return db
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self._reader.close()
+            await self._writer.close()
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A write transaction (BEGIN IMMEDIATE … COMMIT, rolled back on error), serialised.
+
+        Safe under cancellation (shutdown cancels background work mid-write): a cancelled
+        `await` does not stop the statement already queued on the writer's thread, so the
+        transaction is settled before the lock is released — otherwise the next writer's
+        BEGIN would fail with "cannot start a transaction within a transaction".
+        """
+        async with self._lock:
+            try:
+                await self._writer.execute("BEGIN IMMEDIATE")
+            except BaseException:
+                await asyncio.shield(self._settle())
+                raise
+            try:
+                yield self._writer
+            except BaseException:
+                await asyncio.shield(self._settle())
+                raise
+            try:
+                await self._writer.execute("COMMIT")
+            except BaseException:
+                await asyncio.shield(self._settle())
+                raise
+
+    async def _settle(self) -> None:
+        """Wait for the writer's queued statements, then roll back a transaction left open."""
+        await self._writer.execute("SELECT 1")
+        if self._writer.in_transaction:
+            await self._writer.execute("ROLLBACK")
+
+    async def execute_write(self, sql: str, params: Params = ()) -> int | None:
+        """Run one write statement in its own transaction; return lastrowid."""
+        async with self.write() as conn:
+            cur = await conn.execute(sql, params)
+            return cur.lastrowid
+
+    async def execute_atomic(self, sql: str, params: Params = ()) -> int:
+        """Run one write statement that is atomic on its own (a conditional UPDATE, an upsert
+        whose WHERE decides): return how many rows it changed. On SQLite it is an ordinary
+        write; a server engine may run it beside other writers, relying on its row locks
+        instead of the one write lock (claims: `strata.memory.coordination.claims`)."""
+        async with self.write() as conn:
+            cur = await conn.execute(sql, params)
+            return int(cur.rowcount or 0)
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        # One trip to the connection's thread, not three (execute, fetch, close): each trip
+        # costs about 0.1 ms, more than a small indexed query itself.
+        async with self._read_lock:
+            return list(await self._reader.execute_fetchall(sql, params))
+
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        async with self._read_lock:
+            cur = await self._reader.execute(sql, params)
+            row = await cur.fetchone()
+            await cur.close()
+        return row
+
+    async def fetchval(self, sql: str, params: Params = ()) -> Any:
+        row = await self.fetchone(sql, params)
+        return None if row is None else row[0]
+
+    async def stream(self, sql: str, params: Params = (), size: int = 500
+                     ) -> AsyncIterator[list[Row]]:
+        """The rows of one query, `size` at a time, without holding them all in memory (a
+        whole table for `strata.memory.engines.transfer`). Other reads wait until the iteration
+        ends."""
+        async with self._read_lock:
+            cur = await self._reader.execute(sql, params)
+            try:
+                while rows := await cur.fetchmany(size):
+                    yield list(rows)
+            finally:
+                await cur.close()
+
+    async def executemany_write(self, sql: str, rows: Iterable[Params]) -> None:
+        async with self.write() as conn:
+            await conn.executemany(sql, rows)
+
+    async def applied_migrations(self) -> list[tuple[int, str]]:
+        """The migrations applied to this file, (number, name), oldest first."""
+        rows = await self.fetchall("SELECT id, name FROM migrations ORDER BY id")
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    async def versions(self) -> str:
+        """The engine and its vector extension, as `strata doctor` reports them."""
+        row = await self.fetchone("SELECT sqlite_version(), vec_version()")
+        assert row is not None  # a SELECT without FROM always gives one row
+        return f"SQLite {row[0]}, sqlite-vec {row[1]}"
+
+    async def bytes_on_disk(self) -> int:
+        """The database's size on disk after folding the WAL in (what a person's memory costs)."""
+        await self.checkpoint()
+        path = Path(self.path)
+        wal = path.with_name(path.name + "-wal")
+        return path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+    async def checkpoint(self) -> None:
+        """Fold the WAL back into the main file and truncate it."""
+        async with self._lock:
+            await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    async def reclaim(self, tables: Iterable[str]) -> None:
+        """After deleting rows from `tables` (/forget, /wipe): leave no deleted text where the
+        engine can reach it. SQLite overwrites freed pages itself (`secure_delete`); what is
+        left is merging every FTS5 index (its `optimize` drops the deleted terms from its
+        segments) and truncating the WAL, which still holds the old pages."""
+        rows = await self.fetchall(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%USING fts5%'")
+        async with self.write() as conn:
+            for (name,) in rows:
+                await conn.execute(f"INSERT INTO {name} ({name}) VALUES ('optimize')")
+        await self.checkpoint()
+
+
+class ReaderPool:
+    """A few extra read connections, so independent reads of one task run at the same time.
+
+    Each aiosqlite connection has its own thread and SQLite releases the GIL while it works;
+    in WAL mode readers never block each other. Recall runs its vector and keyword searches
+    side by side on these. Connections open on first use; `close()` them with the database.
+    """
+
+    def __init__(self, db: Database, size: int = 4) -> None:
+        self.db = db
+        self.size = max(1, size)
+        self._free: asyncio.Queue[aiosqlite.Connection] | None = None
+        self._all: list[aiosqlite.Connection] = []
+        self._lock = asyncio.Lock()
+
+    async def _queue(self) -> asyncio.Queue[aiosqlite.Connection]:
+        async with self._lock:
+            if self._free is None:
+                free: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+                for _ in range(self.size):
+                    conn = await _open_connection(self.db.path, self.db.read_only)
+                    self._all.append(conn)
+                    free.put_nowait(conn)
+                self._free = free
+            return self._free
+
+    @property
+    def dialect(self) -> Dialect:
+        return self.db.dialect
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        if self.db.engine != "sqlite":  # a server engine's own pool already reads in parallel
+            return await self.db.fetchall(sql, params)
+        free = await self._queue()
+        conn = await free.get()
+        try:
+            return list(await conn.execute_fetchall(sql, params))
+        finally:
+            free.put_nowait(conn)
+
+    async def close(self) -> None:
+        async with self._lock:
+            for conn in self._all:
+                await conn.close()
+            self._all.clear()
+            self._free = None
+
+
+def is_integrity_error(exc: BaseException) -> bool:
+    """True for a constraint violation from whichever driver is in use (psycopg raises
+    subclasses of its IntegrityError, such as CheckViolation)."""
+    return (any(c.__name__ == "IntegrityError" for c in type(exc).__mro__)
+            or isinstance(exc, sqlite3.IntegrityError))

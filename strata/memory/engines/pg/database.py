@@ -1,0 +1,429 @@
+"""`PgDatabase`: the `Database` interface over a PostgreSQL server (psycopg 3 and its pool).
+
+The repositories see what they see on SQLite: `fetchall` / `fetchone` / `fetchval` read
+committed data on a pooled connection, `write()` yields a connection whose `execute` returns a
+cursor with `rowcount`, `lastrowid` and `fetchone()` / `fetchall()`, and rows index by
+position and by column name. What the engine does to keep that promise:
+
+- Statements are written with `?` marks; `strata.memory.engines.pg.sql.translate` turns them into
+`%s`.
+- `lastrowid`: an `INSERT` into a table with an `id` identity column and no `RETURNING` of its
+  own gets ` RETURNING id` appended, and the returned id is the cursor's `lastrowid`.
+- Writes are serialised like SQLite's `BEGIN IMMEDIATE`: one writer per process (a lock) and,
+  across processes, a transaction-level advisory lock taken first in every write
+  transaction. A read-check-write inside one `write()` block is therefore atomic against
+  every other writer of the database, as the repositories assume. Reads never wait for it.
+- Vectors: this schema has no binary column except the pgvector ones, so a `bytes` parameter
+  (a little-endian float32 blob, as stored in SQLite) is sent as a `vector`, and a `vector`
+  column reads back as such a blob. A read naming the `embedding` column fetches binary
+  results, so vectors are copied rather than parsed from text. `numeric` (what `sum()` of
+  integers returns) reads as an int or a float, never a `Decimal`, in text and binary alike.
+
+Imports `strata.core.errors`, `strata.memory.engines.db`, `strata.memory.engines.pg` and psycopg.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+import psycopg
+from psycopg import AsyncConnection, AsyncCursor, sql
+from psycopg.abc import AdaptContext
+from psycopg.adapt import Buffer, Dumper, Loader
+from psycopg.pq import Format
+from psycopg.types import TypeInfo
+from psycopg.types.numeric import NumericBinaryLoader
+from psycopg_pool import AsyncConnectionPool
+
+from strata.core.errors import DimensionMismatchError, StorageError
+from strata.memory.engines.db import Database, Params, Row
+from strata.memory.engines.migrations import available
+from strata.memory.engines.pg.dialect import POSTGRES
+from strata.memory.engines.pg.sql import bind, translate
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS = "strata.memory.engines.pg.migrations"
+# The advisory lock every write transaction takes first (any constant; "Strata" in ASCII).
+WRITE_LOCK = 0x537472617461
+_INSERT = re.compile(r"^\s*INSERT\s+INTO\s+([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
+_RETURNING = re.compile(r"\bRETURNING\b", re.IGNORECASE)
+# A read naming the vector column: its results come in binary (see `_binary`).
+_READS_VECTORS = re.compile(r"\bembedding\b", re.IGNORECASE)
+
+
+def _binary(sql: str) -> bool:
+    """Whether a read's results are fetched in binary: those naming `embedding`. pgvector's
+    text output costs about 0.7 ms per 384-d vector to parse (recall's first search of a
+    person loads all their row vectors: seconds at 10k rows); its binary output is copied."""
+    return _READS_VECTORS.search(sql) is not None
+
+
+def redacted(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+
+
+class PgRow(tuple[Any, ...]):
+    """A row indexed by position or by column name, like `sqlite3.Row`."""
+
+    _names: ClassVar[dict[str, int]] = {}
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._names[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+
+def _row_factory(cursor: AsyncCursor[Any]) -> Any:
+    names: dict[str, int] = {}
+    for i, column in enumerate(cursor.description or ()):
+        names.setdefault(column.name, i)  # a repeated name means its first column, as SQLite
+    row_type = type("PgRow", (PgRow,), {"_names": names})
+    return row_type
+
+
+class _BlobVectorDumper(Dumper):
+    """A float32 blob (SQLite's vector format) as pgvector's binary `vector`."""
+
+    format = Format.BINARY
+
+    def dump(self, obj: Any) -> Buffer:
+        values = np.frombuffer(bytes(obj), dtype="<f4")
+        return (len(values).to_bytes(2, "big") + b"\x00\x00"
+                + values.astype(">f4").tobytes())
+
+
+class _VectorBlobLoader(Loader):
+    """pgvector's text output (`[0.1,0.2]`) as a little-endian float32 blob."""
+
+    def load(self, data: Buffer) -> bytes:
+        text = bytes(data)[1:-1]
+        values = np.array(text.split(b","), dtype=np.float32) if text else np.zeros(0, "<f4")
+        return values.astype("<f4").tobytes()
+
+
+class _VectorBinaryLoader(Loader):
+    """pgvector's binary output (dimension, a reserved word, big-endian float32 values) as a
+    little-endian float32 blob."""
+
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> bytes:
+        return np.frombuffer(bytes(data), dtype=">f4", offset=4).astype("<f4").tobytes()
+
+
+class _NumberBinaryLoader(Loader):
+    """`numeric` in binary results: as `_NumberLoader` does for text, never a Decimal."""
+
+    format = Format.BINARY
+
+    def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
+        super().__init__(oid, context)
+        self._decimal = NumericBinaryLoader(oid, context)
+
+    def load(self, data: Buffer) -> int | float:
+        value = self._decimal.load(data)
+        if value.is_finite() and int(value.as_tuple().exponent) >= 0:
+            return int(value)
+        return float(value)
+
+
+class _NumberLoader(Loader):
+    """`numeric` as int when whole (a `sum()` of integers), else float: never a Decimal."""
+
+    def load(self, data: Buffer) -> int | float:
+        text = bytes(data)
+        return float(text) if (b"." in text or b"e" in text.lower() or b"N" in text) \
+            else int(text)
+
+
+# PostgreSQL's text cannot hold NUL, which SQLite stores and a chat message may contain:
+# NUL is written as MARK + "0" and MARK itself (a noncharacter, never meant for interchange)
+# as MARK + MARK, and read back, so every text is stored and returned exactly.
+MARK = "\U0010ffff"
+_ESCAPED = re.compile(MARK + "(.)", re.DOTALL)
+
+
+def escape_nul(text: str) -> str:
+    if MARK in text:
+        text = text.replace(MARK, MARK + MARK)
+    return text.replace("\x00", MARK + "0") if "\x00" in text else text
+
+
+def unescape_nul(text: str) -> str:
+    if MARK not in text:
+        return text
+    return _ESCAPED.sub(lambda m: "\x00" if m.group(1) == "0" else MARK, text)
+
+
+class _StrDumper(Dumper):
+    """A `str` as psycopg sends it (untyped text, so PostgreSQL infers the type), escaped."""
+
+    oid = 0
+
+    def dump(self, obj: Any) -> Buffer:
+        return escape_nul(str(obj)).encode()
+
+
+class _TextLoader(Loader):
+    def load(self, data: Buffer) -> str:
+        return unescape_nul(bytes(data).decode())
+
+
+class _TextBinaryLoader(_TextLoader):
+    """Text in binary results (reads naming `embedding`): the same UTF-8 bytes."""
+
+    format = Format.BINARY
+
+
+async def _configure(conn: AsyncConnection[Any]) -> None:
+    info = await TypeInfo.fetch(conn, "vector")
+    if info is None:
+        raise StorageError("the database has no pgvector type: run the migrations first")
+    dumper = type("BlobVectorDumper", (_BlobVectorDumper,), {"oid": info.oid})
+    conn.adapters.register_dumper(bytes, dumper)
+    conn.adapters.register_loader(info.oid, _VectorBlobLoader)
+    conn.adapters.register_loader("numeric", _NumberLoader)
+    if conn.info.encoding != "utf-8":
+        raise StorageError(f"the connection's encoding is {conn.info.encoding}, not UTF-8")
+    conn.adapters.register_dumper(str, _StrDumper)
+    for name in ("text", "varchar", "bpchar", "name"):
+        conn.adapters.register_loader(name, _TextLoader)
+        conn.adapters.register_loader(name, _TextBinaryLoader)
+    conn.adapters.register_loader(info.oid, _VectorBinaryLoader)
+    conn.adapters.register_loader("numeric", _NumberBinaryLoader)
+
+
+class PgCursor:
+    """What a write statement left: `rowcount`, `lastrowid` and the rows it returned."""
+
+    def __init__(self, rows: list[Row], rowcount: int, lastrowid: int | None) -> None:
+        self._rows = rows
+        self.rowcount = rowcount
+        self.lastrowid = lastrowid
+
+    async def fetchone(self) -> Row | None:
+        return self._rows.pop(0) if self._rows else None
+
+    async def fetchall(self) -> list[Row]:
+        rows, self._rows = self._rows, []
+        return rows
+
+    async def close(self) -> None:
+        self._rows = []
+
+
+class PgConnection:
+    """The connection `PgDatabase.write()` yields, with aiosqlite's `execute` interface."""
+
+    def __init__(self, conn: AsyncConnection[Any], id_tables: frozenset[str]) -> None:
+        self.conn = conn
+        self.id_tables = id_tables
+
+    async def execute(self, sql: str, params: Params = ()) -> PgCursor:
+        returns_id = False
+        insert = _INSERT.match(sql)
+        if insert and insert.group(1).lower() in self.id_tables and not _RETURNING.search(sql):
+            sql, returns_id = f"{sql.rstrip().rstrip(';')} RETURNING id", True
+        cur = await self.conn.execute(*bind(sql, params))
+        rows: list[Row] = await cur.fetchall() if cur.description is not None else []
+        lastrowid = int(rows[-1][0]) if returns_id and rows else None
+        return PgCursor([] if returns_id else rows, cur.rowcount, lastrowid)
+
+    async def executemany(self, sql: str, rows: Iterable[Params]) -> PgCursor:
+        async with self.conn.cursor() as cur:
+            await cur.executemany(translate(sql), list(rows))
+            return PgCursor([], cur.rowcount, None)
+
+
+async def _migrate(url: str, dim: int, upto: int | None) -> list[str]:
+    """Apply pending migrations in one transaction (under the write lock, so two processes
+    starting together migrate once); a failure changes nothing."""
+    applied: list[str] = []
+    async with await AsyncConnection.connect(url, autocommit=True) as conn, \
+            conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS migrations (id BIGINT PRIMARY KEY,"
+            ' name TEXT COLLATE "C" NOT NULL, applied_at TEXT COLLATE "C" NOT NULL)')
+        await conn.execute(
+            'CREATE TABLE IF NOT EXISTS meta (key TEXT COLLATE "C" PRIMARY KEY,'
+            ' value TEXT COLLATE "C" NOT NULL)')
+        meta = await _read_meta(conn)
+        if "embed_dim" not in meta:
+            now = datetime.now(UTC).isoformat()
+            await conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('embed_dim', %s), ('created_at', %s)",
+                (str(dim), now))
+        else:
+            dim = int(meta["embed_dim"])
+        cur = await conn.execute("SELECT id FROM migrations")
+        done = {int(r[0]) for r in await cur.fetchall()}
+        for number, name, sql in available(MIGRATIONS):
+            if number in done or (upto is not None and number > upto):
+                continue
+            await conn.execute(sql.replace("$DIM", str(dim)).encode())  # a script: no params
+            await conn.execute(
+                "INSERT INTO migrations (id, name, applied_at) VALUES (%s, %s, %s)",
+                (number, name, datetime.now(UTC).isoformat()))
+            applied.append(f"{number:04d}_{name}")
+    return applied
+
+
+async def _read_meta(conn: AsyncConnection[Any]) -> dict[str, str]:
+    cur = await conn.execute("SELECT to_regclass('meta') IS NOT NULL")
+    row = await cur.fetchone()
+    if not row or not row[0]:
+        return {}
+    cur = await conn.execute("SELECT key, value FROM meta")
+    return {str(k): str(v) for k, v in await cur.fetchall()}
+
+
+class PgDatabase(Database):
+    """One PostgreSQL database. Use `await Database.open("postgresql://…", dim)`."""
+
+    engine = "postgres"
+    dialect = POSTGRES
+
+    def __init__(self, url: str, dim: int, pool: AsyncConnectionPool[Any],
+                 id_tables: frozenset[str]) -> None:
+        # Not Database.__init__: no SQLite connections here. `path` is for display only.
+        self.path = redacted(url)
+        self.dim = dim
+        self._pool = pool
+        self._id_tables = id_tables
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def connect(cls, url: str, dim: int, *, migrate: bool = True,
+                      upto: int | None = None, pool_size: int = 8) -> PgDatabase:
+        """Connect to (and, unless told not to, migrate) the database at `url`."""
+        try:
+            applied = await _migrate(url, dim, upto) if migrate else []
+            async with await AsyncConnection.connect(url, autocommit=True) as conn:
+                meta = await _read_meta(conn)
+                cur = await conn.execute(
+                    "SELECT table_name FROM information_schema.columns WHERE column_name = 'id'"
+                    " AND is_identity = 'YES' AND table_schema = current_schema()")
+                id_tables = frozenset(str(r[0]) for r in await cur.fetchall())
+        except psycopg.Error as exc:
+            raise StorageError(f"cannot open database {redacted(url)}: {exc}") from exc
+        if applied:
+            log.info("applied migrations: %s", ", ".join(applied))
+        stored = meta.get("embed_dim")
+        if stored is None:
+            raise StorageError(
+                f"database {redacted(url)} is not migrated: run `strata db migrate`")
+        if int(stored) != dim:
+            raise DimensionMismatchError(
+                f"database {redacted(url)} was created with embedding dimension {stored}, but "
+                f"{dim} is configured: set STRATA_EMBED_DIM={stored} (or embed.dim) or use "
+                "a new database")
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            url, min_size=1, max_size=pool_size, open=False, configure=_configure,
+            kwargs={"autocommit": True, "row_factory": _row_factory},
+            name="strata")
+        try:
+            await pool.open(wait=True, timeout=30)
+        except Exception as exc:
+            await pool.close()
+            raise StorageError(f"cannot open database {redacted(url)}: {exc}") from exc
+        return cls(url, dim, pool, id_tables)
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self._pool.close()
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[Any]:
+        """A write transaction, serialised with every other writer (see the module doc),
+        rolled back on error or cancellation."""
+        async with self._lock, self._pool.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            yield PgConnection(conn, self._id_tables)
+
+    async def execute_write(self, sql: str, params: Params = ()) -> int | None:
+        async with self.write() as conn:
+            cur = await conn.execute(sql, params)
+            return cur.lastrowid
+
+    async def execute_atomic(self, sql: str, params: Params = ()) -> int:
+        """One statement in its own transaction without the write lock: PostgreSQL's row
+        locks make a conditional UPDATE or an `ON CONFLICT … DO UPDATE … WHERE` decide on the
+        row's latest committed version, so two processes claiming one row never both win
+        (READ COMMITTED re-checks the WHERE after waiting for the other's lock)."""
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(*bind(sql, params))
+            return int(cur.rowcount or 0)
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(*bind(sql, params), binary=_binary(sql))
+            return await cur.fetchall()
+
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(*bind(sql, params), binary=_binary(sql))
+            return await cur.fetchone()
+
+    async def executemany_write(self, sql: str, rows: Iterable[Params]) -> None:
+        async with self.write() as conn:
+            await conn.executemany(sql, rows)
+
+    async def stream(self, sql: str, params: Params = (), size: int = 500
+                     ) -> AsyncIterator[list[Row]]:
+        """The rows of one query through a server-side cursor, `size` at a time."""
+        async with self._pool.connection() as conn, conn.transaction(), \
+                conn.cursor(name="strata_stream") as cur:
+            await cur.execute(*bind(sql, params))
+            while rows := await cur.fetchmany(size):
+                yield rows
+
+    async def versions(self) -> str:
+        """The server and its extensions, as `strata doctor` reports them."""
+        row = await self.fetchone(
+            "SELECT current_setting('server_version'),"
+            " (SELECT extversion FROM pg_extension WHERE extname = 'vector'),"
+            " (SELECT extversion FROM pg_extension WHERE extname = 'pg_trgm')")
+        assert row is not None  # a SELECT without FROM always gives one row
+        trgm = f", pg_trgm {row[2]}" if row[2] else ""
+        return f"PostgreSQL {row[0]}, pgvector {row[1] or 'missing'}{trgm}"
+
+    async def bytes_on_disk(self) -> int:
+        return int(await self.fetchval("SELECT pg_database_size(current_database())"))
+
+    async def checkpoint(self) -> None:
+        """Nothing to fold: PostgreSQL manages its own write-ahead log."""
+
+    async def reclaim(self, tables: Iterable[str]) -> None:
+        """After deleting rows from `tables` (/forget, /wipe): `VACUUM` them, so the deleted
+        row versions (and their index entries) are removed from the table and index pages
+        and their space becomes reusable. VACUUM cannot run inside a transaction: it runs
+        on a pooled connection, which is in autocommit mode, outside the write lock (it
+        blocks neither reads nor writes). What it cannot promise: see docs/operations.md."""
+        names = sorted(set(tables))
+        if not names:
+            return
+        statement = sql.SQL("VACUUM {}").format(sql.SQL(", ").join(map(sql.Identifier, names)))
+        async with self._pool.connection() as conn:
+            if not conn.autocommit:  # the pool's connections are; VACUUM needs it
+                raise StorageError("VACUUM needs an autocommit connection")
+            await conn.execute(statement)
+
