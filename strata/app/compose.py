@@ -400,7 +400,7 @@ class App:
             connectors=repos.connectors,
         )
         memory_commands.register(commands)
-        # /connect and /disconnect: services a person lets the capability sync read.
+        # /connect and /disconnect: services a person lets the connector sync read.
         box, reader = SecretBox(key_path(settings)), connector_reader(settings)
         ConnectorCommands(repos.connectors, box, reader, clock,
                           settle=lambda: processor.drain()).register(commands)
