@@ -27,7 +27,8 @@ from strata.bot.memory_tools import MemoryTools
 from strata.bot.metered_chat import MeteredChat
 from strata.bot.outbound import Outbound
 from strata.bot.shared_inbox import SharedInbox
-from strata.bot.turns import ChannelTurns, ToolRegistry, TurnProcessor
+from strata.bot.tools import ToolRegistry
+from strata.bot.turns import ChannelTurns, TurnProcessor
 from strata.cognition.ambient import AmbientContext
 from strata.cognition.connector_secrets import SecretBox, key_path
 from strata.cognition.connectors import configured_connectors

@@ -22,7 +22,7 @@ from strata.adapters.discord.adapter import (
 from strata.adapters.runtime import SORRY
 from strata.app.compose import App, configured_adapters
 from strata.bot.commands import CommandContext, CommandReply
-from strata.bot.turns import model_error_message
+from strata.bot.failures import model_error_message
 from strata.core.clock import ManualClock, SystemClock
 from strata.core.config import AccessSettings, DiscordSettings, LlmSettings, Settings
 from strata.core.errors import ConfigError, ModelUnavailableError
