@@ -24,7 +24,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -182,8 +182,6 @@ class ChannelTurns:
                             "longer than %s)", channel_id, self.ttl)
 
 
-
-
 @dataclass
 class TurnProcessor:
     """Coordinates a turn: who it is from and whether to answer (`access`), the command or
@@ -234,7 +232,6 @@ class TurnProcessor:
 
     def allowed(self, msg: InboundMessage) -> bool:
         return access.allowed(self.settings.access, msg)
-
 
     # -- the turn --------------------------------------------------------------------------------
 
@@ -419,7 +416,7 @@ class TurnProcessor:
             # a hanging server costs the person `deadline` seconds, not timeout × attempts.
             async with limit:
                 reply = await self._model.run(msg, person, channel, turn_id, on_partial,
-                                              TurnOptions(), self._held_back(channel.id))
+                                              TurnOptions(), await self._held_back(channel.id))
         except ModelError as exc:
             log.warning("turn %s: model failed: %s", turn_id, exc)
             return TurnResult(model_error_message(exc), turn_id, channel.id, person.id, failed=True)
@@ -432,8 +429,9 @@ class TurnProcessor:
         self._after(channel, person, turn_id)
         return TurnResult(reply.text, turn_id, channel.id, person.id)
 
-    def _held_back(self, channel_id: int) -> set[str]:
-        """The channel's accepted turns not yet answered (kept out of earlier prompts)."""
+    async def _held_back(self, channel_id: int) -> Collection[str]:
+        """The channel's accepted turns not yet answered: their rows stay out of the prompts
+        of the turns before them."""
         return self._queued.get(channel_id, set())
 
     # -- background turns ------------------------------------------------------------------------
@@ -479,7 +477,7 @@ class TurnProcessor:
                 return done
             msg = background_message(channel, source, prompt, now)
             reply = await self._model.run(msg, person, channel, turn_id, None, options,
-                                          self._held_back(channel.id))
+                                          await self._held_back(channel.id))
         self._after(channel, person, turn_id)
         return BackgroundResult(reply.text, turn_id, channel.id, tokens=reply.usage.total)
 
