@@ -311,7 +311,7 @@ class TurnProcessor:
                     if stored is not None:
                         return TurnResult(stored, accepted.turn_id, channel.id,
                                           accepted.person.id)
-                result = await self._run_turn(accepted, on_partial)
+                result = await self._turn_result(accepted, on_partial)
                 if result is not None and self.on_result is not None:
                     self.on_result(accepted.msg.platform, result)
                 return result
@@ -376,7 +376,7 @@ class TurnProcessor:
         return replies[-1] if replies else None
 
 
-    async def _run_turn(
+    async def _turn_result(
         self, accepted: Accepted, on_partial: PartialCallback | None
     ) -> TurnResult | None:
         """The turn's result, in the channel's turn: a command's answer, or the model's reply
