@@ -1,5 +1,5 @@
-"""Wiring of cognition: the ambient snapshot and portrait in every prompt, the capabilities'
-chat commands and tools (personal connectors, reminders and scheduled prompts, research), and
+"""Wiring of cognition: the ambient snapshot and portrait in every prompt, cognition's chat
+commands and tools (personal connectors, reminders and scheduled prompts, research), and
 what the background runner hands its jobs (`Services`). Part of the composition root
 (`strata.app.compose`).
 """
@@ -40,18 +40,18 @@ def ambient_context(settings: Settings, repos: Repos, clock: Clock) -> AmbientCo
 
 
 @dataclass(frozen=True)
-class Capabilities:
-    """What the capabilities' commands were built with, and the jobs use too."""
+class CognitionParts:
+    """What cognition's commands were built with, and the jobs use too."""
 
     box: SecretBox
     reader: ConnectorReader
     search: SearchProvider | None
 
 
-def register_capabilities(commands: CommandRouter, tools: ToolRegistry, settings: Settings,
+def register_cognition_controls(commands: CommandRouter, tools: ToolRegistry, settings: Settings,
                           repos: Repos, clock: Clock,
-                          settle: Callable[[], Awaitable[None]]) -> Capabilities:
-    """/connect and /disconnect (services a person lets the capability sync read; `settle`
+                          settle: Callable[[], Awaitable[None]]) -> CognitionParts:
+    """/connect and /disconnect (services a person lets the connector sync read; `settle`
     lets after-turn work finish first), the reminder tools and commands, and research's."""
     box, reader = SecretBox(key_path(settings)), connector_reader(settings)
     ConnectorCommands(repos.connectors, box, reader, clock, settle=settle).register(commands)
@@ -60,12 +60,12 @@ def register_capabilities(commands: CommandRouter, tools: ToolRegistry, settings
     register_commands(commands, reminder_ports)
     search = configured_search(settings)
     register_research_commands(commands, repos.persons, search)
-    return Capabilities(box, reader, search)
+    return CognitionParts(box, reader, search)
 
 
 def build_services(settings: Settings, clock: Clock, chat: ChatModel, embedder: Embedder,
                    processor: TurnProcessor, tools: ToolRegistry, outbound: Outbound,
-                   repos: Repos, memory: MemoryParts, capabilities: Capabilities) -> Services:
+                   repos: Repos, memory: MemoryParts, cognition: CognitionParts) -> Services:
     """What the runner hands every job (no database: repositories and ports only)."""
     return Services(
         settings=settings,
@@ -90,8 +90,8 @@ def build_services(settings: Settings, clock: Clock, chat: ChatModel, embedder: 
         cutter=memory.cutter,
         mail=repos.mail,
         connectors=[*configured_connectors(settings),
-                    *personal_connectors(repos.connectors, capabilities.box,
-                                         capabilities.reader)],
-        search=capabilities.search,
+                    *personal_connectors(repos.connectors, cognition.box,
+                                         cognition.reader)],
+        search=cognition.search,
     )
 

@@ -1,9 +1,9 @@
 """The composition root: builds the database, model clients, repositories and the turn
 processor from `Settings`, and owns their lifetimes (`App`). The wiring is split by job:
 `model_wiring` (clock, chat model, embedder), `memory_wiring` (database, repositories, recall,
-after-turn memory work), `cognition_wiring` (capabilities, the jobs' services) and
-`adapter_wiring` (the platform adapters). These modules and `strata.app.cli` are the only ones
-that may import `adapters` and `cognition`.
+after-turn memory work), `cognition_wiring` (cognition's commands and tools, the jobs'
+services) and `adapter_wiring` (the platform adapters). These modules and `strata.app.cli` are
+the only ones that may import `adapters` and `cognition`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,11 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from strata.app.agent_memory import AgentMemory
-from strata.app.cognition_wiring import ambient_context, build_services, register_capabilities
+from strata.app.cognition_wiring import (
+    ambient_context,
+    build_services,
+    register_cognition_controls,
+)
 from strata.app.memory_wiring import (
     MemoryParts,
     Repos,
@@ -145,12 +149,12 @@ class App:
         context = ambient_context(settings, repos, clock)
         memory_commands = register_memory_controls(commands, tools, settings, repos, memory,
                                                    clock, context, settle)
-        capabilities = register_capabilities(commands, tools, settings, repos, clock, settle)
+        cognition = register_cognition_controls(commands, tools, settings, repos, clock, settle)
         processor = turn_processor(settings, db, repos, memory, timed_chat, clock, commands,
                                    tools, context, metered, metrics, recall_log, window)
         outbound = Outbound()
         services = build_services(settings, clock, chat, embedder, processor, tools, outbound,
-                                  repos, memory, capabilities)
+                                  repos, memory, cognition)
         return cls(
             settings, db, clock, chat, embedder, repos.persons, repos.channels,
             repos.transcript, processor, memory.facts, memory.extractor, memory.forgetter,
