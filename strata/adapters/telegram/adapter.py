@@ -60,6 +60,7 @@ from strata.adapters.telegram.formatting import to_html
 from strata.core.config import Settings
 from strata.core.errors import StrataError
 from strata.core.ports import Adapter, Clock, Inbox, PartialCallback, SharedInbox, TurnHandler
+from strata.core.retry import RetryPolicy, doubling
 from strata.core.types import Accepted, InboundMessage, QueuedAnswer, TurnResult
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,22 @@ def _retry_seconds(exc: RetryAfter) -> float:
         warnings.simplefilter("ignore", DeprecationWarning)
         value: Any = exc.retry_after
     return float(value.total_seconds() if isinstance(value, timedelta) else value)
+
+
+def _told_wait(exc: BaseException) -> float | None:
+    return _retry_seconds(exc) if isinstance(exc, RetryAfter) else None
+
+
+def _server_trouble(exc: BaseException) -> bool:
+    """A 5xx or a network error (PTB's `NetworkError`; a `BadRequest` is the request's own
+    fault, and a 429 is `RetryAfter`, or `PlatformRateLimited` once flood control saw it)."""
+    return isinstance(exc, NetworkError) and not isinstance(exc, BadRequest)
+
+
+def _backoff(base: float, *, attempts: int | None, what: str = "telegram") -> RetryPolicy:
+    """Telegram's retries: doubling from `base` up to `RETRY_CAP`, a 429's own wait honoured."""
+    return RetryPolicy(retryable=_server_trouble, what=what, attempts=attempts, base=base,
+                       cap=RETRY_CAP, retry_after=_told_wait, log_level=logging.WARNING)
 
 
 @contextlib.asynccontextmanager
@@ -170,17 +187,11 @@ class _Chat:
         (PTB's `NetworkError`, which `BadRequest` is not here) retried `SEND_RETRIES` times
         with doubling backoff: the answer is already saved, so it is worth a few seconds to
         show it. A timed-out send may have arrived; a rare duplicate beats a lost answer."""
-        for attempt in range(SEND_RETRIES + 1):
-            try:
-                async with _flood_control():
-                    return await call()
-            except NetworkError as exc:
-                if isinstance(exc, BadRequest) or attempt == SEND_RETRIES:
-                    raise
-                wait = min(self.retry_base * 2**attempt, RETRY_CAP)
-                log.warning("telegram: %s; retrying in %.2fs", exc.message, wait)
-                await asyncio.sleep(wait)
-        raise AssertionError("unreachable")
+        async def once() -> T:
+            async with _flood_control():
+                return await call()
+
+        return await _backoff(self.retry_base, attempts=SEND_RETRIES + 1).call(once)
 
     async def send(self, text: str) -> str:
         reply = None
@@ -424,6 +435,7 @@ class TelegramAdapter:
         """Long-poll getUpdates. Each update is accepted (its message stored) before the next
         call's offset confirms it to Telegram, so a crash never loses a confirmed message."""
         failures = 0
+        backoff = _backoff(self.retry_base, attempts=None, what="telegram: getUpdates")
         timeout = self.poll_timeout
         if self._shared is not None:
             timeout = min(timeout, self.poll_lease / 3)  # renewed before the lease runs out
@@ -437,15 +449,9 @@ class TelegramAdapter:
                     timeout=timedelta(seconds=timeout),
                     allowed_updates=ALLOWED_UPDATES,
                 )
-            except RetryAfter as exc:
-                await asyncio.sleep(_retry_seconds(exc))
-                continue
-            except TelegramError as exc:  # 5xx, network, a conflicting poller: back off
+            except TelegramError as exc:  # 429, 5xx, network, a conflicting poller: back off
                 failures += 1
-                wait = min(self.retry_base * 2 ** min(failures, 8), RETRY_CAP)
-                log.warning("telegram: getUpdates failed (%s); retrying in %.1fs", exc.message,
-                            wait)
-                await asyncio.sleep(wait)
+                await backoff.pause(failures, exc)
                 continue
             failures = 0
             for update in updates:
@@ -497,7 +503,7 @@ class TelegramAdapter:
                 return True
             log.warning("telegram: could not take update %d in; fetching it again",
                         update.update_id, exc_info=True)
-            await asyncio.sleep(min(self.retry_base * 2 ** tries, RETRY_CAP))
+            await asyncio.sleep(doubling(tries + 1, self.retry_base, RETRY_CAP))
             return False
 
     async def _stop_polling(self, bot: Bot) -> None:
