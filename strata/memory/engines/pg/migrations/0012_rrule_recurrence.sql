@@ -1,4 +1,4 @@
--- Reminders' recurrence becomes RFC 5545 RRULE text (SQLite's 0019_rrule_recurrence.sql says
+-- Reminders' recurrence becomes RFC 5545 RRULE text (SQLite's 0021_rrule_recurrence.sql says
 -- why and how): the same statement, rewriting the home-made forms in place.
 UPDATE reminders SET recurrence =
     CASE
