@@ -57,10 +57,10 @@ from strata.adapters.base import PlatformRateLimited
 from strata.adapters.runtime import ReplyOps, deliver_turn, send_text
 from strata.adapters.telegram import mapping
 from strata.adapters.telegram.formatting import to_html
+from strata.core import retry
 from strata.core.config import Settings
 from strata.core.errors import StrataError
 from strata.core.ports import Adapter, Clock, Inbox, PartialCallback, SharedInbox, TurnHandler
-from strata.core.retry import RetryPolicy, doubling
 from strata.core.types import Accepted, InboundMessage, QueuedAnswer, TurnResult
 
 log = logging.getLogger(__name__)
@@ -106,10 +106,11 @@ def _server_trouble(exc: BaseException) -> bool:
     return isinstance(exc, NetworkError) and not isinstance(exc, BadRequest)
 
 
-def _backoff(base: float, *, attempts: int | None, what: str = "telegram") -> RetryPolicy:
+def _backoff(base: float, *, attempts: int | None, what: str = "telegram") -> retry.RetryPolicy:
     """Telegram's retries: doubling from `base` up to `RETRY_CAP`, a 429's own wait honoured."""
-    return RetryPolicy(retryable=_server_trouble, what=what, attempts=attempts, base=base,
-                       cap=RETRY_CAP, retry_after=_told_wait, log_level=logging.WARNING)
+    return retry.RetryPolicy(retryable=_server_trouble, what=what, attempts=attempts,
+                             base=base, cap=RETRY_CAP, retry_after=_told_wait,
+                             log_level=logging.WARNING)
 
 
 @contextlib.asynccontextmanager
@@ -435,7 +436,6 @@ class TelegramAdapter:
         """Long-poll getUpdates. Each update is accepted (its message stored) before the next
         call's offset confirms it to Telegram, so a crash never loses a confirmed message."""
         failures = 0
-        backoff = _backoff(self.retry_base, attempts=None, what="telegram: getUpdates")
         timeout = self.poll_timeout
         if self._shared is not None:
             timeout = min(timeout, self.poll_lease / 3)  # renewed before the lease runs out
@@ -451,7 +451,8 @@ class TelegramAdapter:
                 )
             except TelegramError as exc:  # 429, 5xx, network, a conflicting poller: back off
                 failures += 1
-                await backoff.pause(failures, exc)
+                await _backoff(self.retry_base, attempts=None,
+                               what="telegram: getUpdates").pause(failures, exc)
                 continue
             failures = 0
             for update in updates:
@@ -503,7 +504,7 @@ class TelegramAdapter:
                 return True
             log.warning("telegram: could not take update %d in; fetching it again",
                         update.update_id, exc_info=True)
-            await asyncio.sleep(doubling(tries + 1, self.retry_base, RETRY_CAP))
+            await asyncio.sleep(retry.doubling(tries + 1, self.retry_base, RETRY_CAP))
             return False
 
     async def _stop_polling(self, bot: Bot) -> None:
