@@ -24,13 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    stop_after_attempt,
-    stop_never,
-)
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +52,7 @@ class RetryPolicy:
 
     retryable: Callable[[BaseException], bool]
     what: str  # names the call in the log
-    attempts: int | None = 3  # tries in all, the first included; None: `pause` only
+    attempts: int | None = 3  # tries in all, the first included; None: a loop's `pause` only
     base: float = 0.5  # seconds: the first wait
     cap: float = 30.0  # seconds: the longest wait doubling gives
     retry_after: RetryAfter = no_retry_after  # the server's own wait, when it said one
@@ -82,10 +76,13 @@ class RetryPolicy:
     async def call(self, fn: Callable[[], Awaitable[T]]) -> T:
         """`fn()`, tried again after each retryable failure until it succeeds or the attempts
         are spent; the last (or a non-retryable) exception is raised unchanged."""
-        if self.attempts is not None and self.attempts < 1:
+        if self.attempts is None:
+            raise ValueError("a retried call needs a bound on its attempts; a loop that never "
+                             "gives up waits with `pause`")
+        if self.attempts < 1:
             raise ValueError("a retry policy needs at least one attempt")
         retrying = AsyncRetrying(
-            stop=stop_never if self.attempts is None else stop_after_attempt(self.attempts),
+            stop=stop_after_attempt(self.attempts),
             wait=self._wait,
             retry=retry_if_exception(self._retries),
             sleep=self.sleep,

@@ -102,13 +102,15 @@ async def test_doubling_stops_at_the_cap() -> None:
     assert slept == [0.5, 1.0, 2.0, 3.0, 3.0, 3.0]
 
 
-async def test_one_attempt_means_no_retry_and_none_is_refused() -> None:
+async def test_one_attempt_means_no_retry_and_zero_or_unbounded_is_refused() -> None:
     slept: list[float] = []
     with pytest.raises(Flaky):
         await policy(slept, attempts=1).call(Calls(Flaky()))
     assert slept == []
     with pytest.raises(ValueError, match="at least one attempt"):
         await policy(slept, attempts=0).call(Calls())
+    with pytest.raises(ValueError, match="needs a bound"):
+        await policy(slept, attempts=None).call(Calls())
 
 
 async def test_each_retry_is_logged_with_its_wait(caplog: pytest.LogCaptureFixture) -> None:
