@@ -2,8 +2,8 @@
 replies by throttled edits, retry-after handling, and the typing indicator loop.
 
 A platform adapter supplies small async callables (`send`, `edit`, `typing`) and gets the common
-behaviour from here, so splitting and throttling are written once. Imports `strata.core.types` and
-`strata.core.ports` only.
+behaviour from here, so splitting and throttling are written once. Imports only
+`strata.core.retry` (the project's one retry policy) of Strata.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+
+from strata.core.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -83,19 +85,22 @@ def split_message(text: str, limit: int, size: Size = len) -> list[str]:
     return [p for p in parts if p] or [""]
 
 
+def rate_limited(exc: BaseException) -> bool:
+    return isinstance(exc, PlatformRateLimited)
+
+
+def platform_retry_after(exc: BaseException) -> float | None:
+    """The wait a platform's 429 asked for, in seconds."""
+    return exc.retry_after if isinstance(exc, PlatformRateLimited) else None
+
+
 async def call_with_retry(fn: Callable[[], Awaitable[str | None]], *, attempts: int = 4,
                           max_wait: float = 60.0) -> str | None:
-    """Call a platform operation, sleeping out `PlatformRateLimited` a bounded number of times."""
-    for attempt in range(attempts):
-        try:
-            return await fn()
-        except PlatformRateLimited as exc:
-            if attempt == attempts - 1:
-                raise
-            wait = min(exc.retry_after, max_wait)
-            log.info("platform rate limit: waiting %.2fs", wait)
-            await asyncio.sleep(wait)
-    return None
+    """Call a platform operation, sleeping out `PlatformRateLimited` a bounded number of times
+    (the platform's own wait, at most `max_wait`: no backoff of ours on top)."""
+    policy = RetryPolicy(retryable=rate_limited, what="platform call", attempts=attempts,
+                         base=0.0, retry_after=platform_retry_after, retry_after_cap=max_wait)
+    return await policy.call(fn)
 
 
 @dataclass

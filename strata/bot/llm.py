@@ -1,16 +1,18 @@
 """The one OpenAI-compatible client: chat (streaming and not) and embeddings.
 
 Wraps `openai.AsyncOpenAI` pointed at any `base_url` (Ollama, llama.cpp server, vLLM, OpenAI).
-The SDK's own retries are off; this module retries 429, 5xx, timeouts and connection errors a
-bounded number of times with exponential backoff (honouring Retry-After), and translates every
-failure into `strata.core.errors.ModelError` subclasses. No other module imports `openai`.
+429, 5xx, timeouts, connection errors and malformed answers are retried a bounded number of
+times by the project's one `RetryPolicy` (`strata.core.retry`: jittered doubling waits, a
+server's Retry-After honoured up to 30 s), and every failure is translated into
+`strata.core.errors.ModelError` subclasses. The SDK's own retries are off (`max_retries=0`):
+its waits cannot be injected (tests would really sleep), it does not retry a malformed answer,
+and two retry layers would multiply the attempts. No other module imports `openai`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -26,20 +28,23 @@ from strata.core.errors import (
     ModelRequestError,
     ModelUnavailableError,
 )
+from strata.core.retry import RetryPolicy, Sleep
 from strata.core.types import ChatMessage, Completion, ToolCall, ToolSpec, Usage
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Sleep = Callable[[float], Awaitable[None]]
+MAX_RETRY_AFTER = 30.0  # seconds: the longest a server's Retry-After keeps us waiting
+MAX_BACKOFF = 30.0  # seconds: the longest doubled wait
 
-MAX_RETRY_AFTER = 30.0
 
-
-def _retry_after(exc: openai.APIStatusError) -> float | None:
+def _retry_after(exc: BaseException) -> float | None:
+    """The server's Retry-After in seconds (the policy caps it), when it sent one."""
+    if not isinstance(exc, openai.APIStatusError):
+        return None
     try:
         value = exc.response.headers.get("retry-after")
-        return min(float(value), MAX_RETRY_AFTER) if value is not None else None
+        return float(value) if value is not None else None
     except (AttributeError, ValueError):
         return None
 
@@ -65,7 +70,7 @@ def translate(exc: Exception, what: str) -> ModelError:
     return ModelBadResponseError(f"{what}: {type(exc).__name__}")
 
 
-def _retryable(exc: Exception) -> bool:
+def _retryable(exc: BaseException) -> bool:
     if isinstance(exc, ModelError):
         return isinstance(exc, ModelBadResponseError)
     return isinstance(
@@ -78,34 +83,18 @@ def _retryable(exc: Exception) -> bool:
     )
 
 
-class _Retrying:
-    """Bounded retries with jittered exponential backoff."""
+def _policy(max_retries: int, backoff: float, sleep: Sleep) -> RetryPolicy:
+    return RetryPolicy(retryable=_retryable, what="model call", attempts=max_retries + 1,
+                       base=backoff, cap=MAX_BACKOFF, retry_after=_retry_after,
+                       retry_after_cap=MAX_RETRY_AFTER, jitter=True, sleep=sleep)
 
-    def __init__(self, max_retries: int, backoff: float, sleep: Sleep) -> None:
-        self.max_retries = max_retries
-        self.backoff = backoff
-        self.sleep = sleep
 
-    async def delay(self, attempt: int, exc: Exception) -> None:
-        wait = self.backoff * (2**attempt) * (0.5 + random.random() / 2)
-        if isinstance(exc, openai.APIStatusError):
-            wait = max(wait, _retry_after(exc) or 0.0)
-        # INFO: the retry is routine; the final failure is reported by the caller.
-        log.info(
-            "model call failed (%s), retry %d in %.2fs", type(exc).__name__, attempt + 1, wait
-        )
-        await self.sleep(wait)
-
-    async def run(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
-        attempt = 0
-        while True:
-            try:
-                return await call()
-            except Exception as exc:
-                if attempt >= self.max_retries or not _retryable(exc):
-                    raise translate(exc, what) from exc
-                await self.delay(attempt, exc)
-                attempt += 1
+async def _retried(policy: RetryPolicy, what: str, call: Callable[[], Awaitable[T]]) -> T:
+    """`call` under `policy`; its last failure translated into a `ModelError`."""
+    try:
+        return await policy.call(call)
+    except Exception as exc:
+        raise translate(exc, what) from exc
 
 
 def _client(base_url: str, api_key: str, timeout: float) -> openai.AsyncOpenAI:
@@ -143,7 +132,7 @@ class OpenAIChatModel:
         self.model = model
         self.max_tokens = max_tokens
         self._client = _client(base_url, api_key, timeout)
-        self._retry = _Retrying(max_retries, backoff, sleep)
+        self._retry = _policy(max_retries, backoff, sleep)
         self._schemas = True  # False once the endpoint refused a json_schema response_format
 
     async def close(self) -> None:
@@ -220,7 +209,7 @@ class OpenAIChatModel:
                 usage = Usage(resp.usage.prompt_tokens or 0, resp.usage.completion_tokens or 0)
             return Completion(text, calls, usage, choice.finish_reason)
 
-        return await self._retry.run("chat model", call)
+        return await _retried(self._retry, "chat model", call)
 
     async def stream(
         self,
@@ -238,8 +227,8 @@ class OpenAIChatModel:
         req = self._request(messages, tools, model, max_tokens)
         req["stream"] = True
         req["stream_options"] = {"include_usage": True}
-        stream = await self._retry.run(
-            "chat model", lambda: self._client.chat.completions.create(**req)
+        stream = await _retried(
+            self._retry, "chat model", lambda: self._client.chat.completions.create(**req)
         )
         parts: list[str] = []
         calls: dict[int, dict[str, str]] = {}
@@ -282,7 +271,7 @@ class OpenAIChatModel:
             page = await self._client.models.list()
             return [m.id for m in page.data]
 
-        return await self._retry.run("chat endpoint", call)
+        return await _retried(self._retry, "chat endpoint", call)
 
 
 def usable_vector(raw: Sequence[float] | npt.NDArray[np.floating], dim: int,
@@ -323,7 +312,7 @@ class OpenAIEmbedder:
         self._dim = dim
         self.batch_size = batch_size
         self._client = _client(base_url, api_key, timeout)
-        self._retry = _Retrying(max_retries, backoff, sleep)
+        self._retry = _policy(max_retries, backoff, sleep)
 
     @property
     def dim(self) -> int:
@@ -336,8 +325,8 @@ class OpenAIEmbedder:
         out: list[npt.NDArray[np.float32] | None] = []
         for start in range(0, len(texts), self.batch_size):
             batch = [t if t.strip() else " " for t in texts[start : start + self.batch_size]]
-            out += await self._retry.run(
-                "embedding model",
+            out += await _retried(
+                self._retry, "embedding model",
                 lambda b=batch: self._embed_batch(b),  # type: ignore[misc]
             )
         return out

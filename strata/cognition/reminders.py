@@ -1,5 +1,6 @@
 """Reminders and scheduled prompts: the model's tools to set, list and cancel them (in the
-person's time zone, which the person can set), recurrence, and delivery by the runner.
+person's time zone, which the person can set), and delivery by the runner. Zones and recurrence
+(RFC 5545 RRULE text, computed by dateutil) are `strata.cognition.recurrence`.
 
 Delivery is claim-then-deliver (see `strata.memory.domain.reminders`): the runner claims a due item,
 records the message in the channel it came from (turn id `reminder:<id>:<due>`, so a redelivery
@@ -16,10 +17,8 @@ is delivered like a reminder. May import `bot` and `memory`.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
-from datetime import datetime, time, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import datetime, timedelta
 
 from pydantic import Field
 
@@ -28,6 +27,14 @@ from strata.bot.outbound import DeliveryUnavailableError
 from strata.bot.tool_args import RowId, ToolArgs, add_tool
 from strata.bot.tools import ToolContext, ToolRegistry
 from strata.cognition.backoff import retry_delay
+from strata.cognition.recurrence import (
+    ReminderInputError,
+    describe_recurrence,
+    local,
+    next_occurrence,
+    parse_recurrence,
+    zone,
+)
 from strata.cognition.services import Services
 from strata.core.clock import ensure_utc, to_iso
 from strata.core.ports import Clock
@@ -38,27 +45,6 @@ from strata.memory.domain.reminders import Reminder, ReminderRepo
 log = logging.getLogger(__name__)
 
 SCHEDULED_SOURCE = "scheduled"
-WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
-_RECURRENCE = re.compile(r"^(daily|weekdays|weekly:(mon|tue|wed|thu|fri|sat|sun)) (\d\d):(\d\d)$")
-
-
-class ReminderInputError(ValueError):
-    """The model (or person) gave a time, zone or recurrence that cannot be used."""
-
-
-def zone(name: str) -> ZoneInfo:
-    try:
-        return ZoneInfo(name)
-    # OSError: zoneinfo looks a name up as a file, and a name longer than a file name may be
-    # (a pasted paragraph) is "File name too long", not "not found".
-    except (ZoneInfoNotFoundError, ValueError, OSError):
-        raise ReminderInputError(
-            f"unknown time zone {name!r}; use an IANA name like Europe/Paris"
-        ) from None
-
-
-def local(ts: datetime, tz: str) -> datetime:
-    return ensure_utc(ts).astimezone(zone(tz))
 
 
 def describe(ts: datetime, tz: str, now: datetime | None = None) -> str:
@@ -84,54 +70,6 @@ def parse_when(when: str, tz: str, now: datetime) -> datetime:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=zone(tz))
     return ensure_utc(parsed)
-
-
-def parse_recurrence(every: str, at: str) -> str:
-    """`every` (day, weekday, or a weekday name) and `at` (HH:MM) → the stored form."""
-    kind = every.strip().lower()
-    match = re.fullmatch(r"(\d{1,2}):(\d\d)", at.strip())
-    if match is None or int(match.group(1)) > 23 or int(match.group(2)) > 59:
-        raise ReminderInputError(f"cannot read the time of day {at!r}; use HH:MM")
-    hhmm = f"{int(match.group(1)):02d}:{match.group(2)}"
-    if kind in ("day", "daily", "every day"):
-        return f"daily {hhmm}"
-    if kind in ("weekday", "weekdays"):
-        return f"weekdays {hhmm}"
-    short = kind[:3]
-    if short in WEEKDAYS:
-        return f"weekly:{short} {hhmm}"
-    raise ReminderInputError(
-        f"cannot read the repetition {every!r}; use day, weekday, or a weekday name"
-    )
-
-
-def next_occurrence(recurrence: str, tz: str, after: datetime) -> datetime:
-    """The first time strictly after `after` that `recurrence` names, as aware UTC."""
-    match = _RECURRENCE.match(recurrence)
-    if match is None:
-        raise ReminderInputError(f"bad recurrence {recurrence!r}")
-    kind, day, hh, mm = match.group(1), match.group(2), int(match.group(3)), int(match.group(4))
-    z = zone(tz)
-    start = local(after, tz).date()
-    for offset in range(0, 15):
-        date = start + timedelta(days=offset)
-        if kind == "weekdays" and date.weekday() >= 5:
-            continue
-        if day is not None and date.weekday() != WEEKDAYS.index(day):
-            continue
-        candidate = ensure_utc(datetime.combine(date, time(hh, mm), tzinfo=z))
-        if candidate > ensure_utc(after):
-            return candidate
-    raise AssertionError("a recurrence always comes round within two weeks")
-
-
-def describe_recurrence(recurrence: str) -> str:
-    kind, _, hhmm = recurrence.partition(" ")
-    if kind == "daily":
-        return f"every day at {hhmm}"
-    if kind == "weekdays":
-        return f"every weekday at {hhmm}"
-    return f"every {kind.split(':')[1].capitalize()} at {hhmm}"
 
 
 def reminder_line(r: Reminder, now: datetime) -> str:

@@ -5,7 +5,8 @@ feeds listed in config.
 A `SearchProvider` answers a query with `Finding`s (title, URL, snippet); the research job
 decides what is genuinely new and relevant. Feeds are matched against the query's words, so a
 feed item only comes back for a query it is about. Everything fetched is untrusted text and is
-handed to the model as quoted data. What leaves the machine is logged at INFO (`research:
+handed to the model as quoted data; feed XML is parsed by defusedxml, which refuses entity
+bombs and external entities. What leaves the machine is logged at INFO (`research:
 asking URL for 'query'`), so an operator can see what research sends out. May import `bot`;
 `aiohttp` is imported when a search runs.
 """
@@ -14,11 +15,14 @@ from __future__ import annotations
 
 import logging
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote
+from xml.etree.ElementTree import ParseError
+
+import defusedxml.ElementTree as SafeXML
+from defusedxml import DefusedXmlException
 
 from strata.bot.commands import CommandContext, CommandReply, CommandRouter
 from strata.cognition.connectors import ConnectorError, read_source
@@ -119,10 +123,18 @@ class SearxngProvider:
 
 
 def parse_feed(data: bytes, source: str) -> list[Finding]:
-    """Items of an RSS 2.0 or Atom feed."""
+    """Items of an RSS 2.0 or Atom feed.
+
+    A feed is untrusted XML: defusedxml refuses any entity declaration (a "billion laughs"
+    bomb expands a few hundred bytes into gigabytes) and any external reference (an entity
+    that would read a local file or a URL into the text) before expanding anything; such a
+    feed is refused as a whole with a `ConnectorError`, like one that is not XML."""
     try:
-        root = ET.fromstring(data)
-    except ET.ParseError as exc:
+        root = SafeXML.fromstring(data)
+    except DefusedXmlException as exc:
+        raise ConnectorError(f"{source}: refused: the feed declares XML entities or external "
+                             f"references, which feeds never need ({exc})") from exc
+    except ParseError as exc:
         raise ConnectorError(f"{source}: not an RSS/Atom feed: {exc}") from exc
     out = []
     for item in root.iter("item"):  # RSS

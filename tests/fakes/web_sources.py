@@ -2,9 +2,10 @@
 REST page search, an RSS and an Atom feed, an ICS calendar and a vCard address book, on
 127.0.0.1 with a random port, in the test's event loop.
 
-Content is set by the test (`results`, `pages`, `rss_items`, `ics`, `vcards`); every request
-path is recorded, and so is each request's User-Agent. With `vcard_login` set, the address
-book asks for that HTTP Basic login; `/moved` redirects to its `to` parameter.
+Content is set by the test (`results`, `pages`, `rss_items` or a raw `rss_body`, `ics`,
+`vcards`); every request path is recorded, and so is each request's User-Agent. With
+`vcard_login` set, the address book asks for that HTTP Basic login; `/moved` redirects to its
+`to` parameter.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class WebSources:
         self.pages: dict[str, list[dict[str, str]]] = {}
         self.user_agents: list[str] = []
         self.rss_items: list[tuple[str, str, str]] = []  # (title, link, description)
+        self.rss_body: bytes | None = None  # served as /feed.xml instead of `rss_items`
         self.atom_entries: list[tuple[str, str, str]] = []
         self.ics: bytes = b""
         self.vcards: bytes = b""
@@ -82,6 +84,8 @@ class WebSources:
 
     async def _rss(self, request: web.Request) -> web.StreamResponse:
         self.requests.append(str(request.rel_url))
+        if self.rss_body is not None:
+            return web.Response(body=self.rss_body, content_type="application/rss+xml")
         items = "".join(
             f"<item><title>{escape(t)}</title><link>{escape(link)}</link>"
             f"<description>{escape(d)}</description></item>"

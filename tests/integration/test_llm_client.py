@@ -69,6 +69,24 @@ async def test_429_then_success_is_retried(fake_openai: FakeOpenAI) -> None:
     assert len(fake_openai.chat_requests()) == 2
 
 
+async def test_retry_after_is_honoured_capped_and_every_wait_is_the_injected_sleep(
+        fake_openai: FakeOpenAI) -> None:
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    model = OpenAIChatModel(base_url=fake_openai.base_url, model=fake_openai.model,
+                            api_key="k", max_retries=3, backoff=0.01, sleep=sleep)
+    fake_openai.fail_next(status=429, retry_after=7)
+    fake_openai.fail_next(status=429, retry_after=900)  # past the 30 s cap
+    fake_openai.fail_next(status=500)  # no Retry-After: the doubled (jittered) backoff
+    fake_openai.reply("after the storm")
+    assert (await model.complete(MSGS)).text == "after the storm"
+    assert slept[:2] == [7.0, 30.0]
+    assert 0.02 <= slept[2] <= 0.04 and len(slept) == 3
+
+
 async def test_persistent_429_is_rate_limited_error(fake_openai: FakeOpenAI) -> None:
     fake_openai.fail_next(status=429, times=3)
     with pytest.raises(ModelRateLimitedError):

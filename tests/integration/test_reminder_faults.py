@@ -200,8 +200,9 @@ async def test_a_recurring_reminder_that_keeps_failing_skips_to_its_next_occurre
                          reminder_retry_max_minutes=1.0, reminder_max_attempts=2)
     assert app.runner is not None
     r = await remind(app, clock, "stretch", NINE + timedelta(minutes=30))
-    await app.db.execute_write("UPDATE reminders SET recurrence = 'daily 09:30' WHERE id = ?",
-                               (r.id,))
+    await app.db.execute_write(
+        "UPDATE reminders SET recurrence = 'FREQ=DAILY;BYHOUR=9;BYMINUTE=30' WHERE id = ?",
+        (r.id,))
     clock.set(NINE + timedelta(minutes=30))
     for _ in range(4):
         await app.runner.tick()

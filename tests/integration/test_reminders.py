@@ -288,10 +288,10 @@ async def test_ambient_snapshot_in_private_prompts_and_not_in_shared_rooms(
 
 
 def test_recurrence_is_dst_safe() -> None:
-    from strata.cognition.reminders import next_occurrence, parse_recurrence
+    from strata.cognition.recurrence import next_occurrence, parse_recurrence
 
     rec = parse_recurrence("day", "8:00")
-    assert rec == "daily 08:00"
+    assert rec == "FREQ=DAILY;BYHOUR=8;BYMINUTE=0;BYSECOND=0"  # RFC 5545 RRULE text
     # Paris switches to summer time on 29 March 2026: 08:00 local is 07:00 UTC before, 06:00 after.
     before = next_occurrence(rec, "Europe/Paris", datetime(2026, 3, 28, 7, 30, tzinfo=UTC))
     after = next_occurrence(rec, "Europe/Paris", before)

@@ -53,7 +53,7 @@ from nio import (
 )
 from nio.crypto import ENCRYPTION_ENABLED
 
-from strata.adapters.base import PlatformRateLimited, call_with_retry
+from strata.adapters.base import PlatformRateLimited, call_with_retry, platform_retry_after
 from strata.adapters.matrix.mapping import (
     EVENT_LIMIT,
     PLATFORM,
@@ -72,6 +72,7 @@ from strata.core.config import AccessSettings, MatrixSettings
 from strata.core.errors import ConfigError, PlatformError
 from strata.core.ports import TurnHandler
 from strata.core.private_files import private_dir
+from strata.core.retry import RetryPolicy
 from strata.core.types import InboundMessage
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,12 @@ def _retry_after(resp: Any) -> float | None:
         ms = getattr(resp, "retry_after_ms", None) or 1000
         return float(ms) / 1000
     return None
+
+
+# The sync loop never gives up: doubling waits from 1 s to 30 s, a 429's own wait honoured.
+SYNC_BACKOFF = RetryPolicy(retryable=lambda _: True, what="matrix: sync", attempts=None,
+                           base=1.0, cap=30.0, retry_after=platform_retry_after,
+                           log_level=logging.WARNING)
 
 
 class MatrixAdapter:
@@ -255,15 +262,11 @@ class MatrixAdapter:
                 self.synced.set()
             except asyncio.CancelledError:
                 raise
-            except PlatformRateLimited as exc:
-                log.info("matrix: sync rate limited, waiting %.2fs", exc.retry_after)
-                await asyncio.sleep(exc.retry_after)
             except Exception as exc:  # adapter boundary: the loop must outlive any one sync
                 failures += 1
-                wait = min(30.0, 0.5 * 2**failures)
-                log.warning("matrix: sync failed (%s); retrying in %.1fs", exc, wait,
-                            exc_info=failures == 1)
-                await asyncio.sleep(wait)
+                if failures == 1 and not isinstance(exc, PlatformRateLimited):
+                    log.warning("matrix: sync failed", exc_info=True)  # the traceback once
+                await SYNC_BACKOFF.pause(failures, exc)
 
     async def _keys(self) -> None:
         """The end-to-end housekeeping nio's `sync_forever` would do after each sync."""

@@ -57,6 +57,7 @@ from strata.adapters.base import PlatformRateLimited
 from strata.adapters.runtime import ReplyOps, deliver_turn, send_text
 from strata.adapters.telegram import mapping
 from strata.adapters.telegram.formatting import to_html
+from strata.core import retry
 from strata.core.config import Settings
 from strata.core.errors import StrataError
 from strata.core.ports import Adapter, Clock, Inbox, PartialCallback, SharedInbox, TurnHandler
@@ -93,6 +94,23 @@ def _retry_seconds(exc: RetryAfter) -> float:
         warnings.simplefilter("ignore", DeprecationWarning)
         value: Any = exc.retry_after
     return float(value.total_seconds() if isinstance(value, timedelta) else value)
+
+
+def _told_wait(exc: BaseException) -> float | None:
+    return _retry_seconds(exc) if isinstance(exc, RetryAfter) else None
+
+
+def _server_trouble(exc: BaseException) -> bool:
+    """A 5xx or a network error (PTB's `NetworkError`; a `BadRequest` is the request's own
+    fault, and a 429 is `RetryAfter`, or `PlatformRateLimited` once flood control saw it)."""
+    return isinstance(exc, NetworkError) and not isinstance(exc, BadRequest)
+
+
+def _backoff(base: float, *, attempts: int | None, what: str = "telegram") -> retry.RetryPolicy:
+    """Telegram's retries: doubling from `base` up to `RETRY_CAP`, a 429's own wait honoured."""
+    return retry.RetryPolicy(retryable=_server_trouble, what=what, attempts=attempts,
+                             base=base, cap=RETRY_CAP, retry_after=_told_wait,
+                             log_level=logging.WARNING)
 
 
 @contextlib.asynccontextmanager
@@ -170,17 +188,11 @@ class _Chat:
         (PTB's `NetworkError`, which `BadRequest` is not here) retried `SEND_RETRIES` times
         with doubling backoff: the answer is already saved, so it is worth a few seconds to
         show it. A timed-out send may have arrived; a rare duplicate beats a lost answer."""
-        for attempt in range(SEND_RETRIES + 1):
-            try:
-                async with _flood_control():
-                    return await call()
-            except NetworkError as exc:
-                if isinstance(exc, BadRequest) or attempt == SEND_RETRIES:
-                    raise
-                wait = min(self.retry_base * 2**attempt, RETRY_CAP)
-                log.warning("telegram: %s; retrying in %.2fs", exc.message, wait)
-                await asyncio.sleep(wait)
-        raise AssertionError("unreachable")
+        async def once() -> T:
+            async with _flood_control():
+                return await call()
+
+        return await _backoff(self.retry_base, attempts=SEND_RETRIES + 1).call(once)
 
     async def send(self, text: str) -> str:
         reply = None
@@ -437,15 +449,10 @@ class TelegramAdapter:
                     timeout=timedelta(seconds=timeout),
                     allowed_updates=ALLOWED_UPDATES,
                 )
-            except RetryAfter as exc:
-                await asyncio.sleep(_retry_seconds(exc))
-                continue
-            except TelegramError as exc:  # 5xx, network, a conflicting poller: back off
+            except TelegramError as exc:  # 429, 5xx, network, a conflicting poller: back off
                 failures += 1
-                wait = min(self.retry_base * 2 ** min(failures, 8), RETRY_CAP)
-                log.warning("telegram: getUpdates failed (%s); retrying in %.1fs", exc.message,
-                            wait)
-                await asyncio.sleep(wait)
+                await _backoff(self.retry_base, attempts=None,
+                               what="telegram: getUpdates").pause(failures, exc)
                 continue
             failures = 0
             for update in updates:
@@ -497,7 +504,7 @@ class TelegramAdapter:
                 return True
             log.warning("telegram: could not take update %d in; fetching it again",
                         update.update_id, exc_info=True)
-            await asyncio.sleep(min(self.retry_base * 2 ** tries, RETRY_CAP))
+            await asyncio.sleep(retry.doubling(tries + 1, self.retry_base, RETRY_CAP))
             return False
 
     async def _stop_polling(self, bot: Bot) -> None:

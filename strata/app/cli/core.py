@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from strata.app.memory_wiring import Repos, open_db
 from strata.bot.visible import say, visible
+from strata.cognition.recurrence import describe_recurrence
 from strata.core.clock import ManualClock, SystemClock, from_iso
 from strata.core.config import Settings, default_db_path
 from strata.core.errors import StrataError
@@ -208,7 +209,7 @@ def _print_cognition(info: dict[str, Any]) -> None:
     if not info["reminders"]:
         say("  reminders: none")
     for r in info["reminders"]:
-        every = f", {r['recurrence']}" if r["recurrence"] else ""
+        every = f", {describe_recurrence(r['recurrence'])}" if r["recurrence"] else ""
         say(f"  {r['kind']} #{r['id']} ({r['state']}, due {r['due_at'][:16]}{every}, "
               f"delivered {r['deliveries']}x): {r['text']}")
     say(f"  calendar events: {info['calendar_events']}")

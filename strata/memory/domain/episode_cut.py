@@ -26,8 +26,9 @@ from datetime import datetime, timedelta
 
 from strata.core.errors import ModelError
 from strata.core.ports import ChatModel, Clock, Embedder
+from strata.core.retry import RetryPolicy
 from strata.core.tokens import truncate_to_tokens
-from strata.core.types import Channel, Person, Role, RowKind, TranscriptRow
+from strata.core.types import Channel, ChatMessage, Person, Role, RowKind, TranscriptRow
 from strata.memory.coordination.cursors import move_cursor, pending_channels, read_cursor
 from strata.memory.domain.episodes import LEAF, NewEpisode, insert_episode
 from strata.memory.domain.persons import PersonRepo
@@ -46,6 +47,9 @@ PAGE_ROWS = 1000
 EXTRACTIVE_LINE_TOKENS = 80
 EXTRACTIVE_TOKENS = 450
 SUMMARY_MAX_TOKENS = 500
+# A junk or ungrounded summary is asked for once more at once (the client retried the endpoint).
+SUMMARY_RETRY = RetryPolicy(retryable=lambda e: isinstance(e, ModelError | ValueError),
+                            what="episode summary", attempts=2, base=0.0, log_level=logging.WARNING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,30 +340,30 @@ class EpisodeCutter:
             return extractive_draft(lines, rows)
         chat = self.chat_for(rows[0].owner_id) if self.chat_for else self.chat
         messages = episode_summary.build_messages(lines)
-        for attempt in (1, 2):
-            try:
-                answer = await chat.complete(
-                    messages,
-                    schema=episode_summary.EpisodeSummary,
-                    max_tokens=SUMMARY_MAX_TOKENS,
-                    model=self.settings.model,
-                )
-                parsed = episode_summary.parse(answer.text)
-                if not grounded(parsed.summary, "\n".join(text for _, text in lines)):
-                    raise ValueError(f"the summary is not about the conversation: "
-                                     f"{parsed.summary[:80]!r}")
-            except (ModelError, ValueError) as exc:
-                log.warning("episode summary attempt %d failed: %s", attempt, exc)
-                continue
-            return Draft(
-                summary=parsed.summary,
-                salience=parsed.salience,
-                emotion=parsed.emotion.label.lower(),
-                emotion_intensity=parsed.emotion.intensity,
-                key_terms=tuple(parsed.key_terms),
-                method="llm",
-            )
-        return extractive_draft(lines, rows)
+        try:
+            parsed = await SUMMARY_RETRY.call(lambda: self._summary(chat, messages, lines))
+        except (ModelError, ValueError) as exc:
+            log.warning("episode summary failed twice (%s); the extractive one is kept", exc)
+            return extractive_draft(lines, rows)
+        return Draft(
+            summary=parsed.summary,
+            salience=parsed.salience,
+            emotion=parsed.emotion.label.lower(),
+            emotion_intensity=parsed.emotion.intensity,
+            key_terms=tuple(parsed.key_terms),
+            method="llm",
+        )
+
+    async def _summary(self, chat: ChatModel, messages: Sequence[ChatMessage],
+                       lines: Sequence[tuple[str, str]]) -> episode_summary.EpisodeSummary:
+        """One ask for the summary: the model's JSON, validated and about the conversation."""
+        answer = await chat.complete(messages, schema=episode_summary.EpisodeSummary,
+                                     max_tokens=SUMMARY_MAX_TOKENS, model=self.settings.model)
+        parsed = episode_summary.parse(answer.text)
+        if not grounded(parsed.summary, "\n".join(text for _, text in lines)):
+            raise ValueError(f"the summary is not about the conversation: "
+                             f"{parsed.summary[:80]!r}")
+        return parsed
 
     async def _store(self, channel: _ChannelInfo, window: Window, cursor: int,
                      now: datetime) -> int | None:
