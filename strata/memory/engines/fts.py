@@ -14,16 +14,24 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from nltk.stem.porter import PorterStemmer
+_PORTER_MAX = 64  # FTS5 passes longer tokens through unstemmed (FTS5_PORTER_MAX_TOKEN)
+
 
 # FTS5's porter tokenizer is a port of Martin Porter's own C release, which departs from the
 # 1980 paper in a few rules (`-logi` -> `-log`, `-bli` -> `-ble`, words of two letters kept);
 # nltk implements that release as its MARTIN_EXTENSIONS mode (nltk's default mode adds its own
 # rules, and Snowball's `porter` is the paper's algorithm: both differ from FTS5).
-_PORTER = PorterStemmer(mode=PorterStemmer.MARTIN_EXTENSIONS)
-_PORTER_MAX = 64  # FTS5 passes longer tokens through unstemmed (FTS5_PORTER_MAX_TOKEN)
+@functools.cache
+def _porter() -> Callable[[str], str]:
+    """nltk's Porter stemmer, loaded on first use: importing nltk imports scipy where it is
+    installed, seconds that a process which never stems should not pay at start-up."""
+    from nltk.stem.porter import PorterStemmer
+
+    stemmer = PorterStemmer(mode=PorterStemmer.MARTIN_EXTENSIONS)
+    return lambda word: str(stemmer.stem(word, to_lowercase=False))
+
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that carry no topic; dropping them keeps OR-queries from matching everything.
@@ -78,4 +86,4 @@ def porter_stem(word: str) -> str:
                        if not unicodedata.combining(c))
     if len(word.encode()) > _PORTER_MAX:
         return word
-    return str(_PORTER.stem(word, to_lowercase=False))
+    return _porter()(word)
