@@ -5,9 +5,10 @@ One stemmer (`stem`) and one coverage measure (`coverage`), so that "does this t
 the query" means the same thing in the recall blend, in fact search and in `/forget`.
 
 `stem` is Porter's, exactly as SQLite's keyword indexes store a word (`fts.porter_stem`), on
-both engines: recall scores its keywords here in Python, so it ranks the same whichever engine
-holds the memory. PostgreSQL's own index stems with Snowball's `english` (its `Dialect.stem`);
-the two agree on most words and differ on some (`generously`: `gener` / `generous`).
+both engines: recall scores a window's keywords here in Python, so those scores do not depend
+on the engine that holds the memory. PostgreSQL's own index stems with Snowball's `english`
+(its `Dialect.stem`); the two agree on most words and differ on some (`generously`: `gener` /
+`generous`).
 A stem need not be a prefix of its word (`happy` -> `happi`); what is searched for as the
 start of a word or as a substring is `stem_prefix`.
 """
