@@ -186,3 +186,27 @@ async def test_stored_words_follow_edits_and_stay_out_of_the_export(pg_url: str)
         assert "words" not in fact and fact["text"] == "Ann rows"
     finally:
         await db.close()
+
+
+async def test_the_server_reads_marks_where_the_lexer_found_them(pg_url: str) -> None:
+    """Statements the regex translator broke run as written: a `?` in a comment, a
+    dollar-quoted or `E'…'` string stays text, numbered marks bind by name, `%` is literal."""
+    db = await Database.open(pg_url, TEST_DIM)
+    try:
+        row = await db.fetchone(
+            "SELECT $$a ? b$$ AS d, E'it\\'s ?' AS e, ? /* why? don't */ AS p,"
+            " 7 % 4 AS m, 'x%' LIKE 'x\\%' AS l", ("bound",))
+        assert row is not None
+        assert (row["d"], row["e"], row["p"], row["m"], row["l"]) == (
+            "a ? b", "it's ?", "bound", 3, True)
+        row = await db.fetchone("SELECT ?2::text || ?1::text || ?2::text AS s", ("-", "ab"))
+        assert row is not None and row["s"] == "ab-ab"
+        # An empty list compares with a column of any type (an empty subquery was text).
+        await db.execute_write("INSERT INTO persons (kind, name, created_at) VALUES (?, ?, ?)",
+                               ("person", "ann", "2026-03-01T00:00:00+00:00"))
+        assert await db.fetchall("SELECT id FROM persons WHERE id IN ()") == []
+        assert len(await db.fetchall("SELECT id FROM persons WHERE id NOT IN ()"
+                                     " AND name NOT IN () AND name IN (?)",
+                                     ("ann",))) == 1
+    finally:
+        await db.close()

@@ -21,19 +21,44 @@ from strata.memory.engines.pg.sql import bind, translate
      "SELECT a %% 2 FROM t WHERE b LIKE 'x%%' AND c = %s"),
     ("SELECT 1 -- why? because\nFROM t WHERE d = ?",
      "SELECT 1 -- why? because\nFROM t WHERE d = %s"),
-    ("SELECT 'unterminated ?", "SELECT 'unterminated ?"),
     ("SELECT 1 WHERE a IN () AND b NOT in ( ) AND c = 'IN ()'",
-     "SELECT 1 WHERE a IN (SELECT NULL WHERE FALSE) AND b NOT IN (SELECT NULL WHERE FALSE)"
-     " AND c = 'IN ()'"),
+     "SELECT 1 WHERE a = ANY('{}') AND b <> ALL('{}') AND c = 'IN ()'"),
 ])
 def test_marks_become_psycopg_placeholders_outside_literals(sqlite: str, postgres: str) -> None:
     assert translate(sqlite) == postgres
+
+
+# What the regex translator got wrong (a `?`, quote or `IN ()` inside a block comment, an
+# `E'…'` string with a backslash-escaped quote, dollar quoting): read by a lexer now.
+@pytest.mark.parametrize(("sqlite", "postgres"), [
+    ("SELECT 1 /* a ? b */ WHERE d = ?", "SELECT 1 /* a ? b */ WHERE d = %s"),
+    ("SELECT 1 /* IN () */, ?", "SELECT 1 /* IN () */, %s"),
+    ("SELECT 1 /* don't */, ?", "SELECT 1 /* don't */, %s"),
+    ("SELECT 1 /* outer /* nested ? */ still ? */, ?",
+     "SELECT 1 /* outer /* nested ? */ still ? */, %s"),
+    ("SELECT E'it\\'s ?', ?", "SELECT E'it\\'s ?', %s"),
+    ("SELECT $$a ? b$$, $q$ it's ?1 $q$, ?", "SELECT $$a ? b$$, $q$ it's ?1 $q$, %s"),
+    ("SELECT 'C:\\', ?", "SELECT 'C:\\', %s"),
+    ("SELECT ?::bigint, x <=> ?, a?? FROM t WHERE b IN(/* none */)",
+     "SELECT %s::bigint, x <=> %s, a%s%s FROM t WHERE b = ANY('{}')"),
+    ("SELECT ? -- 100%", "SELECT %s -- 100%%"),
+])
+def test_a_lexer_reads_what_a_regex_mistranslated(sqlite: str, postgres: str) -> None:
+    assert translate(sqlite) == postgres
+
+
+@pytest.mark.parametrize("broken", ["SELECT 'unterminated ?", 'SELECT "open ?', "SELECT /* open ?"])
+def test_a_statement_the_lexer_cannot_read_is_refused_not_guessed(broken: str) -> None:
+    with pytest.raises(ValueError, match="cannot read the statement"):
+        translate(broken)
 
 
 def test_numbered_marks_bind_by_name() -> None:
     assert bind("SELECT ?2, ?1 WHERE a = ?1", (5, "x")) == (
         "SELECT %(p2)s, %(p1)s WHERE a = %(p1)s", {"p1": 5, "p2": "x"})
     assert bind("SELECT ? WHERE '?1' = ?", (1, 2)) == ("SELECT %s WHERE '?1' = %s", (1, 2))
+    assert bind("SELECT ?1::text, ?2 /* ?3 */, ?1", ("a", "b")) == (
+        "SELECT %(p1)s::text, %(p2)s /* ?3 */, %(p1)s", {"p1": "a", "p2": "b"})
     with pytest.raises(ValueError, match="mixes"):
         translate("SELECT ?1, ?")
 

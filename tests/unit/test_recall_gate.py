@@ -29,7 +29,7 @@ def test_a_word_never_said_weighs_most_and_dates_weigh_nothing() -> None:
     idf = gate_idf(t, query_stems("Did Caroline join the zebra club in June 2023?"))
     assert "june" not in idf and "2023" not in idf
     # Caroline speaks in three rows, "join" is said once, "zebra" never.
-    assert idf["zebra"] > idf["join"] > idf["caroline"] > 0
+    assert idf["zebra"] > idf["join"] > idf["carolin"] > 0  # Porter's stem of Caroline
     # A query of dates only is still weighed (each word alike), not left empty.
     assert gate_idf(t, ["june"]) == {"june": 1.0}
 
@@ -42,9 +42,9 @@ def test_coverage_is_of_the_best_keyword_window_with_names_as_words() -> None:
     # memory lacks, and the rarest, so it weighs most...
     query = "What did Gertrude paint by the lake?"
     idf = gate_idf(t, query_stems(query))
-    assert max(idf, key=lambda w: idf[w]) == "gertrude"
+    assert max(idf, key=lambda w: idf[w]) == "gertrud"  # Porter's stem of Gertrude
     _, stranger = features(t, query)
-    assert stranger == pytest.approx(1 - idf["gertrude"] / sum(idf.values()))
+    assert stranger == pytest.approx(1 - idf["gertrud"] / sum(idf.values()))
     # ...but a question that names a stranger beside words the memory holds keeps most of its
     # coverage: there is no veto on a name alone.
     _, partly = features(t, "Did Caroline and Gertrude join the support group downtown?")

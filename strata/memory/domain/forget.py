@@ -15,7 +15,7 @@ Afterwards `scrub()` leaves no trace in the bytes of the files: on SQLite `secur
 (see `strata.memory.engines.db`), every FTS5 index is merged (`optimize`, which drops the deleted
 terms from its segments) and the WAL is checkpointed and truncated; on PostgreSQL the touched tables
 are vacuumed (`Database.reclaim`; what that can and cannot promise: docs/operations.md). A word
-matches when every query word starts a word of the text (case-insensitive, crude stem: see
+matches when every query word starts a word of the text (case-insensitive, by stem: see
 `strata.memory.domain.text.word_pattern`). Imports `bot` leaf modules and `memory` only.
 """
 
@@ -32,7 +32,7 @@ from strata.core.wording import counted
 from strata.memory.domain.episodes import as_blob
 from strata.memory.domain.export import OWNED_TABLES
 from strata.memory.domain.facts import Fact, FactRepo, fact_from_db
-from strata.memory.domain.text import stem, word_pattern
+from strata.memory.domain.text import stem_prefix, word_pattern
 from strata.memory.engines.db import Database, placeholders
 from strata.memory.engines.dialect import vector_deletes
 from strata.memory.engines.fts import terms
@@ -173,7 +173,7 @@ class Forgetter:
         ]
         # A cheap SQL prefilter (SQLite's lower() folds ASCII only, so only ASCII stems are
         # used); the regex decides.
-        stems = [t for t in (stem(w) for w in terms(words)) if t.isascii()]
+        stems = [t for t in (stem_prefix(w) for w in terms(words)) if t.isascii()]
         contains = self.db.dialect.contains.format(column="content")
         prefilter = "".join(f" AND {contains}" for _ in stems)
         scope = await self.db.fetchall(

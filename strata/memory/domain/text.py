@@ -3,31 +3,36 @@
 
 One stemmer (`stem`) and one coverage measure (`coverage`), so that "does this text mention
 the query" means the same thing in the recall blend, in fact search and in `/forget`.
+
+`stem` is Porter's, exactly as SQLite's keyword indexes store a word (`fts.porter_stem`), on
+both engines: recall scores a window's keywords here in Python, so those scores do not depend
+on the engine that holds the memory. PostgreSQL's own index stems with Snowball's `english`
+(its `Dialect.stem`); the two agree on most words and differ on some (`generously`: `gener` /
+`generous`).
+A stem need not be a prefix of its word (`happy` -> `happi`); what is searched for as the
+start of a word or as a substring is `stem_prefix`.
 """
 
 from __future__ import annotations
 
-import functools
+import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
 
-from strata.memory.engines.fts import STOPWORDS
+from strata.memory.engines.fts import STOPWORDS, porter_stem
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_SUFFIXES = ("ing", "ed", "es", "ly", "s")
+
+stem: Callable[[str], str] = porter_stem
 
 
-@functools.lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    """A crude suffix strip, enough to match `sisters`/`sister` or `painted`/`paint`.
-
-    Expects a lower-cased word. Always a prefix of `word`, so a stem can also be searched for
-    as the start of a word (`word_pattern`) or as a substring (`instr` prefilters).
-    """
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
+def stem_prefix(word: str) -> str:
+    """The start of the lower-cased `word` that its stem keeps (`happy` -> `happ`, `paris` ->
+    `pari`, `café` -> `caf`): a word with the same stem starts with it, so it can be searched
+    for as the start of a word (`word_pattern`) or as a substring (`instr` prefilters)."""
+    stemmed = stem(word)
+    same = (a == b for a, b in zip(word, stemmed, strict=False))
+    return word[:sum(1 for _ in itertools.takewhile(bool, same))]
 
 
 def tokens(text: str) -> list[str]:
@@ -41,11 +46,11 @@ def query_stems(text: str, limit: int = 32) -> list[str]:
 
 
 def word_pattern(term: str) -> re.Pattern[str]:
-    """A word starting with the stem of `term`, case-insensitive.
+    """A word starting with the stem of `term` (`stem_prefix`), case-insensitive.
 
     `cats` finds "cat", "cats" and "Cat's"; `zorblax` finds "Zorblax's" but not "xzorblax".
     """
-    return re.compile(r"(?<!\w)" + re.escape(stem(term.lower())), re.IGNORECASE)
+    return re.compile(r"(?<!\w)" + re.escape(stem_prefix(term.lower())), re.IGNORECASE)
 
 
 def coverage(weights: Mapping[str, float], found: Callable[[str], bool]) -> float:

@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from strata.memory.engines.fts import match_query, owner_scoped
+from strata.memory.engines.fts import match_query, owner_scoped, porter_stem
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +25,8 @@ class Dialect:
     name: str
     # The bound keyword-query parameter for `text` (None: no words, search nothing).
     keyword_query: Callable[[str], str | None]
+    # The term the keyword index stores for one lower-cased word: what its stemmer makes of it.
+    stem: Callable[[str], str]
     # A keyword query limited to one owner's rows and to some columns, for the owner-scoped
     # searches below: (query, owner_id, columns) -> the bound parameter.
     scoped: Callable[[str, int, tuple[str, ...]], str]
@@ -108,6 +110,7 @@ def _vector_table(sql: str, table: str, key: str) -> str:
 SQLITE = Dialect(
     name="sqlite",
     keyword_query=match_query,
+    stem=porter_stem,
     transcript_search=(
         "SELECT t.*, bm25(transcript_fts) AS score FROM transcript_fts"
         " JOIN transcript t ON t.id = transcript_fts.rowid"

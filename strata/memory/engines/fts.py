@@ -1,14 +1,37 @@
-"""Turn untrusted text into a safe FTS5 MATCH expression. Imports nothing.
+"""Turn untrusted text into a safe FTS5 MATCH expression, and stem a word as FTS5 indexes it.
+Imports nothing of strata.
 
 Raw user text in MATCH is an error (`can't`, `c++`, `foo(bar)`, `*`) or silently changes
 meaning (`well-known`, `error:`, `body:x`, a bare `AND`). Every word becomes its own quoted
 term; the terms are OR-ed; the result must be bound as a parameter, never formatted into SQL.
+
+The keyword indexes use FTS5's `porter unicode61` tokenizer (migrations 0001-0005):
+`porter_stem` gives the term it stores for a word, so Python can stem exactly as the index.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Callable, Sequence
+
+_PORTER_MAX = 64  # FTS5 passes longer tokens through unstemmed (FTS5_PORTER_MAX_TOKEN)
+
+
+# FTS5's porter tokenizer is a port of Martin Porter's own C release, which departs from the
+# 1980 paper in a few rules (`-logi` -> `-log`, `-bli` -> `-ble`, words of two letters kept);
+# nltk implements that release as its MARTIN_EXTENSIONS mode (nltk's default mode adds its own
+# rules, and Snowball's `porter` is the paper's algorithm: both differ from FTS5).
+@functools.cache
+def _porter() -> Callable[[str], str]:
+    """nltk's Porter stemmer, loaded on first use: importing nltk imports scipy where it is
+    installed, seconds that a process which never stems should not pay at start-up."""
+    from nltk.stem.porter import PorterStemmer
+
+    stemmer = PorterStemmer(mode=PorterStemmer.MARTIN_EXTENSIONS)
+    return lambda word: str(stemmer.stem(word, to_lowercase=False))
+
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that carry no topic; dropping them keeps OR-queries from matching everything.
@@ -51,3 +74,16 @@ def owner_scoped(match: str, owner_id: int, columns: Sequence[str]) -> str:
         if not column.isidentifier():  # formatted into the expression: plain names only
             raise ValueError(f"bad column name {column!r}")
     return f'owner_id : "{int(owner_id)}" AND {{{" ".join(columns)}}} : ({match})'
+
+
+@functools.lru_cache(maxsize=65536)
+def porter_stem(word: str) -> str:
+    """The term FTS5's `porter unicode61` tokenizer stores for one lower-cased word:
+    diacritics folded as unicode61 folds them (`café` -> `cafe`), then Porter's stem (`paris`
+    -> `pari`, `painted` -> `paint`, `happy` -> `happi`). Not always a prefix of `word`."""
+    if not word.isascii():
+        word = "".join(c for c in unicodedata.normalize("NFD", word)
+                       if not unicodedata.combining(c))
+    if len(word.encode()) > _PORTER_MAX:
+        return word
+    return _porter()(word)

@@ -1,19 +1,37 @@
 """PostgreSQL's statements for what cannot be written once (see `strata.memory.engines.dialect`).
 
-Keyword search: the text is parsed with the `english` configuration (Snowball stemming, as
-FTS5's porter tokenizer stems) through an expression GIN index (migration 0001); the query's
-words are OR-ed, as `strata.memory.engines.fts.match_query` OR-s them for FTS5, and
-`websearch_to_tsquery` never fails on user text. The score is `-ts_rank_cd`, so lower is better as
-with bm25; its scale differs from bm25's. Vector search: an exact scan of the owner's vectors
-ordered by pgvector's cosine distance `<=>` (1 - cosine, as sqlite-vec's). Imports
-`strata.memory.engines.dialect` and
-`strata.memory.engines.fts`.
+Keyword search: the text is parsed with the `english` configuration (Snowball's `english`
+stemmer, `english_stem`, where FTS5 uses Porter's) through GIN indexes (migrations 0001,
+0004); the query's words are OR-ed, as `strata.memory.engines.fts.match_query` OR-s them for
+FTS5, and `websearch_to_tsquery` never fails on user text. The score is `-ts_rank_cd`, so
+lower is better as with bm25; its scale differs from bm25's. Vector search: an exact scan of
+the owner's vectors ordered by pgvector's cosine distance `<=>` (1 - cosine, as sqlite-vec's).
+Imports `strata.memory.engines.dialect` and `strata.memory.engines.fts`.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
+
+import snowballstemmer
+
 from strata.memory.engines.dialect import Dialect
 from strata.memory.engines.fts import terms
+
+# The same Snowball algorithm PostgreSQL's `english_stem` dictionary runs. Snowball releases
+# differ on a few words (3.x keeps `organiz…` and `universal` whole, PostgreSQL 18's copy
+# makes them `organ` and `univers`); the engines test checks a word list against the server.
+_ENGLISH = snowballstemmer.stemmer("english")
+_ENGLISH_LOCK = threading.Lock()  # a Snowball stemmer object keeps state while it works
+
+
+@functools.lru_cache(maxsize=65536)
+def english_stem(word: str) -> str:
+    """The lexeme `to_tsvector('english', …)` stores for one lower-cased word that is not an
+    English stopword (those it drops): `paris` -> `pari`, `dying` -> `die`."""
+    with _ENGLISH_LOCK:
+        return str(_ENGLISH.stemWord(word))
 
 
 def update_or_ignore(table: str, column: str, keys: list[tuple[str, ...]]) -> str:
@@ -41,6 +59,7 @@ def websearch_query(text: str) -> str | None:
 POSTGRES = Dialect(
     name="postgres",
     keyword_query=websearch_query,
+    stem=english_stem,
     transcript_search=(
         "SELECT t.*, -ts_rank_cd(to_tsvector('english', t.content), q) AS score"
         " FROM transcript t, websearch_to_tsquery('english', ?) q"
