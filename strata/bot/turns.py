@@ -1,6 +1,6 @@
 """The one turn processor: every turn (a person's, a reminder's, the DMN's) goes through here.
 
-Order (DESIGN.md §4): resolve person and channel; access control and chat commands; mark
+Order (docs/architecture.md): resolve person and channel; access control and chat commands; mark
 activity and append the user row durably (`accept`: a platform that confirms messages on
 fetch calls it on receipt, the rest of the turn, `answer`, waits for the chat's earlier turns;
 `handle` is both); turn-zero recall; assemble the prompt; call the model
@@ -118,7 +118,7 @@ class ToolRegistry:
 
 
 BACKGROUND_PLATFORM = "background"
-# Sources with no user present (DESIGN.md §3, "Recall at turn zero"): their turns never run
+# Sources with no user present (docs/lifecycle.md §5): their turns never run
 # turn-zero recall; a job that needs memory states its inputs in its instructions instead.
 BACKGROUND_SOURCES = ("dmn", "research", "scheduled")
 BACKGROUND_PREFIXES = ("delegate:", "external-agent:", "job:")

@@ -1,4 +1,4 @@
-"""Background channels never run turn-zero recall (DESIGN.md §3, "Recall at turn zero"): no
+"""Background channels never run turn-zero recall (docs/lifecycle.md §5): no
 user is present, and a DMN reflection fed by recalled memories would feed on itself. A job
 that needs memory states its inputs instead (the DMN: portrait, recent episodes, new facts).
 Real turns through the turn processor, real SQLite, the fake model server."""
