@@ -37,7 +37,7 @@ from strata.evaluation.recall import (
     run_eval,
     speakers,
 )
-from strata.memory.domain.recall import render_span
+from strata.memory.domain.recall_render import render_span
 
 CONDITIONS = ("memory", "none", "gold")
 # Per conversation: how many questions of each category (LoCoMo's conversations 3-4 hold

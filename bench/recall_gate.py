@@ -59,7 +59,6 @@ if str(ROOT) not in sys.path:
 
 from bench.recall_tune import Conv, data_arguments, load  # noqa: E402
 from strata.evaluation.recall import EvalQuestion  # noqa: E402
-from strata.memory.domain.recall import RecallTuning  # noqa: E402
 from strata.memory.domain.recall_gate import gate_features, gate_idf  # noqa: E402
 from strata.memory.domain.recall_index import recency_of  # noqa: E402
 from strata.memory.domain.recall_rank import (  # noqa: E402
@@ -68,6 +67,7 @@ from strata.memory.domain.recall_rank import (  # noqa: E402
     window_scores,
     without_names,
 )
+from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
 from strata.memory.domain.text import coverage, query_stems  # noqa: E402
 
 FEATURE_SETS = {

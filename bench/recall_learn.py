@@ -50,9 +50,9 @@ from strata.evaluation.recall import (  # noqa: E402
     load_questions,
     load_turns,
 )
-from strata.memory.domain.recall import RecallTuning  # noqa: E402
 from strata.memory.domain.recall_index import recency_of  # noqa: E402
 from strata.memory.domain.recall_rank import WindowScores, idf_of, window_scores, without_names  # noqa: E402
+from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
 from strata.memory.domain.text import query_stems  # noqa: E402
 
 Features = dict[str, np.ndarray]

@@ -42,7 +42,7 @@ from strata.core.errors import StrataError
 from strata.core.tokens import count_tokens
 from strata.core.types import Channel, ChannelKind, NewRow, Person, Role
 from strata.memory.domain.janitor import decay_pass
-from strata.memory.domain.recall import render_span
+from strata.memory.domain.recall_render import render_span
 from strata.memory.domain.rollup import consolidate_owner
 from strata.memory.engines.fts import STOPWORDS
 

@@ -6,7 +6,7 @@ from dataclasses import fields
 
 from strata.app.compose import recall_tuning
 from strata.core.config import RecallSettings, Settings
-from strata.memory.domain.recall import RecallTuning
+from strata.memory.domain.recall_types import RecallTuning
 
 
 def test_config_defaults_are_recalls_defaults() -> None:

@@ -24,11 +24,11 @@ from strata.core.types import Channel
 from strata.memory.domain.decay import fact_visible, fact_weight
 from strata.memory.domain.facts import Fact, FactRepo, index_text
 from strata.memory.domain.persons import ChannelRepo
-from strata.memory.domain.recall import Candidate, RecallQuery, channel_where
+from strata.memory.domain.recall_types import Candidate, RecallQuery, channel_where
 
 
 class FactCandidates:
-    """A `strata.memory.domain.recall.CandidateSource` of kind "fact"."""
+    """A `strata.memory.domain.recall_types.CandidateSource` of kind "fact"."""
 
     kind = "fact"
 

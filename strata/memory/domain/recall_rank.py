@@ -61,7 +61,7 @@ def surface_words(text: str) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class RankTuning:
-    """The ranking's knobs (a subset of `strata.memory.domain.recall.RecallTuning`)."""
+    """The ranking's knobs (a subset of `strata.memory.domain.recall_types.RecallTuning`)."""
 
     w_keyword: float = 1.0
     w_semantic: float = 0.5
