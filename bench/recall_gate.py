@@ -61,12 +61,8 @@ from bench.recall_tune import Conv, data_arguments, load  # noqa: E402
 from strata.evaluation.recall import EvalQuestion  # noqa: E402
 from strata.memory.domain.recall_gate import gate_features, gate_idf  # noqa: E402
 from strata.memory.domain.recall_index import recency_of  # noqa: E402
-from strata.memory.domain.recall_rank import (  # noqa: E402
-    keyword_coverage,
-    unknown_name,
-    window_scores,
-    without_names,
-)
+from strata.memory.domain.recall_names import unknown_name, without_names  # noqa: E402
+from strata.memory.domain.recall_rank import keyword_coverage, window_scores  # noqa: E402
 from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
 from strata.memory.domain.text import coverage, query_stems  # noqa: E402
 

@@ -51,7 +51,8 @@ from strata.evaluation.recall import (  # noqa: E402
     load_turns,
 )
 from strata.memory.domain.recall_index import recency_of  # noqa: E402
-from strata.memory.domain.recall_rank import WindowScores, idf_of, window_scores, without_names  # noqa: E402
+from strata.memory.domain.recall_names import without_names  # noqa: E402
+from strata.memory.domain.recall_rank import WindowScores, idf_of, window_scores  # noqa: E402
 from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
 from strata.memory.domain.text import query_stems  # noqa: E402
 

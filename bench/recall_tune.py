@@ -67,19 +67,14 @@ from strata.memory.domain.recall_index import (  # noqa: E402
     recency_of,
 )
 from strata.memory.domain.recall_leaves import mark_faded  # noqa: E402
+from strata.memory.domain.recall_names import strangers, unknown_name  # noqa: E402
 from strata.memory.domain.recall_pack import (  # noqa: E402
     pack,
     shares_for,
     window_units,
 )
-from strata.memory.domain.recall_rank import (  # noqa: E402
-    RowTable,
-    WindowScores,
-    build_table,
-    strangers,
-    unknown_name,
-    window_scores,
-)
+from strata.memory.domain.recall_rank import WindowScores, window_scores  # noqa: E402
+from strata.memory.domain.recall_table import RowTable, build_table  # noqa: E402
 from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
 from strata.memory.domain.text import query_stems  # noqa: E402
 

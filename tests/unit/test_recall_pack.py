@@ -13,7 +13,8 @@ import pytest
 
 from strata.core.tokens import count_tokens
 from strata.memory.domain.recall_pack import pack, rank_order, row_shares, shown_rows, window_units
-from strata.memory.domain.recall_rank import RankTuning, Unit, greedy, window_scores
+from strata.memory.domain.recall_rank import RankTuning, window_scores
+from strata.memory.domain.recall_select import Unit, greedy
 from strata.memory.domain.recall_types import RecallItem, RecallResult, RecallTuning, heading
 from strata.memory.domain.text import query_stems
 from tests.unit.test_recall_rank import DIM, table_of, unit

@@ -49,18 +49,18 @@ from strata.memory.domain.recall_focus import focus
 from strata.memory.domain.recall_gate import gate_features, gate_idf, gate_logit
 from strata.memory.domain.recall_index import RowIndex, recency_of
 from strata.memory.domain.recall_leaves import leaf_citations, leaf_signals, mark_faded, no_leaves
+from strata.memory.domain.recall_names import unknown_name
 from strata.memory.domain.recall_pack import pack, shares_for, window_units
 from strata.memory.domain.recall_rank import (
     RankTuning,
-    Unit,
     WindowScores,
     bm25_text,
-    surface_words,
     unit_semantic,
-    unknown_name,
     window_scores,
 )
+from strata.memory.domain.recall_select import Unit
 from strata.memory.domain.recall_sources import EPISODE, EpisodeSource
+from strata.memory.domain.recall_table import surface_words
 from strata.memory.domain.recall_types import (
     Candidate,
     CandidateSource,

@@ -13,9 +13,7 @@ import numpy.typing as npt
 from strata.core.clock import from_iso
 from strata.memory.domain.decay import episode_weight
 from strata.memory.domain.episodes import LEAF
-from strata.memory.domain.recall_rank import (
-    Unit,
-)
+from strata.memory.domain.recall_select import Unit
 from strata.memory.engines.db import Reads
 
 

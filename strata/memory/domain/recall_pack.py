@@ -21,26 +21,21 @@ import numpy as np
 import numpy.typing as npt
 
 from strata.core.tokens import count_tokens
-from strata.memory.domain.recall_rank import (
-    BM25_B,
-    BM25_K1,
-    RankTuning,
-    RowTable,
+from strata.memory.domain.recall_rank import BM25_B, BM25_K1, RankTuning, WindowScores
+from strata.memory.domain.recall_render import SpanCost, render_item, render_span, row_where
+from strata.memory.domain.recall_select import (
     Selection,
     SpanCostFn,
     Unit,
-    WindowScores,
     above_floor,
     greedy,
     spans,
     take_window,
     unit_vectors,
 )
-from strata.memory.domain.recall_render import SpanCost, render_item, render_span, row_where
+from strata.memory.domain.recall_table import F32, RowTable
 from strata.memory.domain.recall_types import Candidate, RecallItem, RecallTuning, heading_cost
 from strata.memory.engines.db import Row
-
-F32 = npt.NDArray[np.float32]
 
 
 def row_shares(table: RowTable, rows: Sequence[int], stems: Sequence[str],

@@ -57,7 +57,7 @@ def render_span(rows: Sequence[Row], provenance: bool = True) -> str:
 @dataclass
 class SpanCost:
     """What a quoted span costs: exactly count_tokens(render_span(rows, provenance) + "\n"),
-    from each row's line and header parts computed once (`recall_rank.greedy` asks again and
+    from each row's line and header parts computed once (`recall_select.greedy` asks again and
     again)."""
 
     fresh: dict[int, Row]  # table index → the row as it is now
