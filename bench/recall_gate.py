@@ -58,7 +58,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.recall_tune import Conv, data_arguments, load  # noqa: E402
-from strata.evaluation.recall import EvalQuestion  # noqa: E402
+from strata.evaluation.recall_data import EvalQuestion  # noqa: E402
 from strata.memory.domain.recall_gate import gate_features, gate_idf  # noqa: E402
 from strata.memory.domain.recall_index import recency_of  # noqa: E402
 from strata.memory.domain.recall_names import unknown_name, without_names  # noqa: E402

@@ -43,7 +43,7 @@ for extra in (ROOT, ROOT / "bench"):
 
 from recall_tune import Conv, Embeddings, ask, prepare, select  # noqa: E402
 
-from strata.evaluation.recall import (  # noqa: E402
+from strata.evaluation.recall_data import (  # noqa: E402
     ADVERSARIAL,
     EvalQuestion,
     conversations,

@@ -48,17 +48,17 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from strata.core.tokens import truncate_to_tokens  # noqa: E402
-from strata.evaluation.recall import (  # noqa: E402 - after the path set-up
+from strata.evaluation.recall_data import (  # noqa: E402
     ADVERSARIAL,
     EvalQuestion,
     EvalTurn,
-    abstention_sample,
     conversations,
     load_questions,
     load_turns,
     row_text,
     speakers,
 )
+from strata.evaluation.recall_metrics import abstention_sample  # noqa: E402
 from strata.memory.domain.recall_gate import gate_features, gate_logit  # noqa: E402
 from strata.memory.domain.recall_index import (  # noqa: E402
     SESSION_GAP_MINUTES,

@@ -26,7 +26,7 @@ from strata.core.clock import ManualClock
 from strata.core.config import DbSettings, Settings
 from strata.core.tokens import count_tokens
 from strata.core.types import ChannelKind, NewRow
-from strata.evaluation.recall import EvalTurn, row_text, speakers
+from strata.evaluation.recall_data import EvalTurn, row_text, speakers
 from strata.memory.domain.episode_cut import cut_windows
 
 WINDOWS = 8  # per conversation
