@@ -19,7 +19,8 @@ from strata.core.types import ChannelKind, NewRow, OwnerKind, Role, RowKind
 from strata.memory.coordination.cursors import move_cursor, pending_channels, read_cursor
 from strata.memory.coordination.jobruns import JobRunRepo
 from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
-from strata.memory.domain.facts import FactRepo, NewFact, Sources
+from strata.memory.domain.fact_types import NewFact, Sources
+from strata.memory.domain.facts import FactRepo
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
 from strata.memory.domain.recall_sources import EpisodeSource
 from strata.memory.domain.recall_types import RecallQuery

@@ -28,7 +28,8 @@ from strata.core.errors import StrataError
 from strata.core.ports import ChatModel
 from strata.core.types import ChatMessage, OwnerKind
 from strata.memory.domain.episodes import LEAF, Episode, episode_from_db
-from strata.memory.domain.facts import FACT_KINDS, PERSON_KINDS, FactStore, NewFact, normalise_text
+from strata.memory.domain.fact_types import FACT_KINDS, PERSON_KINDS, NewFact, normalise_text
+from strata.memory.domain.facts import FactStore
 from strata.memory.domain.persons import PersonRepo
 from strata.memory.domain.profiles import profile_for
 from strata.memory.domain.prompts.facts import (

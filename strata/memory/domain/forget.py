@@ -31,7 +31,8 @@ from strata.core.ports import Embedder
 from strata.core.wording import counted
 from strata.memory.domain.episodes import as_blob
 from strata.memory.domain.export import OWNED_TABLES
-from strata.memory.domain.facts import Fact, FactRepo, fact_from_db
+from strata.memory.domain.fact_types import Fact, fact_from_db
+from strata.memory.domain.facts import FactRepo
 from strata.memory.domain.text import stem, word_pattern
 from strata.memory.engines.db import Database, placeholders
 from strata.memory.engines.dialect import vector_deletes
