@@ -2,11 +2,11 @@
 
 docs/memory.md. The kind set is closed (`strata.memory.domain.fact_types.FACT_KINDS`, mirrored
 by the CHECK constraint of migration 0005): a write with an unknown kind raises
-`UnknownKindError` before anything is stored. A fact is live until it is superseded (a newer fact replaced it: it was true then) or
-retracted (the person corrected it: it was wrong); either way it is hidden from recall at once,
-loses its vector, decays fast and is purged once its weight is negligible. A live fact fades
-by its kind (`strata.memory.domain.decay.FACT_DECAY`): hidden from recall below the weight floor,
-purged by `decay` after the kind's grace.
+`UnknownKindError` before anything is stored. A fact is live until it is superseded (a newer
+fact replaced it: it was true then) or retracted (the person corrected it: it was wrong); either
+way it is hidden from recall at once, loses its vector, decays fast and is purged once its
+weight is negligible. A live fact fades by its kind (`strata.memory.domain.decay.FACT_DECAY`):
+hidden from recall below the weight floor, purged by `decay` after the kind's grace.
 
 `FactRepo` is the storage (callers bring embeddings); `FactStore` is the write API the rest of
 the code uses: it embeds, refuses muted sources, folds duplicates into the existing fact and
