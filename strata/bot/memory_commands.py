@@ -24,7 +24,8 @@ from strata.memory.domain.connectors import ConnectorStore
 from strata.memory.domain.episodes import EpisodeRepo
 from strata.memory.domain.fact_types import FACT_KINDS, Fact
 from strata.memory.domain.facts import FactRepo
-from strata.memory.domain.forget import ForgetPlan, Forgetter
+from strata.memory.domain.forget import Forgetter
+from strata.memory.domain.forget_plan import ForgetPlan
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
 from strata.memory.domain.transcript import TranscriptRepo
 
