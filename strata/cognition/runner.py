@@ -43,7 +43,7 @@ from strata.cognition.backoff import retry_delay
 from strata.cognition.registry import AnyJob, JobContext, JobRegistry
 from strata.cognition.reminders import deliver_due
 from strata.cognition.services import Services
-from strata.core.config import CognitionSettings
+from strata.core.config_sections import CognitionSettings
 from strata.core.errors import BudgetExhaustedError, ConfigError, ModelError
 from strata.core.types import OwnerKind, Person
 

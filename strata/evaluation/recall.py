@@ -30,7 +30,8 @@ from typing import Any
 
 from strata.app.compose import App, make_lifecycle_policy
 from strata.core.clock import ManualClock
-from strata.core.config import DbSettings, Settings
+from strata.core.config import Settings
+from strata.core.config_sections import DbSettings
 from strata.core.errors import StrataError
 from strata.core.tokens import count_tokens
 from strata.core.types import Channel, ChannelKind, NewRow, Person, Role

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import fields
 
 from strata.app.compose import recall_tuning
-from strata.core.config import RecallSettings, Settings
+from strata.core.config import Settings
+from strata.core.config_sections import RecallSettings
 from strata.memory.domain.recall_types import RecallTuning
 
 
