@@ -70,8 +70,9 @@ from strata.memory.domain.recall_types import (
     RecallTuning,
 )
 from strata.memory.domain.text import query_stems, text_coverage
-from strata.memory.engines.db import Database, ReaderPool
+from strata.memory.engines.db import Database
 from strata.memory.engines.fts import terms
+from strata.memory.engines.readers import ReaderPool
 
 log = logging.getLogger(__name__)
 
