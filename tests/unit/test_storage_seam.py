@@ -43,6 +43,7 @@ REPOSITORY_BUILDERS = {
     "strata/app/compose.py",
     "strata/memory/domain/map.py",
     "strata/memory/domain/recall.py",
+    "strata/memory/domain/recall_sources.py",
     "strata/memory/domain/rollup.py",
     "strata/memory/domain/transcript.py",
 }
