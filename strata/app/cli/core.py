@@ -23,7 +23,6 @@ from strata.core.ports import Clock
 from strata.memory.domain.export import export_person
 from strata.memory.domain.lifecycle import hierarchy
 from strata.memory.domain.persons import PersonRepo
-from strata.memory.engines.db import Database
 
 if TYPE_CHECKING:
     from strata.adapters.console.adapter import ConsoleAdapter
@@ -113,7 +112,8 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
     try:
         repos = Repos.over(db)
         person = await _person_or_fail(repos.persons, args.user)
-        info = await _memory_info(db, repos, person)
+        tree = [h.as_dict() for h in await hierarchy(db, person.id)]
+        info = await _memory_info(repos, person, tree)
         if args.json:
             say(json.dumps(info, indent=2, ensure_ascii=False))
             return 0
@@ -123,8 +123,9 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def _memory_info(db: Database, repos: Repos, person: Any) -> dict[str, Any]:
-    """Everything `strata memory show` reports about one person, as JSON-ready data."""
+async def _memory_info(repos: Repos, person: Any, tree: list[dict[str, Any]]) -> dict[str, Any]:
+    """Everything `strata memory show` reports about one person, as JSON-ready data (`tree`:
+    their episode hierarchy)."""
     persons, channels, transcript = repos.persons, repos.channels, repos.transcript
     chans = await channels.for_owner(person.id)
     counts = {c.id: await transcript.count(channel_id=c.id) for c in chans}
@@ -162,7 +163,7 @@ async def _memory_info(db: Database, repos: Repos, person: Any) -> dict[str, Any
             }
             for f in await repos.facts.for_owner(person.id)
         ],
-        "hierarchy": [h.as_dict() for h in await hierarchy(db, person.id)],
+        "hierarchy": tree,
         **await _cognition_info(repos, person.id),
     }
 
