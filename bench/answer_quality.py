@@ -27,17 +27,10 @@ from bench.quality_scores import token_f1
 from strata.bot.llm import OpenAIChatModel
 from strata.core.config import Settings
 from strata.core.types import ChatMessage
-from strata.evaluation.recall import (
-    EvalOptions,
-    EvalQuestion,
-    EvalTurn,
-    answer_coverage,
-    content_words,
-    row_text,
-    run_eval,
-    speakers,
-)
-from strata.memory.domain.recall import render_span
+from strata.evaluation.recall import EvalOptions, run_eval
+from strata.evaluation.recall_data import EvalQuestion, EvalTurn, row_text, speakers
+from strata.evaluation.recall_metrics import answer_coverage, content_words
+from strata.memory.domain.recall_render import render_span
 
 CONDITIONS = ("memory", "none", "gold")
 # Per conversation: how many questions of each category (LoCoMo's conversations 3-4 hold

@@ -88,9 +88,11 @@ from strata.core.clock import ManualClock  # noqa: E402
 from strata.core.types import Channel, ChannelKind, NewRow, Person, Role  # noqa: E402
 from strata.memory.domain.episodes import NewEpisode, insert_episode  # noqa: E402
 from strata.memory.domain.fact_recall import FactCandidates  # noqa: E402
-from strata.memory.domain.facts import FactRepo, NewFact  # noqa: E402
+from strata.memory.domain.fact_types import NewFact  # noqa: E402
+from strata.memory.domain.facts import FactRepo  # noqa: E402
 from strata.memory.domain.persons import ChannelRepo, PersonRepo  # noqa: E402
-from strata.memory.domain.recall import Recall, RecallTuning  # noqa: E402
+from strata.memory.domain.recall import Recall  # noqa: E402
+from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
 from strata.memory.domain.row_vectors import RowIndexer  # noqa: E402
 from strata.memory.domain.transcript import TranscriptRepo  # noqa: E402
 from strata.memory.engines.db import Database  # noqa: E402

@@ -19,7 +19,8 @@ from typing import Any
 from bench.fact_labels import LABELS
 from strata.app.compose import App
 from strata.core.clock import ManualClock
-from strata.core.config import DbSettings, Settings
+from strata.core.config import Settings
+from strata.core.config_sections import DbSettings
 from strata.core.types import ChannelKind, NewRow, Role
 from strata.memory.domain.fact_extraction import model_completer
 

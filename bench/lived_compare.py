@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from strata.evaluation.recall import Answer, summarize
+from strata.evaluation.recall_metrics import Answer, summarize
 
 MAX_LOSS = 0.10  # answer_coverage the lived eval may lose against the static one
 METRICS = ("answer_coverage", "evidence_recall")

@@ -42,15 +42,9 @@ from strata.app.model_wiring import make_chat_model
 from strata.bot.embedded import model_endpoints
 from strata.core.config import Settings, default_db_path, load_settings
 from strata.evaluation.lived import run_lived_eval
-from strata.evaluation.recall import (
-    EvalOptions,
-    EvalQuestion,
-    EvalTurn,
-    answer_record,
-    load_questions,
-    load_turns,
-    write_json,
-)
+from strata.evaluation.recall import EvalOptions, write_json
+from strata.evaluation.recall_data import EvalQuestion, EvalTurn, load_questions, load_turns
+from strata.evaluation.recall_metrics import answer_record
 
 RESULTS = Path(__file__).parent / "results"
 PARTS = ("facts", "summaries", "answers", "lived")

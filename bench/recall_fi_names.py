@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from strata.evaluation.recall import load_questions, load_turns  # noqa: E402
-from strata.memory.domain.recall_rank import surface_words  # noqa: E402
+from strata.evaluation.recall_data import load_questions, load_turns  # noqa: E402
+from strata.memory.domain.recall_table import surface_words  # noqa: E402
 
 
 def split(details: list[dict[str, Any]], text: dict[str, str],

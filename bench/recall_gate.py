@@ -58,16 +58,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.recall_tune import Conv, data_arguments, load  # noqa: E402
-from strata.evaluation.recall import EvalQuestion  # noqa: E402
-from strata.memory.domain.recall import RecallTuning  # noqa: E402
+from strata.evaluation.recall_data import EvalQuestion  # noqa: E402
 from strata.memory.domain.recall_gate import gate_features, gate_idf  # noqa: E402
 from strata.memory.domain.recall_index import recency_of  # noqa: E402
-from strata.memory.domain.recall_rank import (  # noqa: E402
-    keyword_coverage,
-    unknown_name,
-    window_scores,
-    without_names,
-)
+from strata.memory.domain.recall_names import unknown_name, without_names  # noqa: E402
+from strata.memory.domain.recall_rank import keyword_coverage, window_scores  # noqa: E402
+from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
 from strata.memory.domain.text import coverage, query_stems  # noqa: E402
 
 FEATURE_SETS = {

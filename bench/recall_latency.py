@@ -54,7 +54,8 @@ from bench.report import write_report  # noqa: E402
 from strata.core.clock import ManualClock, to_iso  # noqa: E402 - after the path set-up
 from strata.core.types import Channel, ChannelKind, Person  # noqa: E402
 from strata.memory.domain.persons import ChannelRepo, PersonRepo  # noqa: E402
-from strata.memory.domain.recall import Recall, RecallTuning  # noqa: E402
+from strata.memory.domain.recall import Recall  # noqa: E402
+from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
 from strata.memory.engines.db import Database  # noqa: E402
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

@@ -43,16 +43,17 @@ for extra in (ROOT, ROOT / "bench"):
 
 from recall_tune import Conv, Embeddings, ask, prepare, select  # noqa: E402
 
-from strata.evaluation.recall import (  # noqa: E402
+from strata.evaluation.recall_data import (  # noqa: E402
     ADVERSARIAL,
     EvalQuestion,
     conversations,
     load_questions,
     load_turns,
 )
-from strata.memory.domain.recall import RecallTuning  # noqa: E402
 from strata.memory.domain.recall_index import recency_of  # noqa: E402
-from strata.memory.domain.recall_rank import WindowScores, idf_of, window_scores, without_names  # noqa: E402
+from strata.memory.domain.recall_names import without_names  # noqa: E402
+from strata.memory.domain.recall_rank import WindowScores, idf_of, window_scores  # noqa: E402
+from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
 from strata.memory.domain.text import query_stems  # noqa: E402
 
 Features = dict[str, np.ndarray]

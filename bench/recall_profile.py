@@ -30,7 +30,8 @@ from strata.memory.domain.episodes import as_blob  # noqa: E402
 from strata.memory.domain.fact_recall import FactCandidates  # noqa: E402
 from strata.memory.domain.facts import FactRepo  # noqa: E402
 from strata.memory.domain.persons import ChannelRepo  # noqa: E402
-from strata.memory.domain.recall import Recall, RecallTuning  # noqa: E402
+from strata.memory.domain.recall import Recall  # noqa: E402
+from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
 from strata.memory.engines.db import Database  # noqa: E402
 
 

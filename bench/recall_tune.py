@@ -3,9 +3,8 @@
 `strata eval recall` is the measurement of record (the real store, the chat's own after-turn
 steps, recall exactly as the bot runs it). Tuning needs hundreds of runs, so this script runs
 the same pure ranking (`strata.memory.domain.recall_rank`) and packing
-(`strata.memory.domain.recall.pack`) on the rows of a LoCoMo-format data set held in memory, with
-vectors from an OpenAI-compatible
-embeddings endpoint (cached in a local file), and:
+(`strata.memory.domain.recall_pack.pack`) on the rows of a LoCoMo-format data set held in
+memory, with vectors from an OpenAI-compatible embeddings endpoint (cached in a local file), and:
 
 - prints evidence recall, multi-hop recall and the false-injection rate for settings given on
   the command line (`--set w_semantic=2.5 --set session_penalty=0.2`), or for a grid
@@ -49,23 +48,17 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from strata.core.tokens import truncate_to_tokens  # noqa: E402
-from strata.evaluation.recall import (  # noqa: E402 - after the path set-up
+from strata.evaluation.recall_data import (  # noqa: E402
     ADVERSARIAL,
     EvalQuestion,
     EvalTurn,
-    abstention_sample,
     conversations,
     load_questions,
     load_turns,
     row_text,
     speakers,
 )
-from strata.memory.domain.recall import (  # noqa: E402
-    RecallTuning,
-    mark_faded,
-    pack,
-    shares_for,
-)
+from strata.evaluation.recall_metrics import abstention_sample  # noqa: E402
 from strata.memory.domain.recall_gate import gate_features, gate_logit  # noqa: E402
 from strata.memory.domain.recall_index import (  # noqa: E402
     SESSION_GAP_MINUTES,
@@ -73,15 +66,16 @@ from strata.memory.domain.recall_index import (  # noqa: E402
     minutes_of,
     recency_of,
 )
-from strata.memory.domain.recall_pack import window_units  # noqa: E402
-from strata.memory.domain.recall_rank import (  # noqa: E402
-    RowTable,
-    WindowScores,
-    build_table,
-    strangers,
-    unknown_name,
-    window_scores,
+from strata.memory.domain.recall_leaves import mark_faded  # noqa: E402
+from strata.memory.domain.recall_names import strangers, unknown_name  # noqa: E402
+from strata.memory.domain.recall_pack import (  # noqa: E402
+    pack,
+    shares_for,
+    window_units,
 )
+from strata.memory.domain.recall_rank import WindowScores, window_scores  # noqa: E402
+from strata.memory.domain.recall_table import RowTable, build_table  # noqa: E402
+from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
 from strata.memory.domain.text import query_stems  # noqa: E402
 
 

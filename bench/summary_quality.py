@@ -23,10 +23,11 @@ from typing import Any
 from bench.quality_scores import entities, kept
 from strata.app.compose import App
 from strata.core.clock import ManualClock
-from strata.core.config import DbSettings, Settings
+from strata.core.config import Settings
+from strata.core.config_sections import DbSettings
 from strata.core.tokens import count_tokens
 from strata.core.types import ChannelKind, NewRow
-from strata.evaluation.recall import EvalTurn, row_text, speakers
+from strata.evaluation.recall_data import EvalTurn, row_text, speakers
 from strata.memory.domain.episode_cut import cut_windows
 
 WINDOWS = 8  # per conversation

@@ -20,7 +20,8 @@ from strata.core.errors import MutedSourceError, StrataError, UnknownKindError
 from strata.core.ports import Clock
 from strata.core.types import Channel, Person
 from strata.memory.domain.agents import Agent, AgentRepo
-from strata.memory.domain.facts import FACT_KINDS, FactStore, NewFact
+from strata.memory.domain.fact_types import FACT_KINDS, NewFact
+from strata.memory.domain.facts import FactStore
 from strata.memory.domain.persons import PersonRepo
 from strata.memory.domain.recall import Recall
 

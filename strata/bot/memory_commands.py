@@ -22,8 +22,10 @@ from strata.core.ports import Clock, ContextSource
 from strata.core.types import Person
 from strata.memory.domain.connectors import ConnectorStore
 from strata.memory.domain.episodes import EpisodeRepo
-from strata.memory.domain.facts import FACT_KINDS, Fact, FactRepo
-from strata.memory.domain.forget import ForgetPlan, Forgetter
+from strata.memory.domain.fact_types import FACT_KINDS, Fact
+from strata.memory.domain.facts import FactRepo
+from strata.memory.domain.forget import Forgetter
+from strata.memory.domain.forget_plan import ForgetPlan
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
 from strata.memory.domain.transcript import TranscriptRepo
 

@@ -21,7 +21,8 @@ from strata.bot.tools import ToolContext, ToolRegistry
 from strata.core.errors import MutedSourceError, UnknownKindError
 from strata.core.ports import Clock
 from strata.core.types import Role
-from strata.memory.domain.facts import FACT_KINDS, FactStore, NewFact
+from strata.memory.domain.fact_types import FACT_KINDS, NewFact
+from strata.memory.domain.facts import FactStore
 from strata.memory.domain.transcript import TranscriptRepo
 
 log = logging.getLogger(__name__)

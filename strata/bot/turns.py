@@ -1,6 +1,6 @@
 """The one turn processor: every turn (a person's, a reminder's, the DMN's) goes through here.
 
-`TurnProcessor` coordinates; each step is a module of its own. Order (DESIGN.md §4): resolve
+`TurnProcessor` coordinates; each step is a module of its own. Order (docs/architecture.md): resolve
 person and channel, access control and chat commands (`strata.bot.access`); mark activity and
 append the user row durably (`accept`: a platform that confirms messages on fetch calls it on
 receipt, the rest of the turn, `answer`, waits for the chat's earlier turns; `handle` is both);

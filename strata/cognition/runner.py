@@ -35,15 +35,14 @@ import os
 import secrets
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from strata.cognition.backoff import retry_delay
+from strata.cognition.job_report import JobReport, held_back, skipped, waiting_retry
 from strata.cognition.registry import AnyJob, JobContext, JobRegistry
 from strata.cognition.reminders import deliver_due
 from strata.cognition.services import Services
-from strata.core.config import CognitionSettings
+from strata.core.config_sections import CognitionSettings
 from strata.core.errors import BudgetExhaustedError, ConfigError, ModelError
 from strata.core.types import OwnerKind, Person
 
@@ -51,31 +50,11 @@ log = logging.getLogger(__name__)
 
 Sleep = Callable[[float], Awaitable[None]]
 
-# Jobs that still run while a person has paused memory (they forget, never remember).
-RUN_WHILE_PAUSED = frozenset({"decay"})
-
 
 def default_runner_name() -> str:
     """host:pid: what a process restarted in the same container (same host name, same pid 1)
     is recognised by, so it frees its previous life's claims at once."""
     return f"{socket.gethostname()}:{os.getpid()}"
-
-
-@dataclass(frozen=True, slots=True)
-class JobReport:
-    """One job looked at for one person: whether it ran, and what happened."""
-
-    job: str
-    person: str
-    ran: bool
-    status: str  # ok | error | skipped
-    detail: str
-    tokens: int = 0
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def line(self) -> str:
-        tail = f" ({self.tokens} tokens)" if self.tokens else ""
-        return f"{self.job:<13} {self.person:<16} {self.status:<8} {self.detail}{tail}"
 
 
 class Runner:
@@ -315,28 +294,20 @@ class Runner:
         # Re-read: activity since the check started must stop jobs that have not started.
         fresh = await s.persons.get(person.id)
         if fresh is None:
-            return JobReport(job.name, person.name, False, "skipped", "person is gone")
+            return skipped(job.name, person, "person is gone")
         person = fresh
         now = now or s.clock.now()
-        idle = await self.idle_for(person, now)
         gate = timedelta(minutes=self.settings.idle_minutes)
-        if not (force or asked) and idle is not None and idle < gate:
-            if idle < timedelta(0):  # a --now before the person's last message
-                return JobReport(job.name, person.name, False, "skipped",
-                                 f"person active at {now + -idle:%Y-%m-%d %H:%M} UTC, after "
-                                 f"this run's time {now:%Y-%m-%d %H:%M}")
-            left = int((gate - idle).total_seconds() // 60) + 1
-            return JobReport(job.name, person.name, False, "skipped",
-                             f"person active {int(idle.total_seconds() // 60)} min ago; "
-                             f"waits {left} more min")
-        if person.paused and job.name not in RUN_WHILE_PAUSED:
-            return JobReport(job.name, person.name, False, "skipped", "memory is paused")
+        held = held_back(job.name, person, now, await self.idle_for(person, now), gate,
+                         force=force, asked=asked)
+        if held is not None:
+            return held
         cursor = await s.runs.cursor(job.name, person.id)
         failures = cursor.failures if cursor else 0
-        if not force and cursor and cursor.retry_at is not None and now < cursor.retry_at:
-            return JobReport(job.name, person.name, False, "skipped",
-                             f"failed {failures} time(s); next retry after "
-                             f"{cursor.retry_at:%Y-%m-%d %H:%M} UTC")
+        waiting = waiting_retry(job.name, person, failures, cursor.retry_at if cursor else None,
+                                now, force=force)
+        if waiting is not None:
+            return waiting
         ctx = JobContext(
             services=s,
             chat=s.chat,
@@ -354,8 +325,13 @@ class Runner:
             last = await s.runs.last_ok_started(job.name, person.id)
             if last is not None and now - last < interval:
                 nxt = last + interval
-                return JobReport(job.name, person.name, False, "skipped",
-                                 f"ran at {last:%Y-%m-%d %H:%M}; next after {nxt:%H:%M} UTC")
+                return skipped(job.name, person,
+                               f"ran at {last:%Y-%m-%d %H:%M}; next after {nxt:%H:%M} UTC")
+        return await self._execute(job, ctx, failures)
+
+    async def _execute(self, job: AnyJob, ctx: JobContext, failures: int) -> JobReport:
+        """Read the job's inputs and, if they moved, run it once and record the run."""
+        s, person, now = self.services, ctx.person, ctx.now
         try:
             inputs = await job.inputs(ctx)
         except Exception as exc:  # task boundary: a job's failure must not stop the others
@@ -366,7 +342,7 @@ class Runner:
         if inputs is None or inputs == ctx.previous:
             what = "nothing to work on" if inputs is None else "nothing new"
             await s.runs.checked(job.name, person.id, now, what)
-            return JobReport(job.name, person.name, False, "skipped", what)
+            return skipped(job.name, person, what)
         ctx.inputs = inputs
         run_id = await s.runs.start(job.name, person.id, now, self.id)
         try:
@@ -384,19 +360,25 @@ class Runner:
             else:
                 log.exception("job %s for person %s failed (run %d)", job.name, person.id,
                               run_id)
-            if isinstance(exc, BudgetExhaustedError):
-                # Not a failure of the job: what it did is kept (its finished turns are
-                # reused), and the next check goes on with a fresh budget.
-                await s.runs.finish(run_id, now=s.clock.now(), status="error",
-                                    tokens=ctx.tokens, error=f"{type(exc).__name__}: {exc}")
-            else:
-                await self._failed(run_id, failures, ctx, exc)
+            await self._run_failed(ctx, run_id, failures, exc)
             return JobReport(job.name, person.name, True, "error",
                              f"{type(exc).__name__}: {exc}", ctx.tokens)
         await s.runs.finish(run_id, now=s.clock.now(), status="ok", result=outcome.summary,
                             tokens=ctx.tokens, cursor=outcome.cursor or inputs)
         return JobReport(job.name, person.name, True, "ok", outcome.summary, ctx.tokens,
                          outcome.details)
+
+    async def _run_failed(self, ctx: JobContext, run_id: int, failures: int,
+                          exc: Exception) -> None:
+        """Record a run that raised."""
+        if isinstance(exc, BudgetExhaustedError):
+            # Not a failure of the job: what it did is kept (its finished turns are
+            # reused), and the next check goes on with a fresh budget.
+            await self.services.runs.finish(run_id, now=self.services.clock.now(),
+                                            status="error", tokens=ctx.tokens,
+                                            error=f"{type(exc).__name__}: {exc}")
+        else:
+            await self._failed(run_id, failures, ctx, exc)
 
     async def _failed(self, run_id: int, failures: int, ctx: JobContext,
                       exc: Exception) -> None:

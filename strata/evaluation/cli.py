@@ -19,15 +19,13 @@ from strata.evaluation.recall import (
     BASELINES,
     EPISODE_MODES,
     EvalOptions,
-    answer_record,
-    format_table,
     fts_baseline,
-    load_questions,
-    load_turns,
     recall_once,
     run_eval,
     write_json,
 )
+from strata.evaluation.recall_data import load_questions, load_turns
+from strata.evaluation.recall_metrics import answer_record, format_table
 from strata.memory.engines.pg import is_url
 
 

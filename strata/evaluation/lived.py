@@ -36,17 +36,9 @@ from strata.core.clock import ManualClock
 from strata.core.config import Settings
 from strata.core.errors import StrataError
 from strata.core.types import Channel, Person
-from strata.evaluation.recall import (
-    Answer,
-    EvalOptions,
-    EvalQuestion,
-    EvalTurn,
-    RecallFn,
-    format_table,
-    ingest_turn,
-    recall_once,
-    run_eval,
-)
+from strata.evaluation.recall import EvalOptions, RecallFn, ingest_turn, recall_once, run_eval
+from strata.evaluation.recall_data import EvalQuestion, EvalTurn
+from strata.evaluation.recall_metrics import Answer, format_table
 from strata.memory.domain.episodes import EpisodeRepo
 
 log = logging.getLogger(__name__)

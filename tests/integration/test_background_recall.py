@@ -1,4 +1,4 @@
-"""Background channels never run turn-zero recall (DESIGN.md §3, "Recall at turn zero"): no
+"""Background channels never run turn-zero recall (docs/lifecycle.md §5): no
 user is present, and a DMN reflection fed by recalled memories would feed on itself. A job
 that needs memory states its inputs instead (the DMN: portrait, recent episodes, new facts).
 Real turns through the turn processor, real SQLite, the fake model server."""
@@ -14,7 +14,7 @@ from strata.bot.background import BACKGROUND_PLATFORM
 from strata.bot.prompt import MEMORY_PREAMBLE
 from strata.core.clock import ManualClock
 from strata.core.types import ChannelKind, Person
-from strata.memory.domain.facts import NewFact
+from strata.memory.domain.fact_types import NewFact
 from tests.fakes.openai_server import FakeOpenAI
 
 from .conftest import AppFactory

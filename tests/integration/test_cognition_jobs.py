@@ -251,7 +251,7 @@ async def test_geo_patterns_name_places_visited_repeatedly(
 
 async def test_synthesis_writes_the_portrait_used_in_every_prompt(
         make_app: AppFactory, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
-    from strata.memory.domain.facts import NewFact
+    from strata.memory.domain.fact_types import NewFact
 
     app = await make_app()
     alice = await say(app, clock, "hi")

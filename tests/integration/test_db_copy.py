@@ -22,7 +22,7 @@ from strata.core.clock import ManualClock
 from strata.core.config import Settings, load_settings
 from strata.memory.coordination.jobruns import JobRunRepo
 from strata.memory.domain.episodes import LEAF, EpisodeRepo, NewEpisode
-from strata.memory.domain.facts import NewFact
+from strata.memory.domain.fact_types import NewFact
 from strata.memory.engines.db import Database
 from strata.memory.engines.transfer import copy_store
 from tests.conftest import TEST_DIM, strata_env

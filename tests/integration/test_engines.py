@@ -19,9 +19,11 @@ from strata.core.types import ChannelKind, NewRow, OwnerKind, Role, RowKind
 from strata.memory.coordination.cursors import move_cursor, pending_channels, read_cursor
 from strata.memory.coordination.jobruns import JobRunRepo
 from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
-from strata.memory.domain.facts import FactRepo, NewFact, Sources
+from strata.memory.domain.fact_types import NewFact, Sources
+from strata.memory.domain.facts import FactRepo
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
-from strata.memory.domain.recall import EpisodeSource, RecallQuery
+from strata.memory.domain.recall_sources import EpisodeSource
+from strata.memory.domain.recall_types import RecallQuery
 from strata.memory.domain.reminders import ReminderRepo
 from strata.memory.domain.transcript import TranscriptRepo, history_since_watermark
 from strata.memory.engines.db import Database

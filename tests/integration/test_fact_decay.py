@@ -11,7 +11,7 @@ from strata.app.compose import App
 from strata.bot.prompt import MEMORY_PREAMBLE
 from strata.core.clock import ManualClock
 from strata.core.types import InboundMessage
-from strata.memory.domain.facts import NewFact
+from strata.memory.domain.fact_types import NewFact
 from tests.fakes.openai_server import FakeOpenAI
 
 DISCOVERY = "The Lumen jazz club in Leipzig opened a rooftop stage"

@@ -13,7 +13,8 @@ from strata.core.clock import ManualClock
 from strata.core.errors import MutedSourceError, UnknownKindError
 from strata.core.types import ChannelKind, Person
 from strata.memory.domain.decay import FACT_TAU_DAYS
-from strata.memory.domain.facts import FACT_KINDS, FactRepo, FactStore, NewFact
+from strata.memory.domain.fact_types import FACT_KINDS, NewFact
+from strata.memory.domain.facts import FactRepo, FactStore
 from strata.memory.engines.db import Database, is_integrity_error
 from tests.engine_views import check_values
 

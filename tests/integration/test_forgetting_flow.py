@@ -1,4 +1,4 @@
-"""Memory that really forgets, end to end (DESIGN.md §3): real turns through the turn
+"""Memory that really forgets, end to end (docs/lifecycle.md): real turns through the turn
 processor, episodes cut after the turns, the consolidate job (compaction, roll-up) and the
 decay job 31 days later, all without a chat model for memory (extractive summaries). The
 rolled-up leaves' transcript rows are pruned; the topic parent still answers the question

@@ -14,7 +14,8 @@ import pytest
 
 from strata.core.clock import ManualClock
 from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
-from strata.memory.domain.facts import FactRepo, NewFact
+from strata.memory.domain.fact_types import NewFact
+from strata.memory.domain.facts import FactRepo
 from strata.memory.engines.db import Database
 from strata.memory.engines.migrations import available
 from tests.memory_helpers import channel, person, row_indexer, turn

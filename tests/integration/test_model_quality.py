@@ -19,7 +19,7 @@ from bench.quality_scores import entities, kept, normalize_answer, retention, to
 from strata.bot.llm import OpenAIChatModel
 from strata.core.config import Settings
 from strata.core.types import Role
-from strata.evaluation.recall import EvalQuestion, EvalTurn
+from strata.evaluation.recall_data import EvalQuestion, EvalTurn
 from tests.fakes.openai_server import FakeOpenAI
 
 DIALOGUE = ("Caroline: On 8 May we went camping at Lake Tahoe with the kids.\n"

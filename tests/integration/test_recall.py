@@ -27,7 +27,8 @@ from strata.core.types import ChannelKind, InboundMessage, RowKind
 from strata.memory.domain.episode_cut import CutSettings
 from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
 from strata.memory.domain.persons import PersonRepo
-from strata.memory.domain.recall import Recall, RecallResult, RecallTuning
+from strata.memory.domain.recall import Recall
+from strata.memory.domain.recall_types import RecallResult, RecallTuning
 from strata.memory.engines.db import Database
 from tests.conftest import START, TEST_DIM
 from tests.fakes.openai_server import FakeOpenAI

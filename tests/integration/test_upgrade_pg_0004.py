@@ -11,7 +11,8 @@ import pytest
 
 from strata.core.types import ChannelKind, NewRow, Role
 from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
-from strata.memory.domain.facts import FactRepo, NewFact
+from strata.memory.domain.fact_types import NewFact
+from strata.memory.domain.facts import FactRepo
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
 from strata.memory.domain.transcript import TranscriptRepo
 from strata.memory.engines.db import Database

@@ -14,7 +14,7 @@ from strata.core.clock import ManualClock
 from strata.core.types import Person
 from strata.memory.domain.compaction import CompactionPolicy, compact_channel
 from strata.memory.domain.episodes import LEAF
-from strata.memory.domain.facts import FACT_KINDS
+from strata.memory.domain.fact_types import FACT_KINDS
 from strata.memory.domain.rollup import RollupPolicy, rollup_channel
 from strata.memory.domain.transcript import history_since_watermark
 from tests.lifecycle_helpers import add_episode, add_turn, blobs, make_scope

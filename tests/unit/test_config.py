@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from strata.core.config import OLLAMA_URL, load_settings
+from strata.core.config import load_settings
+from strata.core.config_sections import OLLAMA_URL
 from strata.core.errors import ConfigError
 
 

@@ -12,7 +12,7 @@ from strata.memory.domain.decay import (
     fact_weight,
     weight,
 )
-from strata.memory.domain.facts import FACT_KINDS
+from strata.memory.domain.fact_types import FACT_KINDS
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 

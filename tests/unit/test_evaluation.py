@@ -5,15 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from strata.core.types import Role
-from strata.evaluation.recall import (
-    Answer,
-    EvalQuestion,
-    EvalTurn,
-    abstention_sample,
-    format_table,
-    row_text,
-    summarize,
-)
+from strata.evaluation.recall_data import EvalQuestion, EvalTurn, row_text
+from strata.evaluation.recall_metrics import Answer, abstention_sample, format_table, summarize
 
 T = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from strata.memory.domain.recall_gate import gate_features, gate_idf, gate_logit
-from strata.memory.domain.recall_rank import RankTuning, RowTable, unknown_name
+from strata.memory.domain.recall_names import unknown_name
+from strata.memory.domain.recall_rank import RankTuning
+from strata.memory.domain.recall_table import RowTable
 from strata.memory.domain.text import query_stems
 from tests.unit.test_recall_rank import scores, table_of
 

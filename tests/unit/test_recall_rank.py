@@ -7,23 +7,17 @@ import math
 import numpy as np
 import pytest
 
-from strata.memory.domain.recall_rank import (
-    RankTuning,
-    RowTable,
+from strata.memory.domain.recall_names import strangers, unknown_name, without_names
+from strata.memory.domain.recall_rank import RankTuning, keyword_coverage, window_scores
+from strata.memory.domain.recall_select import (
     Unit,
     above_floor,
     added_cost,
-    build_table,
     greedy,
-    keyword_coverage,
     spans,
-    strangers,
-    surface_words,
     unit_vectors,
-    unknown_name,
-    window_scores,
-    without_names,
 )
+from strata.memory.domain.recall_table import RowTable, build_table, surface_words
 from strata.memory.domain.text import query_stems
 
 DIM = 8

@@ -44,6 +44,7 @@ REPOSITORY_BUILDERS = {
     "strata/app/memory_wiring.py",
     "strata/memory/domain/map.py",
     "strata/memory/domain/recall.py",
+    "strata/memory/domain/recall_sources.py",
     "strata/memory/domain/rollup.py",
     "strata/memory/domain/transcript.py",
 }

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from strata.evaluation.recall import load_questions, load_turns
+from strata.evaluation.recall_data import load_questions, load_turns
 from strata.evaluation.synth import generate, main
 
 

@@ -18,8 +18,9 @@ from typing import Any
 from bench.reliability import harness
 from bench.reliability.registry import CaseResult, Context
 from bench.reliability.suite import SUITE
+from strata.cognition.job_report import JobReport
 from strata.cognition.registry import BaseJob, Job, JobContext, JobOutcome, default_registry
-from strata.cognition.runner import JobReport, Runner
+from strata.cognition.runner import Runner
 from strata.core.clock import ManualClock
 from tests.fakes.openai_server import FakeOpenAI
 

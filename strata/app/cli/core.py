@@ -112,69 +112,80 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
     db = await open_db(settings, read_only=True)
     try:
         repos = Repos.over(db)
-        persons, channels, transcript = repos.persons, repos.channels, repos.transcript
-        person = await _person_or_fail(persons, args.user)
-        chans = await channels.for_owner(person.id)
-        counts = {c.id: await transcript.count(channel_id=c.id) for c in chans}
-        info: dict[str, Any] = {
-            "person": {
-                "id": person.id,
-                "name": person.name,
-                "timezone": person.timezone,
-                "paused": person.paused,
-                "last_active_at": person.last_active_at.isoformat()
-                if person.last_active_at
-                else None,
-            },
-            "identities": await persons.identities(person.id),
-            "channels": [
-                {
-                    "id": c.id,
-                    "platform": c.platform,
-                    "room": c.room_ref,
-                    "kind": c.kind.value,
-                    "source": c.source,
-                    "rows": counts[c.id],
-                }
-                for c in chans
-            ],
-            "transcript_rows": await transcript.count(person.id),
-            "episodes": await repos.episodes.count(person.id),
-            "facts": [
-                {
-                    "id": f.id,
-                    "kind": f.kind,
-                    "text": f.text,
-                    "since": f.valid_from.isoformat(),
-                    "source": f.source,
-                }
-                for f in await repos.facts.for_owner(person.id)
-            ],
-            "hierarchy": [h.as_dict() for h in await hierarchy(db, person.id)],
-            **await _cognition_info(repos, person.id),
-        }
+        person = await _person_or_fail(repos.persons, args.user)
+        tree = [h.as_dict() for h in await hierarchy(db, person.id)]
+        info = await _memory_info(repos, person, tree)
         if args.json:
             say(json.dumps(info, indent=2, ensure_ascii=False))
             return 0
-        p = info["person"]
-        say(f"{p['name']} (person {p['id']}), identities: {', '.join(info['identities'])}")
-        say(f"  last active: {p['last_active_at'] or 'never'}; paused: {p['paused']}")
-        say(f"  transcript rows: {info['transcript_rows']}; episodes: {info['episodes']}")
-        say(f"  facts: {len(info['facts'])}" + ("" if info["facts"] else " (none stored)"))
-        for f in info["facts"]:
-            say(f"    #{f['id']} {f['kind']}: {f['text']} ({f['since'][:10]}, {f['source']})")
-        for c in info["channels"]:
-            say(
-                f"  channel {c['id']}: {c['platform']} {c['room']} ({c['kind']}, "
-                f"source {c['source']}): {c['rows']} rows"
-            )
-        if not info["channels"]:
-            say("  channels: none")
-        _print_hierarchy(info["hierarchy"])
-        _print_cognition(info)
+        _print_memory(info)
     finally:
         await db.close()
     return 0
+
+
+async def _memory_info(repos: Repos, person: Any, tree: list[dict[str, Any]]) -> dict[str, Any]:
+    """Everything `strata memory show` reports about one person, as JSON-ready data (`tree`:
+    their episode hierarchy)."""
+    persons, channels, transcript = repos.persons, repos.channels, repos.transcript
+    chans = await channels.for_owner(person.id)
+    counts = {c.id: await transcript.count(channel_id=c.id) for c in chans}
+    return {
+        "person": {
+            "id": person.id,
+            "name": person.name,
+            "timezone": person.timezone,
+            "paused": person.paused,
+            "last_active_at": person.last_active_at.isoformat()
+            if person.last_active_at
+            else None,
+        },
+        "identities": await persons.identities(person.id),
+        "channels": [
+            {
+                "id": c.id,
+                "platform": c.platform,
+                "room": c.room_ref,
+                "kind": c.kind.value,
+                "source": c.source,
+                "rows": counts[c.id],
+            }
+            for c in chans
+        ],
+        "transcript_rows": await transcript.count(person.id),
+        "episodes": await repos.episodes.count(person.id),
+        "facts": [
+            {
+                "id": f.id,
+                "kind": f.kind,
+                "text": f.text,
+                "since": f.valid_from.isoformat(),
+                "source": f.source,
+            }
+            for f in await repos.facts.for_owner(person.id)
+        ],
+        "hierarchy": tree,
+        **await _cognition_info(repos, person.id),
+    }
+
+
+def _print_memory(info: dict[str, Any]) -> None:
+    p = info["person"]
+    say(f"{p['name']} (person {p['id']}), identities: {', '.join(info['identities'])}")
+    say(f"  last active: {p['last_active_at'] or 'never'}; paused: {p['paused']}")
+    say(f"  transcript rows: {info['transcript_rows']}; episodes: {info['episodes']}")
+    say(f"  facts: {len(info['facts'])}" + ("" if info["facts"] else " (none stored)"))
+    for f in info["facts"]:
+        say(f"    #{f['id']} {f['kind']}: {f['text']} ({f['since'][:10]}, {f['source']})")
+    for c in info["channels"]:
+        say(
+            f"  channel {c['id']}: {c['platform']} {c['room']} ({c['kind']}, "
+            f"source {c['source']}): {c['rows']} rows"
+        )
+    if not info["channels"]:
+        say("  channels: none")
+    _print_hierarchy(info["hierarchy"])
+    _print_cognition(info)
 
 
 async def _cognition_info(repos: Repos, person_id: int) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from strata.core.config import Settings
 from strata.core.errors import StrataError
 from strata.core.ports import Clock
 from strata.core.types import OwnerKind
+from strata.memory.coordination.jobruns import JobCursor, JobSummary
 
 
 def _clock(now: str | None) -> Clock:
@@ -90,28 +91,11 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
         out: list[dict[str, Any]] = []
         for person in people:
             holder = holders.get(person.id)
+            held_by = runner_names.get(holder, holder) if holder else None
             summary = {row.job: row for row in await runs.summary(person.id)}
             for job in names + sorted(set(summary) - set(names)):
-                row = summary.get(job)
                 cursor = await runs.cursor(job, person.id)
-                last = row.last if row else None
-                out.append({
-                    "person": person.name,
-                    "job": job,
-                    "held_by": runner_names.get(holder, holder) if holder else None,
-                    "runs": row.runs if row else 0,
-                    "errors": row.errors if row else 0,
-                    "tokens": row.tokens if row else 0,
-                    "last_run": last.started_at.isoformat() if last else None,
-                    "last_status": last.status if last else None,
-                    "last_result": (last.error or last.result) if last else None,
-                    "last_checked": cursor.last_checked_at.isoformat()
-                    if cursor and cursor.last_checked_at else None,
-                    "last_check": cursor.last_check if cursor else None,
-                    "failures": cursor.failures if cursor else 0,
-                    "next_retry": cursor.retry_at.isoformat()
-                    if cursor and cursor.retry_at else None,
-                })
+                out.append(_job_status(person.name, job, held_by, summary.get(job), cursor))
     finally:
         await db.close()
     if args.json:
@@ -136,6 +120,30 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
               f"{r['tokens']:>6}  {when:<16} {r['last_status'] or '-':<11} "
               f"{r['failures']:>5} {retry:<16} {(r['held_by'] or '-')[:14]:<14} {result}")
     return 0
+
+
+def _job_status(person: str, job: str, held_by: str | None, row: JobSummary | None,
+                cursor: JobCursor | None) -> dict[str, Any]:
+    """One line of `strata jobs status`: a job's runs (`row`, from the run summary) and its
+    cursor, for one person."""
+    last = row.last if row else None
+    return {
+        "person": person,
+        "job": job,
+        "held_by": held_by,
+        "runs": row.runs if row else 0,
+        "errors": row.errors if row else 0,
+        "tokens": row.tokens if row else 0,
+        "last_run": last.started_at.isoformat() if last else None,
+        "last_status": last.status if last else None,
+        "last_result": (last.error or last.result) if last else None,
+        "last_checked": cursor.last_checked_at.isoformat()
+        if cursor and cursor.last_checked_at else None,
+        "last_check": cursor.last_check if cursor else None,
+        "failures": cursor.failures if cursor else 0,
+        "next_retry": cursor.retry_at.isoformat()
+        if cursor and cursor.retry_at else None,
+    }
 
 
 def _minute(iso: str) -> str:

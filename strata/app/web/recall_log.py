@@ -17,7 +17,8 @@ from typing import Any
 
 from strata.core.ports import Clock, Recaller
 from strata.core.types import Channel, Person
-from strata.memory.domain.forget import ForgetPlan, Forgetter, WipeReport
+from strata.memory.domain.forget import Forgetter
+from strata.memory.domain.forget_plan import ForgetPlan, WipeReport
 from strata.memory.domain.web_access import RecallLogRepo, RecallRecord
 
 __all__ = ["ForgetClearsRecall", "RecallLogRepo", "RecallRecord", "RecordingRecaller"]

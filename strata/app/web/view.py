@@ -17,7 +17,8 @@ from strata.core.types import Channel, ChannelKind, TranscriptRow
 from strata.memory.coordination.jobruns import JobRun, JobRunRepo
 from strata.memory.domain.decay import episode_weight, fact_weight
 from strata.memory.domain.episodes import Episode, EpisodeRepo
-from strata.memory.domain.facts import FACT_KINDS, Fact, FactRepo
+from strata.memory.domain.fact_types import FACT_KINDS, Fact
+from strata.memory.domain.facts import FactRepo
 from strata.memory.domain.persons import ChannelRepo
 from strata.memory.domain.transcript import TranscriptRepo
 from strata.memory.domain.web_access import RecallLogRepo, RecallRecord

@@ -9,7 +9,8 @@ from typing import Protocol, TypeVar
 
 from strata.cognition.registry import JobContext
 from strata.cognition.reminders import local
-from strata.memory.domain.facts import Fact, FactStore, NewFact
+from strata.memory.domain.fact_types import Fact, NewFact
+from strata.memory.domain.facts import FactStore
 from strata.memory.domain.profiles import sources_with
 from strata.memory.domain.transcript import RowFilter, TranscriptRepo
 

@@ -28,7 +28,8 @@ from strata.core.errors import StrataError
 from strata.core.ports import ChatModel
 from strata.core.types import ChatMessage, OwnerKind
 from strata.memory.domain.episodes import LEAF, Episode, episode_from_db
-from strata.memory.domain.facts import FACT_KINDS, PERSON_KINDS, FactStore, NewFact, normalise_text
+from strata.memory.domain.fact_types import FACT_KINDS, PERSON_KINDS, NewFact, normalise_text
+from strata.memory.domain.facts import FactStore
 from strata.memory.domain.persons import PersonRepo
 from strata.memory.domain.profiles import profile_for
 from strata.memory.domain.prompts.facts import (
@@ -287,6 +288,20 @@ class FactExtractor:
             person_lines[ep.id] = mine
         return _Batch(list(episodes), excerpts, person_lines)
 
+    def _refusal(self, cand: Candidate, kinds: Sequence[str]) -> str | None:
+        """Why a candidate is not a fact to store (None: it may be)."""
+        if cand.modality != "assertion":
+            return cand.modality
+        if not cand.asserted_by_person:
+            return "not asserted by the person"
+        if not cand.durable:
+            return "not durable"
+        if cand.kind not in kinds:
+            return "kind"
+        if cand.confidence < self.min_confidence:
+            return "low confidence"
+        return evidence_problem(cand.evidence)
+
     async def _route(
         self,
         owner_id: int,
@@ -296,36 +311,11 @@ class FactExtractor:
         now: datetime,
         report: ExtractionReport,
     ) -> None:
-        if cand.modality != "assertion":
-            report.reject(cand.modality)
+        refusal = self._refusal(cand, kinds)
+        if refusal is not None:
+            report.reject(refusal)
             return
-        if not cand.asserted_by_person:
-            report.reject("not asserted by the person")
-            return
-        if not cand.durable:
-            report.reject("not durable")
-            return
-        if cand.kind not in kinds:
-            report.reject("kind")
-            return
-        if cand.confidence < self.min_confidence:
-            report.reject("low confidence")
-            return
-        problem = evidence_problem(cand.evidence)
-        if problem is not None:
-            report.reject(problem)
-            return
-        episode_ids = [e.id for e in batch.episodes]
-        if cand.episode in episode_ids:  # look in the named episode first
-            episode_ids.remove(cand.episode)
-            episode_ids.insert(0, cand.episode)
-        rows: list[int] = []
-        source_episode = None
-        for eid in episode_ids:
-            rows = find_evidence(cand.evidence, batch.person_lines.get(eid, []))
-            if rows:
-                source_episode = next(e for e in batch.episodes if e.id == eid)
-                break
+        source_episode, rows = _evidence_in(cand, batch)
         if source_episode is None:
             report.reject("evidence not in the person's words")
             return
@@ -355,3 +345,17 @@ class FactExtractor:
             report.added.append(result.fact_id)
         report.superseded += result.superseded
         report.retracted += result.retracted
+
+
+def _evidence_in(cand: Candidate, batch: _Batch) -> tuple[Episode | None, list[int]]:
+    """The episode whose person lines hold the candidate's evidence (the one it names first),
+    with the rows that hold it; (None, []) when none does."""
+    episode_ids = [e.id for e in batch.episodes]
+    if cand.episode in episode_ids:  # look in the named episode first
+        episode_ids.remove(cand.episode)
+        episode_ids.insert(0, cand.episode)
+    for eid in episode_ids:
+        rows = find_evidence(cand.evidence, batch.person_lines.get(eid, []))
+        if rows:
+            return next(e for e in batch.episodes if e.id == eid), rows
+    return None, []

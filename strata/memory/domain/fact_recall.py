@@ -22,13 +22,14 @@ from datetime import datetime
 
 from strata.core.types import Channel
 from strata.memory.domain.decay import fact_visible, fact_weight
-from strata.memory.domain.facts import Fact, FactRepo, index_text
+from strata.memory.domain.fact_types import Fact, index_text
+from strata.memory.domain.facts import FactRepo
 from strata.memory.domain.persons import ChannelRepo
-from strata.memory.domain.recall import Candidate, RecallQuery, channel_where
+from strata.memory.domain.recall_types import Candidate, RecallQuery, channel_where
 
 
 class FactCandidates:
-    """A `strata.memory.domain.recall.CandidateSource` of kind "fact"."""
+    """A `strata.memory.domain.recall_types.CandidateSource` of kind "fact"."""
 
     kind = "fact"
 

@@ -1,4 +1,4 @@
-"""The decay pass and the janitor (DESIGN.md §3, "Decay").
+"""The decay pass and the janitor (docs/lifecycle.md §3).
 
 `decay_pass` recomputes the stored retrieval weight of every episode from
 `strata.memory.domain.decay`, hard-deletes tombstoned episodes 30 days after they were tombstoned

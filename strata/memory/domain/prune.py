@@ -1,5 +1,5 @@
-"""Transcript pruning (DESIGN.md §3.1): raw rows at or below a channel's watermark that no live
-leaf episode cites are deleted, together with their turn's tool rows; there is no age cutoff.
+"""Transcript pruning (docs/lifecycle.md §4): raw rows at or below a channel's watermark that no
+live leaf episode cites are deleted, together with their turn's tool rows; there is no age cutoff.
 Roll-up parents cite no rows (strata.memory.domain.rollup), so once a leaf is rolled up (tombstoned)
 its rows go on the next pass; the parent's summary, the continuity summary and the facts keep the
 meaning, and the parent's span and channel keep the provenance.

@@ -13,9 +13,11 @@ Imports `bot` leaf modules and `memory`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from strata.core.tokens import count_tokens, truncate_to_tokens
 from strata.memory.domain.extractive import split_units
+from strata.memory.domain.recall_types import Candidate
 from strata.memory.domain.text import tokens
 
 GAP = "…"
@@ -63,3 +65,9 @@ def _joined(units: list[str], chosen: list[int]) -> str:
     if previous != len(units) - 1:
         lines.append(GAP)
     return "\n".join(lines)
+
+
+def focus(c: Candidate, idf: dict[str, float]) -> Candidate:
+    """A long note (a roll-up parent) as its sentences that hold the query's words."""
+    text = excerpt(c.text, idf, NOTE_TOKENS)
+    return c if text == c.text else replace(c, text=text)

@@ -12,7 +12,7 @@ they mean the same in any memory and with any embedding model:
   weekdays and numbers are left out: memory keeps dates in its headers, not in what was said,
   so the "June" of "what did she do in June?" is no word the answer lacks;
 - `stranger`: the query names someone or something this memory never mentions (a capitalised
-  word, `strata.memory.domain.recall_rank.strangers`). Until issue 27 this vetoed the query; now it
+  word, `strata.memory.domain.recall_names.strangers`). Until issue 27 this vetoed the query; now it
   is a fitted penalty that coverage and a best window standing out can outweigh: in real chats
   most names a person mentions are not in memory yet.
 
@@ -31,15 +31,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from strata.memory.domain.recall_names import CALENDAR_STEMS, without_names
 from strata.memory.domain.recall_rank import (
-    CALENDAR_STEMS,
     GATE_PRIOR_DOCS,
     RankTuning,
-    RowTable,
     WindowScores,
     keyword_coverage,
-    without_names,
 )
+from strata.memory.domain.recall_table import RowTable
 
 
 def gate_idf(table: RowTable, stems: Sequence[str]) -> dict[str, float]:
@@ -72,7 +71,7 @@ def gate_features(table: RowTable, ws: WindowScores, query: str, stems: Sequence
 
 def gate_logit(z: float, coverage: float, stranger: bool, tuning: RankTuning) -> float:
     """Inject only when this is above 0. `stranger`: the query names someone or something
-    this memory never mentions (`strata.memory.domain.recall_rank.unknown_name`), a penalty that
+    this memory never mentions (`strata.memory.domain.recall_names.unknown_name`), a penalty that
     enough coverage or a best window far enough out outweighs, not a veto. Without vectors (the
     embedder is down, or nothing is embedded yet) the cosine feature counts as 0."""
     z_term = 0.0 if math.isnan(z) else tuning.gate_cosine * z

@@ -28,7 +28,7 @@ import numpy as np
 
 from strata.core.clock import from_iso
 from strata.memory.domain.profiles import sources_with, wildcard_prefixes_with
-from strata.memory.domain.recall_rank import Postings, RowTable, add_words, build_table
+from strata.memory.domain.recall_table import Postings, RowTable, add_words, build_table
 from strata.memory.engines.db import Reads, Row, placeholders
 
 EPOCH_MINUTES = 60.0

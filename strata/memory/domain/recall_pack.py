@@ -1,4 +1,5 @@
-"""What of a chosen window is shown: recall's display trimming, pure (numpy, no SQL, no I/O).
+"""Packing recall's block: what of a chosen window is shown (display trimming, pure numpy), and
+filling the budget with windows and notes rendered as items (`pack`).
 
 Windows (a row and its neighbours) are ranked as a whole by `strata.memory.domain.recall_rank`,
 because the context around a row says what the row is about. But usually one row of the three holds
@@ -14,23 +15,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
 
-from strata.memory.domain.recall_rank import (
-    BM25_B,
-    BM25_K1,
-    RankTuning,
-    RowTable,
+from strata.core.tokens import count_tokens
+from strata.memory.domain.recall_rank import BM25_B, BM25_K1, RankTuning, WindowScores
+from strata.memory.domain.recall_render import SpanCost, render_item, render_span, row_where
+from strata.memory.domain.recall_select import (
     Selection,
     SpanCostFn,
     Unit,
-    WindowScores,
+    above_floor,
+    greedy,
+    spans,
     take_window,
+    unit_vectors,
 )
-
-F32 = npt.NDArray[np.float32]
+from strata.memory.domain.recall_table import F32, RowTable
+from strata.memory.domain.recall_types import Candidate, RecallItem, RecallTuning, heading_cost
+from strata.memory.engines.db import Row
 
 
 def row_shares(table: RowTable, rows: Sequence[int], stems: Sequence[str],
@@ -118,3 +123,65 @@ def rank_order(units: Sequence[Unit], table: RowTable, span_cost: SpanCostFn,
             continue
         take_window(table, sel, u, span_cost, budget)
     return sel
+
+
+def shares_for(table: RowTable, ws: WindowScores, top: Sequence[int], stems: Sequence[str],
+               vector: npt.NDArray[np.float32] | None,
+               tuning: RecallTuning) -> tuple[dict[int, float] | None, float, int]:
+    """What `strata.memory.domain.recall_pack.window_units` trims with: the member rows' own scores,
+    the
+    margin and how many of the best windows stay whole; no scores when all are whole."""
+    if not math.isfinite(tuning.trim_margin):
+        return None, math.inf, 0
+    rows = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})
+    return (row_shares(table, rows, stems, vector, ws, tuning.rank), tuning.trim_margin,
+            tuning.trim_after)
+
+
+def pack(table: RowTable, fresh: dict[int, Row], units: list[Unit],
+         extras: Sequence[Candidate], extra_scores: Sequence[float], budget: int,
+         tuning: RecallTuning) -> list[RecallItem]:
+    """Fill the budget from `units` (windows, then one per extra with key −1 − its position,
+    priced here) and render what was chosen as items, best first. With channel headings, the
+    heading of every channel a candidate comes from is paid for up front, so the block never
+    exceeds the budget whichever of them is used."""
+    headings = tuning.channel_headings
+    rendered_extras = [render_item(c, not headings) for c in extras]
+    costs = [count_tokens(r + "\n") for r in rendered_extras]
+    units = [replace(u, cost=costs[-1 - u.key]) if u.key < 0 else u for u in units]
+    if headings:
+        wheres = {row_where(fresh[r]) for u in units if u.key >= 0 for r in u.rows}
+        budget -= sum(map(heading_cost, wheres | {c.where for c in extras}))
+    span_cost = SpanCost(fresh, not headings)
+    units = above_floor(units, tuning.relative_floor,
+                        tuning.faded_floor if tuning.decay_floor > 0 else 0.0)
+    if tuning.diversity:
+        sel = greedy(units, table, span_cost, budget, tuning.rank, unit_vectors(table, units))
+    else:
+        sel = rank_order(units, table, span_cost, budget)
+    return _items(table, fresh, sel, span_cost, extras, extra_scores, rendered_extras, costs,
+                  headings)
+
+
+def _items(table: RowTable, fresh: dict[int, Row], sel: Selection, span_cost: SpanCost,
+           extras: Sequence[Candidate], extra_scores: Sequence[float],
+           rendered_extras: Sequence[str], costs: Sequence[int],
+           headings: bool) -> list[RecallItem]:
+    """The chosen spans and extras as items, best first."""
+    out: list[tuple[float, RecallItem]] = []
+    for run in spans(table, sel.rows):
+        rendered = render_span([fresh[i] for i in run], not headings)
+        score = max(sel.order[i] for i in run)
+        text = "\n".join(str(fresh[i]["content"]) for i in run)
+        ids = tuple(int(table.ids[i]) for i in run)
+        out.append((score, RecallItem("window", ids[0], round(score, 4), round(score, 4),
+                                      span_cost(run), ids, text, rendered,
+                                      row_where(fresh[run[0]]) if headings else "")))
+    for j in sel.extras:
+        c = extras[j]
+        out.append((extra_scores[j], RecallItem(c.kind, c.id, round(extra_scores[j], 4),
+                                                round(extra_scores[j], 4), costs[j],
+                                                c.cited_rows, c.text, rendered_extras[j],
+                                                c.where if headings else "")))
+    out.sort(key=lambda x: -x[0])
+    return [item for _, item in out]

@@ -22,46 +22,30 @@ The abstention gate is `strata.memory.domain.recall_gate`; this module gives it 
 cosine as a z-score over the query's background, less the z-score the best of that many unrelated
 windows would reach anyway (sqrt(2 ln n)).
 
-Packing is in rank order (`strata.memory.domain.recall_pack.rank_order`); `greedy` is the diversity
-packing kept as a setting (`diversity`): a window's value shrinks with the share of its rows already
-in the block, per token^cost_power, less MMR and `session_penalty`.
+The row table is `strata.memory.domain.recall_table`, the names a query mentions
+`strata.memory.domain.recall_names`, and the selection within the budget
+`strata.memory.domain.recall_select`.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from strata.memory.domain.text import coverage, stem, tokens
-from strata.memory.engines.fts import STOPWORDS
+from strata.memory.domain.recall_table import F32, F64, I64, RowTable
+from strata.memory.domain.text import coverage, tokens
 
-F32 = npt.NDArray[np.float32]
-F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
-
-_WORD = re.compile(r"\w+", re.UNICODE)
 BM25_K1 = 1.2
 BM25_B = 0.75
-TYPICAL_COST = 60.0  # tokens of a three-turn window, for `cost_power`
-
-
-_POSSESSIVE = re.compile(r"['’]s$")
-
-
-def surface_words(text: str) -> list[str]:
-    """Lower-cased words as written, possessive 's dropped: what a name is checked against
-    (the stemmer would make `times` into `tim`, a name)."""
-    return [_POSSESSIVE.sub("", w) for w in re.findall(r"[\w'’]+", text.lower())]
 
 
 @dataclass(frozen=True, slots=True)
 class RankTuning:
-    """The ranking's knobs (a subset of `strata.memory.domain.recall.RecallTuning`)."""
+    """The ranking's knobs (a subset of `strata.memory.domain.recall_types.RecallTuning`)."""
 
     w_keyword: float = 1.0
     w_semantic: float = 0.5
@@ -83,110 +67,6 @@ class RankTuning:
     diversity: bool = False  # pack by value per token with MMR (`greedy`), not in rank order
 
 
-@dataclass
-class RowTable:
-    """One owner's live recallable rows, in id order, ready to rank.
-
-    `prev`/`next` link a row to its neighbour in the same channel and session (−1: none).
-    Built per owner from words kept as rows arrive (`strata.memory.domain.recall_index`).
-    """
-
-    ids: I64
-    channel: I64
-    session: I64
-    minutes: F64  # the row's time, minutes since the epoch
-    vectors: F32  # (n, dim), L2-normalised; zero where a row has no vector yet
-    has_vec: npt.NDArray[np.bool_]
-    prev: I64
-    next: I64
-    lengths: F64  # content words per row
-    postings: dict[str, dict[int, int]] = field(default_factory=dict)
-    padded: F32 = field(default_factory=lambda: np.zeros((1, 1), np.float32))  # + a zero row
-    window_norm: F64 = field(default_factory=lambda: np.zeros(0))  # |sum of a window's vectors|
-    words: frozenset[str] = frozenset()  # every lower-cased word as written (names, unstemmed)
-
-    @property
-    def n(self) -> int:
-        return int(self.ids.shape[0])
-
-
-def link_neighbours(channel: I64, minutes: F64, gap_minutes: float) -> tuple[I64, I64, I64]:
-    """prev, next and session index of each row (rows in id order)."""
-    n = channel.shape[0]
-    prev = np.full(n, -1, dtype=np.int64)
-    nxt = np.full(n, -1, dtype=np.int64)
-    session = np.zeros(n, dtype=np.int64)
-    last: dict[int, int] = {}
-    sessions = 0
-    for i in range(n):
-        ch = int(channel[i])
-        j = last.get(ch)
-        if j is not None and minutes[i] - minutes[j] <= gap_minutes:
-            prev[i], nxt[j] = j, i
-            session[i] = session[j]
-        else:
-            session[i] = sessions
-            sessions += 1
-        last[ch] = i
-    return prev, nxt, session
-
-
-Postings = dict[str, dict[int, int]]  # stem -> {row index: count}
-
-
-def add_words(postings: Postings, lengths: list[float], surface: set[str],
-              texts: Sequence[str]) -> None:
-    """Append `texts` (the next rows, in order) to `postings`, `lengths` and `surface` (every
-    lower-cased word as written) in place."""
-    for text in texts:
-        i = len(lengths)
-        surface.update(surface_words(text))
-        toks = tokens(text)
-        lengths.append(float(len(toks)))
-        for t in toks:
-            bucket = postings.setdefault(t, {})
-            bucket[i] = bucket.get(i, 0) + 1
-
-
-def build_table(ids: Sequence[int], channel: Sequence[int], minutes: Sequence[float],
-                texts: Sequence[str], vectors: F32, has_vec: npt.NDArray[np.bool_],
-                gap_minutes: float,
-                kept: tuple[Postings, Sequence[float], set[str]] | None = None) -> RowTable:
-    """A `RowTable` from rows in id order (`texts` is what keyword search sees).
-
-    `kept`: the rows' postings, lengths and surface words as `add_words` made them, kept by a
-    caller that extends the table as rows arrive, so that only new rows are split into words.
-    The table gets a copy: the caller's keep growing while a search may still rank this
-    table."""
-    ch = np.asarray(channel, dtype=np.int64)
-    mins = np.asarray(minutes, dtype=np.float64)
-    prev, nxt, session = link_neighbours(ch, mins, gap_minutes)
-    if kept is None:
-        postings: Postings = {}
-        counted: list[float] = []
-        words: set[str] = set()
-        add_words(postings, counted, words, texts)
-    else:
-        postings = {t: dict(bucket) for t, bucket in kept[0].items()}
-        counted = list(kept[1])
-        words = kept[2]
-        if len(counted) != len(texts):
-            raise ValueError(f"words of {len(counted)} rows for a table of {len(texts)}")
-    lengths = np.asarray(counted, dtype=np.float64).reshape(len(texts))
-    vecs = np.asarray(vectors, dtype=np.float32)
-    if vecs.ndim != 2 or vecs.shape[0] != len(texts):
-        vecs = np.zeros((len(texts), vecs.shape[-1] if vecs.ndim == 2 else 1), np.float32)
-    padded = np.vstack([vecs, np.zeros((1, vecs.shape[1]), np.float32)])
-    n = len(texts)
-    p = np.where(prev >= 0, prev, n)
-    x = np.where(nxt >= 0, nxt, n)
-    norm = np.linalg.norm(padded[p] + padded[:n] + padded[x], axis=1) if n else np.zeros(0)
-    return RowTable(np.asarray(ids, dtype=np.int64), ch, session, mins, vecs,
-                    np.asarray(has_vec, dtype=bool), prev, nxt, lengths, postings, padded,
-                    norm.astype(np.float64), frozenset(words))
-
-
-# -- per-query signals -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,85 +201,6 @@ def keyword_coverage(table: RowTable, rows: Sequence[int], idf: dict[str, float]
     return coverage(idf, lambda t: any(r in table.postings.get(t, ()) for r in rows))
 
 
-_NAME = re.compile(r"\b[A-Z][\w'’-]*")
-# Capitalised, but about time, not someone: memory dates are numeric, so these need not occur.
-CALENDAR = frozenset(
-    """january february march april may june july august september october november december
-    jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday
-    saturday sunday""".split()  # noqa: SIM905 - easier to read as prose
-)
-
-
-# A full stop after these ends an abbreviation, not a sentence: the "Seuss" of "Dr. Seuss" is a
-# name, and the "City" of "U.S. City" is no sentence's first word.
-_TITLES = frozenset({"mr", "mrs", "ms", "dr", "st", "jr", "sr", "prof", "mt", "vs"})
-_CLOSERS = "\"'’”)"
-
-
-def _ends_sentence(before: str) -> bool:
-    """Whether `before` (the text up to a word) ends a sentence: a full stop, ! or ? (then
-    perhaps a closing quote or bracket) and a space, after a word longer than an initial that
-    is not a title. Read from the end only: this runs for every capitalised word of a message
-    on the turn's path."""
-    if not before or not before[-1].isspace():
-        return False
-    text = before.rstrip().rstrip(_CLOSERS)
-    if not text or text[-1] not in ".!?":
-        return False
-    text = text.rstrip(".!?")
-    n = len(text)
-    while n and (text[n - 1].isalnum() or text[n - 1] == "_"):
-        n -= 1
-    word = text[n:]
-    return len(word) > 1 and word.lower() not in _TITLES
-
-
-def _capitalised(query: str) -> list[str]:
-    """The query's capitalised words that may be names: not one that begins the query or a
-    sentence in it (capitalised for that reason alone)."""
-    first = _WORD.search(query)
-    return [m.group(0) for m in _NAME.finditer(query)
-            if not (first is not None and m.start() <= first.start())  # the query's first word
-            and not _ends_sentence(query[max(0, m.start() - 64):m.start()])]
-
-
-def strangers(query: str, table: RowTable, known: Collection[str] = ()) -> list[str]:
-    """The names in the query (capitalised words, not the first of the query or of one of its
-    sentences, not a month or weekday) that this memory never mentions, as written in the
-    query: neither its rows nor `known` (the words of its other memories, e.g. a roll-up
-    parent's summary once the rows it came from are pruned)."""
-    out = []
-    for w in _capitalised(query):
-        for word in surface_words(w):
-            # Initials (U.S.) and calendar words say nothing about who is meant.
-            if len(word) < 3 or word in CALENDAR or word in STOPWORDS:
-                continue
-            if word not in table.words and word not in known:
-                out.append(w)
-                break
-    return out
-
-
-def unknown_name(query: str, table: RowTable, known: Collection[str] = ()) -> bool:
-    """Whether the query names someone or something this memory never mentions: a question
-    about a stranger."""
-    return bool(strangers(query, table, known))
-
-
-CALENDAR_STEMS = frozenset(stem(c) for c in CALENDAR)
-
-
-def without_names(query: str, idf: dict[str, float]) -> dict[str, float]:
-    """The query's idf weights without its names and dates (a name is checked by
-    `unknown_name`; a known name alone says nothing about whether this memory holds the
-    answer; a month, weekday or number is when, and memory keeps dates in its headers, not in
-    what was said, so "in June" is no word the answer lacks)."""
-    names = {t for w in _NAME.findall(query) for t in tokens(w)}
-    names |= {t for t in idf if t in CALENDAR_STEMS or t.isdigit()}
-    content = {t: w for t, w in idf.items() if t not in names}
-    return content or idf  # a query of names only: the names are its content
-
-
 def unit_semantic(cosine: float | None, ws: WindowScores) -> float:
     """An extra candidate's (episode, fact) cosine on the windows' per-query scale."""
     if cosine is None or math.isnan(ws.cos_mean):
@@ -408,178 +209,5 @@ def unit_semantic(cosine: float | None, ws: WindowScores) -> float:
     return (cosine - ws.cos_mean) / spread if spread > 1e-9 else 0.0
 
 
-# -- selection -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Unit:
-    """A selectable thing: a window (rows of the table) or an extra item with its own cost."""
-
-    key: int  # windows: the centre row index; extras: −1 − their position
-    score: float
-    rows: tuple[int, ...]  # table indices the unit brings (an extra: those it cites)
-    session: int  # −1: none
-    cost: int = 0  # extras only; windows are priced by the block they change
-    core: int = -1  # windows: the row brought alone when the whole no longer fits (−1: key)
-    faded: bool = False  # its decay weight is below the floor (`above_floor`)
-
-    @property
-    def centre(self) -> int:
-        return self.core if self.core >= 0 else self.key
-
-
-@dataclass
-class Selection:
-    rows: set[int] = field(default_factory=set)
-    extras: list[int] = field(default_factory=list)
-    order: dict[int, float] = field(default_factory=dict)  # row index → best score taking it
-    per_session: dict[int, int] = field(default_factory=dict)
-    used: int = 0  # tokens
-
-
-def above_floor(units: Sequence[Unit], floor: float, faded: float = 0.0) -> list[Unit]:
-    """The units scoring at least `floor` × the best one's score, and a faded unit at least
-    `faded` × it (all when the best is not positive: there is no scale to take a share of).
-    `faded` above 1: a faded unit never comes back."""
-    best = max((u.score for u in units), default=0.0)
-    if best <= 0:
-        return list(units)
-    return [u for u in units
-            if u.score >= (max(floor, faded) if u.faded else floor) * best]
-
-
-def run_around(table: RowTable, rows: set[int], r: int) -> tuple[int, ...]:
-    """The run of neighbouring chosen rows (same channel and session) that holds `r`."""
-    before: list[int] = []
-    p = int(table.prev[r])
-    while p >= 0 and p in rows:
-        before.append(p)
-        p = int(table.prev[p])
-    after: list[int] = []
-    n = int(table.next[r])
-    while n >= 0 and n in rows:
-        after.append(n)
-        n = int(table.next[n])
-    return (*reversed(before), r, *after)
-
-
-SpanCostFn = Callable[[tuple[int, ...]], int]  # what a quoted run of rows costs, in tokens
-
-
-def added_cost(table: RowTable, chosen: set[int], new: Sequence[int],
-               span_cost: SpanCostFn) -> int:
-    """What adding `new` rows costs: the runs they make, less the runs they absorb."""
-    after = chosen | set(new)
-    runs_after = {run_around(table, after, r) for r in new}
-    runs_before = {run_around(table, chosen, m) for run in runs_after for m in run
-                   if m in chosen}
-    return sum(map(span_cost, runs_after)) - sum(map(span_cost, runs_before))
-
-
-def take_window(table: RowTable, sel: Selection, u: Unit, span_cost: SpanCostFn,
-                budget: int) -> list[int] | None:
-    """Add window `u`'s rows not yet in `sel` if what they add fits the budget, else its centre
-    row alone if that fits; the rows added, or None when nothing was."""
-    new = [r for r in u.rows if r not in sel.rows]
-    if not new:
-        return None
-    extra = added_cost(table, sel.rows, new, span_cost)
-    if sel.used + extra > budget:
-        if u.centre in sel.rows:
-            return None
-        new = [u.centre]
-        extra = added_cost(table, sel.rows, new, span_cost)
-        if sel.used + extra > budget:
-            return None
-    sel.rows.update(new)
-    sel.used += extra
-    for r in new:
-        sel.order.setdefault(r, u.score)
-    return new
-
-
-def greedy(units: Sequence[Unit], table: RowTable, span_cost: Callable[[tuple[int, ...]], int],
-           budget: int, tuning: RankTuning, vectors: F32 | None = None) -> Selection:
-    """Greedy by current value: score × the share of the unit's rows not yet quoted, per
-    (tokens it adds)^cost_power, less `redundancy` × its highest cosine to a unit already
-    taken (MMR; `vectors`: one unit vector per unit) and `session_penalty` per unit already
-    taken from its session. Values are updated only for the units next to what was taken. A
-    window that no longer fits whole may still bring its centre row alone."""
-    sel = Selection()
-    m = len(units)
-    if not m:
-        return sel
-    score = np.array([u.score for u in units], dtype=np.float64)
-    alive = np.ones(m, dtype=bool)
-    share = np.ones(m)
-    cost = np.array([span_cost(u.rows) if u.key >= 0 else u.cost for u in units], np.float64)
-    closest = np.zeros(m)
-    session = np.array([u.session for u in units], dtype=np.int64)
-    taken = np.zeros(int(session.max(initial=0)) + 2)
-    near: dict[int, list[int]] = {}  # row → windows that hold it or border on it
-    for j, u in enumerate(units):
-        if u.key >= 0:
-            for r in u.rows:
-                for x in (r, int(table.prev[r]), int(table.next[r])):
-                    if x >= 0:
-                        near.setdefault(x, []).append(j)
-    mmr = vectors is not None and tuning.redundancy > 0
-    # Stop once nothing left can fit: not the cheapest unit's current cost, not a lone row.
-    smallest = min(span_cost((u.centre,)) if u.key >= 0 else u.cost for u in units)
-    while alive.any() and budget - sel.used >= min(smallest, float(cost[alive].min())):
-        value = score * share
-        if tuning.cost_power:
-            value = np.where(value > 0, value / (np.maximum(cost, 1.0) / TYPICAL_COST)
-                             ** tuning.cost_power, value)
-        value = value - tuning.session_penalty * taken[session] - tuning.redundancy * closest
-        value[~alive] = -np.inf
-        j = int(np.argmax(value))
-        alive[j] = False
-        u = units[j]
-        if u.key < 0:
-            if sel.used + u.cost > budget:
-                continue
-            sel.extras.append(-1 - u.key)
-            sel.used += u.cost
-            added: list[int] = []
-        else:
-            taken_rows = take_window(table, sel, u, span_cost, budget)
-            if taken_rows is None:
-                continue
-            added = taken_rows
-        if u.session >= 0:
-            taken[u.session] += 1
-        if mmr and vectors is not None:
-            np.maximum(closest, vectors @ vectors[j], out=closest)
-        for k in {k for r in added for k in near.get(r, ()) if alive[k]}:
-            rest = [r for r in units[k].rows if r not in sel.rows]
-            if not rest:
-                alive[k] = False
-                continue
-            share[k] = len(rest) / len(units[k].rows)
-            cost[k] = added_cost(table, sel.rows, rest, span_cost)
-    return sel
-
-
-def unit_vectors(table: RowTable, units: Sequence[Unit]) -> F32:
-    """Each unit's direction: the normalised sum of its rows' vectors (zeros for none)."""
-    n = table.n
-    idx = np.full((len(units), 3), n, dtype=np.int64)
-    for j, u in enumerate(units):
-        rows = u.rows[:3] if u.key >= 0 else ()
-        idx[j, : len(rows)] = rows
-    out = table.padded[idx].sum(axis=1)
-    return (out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)).astype(
-        np.float32)
-
-
-def spans(table: RowTable, rows: set[int]) -> list[tuple[int, ...]]:
-    """The chosen rows as runs of neighbours (same channel and session), each in order."""
-    seen: set[int] = set()
-    out = []
-    for r in sorted(rows):
-        if r not in seen:
-            run = run_around(table, rows, r)
-            seen.update(run)
-            out.append(run)
-    return out

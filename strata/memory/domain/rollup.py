@@ -1,4 +1,4 @@
-"""Episode roll-up (DESIGN.md §3.2): when a channel has ≥ 50 apex leaves (or ≥ 25 level-1
+"""Episode roll-up (docs/lifecycle.md §2): when a channel has ≥ 50 apex leaves (or ≥ 25 level-1
 apexes) their embeddings are clustered (strata.memory.domain.clustering) and each cluster gets a
 parent episode one level up: a model-written summary of its children, salience and emotion from the
 children, its own embedding (of its summary). The parent does NOT inherit the children's row

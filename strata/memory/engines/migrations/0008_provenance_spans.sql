@@ -1,4 +1,5 @@
--- Roll-up parents keep provenance as links and a span, not as row citations (DESIGN.md §3.2):
+-- Roll-up parents keep provenance as links and a span, not as row citations
+-- (docs/lifecycle.md §2):
 -- a topic or era episode records how many child episodes it gathered (`child_count`; the
 -- children point at it through `parent_id` until the janitor deletes them), and its
 -- `started_at` / `ended_at` / `channel_id` already say which time span and channel it covers,

@@ -1,0 +1,94 @@
+"""Names in a query: the capitalised words that may name someone, and whether this memory has
+ever mentioned them. A question about a stranger feeds the abstention gate
+(`strata.memory.domain.recall_gate`); names and dates are left out of the query's content words."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+from strata.memory.domain.recall_table import WORD, RowTable, surface_words
+from strata.memory.domain.text import stem, tokens
+from strata.memory.engines.fts import STOPWORDS
+
+_NAME = re.compile(r"\b[A-Z][\w'’-]*")
+
+
+# Capitalised, but about time, not someone: memory dates are numeric, so these need not occur.
+CALENDAR = frozenset(
+    """january february march april may june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday
+    saturday sunday""".split()  # noqa: SIM905 - easier to read as prose
+)
+
+
+# A full stop after these ends an abbreviation, not a sentence: the "Seuss" of "Dr. Seuss" is a
+# name, and the "City" of "U.S. City" is no sentence's first word.
+_TITLES = frozenset({"mr", "mrs", "ms", "dr", "st", "jr", "sr", "prof", "mt", "vs"})
+
+
+_CLOSERS = "\"'’”)"
+
+
+def _ends_sentence(before: str) -> bool:
+    """Whether `before` (the text up to a word) ends a sentence: a full stop, ! or ? (then
+    perhaps a closing quote or bracket) and a space, after a word longer than an initial that
+    is not a title. Read from the end only: this runs for every capitalised word of a message
+    on the turn's path."""
+    if not before or not before[-1].isspace():
+        return False
+    text = before.rstrip().rstrip(_CLOSERS)
+    if not text or text[-1] not in ".!?":
+        return False
+    text = text.rstrip(".!?")
+    n = len(text)
+    while n and (text[n - 1].isalnum() or text[n - 1] == "_"):
+        n -= 1
+    word = text[n:]
+    return len(word) > 1 and word.lower() not in _TITLES
+
+
+def _capitalised(query: str) -> list[str]:
+    """The query's capitalised words that may be names: not one that begins the query or a
+    sentence in it (capitalised for that reason alone)."""
+    first = WORD.search(query)
+    return [m.group(0) for m in _NAME.finditer(query)
+            if not (first is not None and m.start() <= first.start())  # the query's first word
+            and not _ends_sentence(query[max(0, m.start() - 64):m.start()])]
+
+
+def strangers(query: str, table: RowTable, known: Collection[str] = ()) -> list[str]:
+    """The names in the query (capitalised words, not the first of the query or of one of its
+    sentences, not a month or weekday) that this memory never mentions, as written in the
+    query: neither its rows nor `known` (the words of its other memories, e.g. a roll-up
+    parent's summary once the rows it came from are pruned)."""
+    out = []
+    for w in _capitalised(query):
+        for word in surface_words(w):
+            # Initials (U.S.) and calendar words say nothing about who is meant.
+            if len(word) < 3 or word in CALENDAR or word in STOPWORDS:
+                continue
+            if word not in table.words and word not in known:
+                out.append(w)
+                break
+    return out
+
+
+def unknown_name(query: str, table: RowTable, known: Collection[str] = ()) -> bool:
+    """Whether the query names someone or something this memory never mentions: a question
+    about a stranger."""
+    return bool(strangers(query, table, known))
+
+
+CALENDAR_STEMS = frozenset(stem(c) for c in CALENDAR)
+
+
+def without_names(query: str, idf: dict[str, float]) -> dict[str, float]:
+    """The query's idf weights without its names and dates (a name is checked by
+    `unknown_name`; a known name alone says nothing about whether this memory holds the
+    answer; a month, weekday or number is when, and memory keeps dates in its headers, not in
+    what was said, so "in June" is no word the answer lacks)."""
+    names = {t for w in _NAME.findall(query) for t in tokens(w)}
+    names |= {t for t in idf if t in CALENDAR_STEMS or t.isdigit()}
+    content = {t: w for t, w in idf.items() if t not in names}
+    return content or idf  # a query of names only: the names are its content

@@ -1,0 +1,134 @@
+"""One owner's rows as recall ranks them, pure (numpy, no SQL, no I/O): the row table, its
+neighbour links (a row's window is the row with its neighbour before and after in the same
+channel and session; a pause longer than `session_gap_minutes` starts a new session) and the
+word postings that BM25 reads (`strata.memory.domain.recall_rank`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from strata.memory.domain.text import tokens
+
+F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+
+WORD = re.compile(r"\w+", re.UNICODE)
+
+
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
+def surface_words(text: str) -> list[str]:
+    """Lower-cased words as written, possessive 's dropped: what a name is checked against
+    (the stemmer would make `times` into `tim`, a name)."""
+    return [_POSSESSIVE.sub("", w) for w in re.findall(r"[\w'’]+", text.lower())]
+
+
+@dataclass
+class RowTable:
+    """One owner's live recallable rows, in id order, ready to rank.
+
+    `prev`/`next` link a row to its neighbour in the same channel and session (−1: none).
+    Built per owner from words kept as rows arrive (`strata.memory.domain.recall_index`).
+    """
+
+    ids: I64
+    channel: I64
+    session: I64
+    minutes: F64  # the row's time, minutes since the epoch
+    vectors: F32  # (n, dim), L2-normalised; zero where a row has no vector yet
+    has_vec: npt.NDArray[np.bool_]
+    prev: I64
+    next: I64
+    lengths: F64  # content words per row
+    postings: dict[str, dict[int, int]] = field(default_factory=dict)
+    padded: F32 = field(default_factory=lambda: np.zeros((1, 1), np.float32))  # + a zero row
+    window_norm: F64 = field(default_factory=lambda: np.zeros(0))  # |sum of a window's vectors|
+    words: frozenset[str] = frozenset()  # every lower-cased word as written (names, unstemmed)
+
+    @property
+    def n(self) -> int:
+        return int(self.ids.shape[0])
+
+
+def link_neighbours(channel: I64, minutes: F64, gap_minutes: float) -> tuple[I64, I64, I64]:
+    """prev, next and session index of each row (rows in id order)."""
+    n = channel.shape[0]
+    prev = np.full(n, -1, dtype=np.int64)
+    nxt = np.full(n, -1, dtype=np.int64)
+    session = np.zeros(n, dtype=np.int64)
+    last: dict[int, int] = {}
+    sessions = 0
+    for i in range(n):
+        ch = int(channel[i])
+        j = last.get(ch)
+        if j is not None and minutes[i] - minutes[j] <= gap_minutes:
+            prev[i], nxt[j] = j, i
+            session[i] = session[j]
+        else:
+            session[i] = sessions
+            sessions += 1
+        last[ch] = i
+    return prev, nxt, session
+
+
+Postings = dict[str, dict[int, int]]  # stem -> {row index: count}
+
+
+def add_words(postings: Postings, lengths: list[float], surface: set[str],
+              texts: Sequence[str]) -> None:
+    """Append `texts` (the next rows, in order) to `postings`, `lengths` and `surface` (every
+    lower-cased word as written) in place."""
+    for text in texts:
+        i = len(lengths)
+        surface.update(surface_words(text))
+        toks = tokens(text)
+        lengths.append(float(len(toks)))
+        for t in toks:
+            bucket = postings.setdefault(t, {})
+            bucket[i] = bucket.get(i, 0) + 1
+
+
+def build_table(ids: Sequence[int], channel: Sequence[int], minutes: Sequence[float],
+                texts: Sequence[str], vectors: F32, has_vec: npt.NDArray[np.bool_],
+                gap_minutes: float,
+                kept: tuple[Postings, Sequence[float], set[str]] | None = None) -> RowTable:
+    """A `RowTable` from rows in id order (`texts` is what keyword search sees).
+
+    `kept`: the rows' postings, lengths and surface words as `add_words` made them, kept by a
+    caller that extends the table as rows arrive, so that only new rows are split into words.
+    The table gets a copy: the caller's keep growing while a search may still rank this
+    table."""
+    ch = np.asarray(channel, dtype=np.int64)
+    mins = np.asarray(minutes, dtype=np.float64)
+    prev, nxt, session = link_neighbours(ch, mins, gap_minutes)
+    if kept is None:
+        postings: Postings = {}
+        counted: list[float] = []
+        words: set[str] = set()
+        add_words(postings, counted, words, texts)
+    else:
+        postings = {t: dict(bucket) for t, bucket in kept[0].items()}
+        counted = list(kept[1])
+        words = kept[2]
+        if len(counted) != len(texts):
+            raise ValueError(f"words of {len(counted)} rows for a table of {len(texts)}")
+    lengths = np.asarray(counted, dtype=np.float64).reshape(len(texts))
+    vecs = np.asarray(vectors, dtype=np.float32)
+    if vecs.ndim != 2 or vecs.shape[0] != len(texts):
+        vecs = np.zeros((len(texts), vecs.shape[-1] if vecs.ndim == 2 else 1), np.float32)
+    padded = np.vstack([vecs, np.zeros((1, vecs.shape[1]), np.float32)])
+    n = len(texts)
+    p = np.where(prev >= 0, prev, n)
+    x = np.where(nxt >= 0, nxt, n)
+    norm = np.linalg.norm(padded[p] + padded[:n] + padded[x], axis=1) if n else np.zeros(0)
+    return RowTable(np.asarray(ids, dtype=np.int64), ch, session, mins, vecs,
+                    np.asarray(has_vec, dtype=bool), prev, nxt, lengths, postings, padded,
+                    norm.astype(np.float64), frozenset(words))
