@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from strata.adapters.runtime import deliver_turn
 from strata.app.agent_memory import AgentMemory
 from strata.app.web.command import WebCommand
 from strata.app.web.links import WebLinks
 from strata.app.web.metrics import Metrics, TimedChat
 from strata.app.web.recall_log import ForgetClearsRecall, RecallLog, RecordingRecaller
+from strata.bot.claims import ChannelClaims
 from strata.bot.commands import CommandRouter
 from strata.bot.context_window import fitted_settings, model_window
 from strata.bot.link import LinkCommand
@@ -26,8 +28,8 @@ from strata.bot.memory_commands import MemoryCommands
 from strata.bot.memory_tools import MemoryTools
 from strata.bot.metered_chat import MeteredChat
 from strata.bot.outbound import Outbound
-from strata.bot.shared_inbox import SharedInbox
-from strata.bot.turns import ChannelTurns, ToolRegistry, TurnProcessor
+from strata.bot.scheduler import TurnScheduler
+from strata.bot.turns import ToolRegistry, TurnProcessor
 from strata.cognition.ambient import AmbientContext
 from strata.cognition.connector_secrets import SecretBox, key_path
 from strata.cognition.connectors import configured_connectors
@@ -320,9 +322,9 @@ class App:
     services: Services | None = None
     runner: Runner | None = None
     repos: Repos | None = None
-    # What the adapters are handed: the processor, plus the database's turn queue and leases
-    # so that several processes can share a platform account (`strata.bot.shared_inbox`).
-    inbox: SharedInbox | None = None
+    # What the adapters are handed: every platform message becomes a turn through it, in
+    # whichever process on the database claims the channel (`strata.bot.scheduler`).
+    scheduler: TurnScheduler | None = None
     # What external agents may do with their person's memory (`strata mcp`).
     agents: AgentMemory | None = None
     # The web view's parts (strata.app.web): its links and sessions, what recall showed the model,
@@ -409,6 +411,11 @@ class App:
         register_commands(commands, reminder_ports)
         search = configured_search(settings)
         register_research_commands(commands, repos.persons, search)
+        # One turn at a time per channel across the processes on the database, and the queue
+        # of turns taken in and not yet answered (`strata.bot.scheduler`).
+        claims = ChannelClaims(Leases(db),
+                               ttl=timedelta(seconds=settings.bot.turn_lease_seconds))
+        queue = TurnQueue(db)
         processor = TurnProcessor(
             settings=settings,
             persons=repos.persons,
@@ -425,8 +432,8 @@ class App:
             chat_for=metered("chat:turn"),
             on_result=metrics.turn_done,
             window=window,
-            turns=ChannelTurns(Leases(db),
-                               ttl=timedelta(seconds=settings.bot.turn_lease_seconds)),
+            claims=claims,
+            queue=queue,
         )
         outbound = Outbound()
         services = Services(
@@ -461,12 +468,18 @@ class App:
             repos.transcript, processor, facts, extractor, forgetter, commands,
             episodes=repos.episodes, recall=recall, cutter=cutter, row_indexer=row_indexer,
             outbound=outbound, services=services, runner=runner, repos=repos,
-            inbox=SharedInbox(processor, TurnQueue(db), Leases(db), clock),
+            scheduler=TurnScheduler(processor, db, queue, claims, clock, deliver_turn,
+                                    max_turns=settings.telegram.max_turns),
             agents=AgentMemory(repos.agents, repos.persons, facts, recall, clock,
                                processor.background_channel),
             metrics=metrics, web_links=web_links, web_command=web_command,
             recall_log=recall_log, memory_commands=memory_commands,
         )
+
+    def turns(self) -> TurnScheduler:
+        """The turn scheduler every adapter is started with."""
+        assert self.scheduler is not None
+        return self.scheduler
 
     async def serve(
         self, adapters: Sequence[Adapter], stop: asyncio.Event, *, end_with: Adapter | None = None
@@ -482,7 +495,7 @@ class App:
         tasks: dict[asyncio.Task[Any], Adapter] = {}
         for adapter in adapters:
             self.outbound.register(adapter.platform, adapter.send)
-            tasks[asyncio.create_task(adapter.start(self.inbox or self.processor),
+            tasks[asyncio.create_task(adapter.start(self.turns()),
                                       name=f"adapter-{adapter.platform}")] = adapter
         if self.runner is not None and self.settings.cognition.enabled:
             self.runner.start()

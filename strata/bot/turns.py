@@ -1,10 +1,10 @@
 """The one turn processor: every turn (a person's, a reminder's, the DMN's) goes through here.
 
-Order (DESIGN.md §4): resolve person and channel; access control and chat commands; mark
-activity and append the user row durably (`accept`: a platform that confirms messages on
-fetch calls it on receipt, the rest of the turn, `answer`, waits for the chat's earlier turns;
-`handle` is both); turn-zero recall; assemble the prompt; call the model
-(streaming when the adapter can show it) with bounded tool calls; append the reply and tool
+Order: access control; resolve person and channel; chat commands; mark activity and the user
+row (`admit`; `strata.bot.scheduler` stores it and queues the turn in one step, `handle`
+stores it and runs the turn at once); in the channel's turn (`run_turn`): turn-zero recall;
+assemble the prompt; call the model (streaming when the adapter can show it) with bounded tool
+calls; append the reply and tool
 rows; return the reply to the adapter; after-turn work (episode cut, compaction) runs off the
 hot path. A failing model gives the person a short honest message; the user row stays. A
 chat turn has one overall deadline (`llm.turn_deadline_seconds`), met with an honest message.
@@ -14,37 +14,33 @@ May import `memory`; never `adapters` or `cognition`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import json
 import logging
 import math
-import os
-import socket
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
 
+from strata.bot.claims import ChannelClaims
 from strata.bot.commands import CommandContext, CommandRouter
 from strata.bot.context_window import ContextWindow, messages_cost, tools_cost
 from strata.bot.prompt import PromptParts, build_messages, history_in_prompt
-from strata.core.clock import SystemClock
 from strata.core.config import Settings
 from strata.core.errors import ModelError, ModelRateLimitedError, ModelRequestError
 from strata.core.ports import AfterTurn, ChatModel, Clock, ContextSource, PartialCallback, Recaller
 from strata.core.types import (
     Accepted,
+    Admission,
     Channel,
     ChannelKind,
     ChatMessage,
     Completion,
     InboundMessage,
-    Location,
     NewRow,
     Person,
     Role,
@@ -55,7 +51,7 @@ from strata.core.types import (
     Usage,
 )
 from strata.core.wording import counted
-from strata.memory.coordination.leases import Leases
+from strata.memory.coordination.turn_queue import TurnQueue
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
 from strata.memory.domain.transcript import TranscriptRepo, history_since_watermark
 
@@ -213,121 +209,6 @@ class CallLimiter:
         return None
 
 
-def process_name() -> str:
-    """This process's name as a lease holder: host, pid and a random part (a pid is reused
-    after a restart; the random part tells the two lives apart)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def holder_gone(holder: str) -> bool:
-    """Whether lease holder `holder` (a `process_name`) is a process of this host that no
-    longer runs: its leases need not be waited out (a restart after a crash answers at once).
-    A holder on another host, or whose pid runs (perhaps reused), counts as alive."""
-    host, _, rest = holder.partition(":")
-    pid = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # it exists but is not ours to signal
-        return False
-    return False
-
-
-async def take_lease(leases: Leases, name: str, holder: str, now: datetime,
-                     ttl: timedelta) -> bool:
-    """Take or renew lease `name`; also from a holder that died on this host."""
-    if await leases.take(name, holder, now, ttl):
-        return True
-    old = await leases.holder(name, now)
-    return old is not None and holder_gone(old) and await leases.take_over(
-        name, old, holder, now, ttl)
-
-
-# The channels whose turn the current task holds, so that a holder's nested `channel_turn`
-# (the Telegram queue worker answering through `answer`) does not wait for itself.
-_HELD: contextvars.ContextVar[frozenset[tuple[str, int]]] = contextvars.ContextVar(
-    "strata_held_channels", default=frozenset())
-
-
-@dataclass
-class ChannelTurns:
-    """One turn at a time per channel, across every process on the database.
-
-    In a process an `asyncio.Lock` per channel queues the turns in arrival order; across
-    processes the holder of the lock also holds the database lease `turn:<channel id>`
-    (`strata.memory.coordination.leases`), renewed every third of `ttl` while the turn runs, so a
-    process that dies mid-turn holds the channel for at most `ttl` more. Lease times are on `wall`,
-    the real clock: a lease is about whether a process still lives, not about the bot's (perhaps
-    simulated) time. Without `leases` (a test's bare processor) only the in-process lock is
-    taken.
-    """
-
-    leases: Leases | None = None
-    holder: str = field(default_factory=process_name)
-    ttl: timedelta = timedelta(seconds=30)
-    wall: Clock = field(default_factory=SystemClock)
-    max_wait: float = 0.5  # seconds between attempts while another process holds the lease
-    _locks: dict[int, asyncio.Lock] = field(default_factory=dict, init=False)
-
-    @contextlib.asynccontextmanager
-    async def hold(self, channel_id: int, *, wait: bool = True) -> AsyncIterator[bool]:
-        """Hold the channel's turn for the body; yields False (and holds nothing) when `wait`
-        is off and another task or process has it."""
-        if (self.holder, channel_id) in _HELD.get():
-            yield True
-            return
-        lock = self._locks.setdefault(channel_id, asyncio.Lock())
-        if not wait and lock.locked():
-            yield False
-            return
-        async with lock:
-            if not await self._take(channel_id, wait):
-                yield False
-                return
-            token = _HELD.set(_HELD.get() | {(self.holder, channel_id)})
-            renew = asyncio.create_task(self._renew(channel_id))
-            try:
-                yield True
-            finally:
-                _HELD.reset(token)
-                renew.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await renew
-                if self.leases is not None:
-                    # Shielded: a turn cancelled at shutdown still frees its channel at once.
-                    await asyncio.shield(self.leases.release(self.name(channel_id),
-                                                             self.holder))
-
-    @staticmethod
-    def name(channel_id: int) -> str:
-        return f"turn:{channel_id}"
-
-    async def _take(self, channel_id: int, wait: bool) -> bool:
-        if self.leases is None:
-            return True
-        pause = 0.02
-        while not await take_lease(self.leases, self.name(channel_id), self.holder,
-                                   self.wall.now(), self.ttl):
-            if not wait:
-                return False
-            await asyncio.sleep(pause)  # another process answers this channel: try again
-            pause = min(pause * 2, self.max_wait)
-        return True
-
-    async def _renew(self, channel_id: int) -> None:
-        if self.leases is None:
-            return
-        while True:
-            await asyncio.sleep(self.ttl.total_seconds() / 3)
-            if not await self.leases.take(self.name(channel_id), self.holder, self.wall.now(),
-                                          self.ttl):
-                log.warning("channel %d: the turn lease was taken over (this process stalled "
-                            "longer than %s)", channel_id, self.ttl)
-
-
 @dataclass
 class TurnProcessor:
     settings: Settings
@@ -348,12 +229,12 @@ class TurnProcessor:
     # The model's context window, when known: every request is fitted to it.
     window: ContextWindow | None = None
     # One turn at a time per channel, across processes when it has the database's leases.
-    turns: ChannelTurns = field(default_factory=ChannelTurns)
+    claims: ChannelClaims = field(default_factory=ChannelClaims)
+    # The turns queued per channel (`strata.bot.scheduler`): their rows stay out of the history
+    # of the turns before them (a message goes last in its own turn's prompt, nowhere earlier).
+    queue: TurnQueue | None = None
     # Told each answered turn's platform and result (the operators' metrics count them).
     on_result: Callable[[str, TurnResult], None] | None = None
-    # Accepted turns not yet answered, per channel: their rows are kept out of the history of
-    # the turns before them (the message goes last in its own turn's prompt, nowhere earlier).
-    _queued: dict[int, set[str]] = field(default_factory=dict, init=False)
     _background: set[asyncio.Task[None]] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
@@ -404,142 +285,90 @@ class TurnProcessor:
     async def handle(
         self, msg: InboundMessage, on_partial: PartialCallback | None = None
     ) -> TurnResult | None:
-        """Process one inbound message; None when the bot should stay silent."""
-        accepted = await self.accept(msg)
-        if accepted is None:
-            return None
-        return await self.answer(accepted, on_partial)
-
-    async def accept(self, msg: InboundMessage) -> Accepted | None:
-        """Take `msg` in durably, before its turn: access control, command detection, and the
-        user row appended (a command is never stored). None when there is nothing to answer:
-        not allowed, or a redelivered message whose row is already stored and answered or
-        queued. Non-addressed rows start their after-turn work here; `answer` stays silent."""
+        """One message's turn, now and in this process (the console; tests): admitted, stored
+        and run in its channel's turn. None when the bot should stay silent. Platform messages
+        go through `strata.bot.scheduler.TurnScheduler` instead (stored and queued first)."""
         if not self.allowed(msg):
             log.info("ignoring %s message from a user not on the allowlist", msg.platform)
             return None
+        admission = await self.admit(msg)
+        if admission is None:
+            return None
+        async with self.claims.claim(admission.accepted.channel.id):
+            await self.record(admission)
+            if not msg.addressed_to_bot:
+                return None
+            return await self.run_turn(admission.accepted, on_partial)
+
+    async def admit(self, msg: InboundMessage) -> Admission | None:
+        """Decide what `msg` (from an allowed sender) becomes, storing nothing yet: the sender
+        and channel resolved, a command detected (never stored), the user row to store with
+        its turn. A message with a platform id gets a turn id of its own (the same in every
+        process the platform delivers it to, so it is queued once); one whose row is stored
+        already (delivered again after a crash) keeps its turn, and is None once answered.
+        None also for an empty message not addressed to the bot."""
         person, channel = await self.resolve(msg)
         found = self.commands.find(msg.text) if msg.addressed_to_bot else None
         if found is not None or (msg.addressed_to_bot and self.commands.unknown(msg.text)):
-            return Accepted(msg, person, channel, uuid.uuid4().hex, stored=False)
+            return Admission(Accepted(msg, person, channel, _turn_id(channel, msg),
+                                      stored=False), None)
         if not msg.text.strip() and msg.location is None:
             # Nothing said: no row, so no empty turn in the history or recall. Addressed, it
             # still gets a word back (`_handle_locked`).
             if not msg.addressed_to_bot:
                 return None
-            return Accepted(msg, person, channel, uuid.uuid4().hex, stored=False)
+            return Admission(Accepted(msg, person, channel, _turn_id(channel, msg),
+                                      stored=False), None)
         if msg.message_id is not None and msg.edited_of is None:
-            # A platform may deliver a message again after a crash (stored, not confirmed).
             earlier = await self.transcript.by_platform_msg(channel.id, msg.message_id)
             if earlier:
                 turn_id = earlier[0].turn_id or ""
-                if turn_id in self._queued.get(channel.id, set()) or await self._replied(turn_id):
+                if await self.transcript.reply_of(turn_id) is not None:
                     return None
-                self._queue(channel.id, turn_id)
-                return Accepted(msg, person, channel, turn_id)
-        turn_id = uuid.uuid4().hex
+                return Admission(Accepted(msg, person, channel, turn_id), None)
+        turn_id = _turn_id(channel, msg)
         if channel.source == "user":
             await self.persons.mark_active(person.id, self.clock.now())
         loc = msg.location
-        await self.transcript.append(
-            [
-                NewRow(
-                    channel_id=channel.id,
-                    person_id=person.id,
-                    ts=msg.ts,
-                    source=channel.source,
-                    role=Role.USER,
-                    content=msg.text,
-                    turn_id=turn_id,
-                    lat=loc.lat if loc else None,
-                    lon=loc.lon if loc else None,
-                    platform_msg_id=msg.message_id,
-                )
-            ]
+        row = NewRow(
+            channel_id=channel.id,
+            person_id=person.id,
+            ts=msg.ts,
+            source=channel.source,
+            role=Role.USER,
+            content=msg.text,
+            turn_id=turn_id,
+            lat=loc.lat if loc else None,
+            lon=loc.lon if loc else None,
+            platform_msg_id=msg.message_id,
         )
-        if not msg.addressed_to_bot:
-            self._after(channel, person, turn_id)
-        else:
-            self._queue(channel.id, turn_id)
-        return Accepted(msg, person, channel, turn_id)
+        return Admission(Accepted(msg, person, channel, turn_id), row)
 
-    async def answer(
+    async def record(self, admission: Admission) -> None:
+        """Store the admitted message's row (if it has one to store); a message not addressed
+        to the bot starts its after-turn work here, as it gets no turn."""
+        if admission.row is None:
+            return
+        await self.transcript.append([admission.row])
+        accepted = admission.accepted
+        if not accepted.msg.addressed_to_bot:
+            self._after(accepted.channel, accepted.person, accepted.turn_id)
+
+    async def run_turn(
         self, accepted: Accepted, on_partial: PartialCallback | None = None
     ) -> TurnResult | None:
-        """Answer an accepted message in its chat's turn (one at a time per channel)."""
+        """Run an admitted message's turn; the caller holds its channel (`claims`). A turn
+        whose reply is stored already (its process died before showing it) gives that reply,
+        the model is not asked again."""
         channel = accepted.channel
-        try:
-            async with self.turns.hold(channel.id):
-                if accepted.stored:
-                    # Answered already (by a process that died before showing it): the stored
-                    # reply is shown, the model is not asked again.
-                    stored = await self._stored_reply(accepted.turn_id)
-                    if stored is not None:
-                        return TurnResult(stored, accepted.turn_id, channel.id,
-                                          accepted.person.id)
-                result = await self._handle_locked(accepted, on_partial)
-                if result is not None and self.on_result is not None:
-                    self.on_result(accepted.msg.platform, result)
-                return result
-        finally:
-            self._queued.get(channel.id, set()).discard(accepted.turn_id)
-
-    def hold_back(self, channel_id: int, turn_ids: Sequence[str]) -> None:
-        """Turns queued elsewhere (the database's turn queue) for `channel_id`: their rows stay
-        out of the history of the turns before them, as this process's own queued ones do."""
-        for turn_id in turn_ids:
-            self._queue(channel_id, turn_id)
-
-    def let_go(self, channel_id: int, turn_ids: Sequence[str]) -> None:
-        """Undo `hold_back` (or `accept`'s own queueing) for turns answered elsewhere."""
-        held = self._queued.get(channel_id)
-        if held is not None:
-            held.difference_update(turn_ids)
-            if not held:
-                del self._queued[channel_id]
-
-    async def unanswered(self, platform: str, since: datetime) -> list[Accepted]:
-        """Messages of `platform`'s private chats stored since `since` whose turn has no reply
-        (a crash came between `accept` and the answer), oldest first, queued for `answer`.
-        Only private chats: every message there is addressed to the bot, while a group's
-        stored rows are mostly chatter that is never answered."""
-        out = []
-        for row in await self.transcript.unanswered(platform, since):
-            channel = await self.channels.get(row.channel_id)
-            person = await self.persons.get(row.person_id) if row.person_id else None
-            if channel is None or person is None or not row.turn_id:
-                continue
-            if row.turn_id in self._queued.get(channel.id, set()):
-                continue
-            loc = None if row.lat is None or row.lon is None else Location(row.lat, row.lon)
-            msg = InboundMessage(
-                platform=platform,
-                room_id=channel.room_ref.split("#", 1)[0],
-                sender_id="",
-                sender_name=person.name,
-                text=row.content,
-                ts=row.ts,
-                message_id=row.platform_msg_id,
-                location=loc,
-            )
-            self._queue(channel.id, row.turn_id)
-            out.append(Accepted(msg, person, channel, row.turn_id))
-        return out
-
-    def _queue(self, channel_id: int, turn_id: str) -> None:
-        self._queued.setdefault(channel_id, set()).add(turn_id)
-
-    async def _replied(self, turn_id: str) -> bool:
-        return await self._stored_reply(turn_id) is not None
-
-    async def answered(self, turn_id: str) -> bool:
-        """Whether the turn's reply is stored."""
-        return await self._replied(turn_id)
-
-    async def _stored_reply(self, turn_id: str) -> str | None:
-        replies = [r.content for r in await self.transcript.by_turn(turn_id)
-                   if r.role is Role.ASSISTANT and r.kind is RowKind.MESSAGE]
-        return replies[-1] if replies else None
+        if accepted.stored:
+            stored = await self.transcript.reply_of(accepted.turn_id)
+            if stored is not None:
+                return TurnResult(stored, accepted.turn_id, channel.id, accepted.person.id)
+        result = await self._handle_locked(accepted, on_partial)
+        if result is not None and self.on_result is not None:
+            self.on_result(accepted.msg.platform, result)
+        return result
 
     async def _handle_locked(
         self, accepted: Accepted, on_partial: PartialCallback | None
@@ -646,7 +475,7 @@ class TurnProcessor:
         """
         channel = await self.background_channel(person, source)
         turn_id = turn_id or uuid.uuid4().hex
-        async with self.turns.hold(channel.id):
+        async with self.claims.claim(channel.id):
             done = await self.transcript.by_turn(turn_id)
             replies = [r for r in done if r.role is Role.ASSISTANT and r.kind is RowKind.MESSAGE]
             if replies:
@@ -693,7 +522,7 @@ class TurnProcessor:
     ) -> list[ChatMessage]:
         options = options or _TurnOptions()
         mark, all_rows = await history_since_watermark(self.transcript, channel.id)
-        queued = self._queued.get(channel.id, set())
+        queued = await self.queue.waiting(channel.id) if self.queue is not None else set()
         # The message itself goes last; messages accepted after it wait for their own turns.
         rows = [r for r in all_rows if r.turn_id != turn_id and r.turn_id not in queued]
         own = [r.id for r in all_rows if r.turn_id == turn_id]
@@ -886,7 +715,6 @@ class TurnProcessor:
     async def _run_hook(
         self, hook: AfterTurn, channel: Channel, person: Person, turn_id: str
     ) -> None:
-        _HELD.set(frozenset())  # this task's own context: it holds no channel's turn
         try:
             await hook(channel, person, turn_id)
         except ModelError as exc:  # a model or embedder that is down: one line, no traceback
@@ -899,3 +727,11 @@ class TurnProcessor:
         """Wait for the after-turn work started so far (used at shutdown and in tests)."""
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
+
+
+def _turn_id(channel: Channel, msg: InboundMessage) -> str:
+    """A new turn's id: for a platform message (not an edit) derived from the channel and the
+    message id, so two processes given the same message queue one turn; else random."""
+    if msg.message_id is None or msg.edited_of is not None:
+        return uuid.uuid4().hex
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"strata:{channel.id}:{msg.message_id}").hex

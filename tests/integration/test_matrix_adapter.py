@@ -161,7 +161,7 @@ async def start_bot(
             poll_timeout_ms=500,
             edit_interval=edit_interval,
         )
-        await adapter.connect(processor or app.processor)
+        await adapter.connect(processor or app.turns())
         started.append(adapter)
         return adapter
 
@@ -294,7 +294,7 @@ async def test_backlog_is_not_answered_and_own_messages_ignored(
     # The same account comes back: the message is history, not a question.
     settings = first.settings
     again = MatrixAdapter(settings, bot_name="Strata", poll_timeout_ms=300)
-    await again.connect(app.processor)
+    await again.connect(app.turns())
     try:
         await alice.say(room, "and a new one")
         await wait_turns(again, 1)
@@ -393,7 +393,7 @@ async def test_unlisted_users_are_ignored(
     access = AccessSettings(allow_users=(f"matrix:{alice.id}",))
     strict_app = await App.create(settings.model_copy(update={"access": access}), clock=clock)
     try:
-        bot = await start_bot(processor=strict_app.processor, access=access)
+        bot = await start_bot(processor=strict_app.turns(), access=access)
         # Mallory's invite is rejected.
         created = await mallory.client.room_create(is_direct=True, invite=[bot.bot.user_id])
         assert isinstance(created, RoomCreateResponse)
@@ -610,7 +610,7 @@ async def test_password_login_and_bad_credentials(
     assert isinstance(bot, MatrixAdapter)
     bot.poll_timeout_ms = 500
     # start() serves until stop(), as `strata run` (App.serve) expects of every adapter.
-    serving = asyncio.create_task(bot.start(app.processor))
+    serving = asyncio.create_task(bot.start(app.turns()))
     for _ in range(200):
         if bot._loop_task is not None or serving.done():
             break
@@ -629,7 +629,7 @@ async def test_password_login_and_bad_credentials(
         await asyncio.wait_for(serving, 10)
     wrong = MatrixAdapter(base.model_copy(update={"password": "wrong"}))
     with pytest.raises(PlatformError, match="login"):
-        await wrong.connect(app.processor)
+        await wrong.connect(app.turns())
     bad_token = MatrixAdapter(base.model_copy(update={"access_token": "syt_nope"}))
     with pytest.raises(PlatformError, match="refused"):
-        await bad_token.connect(app.processor)
+        await bad_token.connect(app.turns())
