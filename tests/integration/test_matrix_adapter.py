@@ -206,14 +206,15 @@ async def open_room(owner: Human, bot: MatrixAdapter, *others: Human, direct: bo
 
 
 async def wait_turns(bot: MatrixAdapter, count: int, deadline: float = DEADLINE) -> None:
-    """Wait until the bot has delivered `count` turns in total."""
+    """Wait until the bot has taken `count` messages in, in total, and answered every one of
+    them that needs an answer."""
     end = time.monotonic() + deadline
-    while bot.stats["turns"] < count:
+    while bot.stats["messages"] < count:
         if time.monotonic() > end:
-            raise AssertionError(f"bot delivered {bot.stats['turns']} of {count} turns")
+            raise AssertionError(f"bot took {bot.stats['messages']} of {count} messages in")
+        await asyncio.sleep(0.05)
+    async with asyncio.timeout(max(0.0, end - time.monotonic())):
         await bot.idle()
-        if bot.stats["turns"] < count:
-            await asyncio.sleep(0.05)
 
 
 def raw_messages(server: Synapse, who: Human, room_id: str) -> list[dict[str, Any]]:

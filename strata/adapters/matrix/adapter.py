@@ -136,7 +136,8 @@ class MatrixAdapter:
         self._started = time.monotonic()
         # Enough timeline per sync that a burst of messages is not cut ("limited").
         self._filter = {"room": {"timeline": {"limit": 100}}}
-        #: Counters for tests and logs: messages sent, edits, 429s met, turns delivered.
+        #: Counters for tests and logs: messages sent, edits, 429s met, messages taken in,
+        #: turns delivered.
         self.stats: Counter[str] = Counter()
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -369,6 +370,7 @@ class MatrixAdapter:
             assert self.turns is not None
             # In sync order, so the room's turns are queued in the order they were sent.
             await self.turns.submit(msg, None if info.is_private else msg.message_id)
+            self.stats["messages"] += 1
 
     def _from_before_start(self, source: dict[str, Any]) -> bool:
         """Was the event sent before this adapter started? (backlog: never answered)
