@@ -64,6 +64,7 @@ from strata.memory.domain.fact_extraction import FactExtractor, model_completer
 from strata.memory.domain.fact_recall import FactCandidates
 from strata.memory.domain.facts import FactRepo, FactStore
 from strata.memory.domain.forget import Forgetter
+from strata.memory.domain.intake import TurnIntake
 from strata.memory.domain.lifecycle import LifecyclePolicy, MemoryLifecycle
 from strata.memory.domain.linking import LinkCodes
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
@@ -468,7 +469,7 @@ class App:
             repos.transcript, processor, facts, extractor, forgetter, commands,
             episodes=repos.episodes, recall=recall, cutter=cutter, row_indexer=row_indexer,
             outbound=outbound, services=services, runner=runner, repos=repos,
-            scheduler=TurnScheduler(processor, db, queue, claims, clock, deliver_turn,
+            scheduler=TurnScheduler(processor, TurnIntake(db), queue, claims, clock, deliver_turn,
                                     max_turns=settings.telegram.max_turns),
             agents=AgentMemory(repos.agents, repos.persons, facts, recall, clock,
                                processor.background_channel),

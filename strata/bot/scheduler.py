@@ -33,8 +33,7 @@ from strata.bot.turns import TurnProcessor
 from strata.core.ports import Clock, PartialCallback, Replier, ShowTurn
 from strata.core.types import Accepted, InboundMessage, Intake, TurnResult
 from strata.memory.coordination.turn_queue import NewTurn, QueuedTurn, TurnQueue
-from strata.memory.domain.intake import store_and_queue
-from strata.memory.engines.db import Database
+from strata.memory.domain.intake import TurnIntake
 
 log = logging.getLogger(__name__)
 # When a turn leaves the queue: the reliability suite's `load` case tells the wait for a turn
@@ -45,7 +44,7 @@ timing_log = logging.getLogger(__name__ + ".timing")
 @dataclass
 class TurnScheduler:
     processor: TurnProcessor
-    db: Database
+    intake: TurnIntake
     queue: TurnQueue
     claims: ChannelClaims
     clock: Clock
@@ -78,7 +77,7 @@ class TurnScheduler:
                        person_id=accepted.person.id, turn_id=accepted.turn_id,
                        stored=accepted.stored, msg=msg, reply_to=reply_to,
                        created_at=self.clock.now())
-        if not await store_and_queue(self.db, turn, admission.row):
+        if not await self.intake.store_and_queue(turn, admission.row):
             return Intake.RECORDED  # queued already: delivered twice, or to two processes
         self._wake.set()
         return Intake.QUEUED
@@ -87,6 +86,7 @@ class TurnScheduler:
         """Run the queued turns of `replier.platform` in this process from now on."""
         self._repliers[replier.platform] = replier
         self._closing.discard(replier.platform)
+        log.info("%s: this process runs its queued turns", replier.platform)
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._serve(), name="strata-turns")
         self._wake.set()
@@ -118,13 +118,14 @@ class TurnScheduler:
         await self.claims.step_down(name)
 
     async def idle(self, platform: str) -> None:
-        """Wait until no turn of `platform` is queued or running here (tests, shutdown)."""
+        """Wait until no turn of `platform` is queued or running here (tests, shutdown); at
+        once when this process does not run the platform's turns."""
         while True:
             running = [t for t in self._running.values() if t.get_name() == _task_name(platform)]
             if running:
                 await asyncio.wait(running)
                 continue
-            if not await self.queue.count(platform):
+            if platform not in self._repliers or not await self.queue.count(platform):
                 return
             self._wake.set()
             await asyncio.sleep(0.02)

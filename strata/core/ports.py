@@ -128,8 +128,8 @@ class ShowTurn(Protocol):
     """Runs a turn through `handler` and shows its reply in `out` (typing, streaming,
     splitting, the error boundary): `strata.adapters.runtime.deliver_turn`."""
 
-    async def __call__(self, handler: TurnHandler, msg: InboundMessage,
-                       out: RoomOutput) -> object: ...
+    async def __call__(self, handler: TurnHandler, msg: InboundMessage, out: RoomOutput,
+                       /) -> object: ...
 
 
 class Turns(Protocol):

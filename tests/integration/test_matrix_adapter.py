@@ -138,7 +138,7 @@ async def start_bot(
     async def start(
         *,
         server: Synapse = synapse,
-        processor: Any = None,
+        turns: Any = None,
         access: AccessSettings | None = None,
         edit_interval: float = 1.0,
         encryption: bool = False,
@@ -161,7 +161,7 @@ async def start_bot(
             poll_timeout_ms=500,
             edit_interval=edit_interval,
         )
-        await adapter.connect(processor or app.turns())
+        await adapter.connect(turns or app.turns())
         started.append(adapter)
         return adapter
 
@@ -394,7 +394,7 @@ async def test_unlisted_users_are_ignored(
     access = AccessSettings(allow_users=(f"matrix:{alice.id}",))
     strict_app = await App.create(settings.model_copy(update={"access": access}), clock=clock)
     try:
-        bot = await start_bot(processor=strict_app.turns(), access=access)
+        bot = await start_bot(turns=strict_app.turns(), access=access)
         # Mallory's invite is rejected.
         created = await mallory.client.room_create(is_direct=True, invite=[bot.bot.user_id])
         assert isinstance(created, RoomCreateResponse)

@@ -14,12 +14,16 @@ from strata.memory.domain.transcript import insert_rows
 from strata.memory.engines.db import Database
 
 
-async def store_and_queue(db: Database, turn: NewTurn, row: NewRow | None) -> bool:
-    """Queue `turn` and, with it, store `row` (None: nothing to store, a command); False when
-    the turn was queued already, and then nothing is written."""
-    async with db.write() as conn:
-        if not await insert_turn(conn, turn):
-            return False
-        if row is not None:
-            await insert_rows(conn, [row])
-    return True
+class TurnIntake:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def store_and_queue(self, turn: NewTurn, row: NewRow | None) -> bool:
+        """Queue `turn` and, with it, store `row` (None: nothing to store, a command); False
+        when the turn was queued already, and then nothing is written."""
+        async with self.db.write() as conn:
+            if not await insert_turn(conn, turn):
+                return False
+            if row is not None:
+                await insert_rows(conn, [row])
+        return True
