@@ -38,7 +38,7 @@ from typing import Any
 
 from bench import answer_quality, fact_quality, summary_quality
 from bench.lived_compare import compare
-from strata.app.compose import make_chat_model
+from strata.app.model_wiring import make_chat_model
 from strata.bot.embedded import model_endpoints
 from strata.core.config import Settings, default_db_path, load_settings
 from strata.evaluation.lived import run_lived_eval

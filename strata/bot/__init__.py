@@ -1,6 +1,7 @@
-"""Strata's core: types, ports, configuration, the turn processor and the CLI.
-
-Leaf modules (`types`, `ports`, `errors`, `clock`, `tokens`) import nothing from the project;
-`memory` may import them. Only `strata.app.compose` and `strata.app.cli` may import `adapters` and
-`cognition`.
+"""The turn: the processor (`turns`) and its parts, one job each — who may talk and chat
+commands (`access`, `commands`), the prompt (`turn_prompt`, `prompt`, `context_window`), the
+model call with tools and streaming (`model_turn`, `tools`, `tool_args`, `llm`), the rate limit
+and the failure messages (`limits`, `failures`), background turns (`background`) and after-turn
+work (`after_turn`). Imports `strata.memory` and `strata.core` only (the layers contract in
+pyproject.toml).
 """

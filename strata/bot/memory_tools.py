@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from pydantic import Field, StringConstraints
 
 from strata.bot.tool_args import RowId, ToolArgs, add_tool
-from strata.bot.turns import ToolContext, ToolRegistry
+from strata.bot.tools import ToolContext, ToolRegistry
 from strata.core.errors import MutedSourceError, UnknownKindError
 from strata.core.ports import Clock
 from strata.core.types import Role

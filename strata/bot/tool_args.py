@@ -4,7 +4,7 @@ and the validation of what it sends back.
 The model's arguments are untrusted JSON. `add_tool` registers a handler that receives a
 validated model instance; arguments that do not fit come back to the model as one honest
 `error: …` line naming each bad field, so it can correct itself in the next tool round.
-Imports `strata.bot.turns` and `strata.core.types`.
+Imports `strata.bot.tools` and `strata.core.types`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
-from strata.bot.turns import ToolContext, ToolRegistry
+from strata.bot.tools import ToolContext, ToolRegistry
 from strata.core.types import ToolSpec
 
 A = TypeVar("A", bound=BaseModel)

@@ -24,8 +24,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from strata.bot.background import BackgroundResult
 from strata.bot.metered_chat import MeteredChat
-from strata.bot.turns import BackgroundResult
 from strata.cognition.services import Services
 from strata.core.errors import BudgetExhaustedError, StrataError
 from strata.core.ports import ChatModel

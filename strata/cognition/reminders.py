@@ -26,7 +26,7 @@ from pydantic import Field
 from strata.bot.commands import CommandContext, CommandReply, CommandRouter
 from strata.bot.outbound import DeliveryUnavailableError
 from strata.bot.tool_args import RowId, ToolArgs, add_tool
-from strata.bot.turns import ToolContext, ToolRegistry
+from strata.bot.tools import ToolContext, ToolRegistry
 from strata.cognition.backoff import retry_delay
 from strata.cognition.services import Services
 from strata.core.clock import ensure_utc, to_iso

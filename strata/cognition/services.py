@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from strata.bot.outbound import Outbound
-from strata.bot.turns import ToolRegistry, TurnProcessor
+from strata.bot.tools import ToolRegistry
+from strata.bot.turns import TurnProcessor
 from strata.cognition.connectors import Connector
 from strata.cognition.research import SearchProvider
 from strata.core.config import Settings

@@ -45,7 +45,7 @@ from typing import Any
 from strata.core.config import Settings
 from strata.core.errors import StrataError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # What the issue asks of each figure (docs/benchmarks.md, "strata bench").
 RECALL_WARM_FACTOR = 2.0  # × the numpy floor

@@ -35,7 +35,8 @@ from typing import Any, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from strata.app.compose import App, make_lifecycle_policy
+from strata.app.compose import App
+from strata.app.memory_wiring import make_lifecycle_policy
 from strata.core.clock import ManualClock, from_iso
 from strata.core.config import DbSettings, Settings
 from strata.core.errors import StrataError

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from strata.app.compose import App
+from strata.bot.background import BACKGROUND_PLATFORM
 from strata.bot.prompt import MEMORY_PREAMBLE
-from strata.bot.turns import BACKGROUND_PLATFORM
 from strata.core.clock import ManualClock
 from strata.core.types import ChannelKind, Person
 from strata.memory.domain.facts import NewFact

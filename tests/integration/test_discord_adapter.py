@@ -20,9 +20,10 @@ from strata.adapters.discord.adapter import (
     build_discord_adapter,
 )
 from strata.adapters.runtime import SORRY
-from strata.app.compose import App, configured_adapters
+from strata.app.adapter_wiring import configured_adapters
+from strata.app.compose import App
 from strata.bot.commands import CommandContext, CommandReply
-from strata.bot.turns import model_error_message
+from strata.bot.failures import model_error_message
 from strata.core.clock import ManualClock, SystemClock
 from strata.core.config import AccessSettings, DiscordSettings, LlmSettings, Settings
 from strata.core.errors import ConfigError, ModelUnavailableError

@@ -594,7 +594,7 @@ async def test_password_login_and_bad_credentials(
     synapse: Synapse, app: App, tmp_path: Path, people: Callable[[str], Human],
     fake_openai: FakeOpenAI,
 ) -> None:
-    from strata.app.compose import build_matrix_adapter, configured_adapters
+    from strata.app.adapter_wiring import build_matrix_adapter, configured_adapters
     from strata.core.clock import SystemClock
     from strata.core.errors import PlatformError
 

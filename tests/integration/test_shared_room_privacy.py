@@ -222,7 +222,7 @@ async def test_a_new_command_or_tool_is_private_unless_it_says_otherwise(
     private chat and is refused (and not offered) in a shared room."""
     from strata.bot.commands import CommandContext, CommandReply
     from strata.bot.tool_args import add_tool
-    from strata.bot.turns import ToolContext
+    from strata.bot.tools import ToolContext
     from strata.cognition.reminders import NoArgs
 
     app, _ = alice_app

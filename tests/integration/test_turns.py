@@ -75,7 +75,7 @@ async def test_streaming_partials_are_cumulative(app: App, fake_openai: FakeOpen
 
 
 async def test_tool_calls_are_run_and_recorded(app: App, fake_openai: FakeOpenAI) -> None:
-    from strata.bot.turns import ToolContext
+    from strata.bot.tools import ToolContext
     from strata.core.types import ToolSpec
 
     calls: list[dict[str, object]] = []
@@ -96,7 +96,7 @@ async def test_tool_calls_are_run_and_recorded(app: App, fake_openai: FakeOpenAI
 
 
 async def test_tool_rounds_are_bounded(app: App, fake_openai: FakeOpenAI) -> None:
-    from strata.bot.turns import ToolContext
+    from strata.bot.tools import ToolContext
     from strata.core.types import ToolSpec
 
     async def loop_tool(ctx: ToolContext, args: dict[str, object]) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from strata.app.compose import default_clock
+from strata.app.model_wiring import default_clock
 from strata.core.clock import FileClock, SystemClock
 from strata.core.config import Settings
 from strata.core.errors import ConfigError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from strata.app.compose import recall_tuning
+from strata.app.memory_wiring import recall_tuning
 from strata.core.config import RecallSettings, Settings
 from strata.memory.domain.recall import RecallTuning
 

@@ -4,10 +4,10 @@ handle.
 An AST check over `strata/bot/`, `strata/cognition/` and `strata/adapters/`: no call of a
 database-handle method, no string that reads like SQL, and no import of
 `strata.memory.engines.db.Database` except where the database is opened and wired (the composition
-root, `strata/app/compose.py`). Over those and `strata/memory/`: the repositories are constructed
-only by the composition root (`strata.app.compose.Repos`) and handed to whoever uses them; inside
-`strata/memory/` a few functions over a database handle still build the repository they read through
-(listed below: shrink the list, never grow it).
+root, `strata/app/compose.py` and its `memory_wiring.py`). Over those and `strata/memory/`: the
+repositories are constructed only by the composition root (`strata.app.memory_wiring.Repos`) and
+handed to whoever uses them; inside `strata/memory/` a few functions over a database handle still
+build the repository they read through (listed below: shrink the list, never grow it).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ SQL = re.compile(
     r"WHERE\s+\w+(\.\w+)?\s*(=|IN\b|IS\b|>|<))"
 )
 # The composition root opens the database and wires everything over it.
-DATABASE_IMPORTERS = {"strata/app/compose.py"}
-# The repository classes (`strata.app.compose.Repos` holds one of each).
+DATABASE_IMPORTERS = {"strata/app/compose.py", "strata/app/memory_wiring.py"}
+# The repository classes (`strata.app.memory_wiring.Repos` holds one of each).
 REPOSITORIES = {
     "PersonRepo", "ChannelRepo", "TranscriptRepo", "EpisodeRepo", "FactRepo", "JobRunRepo",
     "ReminderRepo", "PortraitRepo", "CalendarRepo", "LinkCodes",
@@ -41,6 +41,7 @@ REPOSITORIES = {
 # handle and read through the repository of their own table (not handed to anyone else).
 REPOSITORY_BUILDERS = {
     "strata/app/compose.py",
+    "strata/app/memory_wiring.py",
     "strata/memory/domain/map.py",
     "strata/memory/domain/recall.py",
     "strata/memory/domain/rollup.py",

@@ -15,7 +15,8 @@ from typing import Any
 
 from strata.app.agent_memory import AgentError, check_agent_name, new_token
 from strata.app.cli.core import _person_or_fail, subgroup
-from strata.app.compose import App, Repos, open_db
+from strata.app.compose import App
+from strata.app.memory_wiring import Repos, open_db
 from strata.bot.visible import say
 from strata.core.clock import SystemClock
 from strata.core.config import Settings

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from strata.app.compose import Repos, open_db
+from strata.app.memory_wiring import Repos, open_db
 from strata.bot.visible import say, visible
 from strata.core.clock import ManualClock, SystemClock, from_iso
 from strata.core.config import Settings, default_db_path

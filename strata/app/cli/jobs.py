@@ -15,7 +15,8 @@ import json
 from typing import Any
 
 from strata.app.cli.core import _person_or_fail, subgroup
-from strata.app.compose import App, Repos, open_db
+from strata.app.compose import App
+from strata.app.memory_wiring import Repos, open_db
 from strata.bot.visible import say
 from strata.cognition.registry import default_registry
 from strata.core.clock import ManualClock, SystemClock, from_iso

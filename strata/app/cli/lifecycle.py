@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from strata.app.cli.core import _person_or_fail, subgroup
 from strata.app.cli.dbfiles import may_replace
-from strata.app.compose import Repos, make_lifecycle_policy, open_db
+from strata.app.memory_wiring import Repos, make_lifecycle_policy, open_db
 from strata.bot.visible import say
 from strata.core.config import Settings
 

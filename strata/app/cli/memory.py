@@ -14,7 +14,8 @@ import sys
 from typing import Any
 
 from strata.app.cli.core import _person_or_fail
-from strata.app.compose import Repos, make_embedder, open_db
+from strata.app.memory_wiring import Repos, open_db
+from strata.app.model_wiring import make_embedder
 from strata.bot.memory_commands import fact_line
 from strata.bot.visible import say
 from strata.core.config import Settings

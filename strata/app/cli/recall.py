@@ -13,7 +13,9 @@ from typing import Any
 
 from strata.app.cli.core import _clock, _person_or_fail
 from strata.app.cli.memory import _memory_group
-from strata.app.compose import App, Repos, make_embedder, make_recall, open_db
+from strata.app.compose import App
+from strata.app.memory_wiring import Repos, make_recall, open_db
+from strata.app.model_wiring import make_embedder
 from strata.bot.visible import say
 from strata.core.config import Settings
 from strata.memory.domain.persons import PersonRepo

@@ -14,8 +14,9 @@ import argparse
 import sys
 from typing import Any
 
+from strata.app.adapter_wiring import configured_adapters
 from strata.app.cli.core import console_adapter, console_name, stop_on_signals
-from strata.app.compose import App, configured_adapters
+from strata.app.compose import App
 from strata.bot.visible import say
 from strata.core.config import Settings
 from strata.core.errors import ConfigError

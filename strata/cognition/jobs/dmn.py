@@ -4,9 +4,9 @@ facts.
 A background turn on the person's `dmn` channel (source `dmn`: its rows become episodes like
 anything the person says); each finding is also kept as a `reflection` fact citing the turn's
 reply, so later conversations of the same person recall it. Nothing is sent to chat.
-The channel runs no turn-zero recall (strata.bot.turns.seeds_memory): the material is stated here —
-the portrait, the newest episodes not written from the DMN's own rows and the facts learned
-since the last run (reflections left out), so reflections do not feed reflections forever.
+The channel runs no turn-zero recall (`strata.bot.background.seeds_memory`): the material is
+stated here — the portrait, the newest episodes not written from the DMN's own rows and the facts
+learned since the last run (reflections left out), so reflections do not feed reflections forever.
 Input watermark: the portrait, that newest episode and that newest fact."""
 
 from __future__ import annotations

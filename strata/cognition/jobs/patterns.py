@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from strata.bot.turns import ToolRegistry
+from strata.bot.tools import ToolRegistry
 from strata.cognition.jobs.common import (
     FactPorts,
     TranscriptPorts,

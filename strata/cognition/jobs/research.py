@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Protocol
 
-from strata.bot.turns import BACKGROUND_PLATFORM
+from strata.bot.background import BACKGROUND_PLATFORM
 from strata.cognition.jobs.common import FactPorts, TranscriptPorts, add_fact, live_facts
 from strata.cognition.prompts import read_json
 from strata.cognition.prompts import research as prompts

@@ -1,0 +1,211 @@
+"""Wiring of memory: the database, one of each repository over it (`Repos`), turn-zero recall,
+and the memory parts that run after a turn (row vectors, episode cut, fact extraction,
+compaction) from `Settings`. Part of the composition root (`strata.app.compose`), the only
+place that opens the database and builds repositories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from strata.app.model_wiring import Metered
+from strata.app.web.recall_log import ForgetClearsRecall, RecallLog
+from strata.bot.commands import CommandRouter
+from strata.bot.memory_commands import MemoryCommands
+from strata.bot.memory_tools import MemoryTools
+from strata.bot.tools import ToolRegistry
+from strata.core.config import Settings
+from strata.core.ports import AfterTurn, ChatModel, Clock, ContextSource, Embedder
+from strata.core.types import Channel, Person
+from strata.memory.coordination.claims import RunnerLeases
+from strata.memory.coordination.jobruns import JobRunRepo
+from strata.memory.domain.agents import AgentRepo
+from strata.memory.domain.calendar import CalendarRepo
+from strata.memory.domain.clustering import ClusterParams
+from strata.memory.domain.compaction import CompactionHook, CompactionPolicy
+from strata.memory.domain.connectors import ConnectorStore, MailHeaders
+from strata.memory.domain.episode_cut import CutSettings, EpisodeCutter
+from strata.memory.domain.episodes import EpisodeRepo
+from strata.memory.domain.fact_extraction import FactExtractor, model_completer
+from strata.memory.domain.fact_recall import FactCandidates
+from strata.memory.domain.facts import FactRepo, FactStore
+from strata.memory.domain.forget import Forgetter
+from strata.memory.domain.lifecycle import LifecyclePolicy, MemoryLifecycle
+from strata.memory.domain.linking import LinkCodes
+from strata.memory.domain.persons import ChannelRepo, PersonRepo
+from strata.memory.domain.portraits import PortraitRepo
+from strata.memory.domain.recall import Recall, RecallTuning
+from strata.memory.domain.reminders import ReminderRepo
+from strata.memory.domain.rollup import RollupPolicy
+from strata.memory.domain.row_vectors import RowIndexer
+from strata.memory.domain.transcript import TranscriptRepo
+from strata.memory.engines.db import Database
+
+
+def make_lifecycle_policy(settings: Settings) -> LifecyclePolicy:
+    s = settings.lifecycle
+    return LifecyclePolicy(
+        compaction=CompactionPolicy(
+            trigger_tokens=s.compact_tokens,
+            keep_tokens=s.compact_keep_tokens,
+            input_tokens=s.compact_input_tokens,
+            use_model=s.compact_use_model,
+        ),
+        rollup=RollupPolicy(
+            leaf_round_at=s.leaf_round_at,
+            era_round_at=s.era_round_at,
+            use_model=s.rollup_use_model,
+            input_tokens=s.rollup_input_tokens,
+            cluster=ClusterParams(
+                min_cluster_size=s.min_cluster_size, random_state=s.random_state
+            ),
+        ),
+    )
+
+
+def recall_tuning(settings: Settings) -> RecallTuning:
+    """Recall's knobs from the `[recall]` section."""
+    return RecallTuning(**settings.recall.model_dump(exclude={"enabled"}))
+
+
+def make_recall(settings: Settings, db: Database, embedder: Embedder, clock: Clock) -> Recall:
+    """Turn-zero recall over `db` with its sources (it only reads: `strata memory recall`
+    runs it on a read-only database)."""
+    repos = Repos.over(db)
+    recall = Recall(db, embedder, clock, recall_tuning(settings))
+    recall.add_source(FactCandidates(repos.facts, repos.channels))
+    return recall
+
+
+def cut_settings(settings: Settings) -> CutSettings:
+    """Episode cutting from the `[episodes]` section."""
+    e = settings.episodes
+    return CutSettings(
+        window_turns=e.window_turns,
+        pause_minutes=e.pause_minutes,
+        use_model=e.use_model,
+        assistant_name=settings.bot.name,
+    )
+
+
+async def open_db(settings: Settings, *, read_only: bool = False) -> Database:
+    """The configured database; `read_only` for the reading commands (`Database.open`)."""
+    return await Database.open(settings.db.target, settings.embed.dim, read_only=read_only)
+
+
+@dataclass(frozen=True)
+class Repos:
+    """Every repository over one database. Built here and nowhere else (the composition
+    root): the rest of the code is handed the repositories it uses."""
+
+    persons: PersonRepo
+    channels: ChannelRepo
+    transcript: TranscriptRepo
+    episodes: EpisodeRepo
+    facts: FactRepo
+    runs: JobRunRepo
+    reminders: ReminderRepo
+    portraits: PortraitRepo
+    calendar: CalendarRepo
+    links: LinkCodes
+    leases: RunnerLeases
+    agents: AgentRepo
+    connectors: ConnectorStore
+    mail: MailHeaders
+
+    @classmethod
+    def over(cls, db: Database) -> Repos:
+        return cls(PersonRepo(db), ChannelRepo(db), TranscriptRepo(db), EpisodeRepo(db),
+                   FactRepo(db), JobRunRepo(db), ReminderRepo(db), PortraitRepo(db),
+                   CalendarRepo(db), LinkCodes(db), RunnerLeases(db), AgentRepo(db),
+                   ConnectorStore(db), MailHeaders(db))
+
+
+@dataclass
+class ExtractAfterTurn:
+    """After-turn hook (`facts.extract_after_turn`): run `before` (the episode cutter), then
+    read the owner's new episodes into facts, so a cut episode is read in the same turn."""
+
+    before: AfterTurn
+    extractor: FactExtractor
+    chat_for: Callable[[int], ChatModel]
+    clock: Clock
+    max_episodes: int
+
+    async def __call__(self, channel: Channel, person: Person, turn_id: str) -> None:
+        await self.before(channel, person, turn_id)
+        if channel.owner_id != person.id or await self.extractor.watermark(person.id) is None:
+            return
+        await self.extractor.run(
+            person.id, model_completer(self.chat_for(person.id)), self.clock.now(),
+            max_episodes=self.max_episodes,
+        )
+
+
+@dataclass(frozen=True)
+class MemoryParts:
+    """Memory as the turn and the jobs use it: facts, recall, forgetting, and the work after
+    each turn (`after_turn`, in order)."""
+
+    facts: FactStore
+    recall: Recall
+    row_indexer: RowIndexer
+    cutter: EpisodeCutter
+    forgetter: Forgetter
+    extractor: FactExtractor
+    lifecycle: MemoryLifecycle
+    after_turn: list[AfterTurn]
+
+
+def build_memory(settings: Settings, db: Database, repos: Repos, embedder: Embedder,
+                 chat: ChatModel, clock: Clock, metered: Metered,
+                 recall_log: RecallLog) -> MemoryParts:
+    """Turn-zero recall (episodes, transcript rows and facts) for the hot path; row vectors,
+    episode cutting, fact extraction and compaction after it. `metered(purpose)` is the
+    model for calls made outside a job run, charged to the memory owner."""
+    facts = FactStore(repos.facts, embedder)
+    row_indexer = RowIndexer(db, embedder, transcript=repos.transcript, persons=repos.persons)
+    cutter = EpisodeCutter(db, embedder, clock, chat, cut_settings(settings),
+                           transcript=repos.transcript, persons=repos.persons,
+                           chat_for=metered("cut:turn"))
+    extractor = FactExtractor(db, facts, repos.persons,
+                              min_confidence=settings.facts.min_confidence,
+                              input_tokens=settings.facts.input_tokens)
+    after_turn: list[AfterTurn] = [
+        row_indexer,
+        ExtractAfterTurn(cutter, extractor, metered("extract:turn"), clock,
+                         settings.facts.max_episodes)
+        if settings.facts.extract_after_turn
+        else cutter,
+    ]
+    policy = make_lifecycle_policy(settings)
+    if settings.lifecycle.compact_after_turn:
+        after_turn.append(CompactionHook(db, chat, clock, policy.compaction,
+                                         chat_for=metered("compact:turn")))
+    return MemoryParts(
+        facts=facts,
+        recall=make_recall(settings, db, embedder, clock),
+        row_indexer=row_indexer,
+        cutter=cutter,
+        forgetter=ForgetClearsRecall(db, embedder, repos.facts, log=recall_log),
+        extractor=extractor,
+        lifecycle=MemoryLifecycle(db, embedder, policy),
+        after_turn=after_turn,
+    )
+
+
+def register_memory_controls(commands: CommandRouter, tools: ToolRegistry, settings: Settings,
+                             repos: Repos, memory: MemoryParts, clock: Clock,
+                             context: ContextSource,
+                             settle: Callable[[], Awaitable[None]]) -> MemoryCommands:
+    """The memory tools the model may call (`facts.tools`) and /memory, /forget and friends,
+    which let the after-turn work in flight settle first (`settle`)."""
+    if settings.facts.tools:
+        MemoryTools(memory.facts, repos.transcript, clock).register(tools)
+    memory_commands = MemoryCommands(
+        repos.persons, repos.channels, memory.forgetter, clock, repos.transcript, repos.episodes,
+        context=lambda: context, settle=settle, connectors=repos.connectors,
+    )
+    memory_commands.register(commands)
+    return memory_commands

@@ -1,0 +1,147 @@
+"""The model's part of a turn: build the prompt, call the model (streaming partial text when
+the adapter can show it), run the tool calls it asks for in bounded rounds, and store the tool
+rows and the reply. The reply is durable before the adapter shows it, so a crash after this
+loses nothing shown. Model errors propagate: the caller turns them into an honest message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+
+from strata.bot.context_window import ContextWindow
+from strata.bot.tools import ToolContext, ToolRegistry
+from strata.bot.turn_options import TurnOptions
+from strata.bot.turn_prompt import TurnPrompt
+from strata.core.config import Settings
+from strata.core.ports import ChatModel, Clock, PartialCallback
+from strata.core.types import (
+    Channel,
+    ChannelKind,
+    ChatMessage,
+    Completion,
+    InboundMessage,
+    NewRow,
+    Person,
+    Role,
+    RowKind,
+    ToolSpec,
+    Usage,
+)
+from strata.memory.domain.transcript import TranscriptRepo
+
+EMPTY_REPLY = "(I have nothing to add.)"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReply:
+    """The stored reply of a turn and the tokens all its model calls used."""
+
+    text: str
+    usage: Usage
+
+
+@dataclass
+class ModelTurn:
+    settings: Settings
+    prompt: TurnPrompt
+    tools: ToolRegistry
+    transcript: TranscriptRepo
+    chat: ChatModel
+    clock: Clock
+    # The model for a person's or room's own turns, metered for that memory owner; background
+    # turns use `chat` (a job charges them to its run's budget).
+    chat_for: Callable[[int], ChatModel] | None = None
+    # The model's context window, when known: every request is fitted to it.
+    window: ContextWindow | None = None
+
+    async def run(
+        self,
+        msg: InboundMessage,
+        person: Person,
+        channel: Channel,
+        turn_id: str,
+        on_partial: PartialCallback | None,
+        options: TurnOptions,
+        held_back: Collection[str] = (),
+    ) -> ModelReply:
+        """Answer `msg` with the model and store the reply (`held_back` as in
+        `TurnPrompt.build`)."""
+        messages = await self.prompt.build(msg, person, channel, turn_id, options, held_back)
+        tools = self.tools.offered(channel) if options.tools else []
+        ctx = ToolContext(person, channel, turn_id)
+        rounds = self.settings.bot.max_tool_rounds if tools else 0
+        completion = Completion("")
+        used = Usage()
+        for round_no in range(rounds + 1):
+            offer = tools if round_no < rounds else []
+            completion = await self._complete(messages, offer, channel, on_partial, options)
+            used = Usage(
+                used.prompt_tokens + completion.usage.prompt_tokens,
+                used.completion_tokens + completion.usage.completion_tokens,
+            )
+            if not completion.tool_calls:
+                break
+            await self._run_tools(ctx, completion, messages)
+        reply = completion.text.strip() or EMPTY_REPLY
+        await self.transcript.append([self._row(channel, turn_id, Role.ASSISTANT,
+                                                RowKind.MESSAGE, reply)])
+        return ModelReply(reply, used)
+
+    async def _run_tools(self, ctx: ToolContext, completion: Completion,
+                         messages: list[ChatMessage]) -> None:
+        """Run the tool calls of `completion`, adding them and their results to `messages`
+        and to the transcript."""
+        channel, turn_id = ctx.channel, ctx.turn_id
+        messages.append(
+            ChatMessage("assistant", completion.text or None, tool_calls=completion.tool_calls)
+        )
+        calls = json.dumps([{"id": c.id, "name": c.name, "arguments": c.arguments}
+                            for c in completion.tool_calls])
+        rows = [self._row(channel, turn_id, Role.ASSISTANT, RowKind.TOOL_CALL, calls)]
+        for call in completion.tool_calls:
+            result = await self.tools.run(ctx, call)
+            messages.append(ChatMessage("tool", result, tool_call_id=call.id))
+            rows.append(self._row(
+                channel, turn_id, Role.TOOL, RowKind.TOOL_RESULT,
+                json.dumps({"id": call.id, "name": call.name, "result": result})))
+        await self.transcript.append(rows)
+
+    def _row(self, channel: Channel, turn_id: str, role: Role, kind: RowKind,
+             content: str) -> NewRow:
+        return NewRow(channel_id=channel.id, person_id=None, ts=self.clock.now(),
+                      source=channel.source, role=role, kind=kind, content=content,
+                      turn_id=turn_id)
+
+    async def _complete(
+        self,
+        messages: list[ChatMessage],
+        tools: list[ToolSpec],
+        channel: Channel,
+        on_partial: PartialCallback | None,
+        options: TurnOptions,
+    ) -> Completion:
+        """One model call, fitted to the window; streamed when someone watches it."""
+        chat = (self.chat_for(channel.owner_id)
+                if self.chat_for and channel.kind is not ChannelKind.BACKGROUND else self.chat)
+        max_tokens = options.max_tokens
+        if self.window is not None:
+            # The last guard: nothing over the window is sent, whatever the tool rounds added.
+            max_tokens = self.window.reply_tokens(options.reply_tokens(self.settings))
+            messages = self.window.fit(messages, tools, max_tokens)
+        if on_partial is None or not self.settings.bot.stream or options.schema is not None:
+            return await chat.complete(messages, tools=tools, model=channel.model,
+                                       max_tokens=max_tokens, schema=options.schema)
+        shown = ""
+        final: Completion | None = None
+        async for item in chat.stream(
+            messages, tools=tools, model=channel.model, max_tokens=max_tokens
+        ):
+            if isinstance(item, Completion):
+                final = item
+            else:
+                shown += item
+                await on_partial(shown)
+        assert final is not None
+        return final

@@ -1,0 +1,67 @@
+"""The functions the model may call in a turn (`ToolRegistry`), and what each call knows of
+its turn (`ToolContext`).
+
+Like a chat command, a tool is private by default: in a shared room the model is offered, and
+may run, only the tools added with `shared=True`, whose handlers act on the room
+(`ToolContext.shared`). So a new tool cannot reach a person's private memory from a group.
+Typed arguments for a tool come from `strata.bot.tool_args`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from strata.core.types import Channel, ChannelKind, Person, ToolCall, ToolSpec
+
+ToolHandler = Callable[["ToolContext", dict[str, Any]], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    person: Person
+    channel: Channel
+    turn_id: str
+
+    @property
+    def shared(self) -> bool:
+        """Whether the turn is in a shared room: a tool that runs there acts on the room's
+        scope only, and says nothing of the speaker's private memory."""
+        return self.channel.kind is ChannelKind.SHARED
+
+
+@dataclass
+class ToolRegistry:
+    """Functions the model may call in a turn, by name (private unless added `shared`)."""
+
+    specs: dict[str, ToolSpec] = field(default_factory=dict)
+    handlers: dict[str, ToolHandler] = field(default_factory=dict)
+    shared: set[str] = field(default_factory=set)
+
+    def add(self, spec: ToolSpec, handler: ToolHandler, *, shared: bool = False) -> None:
+        self.specs[spec.name] = spec
+        self.handlers[spec.name] = handler
+        if shared:
+            self.shared.add(spec.name)
+
+    def offered(self, channel: Channel) -> list[ToolSpec]:
+        """The tools the model may call in a turn on `channel`."""
+        if channel.kind is not ChannelKind.SHARED:
+            return list(self.specs.values())
+        return [s for name, s in self.specs.items() if name in self.shared]
+
+    async def run(self, ctx: ToolContext, call: ToolCall) -> str:
+        handler = self.handlers.get(call.name)
+        if handler is None:
+            return f"error: there is no tool named {call.name!r}"
+        if ctx.shared and call.name not in self.shared:
+            return f"error: {call.name} only works in a private chat with me"
+        try:
+            args = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError:
+            return "error: the arguments were not valid JSON"
+        if not isinstance(args, dict):
+            return "error: the arguments must be a JSON object"
+        return await handler(ctx, args)
