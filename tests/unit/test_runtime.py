@@ -137,6 +137,7 @@ async def test_a_send_failure_after_the_answer_keeps_what_was_sent() -> None:
             return await super().send(text)
 
     platform = Flaky()
-    delivery = await deliver_turn(Handler("aaaa bbbb cccc"), MSG, platform.ops(limit=10, stream=False))
+    delivery = await deliver_turn(Handler("aaaa bbbb cccc"), MSG,
+                                  platform.ops(limit=10, stream=False))
     assert list(platform.messages.values()) == ["aaaa bbbb", SORRY]
     assert isinstance(delivery.error, ConnectionError)

@@ -171,24 +171,6 @@ class TranscriptRepo:
         )
         return [row_from_db(r) for r in rows]
 
-    async def unanswered(self, platform: str, since: datetime) -> list[TranscriptRow]:
-        """User rows in the private user channels of `platform`, stored at or after `since`,
-        whose turn has no reply, oldest first: messages a crash took between being stored and
-        being answered. A later row of the same platform message (an edit, a live-location
-        move) is never addressed, so only each message's first row counts."""
-        rows = await self.db.fetchall(
-            "SELECT t.* FROM transcript t JOIN channels c ON c.id = t.channel_id"
-            " WHERE c.platform = ? AND c.kind = 'private' AND c.source = 'user'"
-            " AND t.role = 'user' AND t.kind = 'message' AND t.ts >= ?"
-            " AND NOT EXISTS (SELECT 1 FROM transcript a WHERE a.turn_id = t.turn_id"
-            "   AND a.role = 'assistant' AND a.kind = 'message')"
-            " AND NOT EXISTS (SELECT 1 FROM transcript e WHERE e.channel_id = t.channel_id"
-            "   AND e.platform_msg_id = t.platform_msg_id AND e.id < t.id)"
-            " ORDER BY t.id",
-            (platform, to_iso(since)),
-        )
-        return [row_from_db(r) for r in rows]
-
     async def search(
         self, owner_id: int, text: str, limit: int = 20
     ) -> list[tuple[TranscriptRow, float]]:
