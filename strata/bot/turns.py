@@ -208,7 +208,7 @@ class TurnProcessor:
         """The turn's result, in the channel's turn: a command's answer, or the model's reply
         to a message addressed to the bot (None for one that is not)."""
         if not accepted.stored:
-            # Not stored by `accept`: a command, an unknown one, or an empty message.
+            # No row (`admit`): a command, an unknown one, or an empty message.
             return await access.command_result(self.commands, accepted)
         if not accepted.msg.addressed_to_bot:
             return None
