@@ -24,6 +24,7 @@ Example (a platform with send/edit/typing coroutines)::
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -39,7 +40,7 @@ from strata.adapters.base import (
     split_message,
     typing_while,
 )
-from strata.core.ports import TurnHandler
+from strata.core.ports import RoomOutput, TurnHandler
 from strata.core.types import InboundMessage, TurnResult
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,8 @@ class ReplyOps:
     min_edit_interval: float = 1.0
     typing_every: float = 4.0
     monotonic: Callable[[], float] = field(default=time.monotonic)
+    stream: bool = True  # show the reply while it is written (when `edit` is given)
+    done: TypingFn | None = None  # called once the reply is shown or failed
 
 
 @dataclass
@@ -78,10 +81,17 @@ async def _typing_off() -> None:
     return None
 
 
-async def deliver_turn(
-    handler: TurnHandler, msg: InboundMessage, ops: ReplyOps, *, stream: bool = True
-) -> Delivery:
-    """Run `msg` through `handler` and show the reply; never raises `Exception`."""
+async def deliver_turn(handler: TurnHandler, msg: InboundMessage, ops: RoomOutput) -> Delivery:
+    """Run `msg` through `handler` and show the reply in `ops`; never raises `Exception`."""
+    try:
+        return await _deliver(handler, msg, ops)
+    finally:
+        if ops.done is not None:
+            with contextlib.suppress(Exception):  # best effort: the turn is over either way
+                await ops.done()
+
+
+async def _deliver(handler: TurnHandler, msg: InboundMessage, ops: RoomOutput) -> Delivery:
     streamed = StreamedReply(
         send=ops.send,
         edit=ops.edit or _no_edit,
@@ -90,7 +100,7 @@ async def deliver_turn(
         min_interval=ops.min_edit_interval,
         monotonic=ops.monotonic,
     )
-    streaming = stream and ops.edit is not None
+    streaming = ops.stream and ops.edit is not None
 
     async def on_partial(text: str) -> None:
         nonlocal streaming

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from strata.adapters.runtime import deliver_turn
 from strata.app.agent_memory import AgentMemory
 from strata.app.cognition_wiring import (
     ambient_context,
@@ -41,15 +42,16 @@ from strata.app.web.command import WebCommand
 from strata.app.web.links import WebLinks
 from strata.app.web.metrics import Metrics, TimedChat
 from strata.app.web.recall_log import RecordingRecaller
+from strata.bot.claims import ChannelClaims
 from strata.bot.commands import CommandRouter
 from strata.bot.context_window import ContextWindow, fitted_settings, model_window
 from strata.bot.link import LinkCommand
 from strata.bot.llm import OpenAIChatModel, OpenAIEmbedder
 from strata.bot.memory_commands import MemoryCommands
 from strata.bot.outbound import Outbound
-from strata.bot.shared_inbox import SharedInbox
+from strata.bot.scheduler import TurnScheduler
 from strata.bot.tools import ToolRegistry
-from strata.bot.turns import ChannelTurns, TurnProcessor
+from strata.bot.turns import TurnProcessor
 from strata.cognition.ambient import AmbientContext
 from strata.cognition.registry import default_registry
 from strata.cognition.runner import Runner
@@ -63,6 +65,7 @@ from strata.memory.domain.episodes import EpisodeRepo
 from strata.memory.domain.fact_extraction import FactExtractor
 from strata.memory.domain.facts import FactStore
 from strata.memory.domain.forget import Forgetter
+from strata.memory.domain.intake import TurnIntake
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
 from strata.memory.domain.recall import Recall
 from strata.memory.domain.row_vectors import RowIndexer
@@ -107,9 +110,9 @@ class App:
     services: Services | None = None
     runner: Runner | None = None
     repos: Repos | None = None
-    # What the adapters are handed: the processor, plus the database's turn queue and leases
-    # so that several processes can share a platform account (`strata.bot.shared_inbox`).
-    inbox: SharedInbox | None = None
+    # What the adapters are handed: every platform message becomes a turn through it, in
+    # whichever process on the database claims the channel (`strata.bot.scheduler`).
+    scheduler: TurnScheduler | None = None
     # What external agents may do with their person's memory (`strata mcp`).
     agents: AgentMemory | None = None
     # The web view's parts (strata.app.web): its links and sessions, what recall showed the model,
@@ -152,8 +155,12 @@ class App:
         memory_commands = register_memory_controls(commands, tools, settings, repos, memory,
                                                    clock, context, settle)
         cognition = register_cognition_controls(commands, tools, settings, repos, clock, settle)
-        processor = turn_processor(settings, db, repos, memory, timed_chat, clock, commands,
-                                   tools, context, metered, metrics, recall_log, window)
+        # One turn at a time per channel across the processes on the database, and the turns
+        # taken in and not yet answered (`strata.bot.scheduler`).
+        claims = ChannelClaims(Leases(db), ttl=timedelta(seconds=settings.bot.turn_lease_seconds))
+        queue = TurnQueue(db)
+        processor = turn_processor(settings, repos, memory, timed_chat, clock, commands, tools,
+                                   context, metered, metrics, recall_log, window, claims, queue)
         outbound = Outbound()
         services = build_services(settings, clock, chat, embedder, processor, tools, outbound,
                                   repos, memory, cognition)
@@ -163,12 +170,18 @@ class App:
             commands, episodes=repos.episodes, recall=memory.recall, cutter=memory.cutter,
             row_indexer=memory.row_indexer, outbound=outbound, services=services,
             runner=Runner(services, default_registry()), repos=repos,
-            inbox=SharedInbox(processor, TurnQueue(db), Leases(db), clock),
+            scheduler=TurnScheduler(processor, TurnIntake(db), queue, claims, clock, deliver_turn,
+                                    max_turns=settings.telegram.max_turns),
             agents=AgentMemory(repos.agents, repos.persons, memory.facts, memory.recall, clock,
                                processor.background_channel),
             metrics=metrics, web_links=web_links, web_command=web_command,
             recall_log=recall_log, memory_commands=memory_commands,
         )
+
+    def turns(self) -> TurnScheduler:
+        """The turn scheduler every adapter is started with."""
+        assert self.scheduler is not None
+        return self.scheduler
 
     async def serve(
         self, adapters: Sequence[Adapter], stop: asyncio.Event, *, end_with: Adapter | None = None
@@ -184,7 +197,7 @@ class App:
         tasks: dict[asyncio.Task[Any], Adapter] = {}
         for adapter in adapters:
             self.outbound.register(adapter.platform, adapter.send)
-            tasks[asyncio.create_task(adapter.start(self.inbox or self.processor),
+            tasks[asyncio.create_task(adapter.start(self.turns()),
                                       name=f"adapter-{adapter.platform}")] = adapter
         if self.runner is not None and self.settings.cognition.enabled:
             self.runner.start()
@@ -253,11 +266,12 @@ class App:
         await self.db.close()
 
 
-def turn_processor(settings: Settings, db: Database, repos: Repos, memory: MemoryParts,
+def turn_processor(settings: Settings, repos: Repos, memory: MemoryParts,
                    chat: ChatModel, clock: Clock, commands: CommandRouter, tools: ToolRegistry,
                    context: AmbientContext, metered: Metered,
                    metrics: Metrics, recall_log: RecallLogRepo,
-                   window: ContextWindow | None) -> TurnProcessor:
+                   window: ContextWindow | None, claims: ChannelClaims,
+                   queue: TurnQueue) -> TurnProcessor:
     """The turn processor with all its parts; `chat` is the timed model."""
     return TurnProcessor(
         settings=settings,
@@ -275,6 +289,6 @@ def turn_processor(settings: Settings, db: Database, repos: Repos, memory: Memor
         chat_for=metered("chat:turn"),
         on_result=metrics.turn_done,
         window=window,
-        turns=ChannelTurns(Leases(db),
-                           ttl=timedelta(seconds=settings.bot.turn_lease_seconds)),
+        claims=claims,
+        queue=queue,
     )

@@ -2,6 +2,7 @@
 commands (`access`, `commands`), the prompt (`turn_prompt`, `prompt`, `context_window`), the
 model call with tools and streaming (`model_turn`, `tools`, `tool_args`, `llm`), the rate limit
 and the failure messages (`limits`, `failures`), background turns (`background`) and after-turn
-work (`after_turn`). Imports `strata.memory` and `strata.core` only (the layers contract in
-pyproject.toml).
+work (`after_turn`); how platform messages become turns, in order per channel and across
+processes (`scheduler`, `claims`). Imports `strata.memory` and `strata.core` only (the layers
+contract in pyproject.toml).
 """

@@ -7,7 +7,6 @@ production) without touching the code that uses it.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
@@ -16,13 +15,12 @@ import numpy.typing as npt
 from pydantic import BaseModel
 
 from strata.core.types import (
-    Accepted,
     Channel,
     ChatMessage,
     Completion,
     InboundMessage,
+    Intake,
     Person,
-    QueuedAnswer,
     ToolSpec,
     TurnResult,
 )
@@ -83,54 +81,89 @@ class TurnHandler(Protocol):
     ) -> TurnResult | None: ...
 
 
-@runtime_checkable
-class Inbox(TurnHandler, Protocol):
-    """A turn handler that stores a message when it arrives and answers it in its chat's turn,
-    for platforms that confirm a message as soon as it is fetched (Telegram's getUpdates):
-    `accept` is durable before the adapter confirms, `answer` runs later in arrival order,
-    `unanswered` gives back what a crash left stored but unanswered."""
+class RoomOutput(Protocol):
+    """How to talk back in one room: what an adapter gives the scheduler for a turn's reply.
 
-    def allowed(self, msg: InboundMessage) -> bool: ...
+    `send` returns the platform message id; `edit` (None: the platform cannot) replaces a
+    message's text; `typing` shows the typing indicator once (every `typing_every` s while
+    the turn runs); `done` (optional) is called once the reply is shown or failed (Matrix ends
+    its typing indicator there); `send_file` uploads (name, data).
+    `limit` is the longest message as measured by `size`; `stream` says whether the reply is
+    shown while the model writes it (edits at most every `min_edit_interval` s).
+    """
 
-    async def accept(self, msg: InboundMessage) -> Accepted | None: ...
+    @property
+    def send(self) -> Callable[[str], Awaitable[str]]: ...
+    @property
+    def edit(self) -> Callable[[str, str], Awaitable[None]] | None: ...
+    @property
+    def typing(self) -> Callable[[], Awaitable[None]] | None: ...
+    @property
+    def done(self) -> Callable[[], Awaitable[None]] | None: ...
+    @property
+    def send_file(self) -> Callable[[str, bytes], Awaitable[str]] | None: ...
+    @property
+    def limit(self) -> int: ...
+    @property
+    def size(self) -> Callable[[str], int]: ...
+    @property
+    def stream(self) -> bool: ...
+    @property
+    def min_edit_interval(self) -> float: ...
+    @property
+    def typing_every(self) -> float: ...
+    @property
+    def monotonic(self) -> Callable[[], float]: ...
 
-    async def answer(
-        self, accepted: Accepted, on_partial: PartialCallback | None = None
+
+class Replier(Protocol):
+    """A platform's reply side: the output for the room a queued turn came from."""
+
+    platform: str
+
+    def room(self, msg: InboundMessage, reply_to: str | None) -> RoomOutput: ...
+
+
+class ShowTurn(Protocol):
+    """Runs a turn through `handler` and shows its reply in `out` (typing, streaming,
+    splitting, the error boundary): `strata.adapters.runtime.deliver_turn`."""
+
+    async def __call__(self, handler: TurnHandler, msg: InboundMessage, out: RoomOutput,
+                       /) -> object: ...
+
+
+class Turns(Protocol):
+    """What every adapter is started with (`strata.bot.scheduler.TurnScheduler`): it submits
+    each inbound message, attaches itself as its platform's replier once connected and detaches
+    before it disconnects. `lead` is for a platform that lets one process at a time fetch
+    (Telegram's getUpdates): True while this process is the one. `handle` runs a turn at once,
+    outside the queue, for a reply the platform wants now (a Discord slash command)."""
+
+    async def submit(self, msg: InboundMessage, reply_to: str | None = None) -> Intake: ...
+
+    def attach(self, replier: Replier) -> None: ...
+
+    async def detach(self, replier: Replier, grace: float) -> None: ...
+
+    async def lead(self, name: str, ttl: timedelta) -> bool: ...
+
+    async def step_down(self, name: str) -> None: ...
+
+    async def idle(self, platform: str) -> None: ...
+
+    async def handle(
+        self, msg: InboundMessage, on_partial: PartialCallback | None = None
     ) -> TurnResult | None: ...
-
-    async def unanswered(self, platform: str, since: datetime) -> list[Accepted]: ...
-
-
-@runtime_checkable
-class SharedInbox(Inbox, Protocol):
-    """An inbox shared by several processes on one database (`strata.bot.shared_inbox`): one process
-    polls a platform account (holding the lease `hold` names) and takes messages in
-    (`take_in`: stored and queued, durable); every process claims channels with queued turns
-    (`claim`, never waiting: None while another has the channel) and answers them, each
-    `done` once its reply is shown."""
-
-    async def hold(self, name: str, ttl: timedelta) -> bool: ...
-
-    async def release(self, name: str) -> None: ...
-
-    async def take_in(self, msg: InboundMessage, reply_to: str | None = None) -> bool: ...
-
-    async def queued_channels(self, platform: str, limit: int = 100) -> list[int]: ...
-
-    def claim(
-        self, channel_id: int
-    ) -> AbstractAsyncContextManager[list[QueuedAnswer] | None]: ...
-
-    async def done(self, answer: QueuedAnswer) -> None: ...
 
 
 class Adapter(Protocol):
-    """A platform adapter: lives inside the app's event loop."""
+    """A platform adapter: lives inside the app's event loop. `start` connects, serves until
+    `stop()` and gives every inbound message to `turns`."""
 
     platform: str
     message_limit: int
 
-    async def start(self, handler: TurnHandler) -> None: ...
+    async def start(self, turns: Turns) -> None: ...
 
     async def stop(self) -> None: ...
 

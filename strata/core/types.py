@@ -216,10 +216,10 @@ class Completion:
 
 @dataclass(frozen=True, slots=True)
 class Accepted:
-    """An inbound message taken in by `TurnProcessor.accept`, waiting for its turn.
+    """An inbound message let in for a turn (`TurnProcessor.admit`), waiting for its turn.
 
-    `stored` is true when its user row is in the transcript (a chat command is never stored);
-    `turn_id` is the turn that row belongs to and that the answer joins.
+    `stored` is true when its user row is (or is about to be) in the transcript (a chat command
+    never is); `turn_id` is the turn that row belongs to and that the reply joins.
     """
 
     msg: InboundMessage
@@ -230,13 +230,20 @@ class Accepted:
 
 
 @dataclass(frozen=True, slots=True)
-class QueuedAnswer:
-    """A turn from the database's turn queue, ready for its answer in this process:
-    `reply_to` is the platform message a group reply answers, `queue_id` its queue entry."""
+class Admission:
+    """What `TurnProcessor.admit` decided about a message: its turn, and the user row still to
+    store with it (None: a command, an empty message, or a redelivery whose row is stored)."""
 
     accepted: Accepted
-    reply_to: str | None
-    queue_id: int
+    row: NewRow | None
+
+
+class Intake(enum.StrEnum):
+    """What became of a submitted message (`TurnScheduler.submit`)."""
+
+    QUEUED = "queued"  # stored (unless a command) and its turn queued: it will be answered
+    RECORDED = "recorded"  # stored or seen before: nothing (more) to answer
+    REFUSED = "refused"  # the sender is not allowed here: nothing stored
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
+from strata.adapters.runtime import ReplyOps
 from strata.app.compose import App
 from strata.core.clock import ManualClock
-from strata.core.types import Person
+from strata.core.types import InboundMessage, Intake, Person
 from strata.memory.engines.db import Database
 from tests.engine_views import all_table_text, sqlite_file_bytes, table_names
 from tests.fakes.caldav_server import RadicaleServer
@@ -416,22 +417,35 @@ async def test_a_redirect_is_not_followed(
     assert web.requests == ["/moved?to=http://169.254.169.254/latest/meta-data"]
 
 
-async def test_through_the_shared_inbox_the_queued_command_leaves_with_its_answer(
+async def test_through_the_turn_queue_the_queued_command_leaves_with_its_answer(
         app: App, clock: ManualClock, imap: FakeImap) -> None:
-    """With several processes on one platform account, a message waits in the database's turn
-    queue until answered: the /connect line (password and all) leaves it with the answer."""
-    inbox = app.inbox
-    assert inbox is not None
+    """A platform message waits in the database's turn queue until its turn has run: the
+    /connect line (password and all) leaves it with the answer."""
+    scheduler = app.turns()
     line = msg(f"/connect mail {imap.address} alice@example.org {PASSWORD}", clock=clock,
                message_id="m1")
-    assert await inbox.take_in(line)
+    assert await scheduler.submit(line) is Intake.QUEUED
+    assert await scheduler.submit(line) is Intake.RECORDED  # delivered twice: queued once
     assert PASSWORD.lower() in await all_table_text(app.db)  # queued, not yet answered
-    alice = await person(app)
-    channel = (await app.channels.for_owner(alice.id))[0]
-    async with inbox.claim(channel.id) as queued:
-        assert queued is not None and len(queued) == 1
-        result = await inbox.answer(queued[0].accepted)
-        assert result is not None and result.reply.startswith("Connected your mailbox")
-        await inbox.done(queued[0])
+    shown: list[str] = []
+
+    async def send(text: str) -> str:
+        shown.append(text)
+        return str(len(shown))
+
+    class Room:
+        platform = line.platform
+
+        def room(self, msg: InboundMessage, reply_to: str | None) -> ReplyOps:
+            return ReplyOps(send=send, limit=4096)
+
+    replier = Room()
+    scheduler.attach(replier)
+    try:
+        await scheduler.idle(line.platform)
+    finally:
+        await scheduler.detach(replier, 5)
+    [reply] = shown
+    assert reply.startswith("Connected your mailbox")
     assert PASSWORD.lower() not in await all_table_text(app.db)
     assert await app.db.fetchval("SELECT count(*) FROM connectors") == 1

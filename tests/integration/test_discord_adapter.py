@@ -64,7 +64,7 @@ async def start_adapter(app: App, fake: FakeDiscord, **options: Any) -> DiscordA
         ready_timeout=WAIT,
         **options,
     )
-    await adapter.connect(app.processor)
+    await adapter.connect(app.turns())
     return adapter
 
 
@@ -568,7 +568,7 @@ async def test_without_the_message_content_intent_dms_still_work(
 async def test_bad_token_is_a_clear_error(app: App, fake_discord: FakeDiscord) -> None:
     adapter = DiscordAdapter("not-the-token", ready_timeout=5)
     with pytest.raises(ConfigError, match="STRATA_DISCORD_TOKEN"):
-        await adapter.start(app.processor)
+        await adapter.start(app.turns())
 
 
 async def test_stop_is_quick_and_leaves_no_connection(app: App, fake_discord: FakeDiscord) -> None:

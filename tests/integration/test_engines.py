@@ -92,11 +92,10 @@ async def test_transcript_appends_in_order_and_refuses_an_unknown_channel(
     assert got is not None and got.ts == clock.now() and got.owner_id == ann.id
 
 
-async def test_platform_messages_and_unanswered_rows(db: Database, clock: ManualClock) -> None:
+async def test_platform_messages_and_stored_replies(db: Database, clock: ManualClock) -> None:
     ann = await person(db, "ann", clock)
     chat = await channel(db, ann, "tg:1", clock, platform="telegram")
     repo = TranscriptRepo(db)
-    start = clock.now()
     answered, lost, edit = (
         NewRow(chat.id, ann.id, clock.now(), "user", Role.USER, text, turn_id,
                platform_msg_id=msg)
@@ -104,12 +103,12 @@ async def test_platform_messages_and_unanswered_rows(db: Database, clock: Manual
                                    ("are you there?", "c", "m2")))
     await repo.append([answered, NewRow(chat.id, None, clock.now(), "user", Role.ASSISTANT,
                                         "hello", "a")])
-    [lost_id] = await repo.append([lost])
+    await repo.append([lost])
     await repo.append([edit])
     assert [r.content for r in await repo.by_platform_msg(chat.id, "m2")] == [
         "are you there", "are you there?"]
-    assert [r.id for r in await repo.unanswered("telegram", start)] == [lost_id]
-    assert await repo.unanswered("discord", start) == []
+    assert await repo.reply_of("a") == "hello"
+    assert await repo.reply_of("b") is None
 
 
 async def test_keyword_search_stems_ranks_and_stays_with_its_owner(

@@ -8,11 +8,11 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 
-from strata.bot.turns import ChannelTurns, holder_gone, process_name, take_lease
+from strata.bot.claims import ChannelClaims, holder_gone, process_name, take_lease
 from strata.core.clock import ManualClock
 from strata.core.types import InboundMessage
 from strata.memory.coordination.leases import Leases
-from strata.memory.coordination.turn_queue import TurnQueue
+from strata.memory.coordination.turn_queue import NewTurn, TurnQueue
 from strata.memory.engines.db import Database
 from tests.memory_helpers import channel, person
 
@@ -54,15 +54,15 @@ async def test_a_dead_process_on_this_host_is_taken_over_at_once(db: Database) -
     assert not await take_lease(leases, "turn:2", process_name(), T0, TTL)
 
 
-async def test_channel_turns_exclude_each_other_across_holders(db: Database) -> None:
-    a, b = ChannelTurns(Leases(db), holder="a"), ChannelTurns(Leases(db), holder="b")
-    async with a.hold(7) as held:
+async def test_channel_claims_exclude_each_other_across_holders(db: Database) -> None:
+    a, b = ChannelClaims(Leases(db), holder="a"), ChannelClaims(Leases(db), holder="b")
+    async with a.claim(7) as held:
         assert held
-        async with b.hold(7, wait=False) as other:
+        async with b.claim(7, wait=False) as other:
             assert not other
-        async with a.hold(7) as again:  # the holder's own nested turn does not wait
-            assert again
-    async with b.hold(7, wait=False) as other:
+        async with a.claim(7, wait=False) as again:  # one claim at a time in a process too
+            assert not again
+    async with b.claim(7, wait=False) as other:
         assert other  # released when a's turn ended
 
 
@@ -73,12 +73,14 @@ async def test_a_turn_is_queued_once(db: Database) -> None:
     queue = TurnQueue(db)
     msg = InboundMessage(platform="telegram", room_id="42", sender_id="42", text="/help",
                          ts=T0, message_id="9")
-    args = dict(platform="telegram", channel_id=chan.id, person_id=owner.id, turn_id="t1",
-                stored=False, msg=msg, reply_to=None, now=T0)
-    assert await queue.put(**args)  # type: ignore[arg-type]
-    assert not await queue.put(**args)  # type: ignore[arg-type]
+    turn = NewTurn(platform="telegram", channel_id=chan.id, person_id=owner.id, turn_id="t1",
+                   stored=False, msg=msg, reply_to=None, created_at=T0)
+    assert await queue.put(turn)
+    assert not await queue.put(turn)
     [queued] = await queue.for_channel(chan.id)
     assert queued.msg == msg and queued.turn_id == "t1" and not queued.stored
-    assert await queue.channels("telegram") == [chan.id]
+    assert await queue.channels(["telegram"]) == [chan.id]
+    assert await queue.channels(["discord"]) == []
+    assert await queue.waiting(chan.id) == {"t1"}
     await queue.done(queued.id)
     assert await queue.count() == 0

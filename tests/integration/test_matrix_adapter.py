@@ -138,7 +138,7 @@ async def start_bot(
     async def start(
         *,
         server: Synapse = synapse,
-        processor: Any = None,
+        turns: Any = None,
         access: AccessSettings | None = None,
         edit_interval: float = 1.0,
         encryption: bool = False,
@@ -161,7 +161,7 @@ async def start_bot(
             poll_timeout_ms=500,
             edit_interval=edit_interval,
         )
-        await adapter.connect(processor or app.processor)
+        await adapter.connect(turns or app.turns())
         started.append(adapter)
         return adapter
 
@@ -206,14 +206,15 @@ async def open_room(owner: Human, bot: MatrixAdapter, *others: Human, direct: bo
 
 
 async def wait_turns(bot: MatrixAdapter, count: int, deadline: float = DEADLINE) -> None:
-    """Wait until the bot has delivered `count` turns in total."""
+    """Wait until the bot has taken `count` messages in, in total, and answered every one of
+    them that needs an answer."""
     end = time.monotonic() + deadline
-    while bot.stats["turns"] < count:
+    while bot.stats["messages"] < count:
         if time.monotonic() > end:
-            raise AssertionError(f"bot delivered {bot.stats['turns']} of {count} turns")
+            raise AssertionError(f"bot took {bot.stats['messages']} of {count} messages in")
+        await asyncio.sleep(0.05)
+    async with asyncio.timeout(max(0.0, end - time.monotonic())):
         await bot.idle()
-        if bot.stats["turns"] < count:
-            await asyncio.sleep(0.05)
 
 
 def raw_messages(server: Synapse, who: Human, room_id: str) -> list[dict[str, Any]]:
@@ -294,7 +295,7 @@ async def test_backlog_is_not_answered_and_own_messages_ignored(
     # The same account comes back: the message is history, not a question.
     settings = first.settings
     again = MatrixAdapter(settings, bot_name="Strata", poll_timeout_ms=300)
-    await again.connect(app.processor)
+    await again.connect(app.turns())
     try:
         await alice.say(room, "and a new one")
         await wait_turns(again, 1)
@@ -393,7 +394,7 @@ async def test_unlisted_users_are_ignored(
     access = AccessSettings(allow_users=(f"matrix:{alice.id}",))
     strict_app = await App.create(settings.model_copy(update={"access": access}), clock=clock)
     try:
-        bot = await start_bot(processor=strict_app.processor, access=access)
+        bot = await start_bot(turns=strict_app.turns(), access=access)
         # Mallory's invite is rejected.
         created = await mallory.client.room_create(is_direct=True, invite=[bot.bot.user_id])
         assert isinstance(created, RoomCreateResponse)
@@ -610,7 +611,7 @@ async def test_password_login_and_bad_credentials(
     assert isinstance(bot, MatrixAdapter)
     bot.poll_timeout_ms = 500
     # start() serves until stop(), as `strata run` (App.serve) expects of every adapter.
-    serving = asyncio.create_task(bot.start(app.processor))
+    serving = asyncio.create_task(bot.start(app.turns()))
     for _ in range(200):
         if bot._loop_task is not None or serving.done():
             break
@@ -629,7 +630,7 @@ async def test_password_login_and_bad_credentials(
         await asyncio.wait_for(serving, 10)
     wrong = MatrixAdapter(base.model_copy(update={"password": "wrong"}))
     with pytest.raises(PlatformError, match="login"):
-        await wrong.connect(app.processor)
+        await wrong.connect(app.turns())
     bad_token = MatrixAdapter(base.model_copy(update={"access_token": "syt_nope"}))
     with pytest.raises(PlatformError, match="refused"):
-        await bad_token.connect(app.processor)
+        await bad_token.connect(app.turns())

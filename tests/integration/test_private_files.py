@@ -80,7 +80,7 @@ async def test_console_export_file_is_private(settings: Settings, clock: ManualC
         adapter = ConsoleAdapter(user="erin", channel="default", clock=clock,
                                  stdin=io.StringIO("hello\n/export\n"), stdout=out,
                                  interactive=False)
-        await adapter.start(app.processor)
+        await adapter.start(app.turns())
     finally:
         await app.close()
     exports = list(out_dir.glob("strata-export-*.json"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import re
 import signal
@@ -15,18 +16,18 @@ import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from strata.adapters.runtime import SORRY
+from strata.adapters.runtime import SORRY, deliver_turn
 from strata.adapters.telegram.adapter import MESSAGE_LIMIT, TelegramAdapter, utf16_len
 from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.config import Settings, load_settings
 from strata.core.errors import StrataError
 from strata.core.ports import PartialCallback
-from strata.core.types import Accepted, ChannelKind, InboundMessage, OwnerKind, Role, TurnResult
+from strata.core.types import ChannelKind, InboundMessage, OwnerKind, Role, TurnResult
 from tests.conftest import strata_env
 from tests.fakes import telegram_api as fake_module
 from tests.fakes.openai_server import FakeOpenAI, last_user_text
@@ -98,7 +99,7 @@ async def test_dm_round_trip_with_memory(
         return "Noted!"
 
     fake_openai.responder = answer
-    async with running(app.processor, fake) as adapter:
+    async with running(app.turns(), fake) as adapter:
         fake.push_private_message(ADA, "My cat is called Miso.", first_name="Ada")
         await settle(fake, adapter, 1)
         fake.push_private_message(ADA, "What is my cat called?", first_name="Ada")
@@ -135,7 +136,7 @@ async def test_dm_memory_comes_back_through_recall(
     fact = "My sister Beatrix moved to Lisbon, she teaches violin there"
     # A tiny history window: the fact can only come back through turn-zero recall.
     async with make_app(STRATA_BOT_HISTORY_TOKENS="60", STRATA_EPISODES_USE_MODEL="false") as app, \
-            running(app.processor, fake) as adapter:
+            running(app.turns(), fake) as adapter:
         fake.push_private_message(ADA, fact, first_name="Ada")
         # A conversation, not a burst: each message is answered before the next is sent, so
         # the fact's recall window holds the exchange about it (messages are stored on
@@ -165,7 +166,7 @@ async def test_long_reply_is_split_at_paragraphs_never_truncated(
     long = "\n\n".join(paragraphs)
     assert utf16_len(long) > 2 * MESSAGE_LIMIT
     fake_openai.reply(long)
-    async with running(app.processor, fake) as adapter:
+    async with running(app.turns(), fake) as adapter:
         fake.push_private_message(ADA, "tell me everything")
         await settle(fake, adapter, 1)
 
@@ -183,7 +184,7 @@ async def test_reply_is_streamed_by_throttled_edits(
     fake = telegram_api
     reply = " ".join(f"word{i}" for i in range(25)) + ". **Done**."
     fake_openai.reply(reply)
-    async with running(app.processor, fake, edit_interval=0.0) as adapter:
+    async with running(app.turns(), fake, edit_interval=0.0) as adapter:
         fake.push_private_message(ADA, "stream please")
         await settle(fake, adapter, 1)
 
@@ -208,7 +209,7 @@ async def test_edits_are_throttled_by_the_interval(
 ) -> None:
     fake = telegram_api
     fake_openai.reply(" ".join(f"w{i}" for i in range(200)))
-    async with running(app.processor, fake, edit_interval=30.0) as adapter:
+    async with running(app.turns(), fake, edit_interval=30.0) as adapter:
         fake.push_private_message(ADA, "stream please")
         await settle(fake, adapter, 1)
     # One preview, then the final text: nothing in between within the 30 s interval.
@@ -224,7 +225,7 @@ async def test_flood_control_429s_are_survived_while_streaming(
     reply = " ".join(f"token{i}" for i in range(40))
     fake_openai.reply(reply)
     fake.set_flood_limit(3, period=1.0)
-    async with running(app.processor, fake, edit_interval=0.0) as adapter:
+    async with running(app.turns(), fake, edit_interval=0.0) as adapter:
         fake.push_private_message(ADA, "go fast")
         await settle(fake, adapter, 1)
 
@@ -242,7 +243,7 @@ async def test_429_on_send_waits_out_retry_after(
     fake = telegram_api
     fake_openai.reply("Here you are.")
     fake.fail_next("sendMessage", 429, retry_after=1)
-    async with running(app.processor, fake) as adapter:
+    async with running(app.turns(), fake) as adapter:
         started = time.monotonic()
         fake.push_group_message(GROUP, ADA, "a question", mention_bot=True)
         await settle(fake, adapter, 1)
@@ -263,7 +264,7 @@ async def test_a_502_on_the_answer_is_retried_and_the_reply_shown(
     fake = telegram_api
     fake_openai.reply("Here you are.")
     fake.fail_next("sendMessage", 502, times=2)
-    async with running(app.processor, fake, retry_base=0.01) as adapter:
+    async with running(app.turns(), fake, retry_base=0.01) as adapter:
         fake.push_group_message(GROUP, ADA, "a question", mention_bot=True)
         await settle(fake, adapter, 1)
 
@@ -277,7 +278,7 @@ async def test_a_lasting_502_ends_in_an_honest_failure_not_a_hang(
     fake = telegram_api
     fake_openai.reply("Here you are.")
     fake.fail_next("sendMessage", 502, times=4)  # every attempt of the answer fails
-    async with running(app.processor, fake, retry_base=0.01) as adapter:
+    async with running(app.turns(), fake, retry_base=0.01) as adapter:
         fake.push_group_message(GROUP, ADA, "a question", mention_bot=True)
         await settle(fake, adapter, 1)
 
@@ -297,7 +298,7 @@ async def test_rejected_html_falls_back_to_plain_text(
         "sendMessage", 400,
         "Bad Request: can't parse entities: Unsupported start tag \"tags\" at byte offset 19",
     )
-    async with running(app.processor, fake) as adapter:
+    async with running(app.turns(), fake) as adapter:
         fake.push_group_message(GROUP, ADA, "format something", mention_bot=True)
         await settle(fake, adapter, 1)
 
@@ -315,7 +316,7 @@ async def test_rejected_html_in_an_edit_falls_back_and_not_modified_is_fine(
     fake = telegram_api
     fake_openai.reply("first **answer** here", "second answer here")
     fake.fail_next("editMessageText", 400, "Bad Request: can't parse entities: oops")
-    async with running(app.processor, fake, edit_interval=30.0) as adapter:
+    async with running(app.turns(), fake, edit_interval=30.0) as adapter:
         fake.push_private_message(ADA, "one")
         await settle(fake, adapter, 1)
         fake.fail_next(
@@ -340,7 +341,7 @@ async def test_model_failure_gives_a_short_honest_message(
 ) -> None:
     fake = telegram_api
     fake_openai.fail_next("status", status=500, times=10)
-    async with running(app.processor, fake) as adapter:
+    async with running(app.turns(), fake) as adapter:
         fake.push_private_message(ADA, "are you there?")
         await settle(fake, adapter, 1)
     [text] = fake.bot_texts(ADA)
@@ -350,25 +351,8 @@ async def test_model_failure_gives_a_short_honest_message(
 
 
 class _Broken:
-    """A turn handler whose answers fail unexpectedly (a bug), to exercise the callback
-    boundary; taking messages in works (the real processor's `accept`)."""
-
-    def __init__(self, processor: Any) -> None:
-        self.processor = processor
-
-    def allowed(self, msg: InboundMessage) -> bool:
-        return bool(self.processor.allowed(msg))
-
-    async def accept(self, msg: InboundMessage) -> Accepted | None:
-        return cast(Accepted | None, await self.processor.accept(msg))
-
-    async def unanswered(self, platform: str, since: datetime) -> list[Accepted]:
-        return []
-
-    async def answer(
-        self, accepted: Accepted, on_partial: PartialCallback | None = None
-    ) -> TurnResult | None:
-        raise RuntimeError("boom: internal detail that must not reach the chat")
+    """A turn handler whose turns fail unexpectedly (a bug), to exercise the callback
+    boundary; messages are still taken in (stored and queued) by the real scheduler."""
 
     async def handle(
         self, msg: InboundMessage, on_partial: PartialCallback | None = None
@@ -376,11 +360,15 @@ class _Broken:
         raise RuntimeError("boom: internal detail that must not reach the chat")
 
 
+async def _show_broken(handler: Any, msg: InboundMessage, out: Any) -> object:
+    return await deliver_turn(_Broken(), msg, out)
+
+
 async def test_unexpected_failure_is_a_short_sorry_not_a_traceback(
     app: App, telegram_api: FakeTelegramAPI,
 ) -> None:
     fake = telegram_api
-    async with running(_Broken(app.processor), fake) as adapter:
+    async with running(dataclasses.replace(app.turns(), show=_show_broken), fake) as adapter:
         fake.push_private_message(ADA, "hello")
         await settle(fake, adapter, 1)
         fake.push_private_message(ADA, "still there?")
@@ -393,7 +381,7 @@ async def test_export_attachment_goes_out_as_a_document(
 ) -> None:
     fake = telegram_api
     menu = list(app.commands.menu())
-    async with running(app.processor, fake, commands=[*menu, ("Not-Valid", "x")]) as adapter:
+    async with running(app.turns(), fake, commands=[*menu, ("Not-Valid", "x")]) as adapter:
         fake.push_private_message(ADA, "I grow tomatoes on my balcony", first_name="Ada")
         await settle(fake, adapter, 1)
         fake.push_private_message(ADA, "/export", first_name="Ada")
@@ -412,7 +400,7 @@ async def test_link_from_telegram_joins_another_platforms_identity(
     app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI, clock: ManualClock
 ) -> None:
     fake = telegram_api
-    async with running(app.processor, fake) as adapter:
+    async with running(app.turns(), fake) as adapter:
         fake.push_private_message(ADA, "/link", first_name="Ada")
         await settle(fake, adapter, 1)
     [shown] = fake.bot_texts(ADA)
@@ -458,7 +446,7 @@ async def test_unlisted_user_never_reaches_the_model(
 ) -> None:
     fake = telegram_api
     async with make_app(STRATA_ACCESS_ALLOW_USERS=f"telegram:{ADA}") as app, running(
-        app.processor, fake, tell_unlisted=tell_unlisted
+        app.turns(), fake, tell_unlisted=tell_unlisted
     ) as adapter:
         fake.push_private_message(EVE, "let me in")
         fake.push_private_message(EVE, "please?")
@@ -489,7 +477,7 @@ async def test_group_answers_only_when_addressed_and_keeps_private_memory_privat
     fake = telegram_api
     secret = "zebrafish syndrome"
     fake_openai.responder = lambda body: "Reply to: " + last_user_text(body)
-    async with running(app.processor, fake) as adapter:
+    async with running(app.turns(), fake) as adapter:
         fake.push_private_message(ADA, f"My diagnosis is {secret}, keep it between us.",
                                   first_name="Ada")
         await settle(fake, adapter, 1)
@@ -537,7 +525,7 @@ async def test_location_and_live_location_become_location_rows(
 ) -> None:
     fake = telegram_api
     fake_openai.reply("Thanks, noted where you are.")
-    async with running(app.processor, fake, live_location_every=0) as adapter:
+    async with running(app.turns(), fake, live_location_every=0) as adapter:
         sent = fake.push_location(ADA, ADA, 52.52, 13.405, live_period=900, first_name="Ada")
         await settle(fake, adapter, 1)
         fake.push_edited_location(ADA, sent["message_id"], 52.53, 13.41)
@@ -564,7 +552,7 @@ async def test_live_location_moves_are_recorded_at_most_every_interval(
     app: App, telegram_api: FakeTelegramAPI
 ) -> None:
     fake = telegram_api
-    async with running(app.processor, fake, live_location_every=300) as adapter:
+    async with running(app.turns(), fake, live_location_every=300) as adapter:
         sent = fake.push_location(ADA, ADA, 52.52, 13.405, live_period=900)
         for step in range(1, 4):
             fake.push_edited_location(ADA, sent["message_id"], 52.52 + step / 1000, 13.405)
@@ -581,10 +569,10 @@ async def test_stop_is_prompt_and_restart_does_not_reanswer(
     # a stop that waited for it would trip the one-minute hang detector, however busy the
     # machine (no wall-time bound on a prompt stop itself).
     async with asyncio.timeout(60):
-        async with running(app.processor, fake, shutdown_grace=600) as adapter:
+        async with running(app.turns(), fake, shutdown_grace=600) as adapter:
             fake.push_private_message(ADA, "once")
             await settle(fake, adapter, 1)
-    async with running(app.processor, fake) as adapter:
+    async with running(app.turns(), fake) as adapter:
         await fake.wait_for(lambda: len(fake.calls("getUpdates")) >= 4)
     assert adapter.updates_seen == 0
     assert len(fake.bot_texts(ADA)) == 1
@@ -600,7 +588,7 @@ async def test_outbound_send_splits_and_formats(
         await adapter.send(str(ADA), "too early")
     first = "**Reminder:** water the plants on the balcony, then the ones in the kitchen."
     reminder = first + "\n\n" + "More detail. " * 310
-    await adapter.connect(app.processor)
+    await adapter.connect(app.turns())
     try:
         ids = await adapter.send(str(ADA), reminder)
     finally:
@@ -615,7 +603,7 @@ async def test_outbound_send_splits_and_formats(
 async def test_a_refused_token_is_a_clear_error(app: App, telegram_api: FakeTelegramAPI) -> None:
     adapter = TelegramAdapter("123:wrong", base_url=telegram_api.base_url)
     with pytest.raises(StrataError, match="token was refused"):
-        await adapter.connect(app.processor)
+        await adapter.connect(app.turns())
 
 
 async def test_start_serves_until_stop_and_turns_in_flight_finish(
@@ -624,7 +612,7 @@ async def test_start_serves_until_stop_and_turns_in_flight_finish(
     fake = telegram_api
     fake_openai.fail_next("slow", seconds=0.5)  # the model is still thinking at stop()
     adapter = TelegramAdapter(fake.token, base_url=fake.base_url, poll_timeout=1)
-    serving = asyncio.create_task(adapter.start(app.processor))
+    serving = asyncio.create_task(adapter.start(app.turns()))
     fake.push_private_message(ADA, "quick question")
     await fake.wait_for(lambda: adapter.updates_seen >= 1, timeout=10)
     assert not serving.done()

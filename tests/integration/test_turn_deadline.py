@@ -67,7 +67,7 @@ async def test_hanging_stream_keeps_typing_on_telegram_until_the_honest_message(
         hung_app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI) -> None:
     fake = telegram_api
     fake_openai.fail_next("hang", path="chat", times=3)
-    async with running(hung_app.processor, fake, typing_every=0.05) as adapter:
+    async with running(hung_app.turns(), fake, typing_every=0.05) as adapter:
         fake.push_private_message(ADA, "hello?", first_name="Ada")
         await settle(fake, adapter, 1)
     texts = fake.bot_texts(ADA)

@@ -107,7 +107,7 @@ async def test_exception_after_a_preview_replaces_the_preview() -> None:
 async def test_failed_turn_text_is_shown_and_429_is_retried() -> None:
     platform = Platform(fail_sends=2)
     delivery = await deliver_turn(Handler("Sorry — model down.", failed=True), MSG,
-                                  platform.ops(), stream=False)
+                                  platform.ops(stream=False))
     assert list(platform.messages.values()) == ["Sorry — model down."]
     assert delivery.result is not None and delivery.result.failed
 
@@ -137,7 +137,7 @@ async def test_a_send_failure_after_the_answer_keeps_what_was_sent() -> None:
             return await super().send(text)
 
     platform = Flaky()
-    delivery = await deliver_turn(Handler("aaaa bbbb cccc"), MSG, platform.ops(limit=10),
-                                  stream=False)
+    delivery = await deliver_turn(Handler("aaaa bbbb cccc"), MSG,
+                                  platform.ops(limit=10, stream=False))
     assert list(platform.messages.values()) == ["aaaa bbbb", SORRY]
     assert isinstance(delivery.error, ConnectionError)

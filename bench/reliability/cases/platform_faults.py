@@ -84,7 +84,7 @@ async def telegram(app: App, model: FakeOpenAI) -> list[Outcome]:
                                              WAIT, poll=0.1))
 
     try:
-        await adapter.connect(app.processor)
+        await adapter.connect(app.turns())
         cases: list[tuple[str, int, Callable[[], None]]] = [
             ("429 retry_after", 429, lambda: fake.fail_next("sendMessage", 429, retry_after=1)),
             ("5xx", 502, lambda: fake.fail_next("sendMessage", 502)),
@@ -140,7 +140,7 @@ async def discord(app: App, model: FakeOpenAI) -> list[Outcome]:
                 WAIT, poll=0.1))
 
         try:
-            await adapter.connect(app.processor)
+            await adapter.connect(app.turns())
             route = "POST /channels/{id}/messages"
             cases: list[tuple[str, int, Callable[[], None]]] = [
                 ("429 retry_after", 429,
@@ -194,7 +194,7 @@ async def matrix(app: App, model: FakeOpenAI, workdir: Path) -> list[Outcome]:
                            store_path=str(workdir / "matrix-store"), encryption=False,
                            request_timeout=10, max_timeouts=3),
             access=AccessSettings(), bot_name="Strata", poll_timeout_ms=500, edit_interval=0.3)
-        await adapter.connect(app.processor)
+        await adapter.connect(app.turns())
         human = Human(server, "Alice")
         room = await open_room(human, adapter)
         bot_id = adapter.bot.user_id

@@ -3,8 +3,11 @@
 `start()` logs in, runs the gateway connection as a task (never `Client.run`, which owns the
 loop) and serves until `stop()`, which lets running turns finish (briefly) and closes the
 connection; `connect()` is the first half alone (it returns once the bot is ready).
-Every DM goes to the turn handler with the typing indicator on; the reply is streamed by
-throttled edits of one message and split at Discord's 2,000 characters on paragraph/sentence
+Every DM is submitted to the turn scheduler (`strata.bot.scheduler`: stored and its turn queued
+before `on_message` returns) and answered by whichever process on the database claims the
+chat; several processes may hold gateway sessions for one bot, and a DM that reaches each of
+them is queued once. The reply is shown through `room()` with the typing indicator on, streamed
+by throttled edits of one message and split at Discord's 2,000 characters on paragraph/sentence
 boundaries (`strata.adapters.base`). discord.py sleeps out REST 429s itself using Discord's headers;
 a wait longer than `max_ratelimit_timeout` surfaces as `RateLimited`, which is turned into
 `PlatformRateLimited` so streaming skips edits and sends are retried later. The memory commands
@@ -31,7 +34,8 @@ from strata.adapters.discord import mapping
 from strata.adapters.runtime import ReplyOps, deliver_turn, send_text
 from strata.core.config import Settings
 from strata.core.errors import ConfigError, PlatformError
-from strata.core.ports import Clock, TurnHandler
+from strata.core.ports import Clock, Turns
+from strata.core.types import InboundMessage, Intake
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +108,7 @@ class DiscordAdapter:
         self._shutdown_grace = shutdown_grace
         self._client: _Client | None = None
         self._task: asyncio.Task[None] | None = None
-        self._handler: TurnHandler | None = None
+        self._turns: Turns | None = None
         self._closing = False
         self._inflight: set[asyncio.Task[object]] = set()
         self._told: set[str] = set()  # senders already told they are not on the allowlist
@@ -116,10 +120,10 @@ class DiscordAdapter:
     def client(self) -> discord.Client | None:
         return self._client
 
-    async def start(self, handler: TurnHandler) -> None:
+    async def start(self, turns: Turns) -> None:
         """Connect, then serve until `stop()`; the app runs this as a task. A fatal gateway
         error (the token revoked, say) ends it with a `PlatformError`."""
-        await self.connect(handler)
+        await self.connect(turns)
         await self.wait_closed()
 
     async def wait_closed(self) -> None:
@@ -132,11 +136,11 @@ class DiscordAdapter:
         if error is not None:
             raise PlatformError(f"the Discord gateway connection ended: {error}") from error
 
-    async def connect(self, handler: TurnHandler) -> None:
+    async def connect(self, turns: Turns) -> None:
         """Log in, run the gateway connection as a task and return once the bot is ready."""
         if self._client is not None:
             raise RuntimeError("the Discord adapter is already started")
-        self._handler = handler
+        self._turns = turns
         self._closing = False
         error = await self._connect(intents(message_content=True))
         if isinstance(error, discord.PrivilegedIntentsRequired):
@@ -157,6 +161,7 @@ class DiscordAdapter:
                 await client.tree.sync()
             except _PLATFORM_ERRORS as exc:
                 log.warning("discord: could not register the slash commands: %s", exc)
+        turns.attach(self)  # queued turns of Discord DMs (a crash's too) run from now on
         log.info("discord: connected as %s", client.user)
 
     async def _connect(self, wanted: discord.Intents) -> BaseException | str | None:
@@ -197,7 +202,10 @@ class DiscordAdapter:
         return error or f"not ready within {self._ready_timeout:g}s"
 
     async def drain(self, timeout: float | None = None) -> None:
-        """Wait (up to `timeout` s) for the turns being handled right now to finish."""
+        """Wait (up to `timeout` s) for the turns queued so far to be answered."""
+        if self._turns is not None:
+            async with asyncio.timeout(timeout):
+                await self._turns.idle(self.platform)
         if self._inflight:
             await asyncio.wait(list(self._inflight), timeout=timeout)
 
@@ -206,7 +214,10 @@ class DiscordAdapter:
         if self._client is None:
             return
         self._closing = True
-        await self.drain(self._shutdown_grace)
+        if self._turns is not None:  # they still send their replies: the bot stays up
+            await self._turns.detach(self, self._shutdown_grace)
+        if self._inflight:
+            await asyncio.wait(list(self._inflight), timeout=self._shutdown_grace)
         await self._close_client()
 
     async def _close_client(self) -> None:
@@ -254,6 +265,10 @@ class DiscordAdapter:
             typing_every=TYPING_EVERY,
         )
 
+    def room(self, msg: InboundMessage, reply_to: str | None) -> ReplyOps:
+        """How a turn's reply is shown in its DM (`Replier`)."""
+        return self._ops(self._destination(msg.room_id))
+
     async def send(self, room_id: str, text: str) -> list[str]:
         """Send `text` to a DM channel (split at 2,000 characters); the message ids."""
         return await send_text(self._ops(self._destination(room_id)), text)
@@ -280,10 +295,9 @@ class DiscordAdapter:
                 self._inflight.discard(task)
 
     async def on_message(self, message: discord.Message) -> None:
-        """A DM becomes a turn (`deliver_turn` is the callback boundary: the person gets a
-        short apology, never a traceback); a mention in a server is pointed to DMs."""
-        client, handler = self._client, self._handler
-        if self._closing or client is None or client.user is None or handler is None:
+        """A DM is submitted as a turn; a mention in a server is pointed to DMs."""
+        client, turns = self._client, self._turns
+        if self._closing or client is None or client.user is None or turns is None:
             return
         bot_id = client.user.id
         msg = mapping.to_inbound(message, bot_id=bot_id)
@@ -292,13 +306,10 @@ class DiscordAdapter:
                 await self._point_to_dms(message)
             return
         with self._tracked():
-            channel: Destination = message.channel  # type: ignore[assignment]
-            delivery = await deliver_turn(handler, msg, self._ops(channel))
-        # A DM is always addressed to the bot: silence means "not on the allowlist".
-        silent = delivery.result is None and delivery.error is None
-        if silent and self._tell_unlisted and msg.sender_id not in self._told:
+            intake = await turns.submit(msg)
+        if intake is Intake.REFUSED and self._tell_unlisted and msg.sender_id not in self._told:
             self._told.add(msg.sender_id)
-            await self._tell(channel, UNLISTED_TEXT)
+            await self._tell(message.channel, UNLISTED_TEXT)
 
     async def _point_to_dms(self, message: discord.Message) -> None:
         if message.channel.id in self._pointed:
@@ -327,15 +338,16 @@ class DiscordAdapter:
 
     async def on_slash(self, interaction: discord.Interaction, text: str) -> None:
         """A slash command runs as the same text command; the interaction is always answered."""
-        handler = self._handler
+        turns = self._turns
         msg = mapping.interaction_to_inbound(interaction, text)
-        if msg is None or handler is None:
+        if msg is None or turns is None:
             await _rate_limited(interaction.response.send_message(DM_ONLY_TEXT, ephemeral=True))
             return
         with self._tracked():
             # Discord wants an answer within 3 s; the command may take longer.
             await _rate_limited(interaction.response.defer(thinking=True))
-            delivery = await deliver_turn(handler, msg, _interaction_ops(interaction))
+            # Answered at once, outside the queue: the interaction lives in this process.
+            delivery = await deliver_turn(turns, msg, _interaction_ops(interaction))
             if delivery.result is None and delivery.error is None:
                 await _rate_limited(interaction.edit_original_response(content=UNLISTED_TEXT))
 

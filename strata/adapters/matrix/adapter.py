@@ -1,15 +1,17 @@
 """The Matrix adapter (matrix-nio): login, a sync loop inside the app's event loop, auto-join,
 and replies with HTML, streamed by `m.replace` edits, split at the 65,536-byte event limit.
 
-Lifecycle: `await adapter.start(handler)` logs in (password or access token, with the
+Lifecycle: `await adapter.start(turns)` logs in (password or access token, with the
 configured device id and the persistent store at `store_path`), runs one initial sync whose
 timeline is *not* answered (old messages are history, not questions), then starts the sync loop
 as a task in the running loop and returns; `await adapter.stop()` lets in-flight turns finish
 (bounded) and closes the client. There is no second event loop and no `sync_forever` thread.
 
-Each message becomes a task; tasks of one room run one after the other (in arrival order),
-rooms run concurrently. `strata.adapters.runtime.deliver_turn` does typing, streaming, splitting and
-the error boundary. Rate limits: nio is told never to retry 429s itself
+Each message is submitted to the turn scheduler (`strata.bot.scheduler`: stored and its turn
+queued, in sync order) and answered by whichever process on the database claims the room; the
+reply is shown through `room()` (typing, streaming, splitting and the error boundary are
+`strata.adapters.runtime.deliver_turn`'s). Several processes may sync the same account: each
+submits the message and it is queued once. Rate limits: nio is told never to retry 429s itself
 (`max_limit_exceeded=0`), so a 429 surfaces here as `PlatformRateLimited`: a streaming edit is
 skipped, a final send waits out `retry_after` a bounded number of times, the sync loop sleeps
 it out. Timeouts are retried by nio at most `max_timeouts` times per request.
@@ -67,10 +69,10 @@ from strata.adapters.matrix.mapping import (
     reply_target,
     to_inbound,
 )
-from strata.adapters.runtime import ReplyOps, deliver_turn, send_text
+from strata.adapters.runtime import ReplyOps, send_text
 from strata.core.config import AccessSettings, MatrixSettings
 from strata.core.errors import ConfigError, PlatformError
-from strata.core.ports import TurnHandler
+from strata.core.ports import Turns
 from strata.core.private_files import private_dir
 from strata.core.retry import RetryPolicy
 from strata.core.types import InboundMessage
@@ -131,7 +133,7 @@ class MatrixAdapter:
             )
         self.client: AsyncClient | None = None
         self.bot = BotInfo(settings.user, bot_name)
-        self.handler: TurnHandler | None = None
+        self.turns: Turns | None = None
         self._loop_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._room_tail: dict[str, asyncio.Task[None]] = {}
@@ -141,7 +143,8 @@ class MatrixAdapter:
         self._started = time.monotonic()
         # Enough timeline per sync that a burst of messages is not cut ("limited").
         self._filter = {"room": {"timeline": {"limit": 100}}}
-        #: Counters for tests and logs: messages sent, edits, 429s met, turns delivered.
+        #: Counters for tests and logs: messages sent, edits, 429s met, messages taken in,
+        #: turns delivered.
         self.stats: Counter[str] = Counter()
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -158,20 +161,20 @@ class MatrixAdapter:
             store_sync_tokens=self.encryption,
         )
 
-    async def start(self, handler: TurnHandler) -> None:
+    async def start(self, turns: Turns) -> None:
         """Connect, then serve until `stop()` (as `App.serve` expects of every adapter)."""
-        await self.connect(handler)
+        await self.connect(turns)
         task = self._loop_task
         if task is not None:
             await asyncio.wait([task])  # returns when stop() cancels it, without raising
             if not task.cancelled() and task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
 
-    async def connect(self, handler: TurnHandler) -> None:
+    async def connect(self, turns: Turns) -> None:
         """Log in, do the initial sync (joining pending invites, answering nothing), start the
         sync loop task and return."""
         s = self.settings
-        self.handler = handler
+        self.turns = turns
         self._started = time.monotonic()
         store = Path(s.store_path).expanduser()
         private_dir(store)  # the device's encryption keys: 0700
@@ -187,6 +190,7 @@ class MatrixAdapter:
             await client.close()
             self.client = None
             raise
+        turns.attach(self)  # queued turns of Matrix rooms (a crash's too) run from now on
         self._loop_task = asyncio.create_task(self._sync_loop(), name="matrix-sync")
 
     async def _login(self, client: AsyncClient) -> None:
@@ -231,6 +235,8 @@ class MatrixAdapter:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loop_task
             self._loop_task = None
+        if self.turns is not None:
+            await self.turns.detach(self, self.shutdown_grace)
         if self._tasks:
             _, pending = await asyncio.wait(set(self._tasks), timeout=self.shutdown_grace)
             for task in pending:
@@ -364,7 +370,10 @@ class MatrixAdapter:
             bot_event_ids=own,
         )
         if msg is not None:
-            self._enqueue(room.room_id, self._turn(msg, info))
+            assert self.turns is not None
+            # In sync order, so the room's turns are queued in the order they were sent.
+            await self.turns.submit(msg, None if info.is_private else msg.message_id)
+            self.stats["messages"] += 1
 
     def _from_before_start(self, source: dict[str, Any]) -> bool:
         """Was the event sent before this adapter started? (backlog: never answered)
@@ -411,7 +420,9 @@ class MatrixAdapter:
         task.add_done_callback(done)
 
     async def idle(self) -> None:
-        """Wait until every turn started so far is answered (for tests and shutdown)."""
+        """Wait until every turn queued so far is answered (for tests and shutdown)."""
+        if self.turns is not None:
+            await self.turns.idle(self.platform)
         while self._tasks:
             await asyncio.wait(set(self._tasks))
 
@@ -443,15 +454,21 @@ class MatrixAdapter:
             min_edit_interval=self.edit_interval,
         )
 
-    async def _turn(self, msg: InboundMessage, room: RoomInfo) -> None:
-        assert self.handler is not None
-        ops = self._ops(room, None if room.is_private else msg.message_id)
-        try:
-            await deliver_turn(self.handler, msg, ops, stream=self.stream)
+    def room(self, msg: InboundMessage, reply_to: str | None) -> ReplyOps:
+        """How a turn's reply is shown in its room (`Replier`); in a shared room the first
+        message quotes the person's (`reply_to`)."""
+        assert self.client is not None
+        known = self.client.rooms.get(msg.room_id)
+        info = (self.room_info(known) if known is not None
+                else RoomInfo(msg.room_id, 2 if msg.is_private else 3, msg.room_name or "", True))
+        ops = self._ops(info, reply_to)
+
+        async def done() -> None:
             self.stats["turns"] += 1
-        finally:
-            with contextlib.suppress(Exception):  # best effort: the indicator times out anyway
-                await self._typing(room.room_id, False)
+            await self._typing(info.room_id, False)
+
+        ops.stream, ops.done = self.stream, done
+        return ops
 
     async def _say(self, room_id: str, text: str) -> None:
         try:

@@ -1,39 +1,35 @@
 """The Telegram adapter: a python-telegram-bot `Application` living inside the app's event loop.
 
-Lifecycle: `await adapter.connect(handler)` builds the Application (with `AIORateLimiter`,
-which paces requests under Telegram's flood limits), checks the token with getMe, queues the
-turns of private messages a crash left stored but unanswered (`Inbox.unanswered`, at most
-`recover_within` old), starts long polling for messages and edited messages, and returns;
-`start(handler)` is `connect` and then serving until `stop()` (what `strata run` runs as a
-task); `await adapter.stop()` stops polling,
-lets turns in flight finish (bounded by `shutdown_grace`) and shuts the Application down.
-`run_polling()` is never used: it owns the event loop.
+Lifecycle: `await adapter.connect(turns)` builds the Application (with `AIORateLimiter`,
+which paces requests under Telegram's flood limits), checks the token with getMe, attaches
+itself to the turn scheduler (`strata.bot.scheduler`) as Telegram's replier, starts long
+polling for messages and edited messages, and returns; `start(turns)` is `connect` and then
+serving until `stop()` (what `strata run` runs as a task); `await adapter.stop()` stops
+polling, detaches (turns in flight finish, bounded by `shutdown_grace`) and shuts the
+Application down. `run_polling()` is never used: it owns the event loop.
 
 Polling is our own getUpdates loop, not PTB's Updater: Telegram forgets an update once a later
 getUpdates carries a higher offset, and the Updater sends that before the message is stored.
-Here each update is mapped by `mapping.to_inbound` and taken in by `Inbox.accept` (access
-control, command detection, the user row stored) before the next offset confirms it; a
-message Telegram delivers again (stored, not yet confirmed at a crash) is recognised and
-skipped. Its turn (`Inbox.answer`) is a task; tasks of one chat run one after the other in
-arrival order, chats run concurrently. While the model works the chat shows
-"typing…"; in a private chat the reply streams into one message edited at most every
-`edit_interval` seconds (groups get the finished reply only: edits count against Telegram's
-20-messages-a-minute group limit); the final text is split at 4,096 characters (UTF-16 units)
-on paragraph/sentence boundaries. Replies go out as HTML (`formatting.to_html`); when Telegram
-rejects the entities ("can't parse entities") the same part is resent as plain text. A 429
-(`RetryAfter`) becomes `PlatformRateLimited`: a streaming edit is skipped, a send waits out
-`retry_after` a bounded number of times (`strata.adapters.base`). A 5xx or a network error on a
-send, edit or file is retried `SEND_RETRIES` times with doubling backoff (the answer is saved by
-then; showing it is worth a few seconds). "Message is not modified" counts as done. `/export` files
-go out with sendDocument. A private message from someone not on the
-allowlist gets one polite note (if `tell_unlisted`); group chatter is recorded, not answered;
-a live location's moves are recorded at most once per `live_location_every` seconds.
-
-Typing, streaming, splitting, sending the file and the callback boundary (an unexpected error
-is logged and the person gets a short `SORRY`, never a traceback) are `strata.adapters.runtime`'s
-`deliver_turn`, shared with the other platforms. Imports `strata.adapters.base`,
-`strata.adapters.runtime`,
-`strata.adapters.telegram.*`, `bot` config, errors, ports and types, and python-telegram-bot.
+One process per bot token polls at a time (a second getUpdates is answered 409 Conflict): the
+one holding the lease `poll:telegram:<bot id>` (`Turns.lead`), renewed before every poll;
+another takes over when it has run out. Each update is mapped by `mapping.to_inbound` and
+submitted (`Turns.submit`: stored and its turn queued, in one step) before the next offset
+confirms it; a message Telegram delivers again is recognised and not queued twice. The
+scheduler runs the turn in whichever process claims the chat and shows the reply through
+`room()`: while the model works the chat shows "typing…"; in a private chat the reply
+streams into one message edited at most every `edit_interval` seconds (groups get the
+finished reply only: edits count against Telegram's 20-messages-a-minute group limit); the
+final text is split at 4,096 characters (UTF-16 units) on paragraph/sentence boundaries.
+Replies go out as HTML (`formatting.to_html`); when Telegram rejects the entities ("can't
+parse entities") the same part is resent as plain text. A 429 (`RetryAfter`) becomes
+`PlatformRateLimited`: a streaming edit is skipped, a send waits out `retry_after` a bounded
+number of times (`strata.adapters.base`). A 5xx or a network error on a send, edit or file is
+retried `SEND_RETRIES` times with doubling backoff (the answer is saved by then; showing it is
+worth a few seconds). "Message is not modified" counts as done. `/export` files go out with
+sendDocument. A private message from someone not on the allowlist gets one polite note (if
+`tell_unlisted`); group chatter is recorded, not answered; a live location's moves are
+recorded at most once per `live_location_every` seconds. Imports `strata.adapters.base`,
+`strata.adapters.runtime`, `strata.adapters.telegram.*`, `strata.core` and python-telegram-bot.
 """
 
 from __future__ import annotations
@@ -45,7 +41,7 @@ import re
 import time
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from telegram import Bot, ReplyParameters, Update
@@ -54,14 +50,14 @@ from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, T
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder
 
 from strata.adapters.base import PlatformRateLimited
-from strata.adapters.runtime import ReplyOps, deliver_turn, send_text
+from strata.adapters.runtime import ReplyOps, send_text
 from strata.adapters.telegram import mapping
 from strata.adapters.telegram.formatting import to_html
 from strata.core import retry
 from strata.core.config import Settings
 from strata.core.errors import StrataError
-from strata.core.ports import Adapter, Clock, Inbox, PartialCallback, SharedInbox, TurnHandler
-from strata.core.types import Accepted, InboundMessage, QueuedAnswer, TurnResult
+from strata.core.ports import Adapter, Clock, Turns
+from strata.core.types import InboundMessage, Intake
 
 log = logging.getLogger(__name__)
 # Timings a benchmark reads (`--log-level info`): flood control's holds, when turns start.
@@ -260,22 +256,13 @@ class TelegramAdapter:
         commands: Sequence[tuple[str, str]] = (),
         typing_every: float = TYPING_EVERY,
         retry_base: float = 1.0,
-        recover_within: float = 3600.0,
         poll_lease: float = 30.0,
-        max_turns: int = 32,
-        queue_every: float = 0.5,
     ) -> None:
         self.token = token
-        # With a shared inbox (several processes on one database): how long this process's
-        # polling lease lasts without renewal, how many chats it answers at once, and how
-        # often it looks for turns other processes queued.
+        # Several processes on one bot token: how long this process's polling lease lasts
+        # without renewal (another process polls once it has run out).
         self.poll_lease = poll_lease
-        self.max_turns = max_turns
-        self.queue_every = queue_every
         self.retry_base = retry_base  # the first backoff after a 5xx; doubles each retry
-        # A message stored but unanswered (a crash) is answered after a restart when it is
-        # at most this old; an older one stays in the transcript unanswered.
-        self.recover_within = timedelta(seconds=recover_within)
         self.base_url = base_url or DEFAULT_API
         self.base_file_url = base_file_url or file_url_for(self.base_url)
         self.tell_unlisted = tell_unlisted
@@ -290,38 +277,30 @@ class TelegramAdapter:
         ]
         self.identity: mapping.BotIdentity | None = None
         self._app: Application[Any, Any, Any, Any, Any, Any] | None = None
-        self._inbox: Inbox | None = None
+        self._turns: Turns | None = None
         self._poller: asyncio.Task[None] | None = None
         self._offset: int | None = None  # the next update id: all before it are stored
         self._failed_update: tuple[int, int] = (-1, 0)  # (update id, failed attempts)
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._chat_locks: dict[str, asyncio.Lock] = {}
+        self._tasks: set[asyncio.Task[None]] = set()  # allowlist notes being sent
         self._told: set[str] = set()
         self.updates_seen = 0  # updates taken in (mapped or not, turn queued): tests and logs
         self._live_recorded: dict[tuple[str, str | None], datetime] = {}
         self._stopped = asyncio.Event()
         self._closing = False
-        self._shared: SharedInbox | None = None
-        self._worker: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
-        self._serving: set[int] = set()  # channels this process is answering now
-        self._busy_until: dict[int, float] = {}  # channels another process had, until when
         self.polling = False  # whether this process holds the polling lease (tests, logs)
         self._renewed_at = 0.0  # when (event loop time) the polling lease was last renewed
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    async def start(self, handler: TurnHandler) -> None:
+    async def start(self, turns: Turns) -> None:
         """Connect, then serve until `stop()` (the app runs this as a task)."""
-        await self.connect(handler)
+        await self.connect(turns)
         await self._stopped.wait()
 
-    async def connect(self, handler: TurnHandler) -> None:
+    async def connect(self, turns: Turns) -> None:
         """Check the token (getMe), start polling inside the running loop, and return."""
         if self._app is not None:
             raise StrataError("the Telegram adapter is already started")
-        if not isinstance(handler, Inbox):
-            raise StrataError("telegram: the turn handler must store messages on receipt")
         builder: Any = (  # Any: the builder's generic type changes with .rate_limiter()
             ApplicationBuilder()
             .token(self.token)
@@ -341,22 +320,11 @@ class TelegramAdapter:
             raise StrataError(f"telegram: cannot reach the Bot API: {exc.message}") from exc
         me = app.bot.bot
         self.identity = mapping.BotIdentity(id=me.id, username=me.username or "")
-        self._inbox = handler
-        self._shared = handler if isinstance(handler, SharedInbox) else None
+        self._turns = turns
         self._app = app
         self._stopped.clear()
         await app.start()
-        if self._shared is not None:
-            # The database's turn queue keeps what a crash left: any process answers it.
-            self._worker = asyncio.create_task(self._serve_queue(self._shared),
-                                               name="telegram-turns")
-        else:
-            # What a crash left stored but unanswered goes first, before anything new arrives.
-            since = datetime.now(UTC) - self.recover_within
-            for accepted in await handler.unanswered(self.platform, since):
-                log.info("telegram: answering a message stored before a restart in %s",
-                         accepted.msg.room_id)
-                self._start_turn(accepted, None)
+        turns.attach(self)  # queued turns of Telegram chats (a crash's too) run from now on
         self._poller = asyncio.create_task(self._poll(app.bot), name="telegram-poll")
         await self._publish_commands(app.bot)
         log.info("telegram: polling as @%s", self.identity.username)
@@ -379,17 +347,10 @@ class TelegramAdapter:
         self._closing = True
         try:
             await self._stop_polling(app.bot)
-            worker, self._worker = self._worker, None
-            if worker is not None:
-                worker.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await worker
-            if self._tasks:  # they still send their replies, so the bot stays up meanwhile
-                _, pending = await asyncio.wait(set(self._tasks), timeout=self.shutdown_grace)
-                for task in pending:
-                    task.cancel()
-                if pending:
-                    await asyncio.wait(pending)
+            if self._turns is not None:  # they still send their replies: the bot stays up
+                await self._turns.detach(self, self.shutdown_grace)
+            if self._tasks:
+                await asyncio.wait(set(self._tasks), timeout=self.shutdown_grace)
             if app.running:
                 await app.stop()
             await app.shutdown()
@@ -399,7 +360,9 @@ class TelegramAdapter:
             self._stopped.set()
 
     async def drain(self) -> None:
-        """Wait until every turn started so far has been answered (tests, shutdown)."""
+        """Wait until every turn queued so far has been answered (tests, shutdown)."""
+        if self._turns is not None:
+            await self._turns.idle(self.platform)
         while self._tasks:
             await asyncio.wait(set(self._tasks))
 
@@ -410,10 +373,7 @@ class TelegramAdapter:
             raise StrataError("the Telegram adapter is not started")
         return self._app.bot
 
-    def _ops(self, chat: _Chat, *, answer: bool = True) -> ReplyOps:
-        """How to talk back in `chat`; with `answer=False` nothing is shown (not even SORRY)."""
-        if not answer:
-            return ReplyOps(send=_shown_nowhere, limit=MESSAGE_LIMIT, size=utf16_len)
+    def _ops(self, chat: _Chat, *, stream: bool = True) -> ReplyOps:
         return ReplyOps(
             send=chat.send,
             edit=chat.edit,
@@ -423,7 +383,16 @@ class TelegramAdapter:
             size=utf16_len,
             min_edit_interval=self.edit_interval,
             typing_every=self.typing_every,
+            stream=stream,
         )
+
+    def room(self, msg: InboundMessage, reply_to: str | None) -> ReplyOps:
+        """How a turn's reply is shown in its chat (`Replier`): in a group the first part
+        answers the person's message, and the finished reply only is sent (edits count
+        against Telegram's 20-messages-a-minute group limit); a private chat streams."""
+        chat = _Chat(self._bot(), int(msg.room_id), int(reply_to) if reply_to else None,
+                     retry_base=self.retry_base)
+        return self._ops(chat, stream=msg.is_private)
 
     async def send(self, room_id: str, text: str) -> list[str]:
         """Send `text` to chat `room_id`: split at 4,096, HTML (plain fallback), 429s retried."""
@@ -433,14 +402,13 @@ class TelegramAdapter:
     # -- inbound -----------------------------------------------------------------------------
 
     async def _poll(self, bot: Bot) -> None:
-        """Long-poll getUpdates. Each update is accepted (its message stored) before the next
-        call's offset confirms it to Telegram, so a crash never loses a confirmed message."""
+        """Long-poll getUpdates while this process holds the polling lease. Each update is
+        submitted (its message stored, its turn queued) before the next call's offset confirms
+        it to Telegram, so a crash never loses a confirmed message."""
         failures = 0
-        timeout = self.poll_timeout
-        if self._shared is not None:
-            timeout = min(timeout, self.poll_lease / 3)  # renewed before the lease runs out
+        timeout = min(self.poll_timeout, self.poll_lease / 3)  # renewed before it runs out
         while True:
-            if self._shared is not None and not await self._may_poll(self._shared):
+            if not await self._may_poll():
                 await asyncio.sleep(self.poll_lease / 3)
                 continue
             try:
@@ -456,9 +424,9 @@ class TelegramAdapter:
                 continue
             failures = 0
             for update in updates:
-                if self._shared is not None and not await self._still_polling(self._shared):
+                if not await self._still_polling():
                     break  # another process polls now (this one stalled): it fetches these
-                if not await self._take(update):
+                if not await self._receive_or_retry(update):
                     break  # not stored: fetched again from this offset after a pause
                 self._offset = update.update_id + 1
 
@@ -466,10 +434,11 @@ class TelegramAdapter:
         bot_id = self.identity.id if self.identity is not None else 0
         return f"poll:{self.platform}:{bot_id}"
 
-    async def _may_poll(self, inbox: SharedInbox) -> bool:
+    async def _may_poll(self) -> bool:
         """Take or renew the polling lease: True when this process is the one to poll."""
+        assert self._turns is not None
         try:
-            held = await inbox.hold(self._lease_name(), timedelta(seconds=self.poll_lease))
+            held = await self._turns.lead(self._lease_name(), timedelta(seconds=self.poll_lease))
         except Exception:  # poll loop boundary: a database hiccup is retried, never fatal
             log.warning("telegram: could not renew the polling lease", exc_info=True)
             held = False
@@ -482,17 +451,17 @@ class TelegramAdapter:
             self._offset = None  # the poller decides what is confirmed
         return held
 
-    async def _still_polling(self, inbox: SharedInbox) -> bool:
+    async def _still_polling(self) -> bool:
         """Renew the polling lease while a long batch is being stored (every third of the
         lease), so it never runs out under a live poller; False once another process has it."""
         if asyncio.get_running_loop().time() - self._renewed_at < self.poll_lease / 3:
             return True
-        return await self._may_poll(inbox)
+        return await self._may_poll()
 
-    async def _take(self, update: Update) -> bool:
-        """Accept one update; False when it should be fetched again (storing failed)."""
+    async def _receive_or_retry(self, update: Update) -> bool:
+        """Submit one update; False when it should be fetched again (storing failed)."""
         try:
-            await self._on_update(update)
+            await self._receive(update)
             return True
         except Exception:  # poll loop boundary: a failing store must not stop polling
             uid, tries = self._failed_update
@@ -529,51 +498,31 @@ class TelegramAdapter:
 
     async def _release_polling(self) -> None:
         """Give the polling lease back at a clean stop, so another process polls at once."""
-        if self._shared is None or not self.polling:
+        if self._turns is None or not self.polling:
             return
         self.polling = False
         try:
-            await self._shared.release(self._lease_name())
+            await self._turns.step_down(self._lease_name())
         except Exception:  # shutdown boundary: the lease then simply expires
             log.warning("telegram: could not release the polling lease", exc_info=True)
 
-    async def _on_update(self, update: Update) -> None:
-        """Map one update, store its message (`accept`) and queue its turn."""
+    async def _receive(self, update: Update) -> None:
+        """Map one update and submit its message (stored, its turn queued)."""
         try:
-            await self._take_in(update)
+            if self.identity is None or self._turns is None:
+                return
+            msg = mapping.to_inbound(update, self.identity)
+            if msg is None or self._too_soon(msg):
+                return
+            message = update.effective_message
+            reply_to = message.message_id if message is not None and not msg.is_private else None
+            intake = await self._turns.submit(msg, None if reply_to is None else str(reply_to))
+            if intake is Intake.REFUSED and msg.addressed_to_bot:
+                task = asyncio.create_task(self._silence(msg), name="telegram-unlisted")
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
         finally:
             self.updates_seen += 1  # counted once its turn is queued (tests wait on this)
-
-    async def _take_in(self, update: Update) -> None:
-        if self.identity is None or self._inbox is None:
-            return
-        msg = mapping.to_inbound(update, self.identity)
-        if msg is None or self._too_soon(msg):
-            return
-        message = update.effective_message
-        if self._shared is not None:
-            reply_to = message.message_id if message is not None and not msg.is_private else None
-            if await self._shared.take_in(msg, None if reply_to is None else str(reply_to)):
-                self._wake.set()
-            elif msg.addressed_to_bot and not self._shared.allowed(msg):
-                self._track(asyncio.create_task(self._silence(msg), name="telegram-unlisted"))
-            return
-        accepted = await self._inbox.accept(msg)
-        if accepted is None:
-            if msg.addressed_to_bot and not self._inbox.allowed(msg):
-                self._track(asyncio.create_task(self._silence(msg), name="telegram-unlisted"))
-            return
-        reply_to = message.message_id if message is not None and not msg.is_private else None
-        self._start_turn(accepted, reply_to)
-
-    def _start_turn(self, accepted: Accepted, reply_to: int | None) -> None:
-        task = asyncio.create_task(self._turn(accepted, reply_to),
-                                   name=f"telegram-{accepted.msg.room_id}")
-        self._track(task)
-
-    def _track(self, task: asyncio.Task[None]) -> None:
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     def _too_soon(self, msg: InboundMessage) -> bool:
         """A live location moves every few seconds for hours: record one move per
@@ -587,78 +536,6 @@ class TelegramAdapter:
         self._live_recorded[key] = msg.ts
         return False
 
-    async def _turn(self, accepted: Accepted, reply_to: int | None) -> None:
-        # Tasks start in creation order and take the chat's (FIFO) lock first thing, so the
-        # turns of one chat run in arrival order.
-        assert self._inbox is not None
-        msg = accepted.msg
-        lock = self._chat_locks.setdefault(msg.room_id, asyncio.Lock())
-        async with lock:
-            chat = _Chat(self._bot(), int(msg.room_id), reply_to, retry_base=self.retry_base)
-            # Not addressed (group chatter, an edit, a live-location move): recorded, not shown.
-            ops = self._ops(chat, answer=msg.addressed_to_bot)
-            # Groups get the finished reply: edits count against the 20-a-minute group limit.
-            await deliver_turn(_Answer(self._inbox, accepted), msg, ops, stream=msg.is_private)
-
-    # -- the shared turn queue (several processes) -------------------------------------------
-
-    async def _serve_queue(self, inbox: SharedInbox) -> None:
-        """Answer the queued turns of this platform's chats, whichever process took them in:
-        up to `max_turns` chats at once, each claimed from the database (a chat another
-        process is answering is left to it and looked at again a little later)."""
-        loop = asyncio.get_running_loop()
-        while True:
-            self._wake.clear()
-            try:
-                channels = await inbox.queued_channels(self.platform, 4 * self.max_turns)
-            except Exception:  # worker loop boundary: a database hiccup is retried
-                log.warning("telegram: could not read the turn queue", exc_info=True)
-                channels = []
-            now = loop.time()
-            for channel_id in channels:
-                if len(self._serving) >= self.max_turns or self._closing:
-                    break
-                if channel_id in self._serving or self._busy_until.get(channel_id, 0) > now:
-                    continue
-                self._serving.add(channel_id)
-                self._track(asyncio.create_task(self._serve_channel(inbox, channel_id),
-                                                name=f"telegram-channel-{channel_id}"))
-            # `asyncio.timeout`, not `wait_for`: on Python 3.11 a cancel (the adapter
-            # stopping) that lands while `wait_for` cancels its inner task on a timeout can be
-            # lost, and the loop then waits for ever: `strata run` hung on SIGTERM.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.queue_every):
-                    await self._wake.wait()
-
-    async def _serve_channel(self, inbox: SharedInbox, channel_id: int) -> None:
-        try:
-            async with inbox.claim(channel_id) as answers:
-                if answers is None:  # another process has this chat now
-                    self._busy_until[channel_id] = (asyncio.get_running_loop().time()
-                                                    + 2 * self.queue_every)
-                    return
-                self._busy_until.pop(channel_id, None)
-                for answer in answers:
-                    if self._closing:
-                        break  # stays queued: answered after the restart or by another process
-                    await self._answer_queued(inbox, answer)
-                    await inbox.done(answer)
-        except Exception:  # task boundary: the chat's turns stay queued and are tried again
-            log.exception("telegram: answering queued turns of channel %d failed", channel_id)
-        finally:
-            self._serving.discard(channel_id)
-            self._wake.set()
-
-    async def _answer_queued(self, inbox: SharedInbox, answer: QueuedAnswer) -> None:
-        msg = answer.accepted.msg
-        # When a turn leaves the queue (the `max_turns` chats answered at once were full): the
-        # reliability suite's `load` case tells this wait from Strata's own work.
-        timing_log.info("turn for chat %s starts (at %.3f)", msg.room_id, time.time())
-        reply_to = int(answer.reply_to) if answer.reply_to else None
-        chat = _Chat(self._bot(), int(msg.room_id), reply_to, retry_base=self.retry_base)
-        ops = self._ops(chat, answer=msg.addressed_to_bot)
-        await deliver_turn(_Answer(inbox, answer.accepted), msg, ops, stream=msg.is_private)
-
     async def _silence(self, msg: InboundMessage) -> None:
         # A private message is always addressed, so silence means "not on the allowlist".
         if not (msg.is_private and self.tell_unlisted) or msg.sender_id in self._told:
@@ -670,23 +547,6 @@ class TelegramAdapter:
         except (TelegramError, PlatformRateLimited) as exc:
             log.info("telegram: could not tell %s they are not on the allowlist: %s",
                      msg.sender_id, exc)
-
-
-class _Answer:
-    """`deliver_turn`'s handler for a message already accepted: its turn answers that row."""
-
-    def __init__(self, inbox: Inbox, accepted: Accepted) -> None:
-        self.inbox = inbox
-        self.accepted = accepted
-
-    async def handle(
-        self, msg: InboundMessage, on_partial: PartialCallback | None = None
-    ) -> TurnResult | None:
-        return await self.inbox.answer(self.accepted, on_partial)
-
-
-async def _shown_nowhere(text: str) -> str:
-    return ""
 
 
 def build_telegram_adapter(
@@ -711,5 +571,4 @@ def build_telegram_adapter(
         live_location_every=s.live_location_minutes * 60,
         commands=commands,
         poll_lease=s.poll_lease_seconds,
-        max_turns=s.max_turns,
     )

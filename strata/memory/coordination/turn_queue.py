@@ -1,8 +1,9 @@
 """The turn queue: turns taken in from a platform and not yet answered and shown.
 
-The process polling a platform stores each message (the transcript row) and queues its turn
-here before it confirms the message to the platform; any process then claims the channel
-(`strata.memory.coordination.leases`, `turn:<channel id>`) and answers that channel's queued turns
+`strata.bot.scheduler.TurnScheduler.submit` stores each message (the transcript row) and
+queues its turn here in one transaction (`strata.memory.domain.intake`) before the adapter
+confirms the message to its platform; any process then claims the channel
+(`strata.memory.coordination.leases`, `turn:<channel id>`) and runs that channel's queued turns
 in order, deleting each entry once its reply is shown. The inbound message is kept as JSON: a chat
 command is never stored in the transcript, so its text lives only here until it is done.
 Imports `bot` leaf types and `strata.memory.engines.db`.
@@ -11,6 +12,7 @@ Imports `bot` leaf types and `strata.memory.engines.db`.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -31,6 +33,32 @@ class QueuedTurn:
     reply_to: str | None
     msg: InboundMessage
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class NewTurn:
+    """A turn to queue: `stored` says whether its user row is in the transcript (a chat command
+    never is: its text lives only here); `reply_to` is the platform message a reply answers."""
+
+    platform: str
+    channel_id: int
+    person_id: int
+    turn_id: str
+    stored: bool
+    msg: InboundMessage
+    reply_to: str | None
+    created_at: datetime
+
+
+async def insert_turn(conn: Any, turn: NewTurn) -> bool:
+    """Queue `turn` inside the caller's write transaction; False when its id is queued already."""
+    cur = await conn.execute(
+        "INSERT INTO turn_queue (platform, channel_id, person_id, turn_id, stored,"
+        " reply_to, message, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (turn_id) DO NOTHING",
+        (turn.platform, turn.channel_id, turn.person_id, turn.turn_id, int(turn.stored),
+         turn.reply_to, message_json(turn.msg), to_iso(turn.created_at)))
+    return (cur.rowcount or 0) == 1
 
 
 def message_json(msg: InboundMessage) -> str:
@@ -63,29 +91,31 @@ class TurnQueue:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def put(self, *, platform: str, channel_id: int, person_id: int, turn_id: str,
-                  stored: bool, msg: InboundMessage, reply_to: str | None,
-                  now: datetime) -> bool:
+    async def put(self, turn: NewTurn) -> bool:
         """Queue a turn; False when a turn with this id is queued already."""
         async with self.db.write() as conn:
-            cur = await conn.execute(
-                "INSERT INTO turn_queue (platform, channel_id, person_id, turn_id, stored,"
-                " reply_to, message, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (turn_id) DO NOTHING",
-                (platform, channel_id, person_id, turn_id, int(stored), reply_to,
-                 message_json(msg), to_iso(now)))
-            return (cur.rowcount or 0) == 1
+            return await insert_turn(conn, turn)
 
     async def has(self, turn_id: str) -> bool:
         return await self.db.fetchval(
             "SELECT count(*) FROM turn_queue WHERE turn_id = ?", (turn_id,)) > 0
 
-    async def channels(self, platform: str, limit: int = 100) -> list[int]:
-        """Channels of `platform` with queued turns, the longest waiting first."""
+    async def channels(self, platforms: Sequence[str], limit: int = 100) -> list[int]:
+        """Channels of `platforms` with queued turns, the longest waiting first."""
+        if not platforms:
+            return []
+        marks = ", ".join("?" * len(platforms))
         rows = await self.db.fetchall(
-            "SELECT channel_id, min(id) AS first FROM turn_queue WHERE platform = ?"
-            " GROUP BY channel_id ORDER BY first LIMIT ?", (platform, limit))
+            "SELECT channel_id, min(id) AS first FROM turn_queue"
+            f" WHERE platform IN ({marks}) GROUP BY channel_id ORDER BY first LIMIT ?",
+            (*platforms, limit))
         return [int(r["channel_id"]) for r in rows]
+
+    async def waiting(self, channel_id: int) -> set[str]:
+        """The turn ids queued in the channel: their rows stay out of other turns' prompts."""
+        rows = await self.db.fetchall(
+            "SELECT turn_id FROM turn_queue WHERE channel_id = ?", (channel_id,))
+        return {str(r["turn_id"]) for r in rows}
 
     async def for_channel(self, channel_id: int) -> list[QueuedTurn]:
         """The channel's queued turns in arrival order."""

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from strata.core.clock import from_iso, to_iso
 from strata.core.types import NewRow, Role, RowKind, TranscriptRow
@@ -86,38 +87,50 @@ def _scope(owner_id: int | None, channel_id: int | None) -> tuple[str, list[obje
     return " AND ".join(parts), params
 
 
+async def insert_rows(conn: Any, rows: Sequence[NewRow]) -> list[int]:
+    """Insert `rows` inside the caller's write transaction `conn`; their ids."""
+    ids: list[int] = []
+    for r in rows:
+        cur = await conn.execute(
+            "INSERT INTO transcript (channel_id, owner_id, person_id, ts, source, role,"
+            " kind, content, turn_id, lat, lon, platform_msg_id)"
+            " SELECT id, owner_id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM channels"
+            " WHERE id = ?",
+            (
+                r.person_id,
+                to_iso(r.ts),
+                r.source,
+                r.role.value,
+                r.kind.value,
+                clean_text(r.content),
+                r.turn_id,
+                r.lat,
+                r.lon,
+                r.platform_msg_id,
+                r.channel_id,
+            ),
+        )
+        if cur.rowcount != 1 or cur.lastrowid is None:
+            raise ValueError(f"no channel {r.channel_id}")
+        ids.append(cur.lastrowid)
+    return ids
+
+
 class TranscriptRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
 
     async def append(self, rows: Sequence[NewRow]) -> list[int]:
         """Append rows in one transaction (durable when this returns); return their ids."""
-        ids: list[int] = []
         async with self.db.write() as conn:
-            for r in rows:
-                cur = await conn.execute(
-                    "INSERT INTO transcript (channel_id, owner_id, person_id, ts, source, role,"
-                    " kind, content, turn_id, lat, lon, platform_msg_id)"
-                    " SELECT id, owner_id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM channels"
-                    " WHERE id = ?",
-                    (
-                        r.person_id,
-                        to_iso(r.ts),
-                        r.source,
-                        r.role.value,
-                        r.kind.value,
-                        clean_text(r.content),
-                        r.turn_id,
-                        r.lat,
-                        r.lon,
-                        r.platform_msg_id,
-                        r.channel_id,
-                    ),
-                )
-                if cur.rowcount != 1 or cur.lastrowid is None:
-                    raise ValueError(f"no channel {r.channel_id}")
-                ids.append(cur.lastrowid)
-        return ids
+            return await insert_rows(conn, rows)
+
+    async def reply_of(self, turn_id: str) -> str | None:
+        """The turn's stored reply (its last assistant message), None while it has none."""
+        value = await self.db.fetchval(
+            "SELECT content FROM transcript WHERE turn_id = ? AND role = 'assistant'"
+            " AND kind = 'message' ORDER BY id DESC LIMIT 1", (turn_id,))
+        return None if value is None else str(value)
 
     async def get(self, row_id: int) -> TranscriptRow | None:
         row = await self.db.fetchone("SELECT * FROM transcript WHERE id = ?", (row_id,))
@@ -155,24 +168,6 @@ class TranscriptRepo:
             "SELECT * FROM transcript WHERE channel_id = ? AND platform_msg_id = ?"
             " AND role = 'user' ORDER BY id",
             (channel_id, platform_msg_id),
-        )
-        return [row_from_db(r) for r in rows]
-
-    async def unanswered(self, platform: str, since: datetime) -> list[TranscriptRow]:
-        """User rows in the private user channels of `platform`, stored at or after `since`,
-        whose turn has no reply, oldest first: messages a crash took between being stored and
-        being answered. A later row of the same platform message (an edit, a live-location
-        move) is never addressed, so only each message's first row counts."""
-        rows = await self.db.fetchall(
-            "SELECT t.* FROM transcript t JOIN channels c ON c.id = t.channel_id"
-            " WHERE c.platform = ? AND c.kind = 'private' AND c.source = 'user'"
-            " AND t.role = 'user' AND t.kind = 'message' AND t.ts >= ?"
-            " AND NOT EXISTS (SELECT 1 FROM transcript a WHERE a.turn_id = t.turn_id"
-            "   AND a.role = 'assistant' AND a.kind = 'message')"
-            " AND NOT EXISTS (SELECT 1 FROM transcript e WHERE e.channel_id = t.channel_id"
-            "   AND e.platform_msg_id = t.platform_msg_id AND e.id < t.id)"
-            " ORDER BY t.id",
-            (platform, to_iso(since)),
         )
         return [row_from_db(r) for r in rows]
 
