@@ -72,6 +72,7 @@ from strata.memory.domain.row_vectors import RowIndexer
 from strata.memory.domain.transcript import TranscriptRepo
 from strata.memory.domain.web_access import RecallLogRepo, WebTokens
 from strata.memory.engines.db import Database
+from strata.memory.engines.fts import load_stemmer
 
 if TYPE_CHECKING:
     from strata.app.web.server import WebServer
@@ -122,12 +123,15 @@ class App:
     web_command: WebCommand | None = None
     recall_log: RecallLogRepo | None = None
     memory_commands: MemoryCommands | None = None
+    # The stemmer, loading in a thread from `create` on (recall's first query needs it).
+    stemmer_loading: asyncio.Future[None] | None = None
 
     @classmethod
     async def create(cls, settings: Settings, clock: Clock | None = None) -> App:
         """Everything wired once, in dependency order: each part gets the repositories and
         ports it uses when it is built, and nothing is patched in afterwards."""
         clock = clock or default_clock(settings)
+        stemmer = asyncio.get_running_loop().run_in_executor(None, load_stemmer)
         # A small window (a local model's) bounds every prompt and background call's input.
         window = await model_window(settings)
         if window is not None:
@@ -175,7 +179,7 @@ class App:
             agents=AgentMemory(repos.agents, repos.persons, memory.facts, memory.recall, clock,
                                processor.background_channel),
             metrics=metrics, web_links=web_links, web_command=web_command,
-            recall_log=recall_log, memory_commands=memory_commands,
+            recall_log=recall_log, memory_commands=memory_commands, stemmer_loading=stemmer,
         )
 
     def turns(self) -> TurnScheduler:
@@ -256,6 +260,8 @@ class App:
         )
 
     async def close(self) -> None:
+        if self.stemmer_loading is not None:
+            await self.stemmer_loading
         if self.runner is not None:
             await self.runner.stop()
         await self.processor.drain()

@@ -33,6 +33,12 @@ def _porter() -> Callable[[str], str]:
     return lambda word: str(stemmer.stem(word, to_lowercase=False))
 
 
+def load_stemmer() -> None:
+    """Load the stemmer now (seconds on a busy machine: see `_porter`), so that a long-running
+    process pays it in a thread at start-up rather than in its first turn's recall."""
+    _porter()
+
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that carry no topic; dropping them keeps OR-queries from matching everything.
 STOPWORDS = frozenset(
