@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from strata.core.types import ChannelKind, InboundMessage, NewRow, Role
 from strata.memory.coordination.leases import Leases
-from strata.memory.coordination.turn_queue import TurnQueue
+from strata.memory.coordination.turn_queue import NewTurn, TurnQueue
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
 from strata.memory.domain.transcript import TranscriptRepo
 from strata.memory.engines.db import Database
@@ -41,8 +41,9 @@ async def test_upgrade_keeps_the_chats_and_queues_their_turns(
         queue = TurnQueue(db)
         msg = InboundMessage(platform="telegram", room_id="42", sender_id="42", text="hello",
                              ts=T0, message_id="7")
-        assert await queue.put(platform="telegram", channel_id=chat.id, person_id=ada.id,
-                               turn_id="t1", stored=True, msg=msg, reply_to=None, now=T0)
+        assert await queue.put(NewTurn(platform="telegram", channel_id=chat.id,
+                                       person_id=ada.id, turn_id="t1", stored=True, msg=msg,
+                                       reply_to=None, created_at=T0))
         assert [q.turn_id for q in await queue.for_channel(chat.id)] == ["t1"]
         assert await Leases(db).take(f"turn:{chat.id}", "host:1:a", T0, timedelta(seconds=30))
     finally:
