@@ -24,7 +24,6 @@ ALLOWED: frozenset[str] = frozenset({
     "strata/adapters/telegram/adapter.py",
     "strata/app/compose.py",
     "strata/bot/turns.py",
-    "strata/cognition/reminders.py",
     "strata/memory/engines/pg/database.py",
 })
 

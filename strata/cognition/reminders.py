@@ -121,11 +121,14 @@ def room_of(ctx: ToolContext) -> int | None:
     return ctx.channel.id if ctx.shared else None
 
 
-def register_tools(tools: ToolRegistry, services: ReminderPorts) -> None:
-    """Add the reminder, scheduled-prompt and time-zone tools to a turn processor's tools."""
-    s = services
+@dataclass(frozen=True)
+class ReminderTools:
+    """The reminder, scheduled-prompt and time-zone tools: one method per tool."""
 
-    async def set_reminder(ctx: ToolContext, args: ReminderArgs) -> str:
+    services: ReminderPorts
+
+    async def set_reminder(self, ctx: ToolContext, args: ReminderArgs) -> str:
+        s = self.services
         person = await s.persons.get(ctx.person.id) or ctx.person
         now = s.clock.now()
         if not args.text:
@@ -147,7 +150,8 @@ def register_tools(tools: ToolRegistry, services: ReminderPorts) -> None:
                                   turn_id=ctx.turn_id)
         return f"ok: reminder #{r.id} set for {describe(due, person.timezone, now)} ({where})"
 
-    async def schedule_prompt(ctx: ToolContext, args: PromptArgs) -> str:
+    async def schedule_prompt(self, ctx: ToolContext, args: PromptArgs) -> str:
+        s = self.services
         if ctx.channel.kind is not ChannelKind.PRIVATE:
             # Its answer is written from the person's own memory: never into a shared room.
             return "error: scheduled prompts can only be set in a private chat with me"
@@ -166,7 +170,8 @@ def register_tools(tools: ToolRegistry, services: ReminderPorts) -> None:
         return (f"ok: scheduled prompt #{r.id}, {describe_recurrence(recurrence)} "
                 f"({person.timezone}); first {describe(due, person.timezone, now)}")
 
-    async def list_reminders(ctx: ToolContext, args: NoArgs) -> str:
+    async def list_reminders(self, ctx: ToolContext, args: NoArgs) -> str:
+        s = self.services
         now = s.clock.now()
         items = await s.reminders.upcoming(ctx.person.id, channel_id=room_of(ctx))
         if not items:
@@ -174,13 +179,15 @@ def register_tools(tools: ToolRegistry, services: ReminderPorts) -> None:
                                                           else "")
         return "\n".join(reminder_line(r, now) for r in items)
 
-    async def cancel_reminder(ctx: ToolContext, args: ReminderIdArgs) -> str:
+    async def cancel_reminder(self, ctx: ToolContext, args: ReminderIdArgs) -> str:
+        s = self.services
         if await s.reminders.cancel(ctx.person.id, args.id, channel_id=room_of(ctx)):
             return f"ok: #{args.id} cancelled"
         where = " set in this room" if ctx.shared else ""
         return f"error: there is no pending reminder #{args.id} of this person{where}"
 
-    async def set_timezone(ctx: ToolContext, args: TimezoneArgs) -> str:
+    async def set_timezone(self, ctx: ToolContext, args: TimezoneArgs) -> str:
+        s = self.services
         try:
             zone(args.timezone)
         except ReminderInputError as exc:
@@ -189,23 +196,30 @@ def register_tools(tools: ToolRegistry, services: ReminderPorts) -> None:
         return (f"ok: time zone set to {args.timezone}; it is now "
                 f"{describe(s.clock.now(), args.timezone)} there")
 
-    add_tool(tools, "set_reminder",
-             "Remind the person of something once, at a time in their own time zone. Give "
-             "`when` as local date and time YYYY-MM-DD HH:MM (see the current local time in "
-             "the context), or `in_minutes` for a relative time.", ReminderArgs, set_reminder,
-             shared=True)
-    add_tool(tools, "schedule_prompt",
-             "Run a prompt regularly and send the person the answer, e.g. every morning at "
-             "08:00 a summary of their day. `every`: day, weekday, or a weekday name; `at`: "
-             "local HH:MM.", PromptArgs, schedule_prompt)
-    add_tool(tools, "list_reminders",
-             "List the person's pending reminders and scheduled prompts with ids.", NoArgs,
-             list_reminders, shared=True)
-    add_tool(tools, "cancel_reminder",
-             "Cancel one of the person's reminders or scheduled prompts by id.", ReminderIdArgs,
-             cancel_reminder, shared=True)
-    add_tool(tools, "set_timezone", "Set the person's time zone (IANA name like Europe/Paris).",
-             TimezoneArgs, set_timezone)
+    def register(self, tools: ToolRegistry) -> None:
+        add_tool(tools, "set_reminder",
+                 "Remind the person of something once, at a time in their own time zone. Give "
+                 "`when` as local date and time YYYY-MM-DD HH:MM (see the current local time in "
+                 "the context), or `in_minutes` for a relative time.", ReminderArgs,
+                 self.set_reminder, shared=True)
+        add_tool(tools, "schedule_prompt",
+                 "Run a prompt regularly and send the person the answer, e.g. every morning at "
+                 "08:00 a summary of their day. `every`: day, weekday, or a weekday name; `at`: "
+                 "local HH:MM.", PromptArgs, self.schedule_prompt)
+        add_tool(tools, "list_reminders",
+                 "List the person's pending reminders and scheduled prompts with ids.", NoArgs,
+                 self.list_reminders, shared=True)
+        add_tool(tools, "cancel_reminder",
+                 "Cancel one of the person's reminders or scheduled prompts by id.",
+                 ReminderIdArgs, self.cancel_reminder, shared=True)
+        add_tool(tools, "set_timezone",
+                 "Set the person's time zone (IANA name like Europe/Paris).", TimezoneArgs,
+                 self.set_timezone)
+
+
+def register_tools(tools: ToolRegistry, services: ReminderPorts) -> None:
+    """Add the reminder, scheduled-prompt and time-zone tools to a turn processor's tools."""
+    ReminderTools(services).register(tools)
 
 
 def register_commands(commands: CommandRouter, services: ReminderPorts) -> None:
