@@ -64,7 +64,7 @@ async def test_a_fresh_install_makes_a_discovery_from_wikipedia_and_research_off
                                 source="user"), clock.now())
     fake_openai.responder = responder
 
-    caplog.set_level(logging.INFO, logger="cognition")
+    caplog.set_level(logging.INFO, logger="strata.cognition")
     for _ in range(12):  # a day of job checks, every two hours, while she is away
         clock.advance(hours=2)
         await app.runner.check_jobs([alice])
