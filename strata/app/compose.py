@@ -17,7 +17,7 @@ from strata.app.agent_memory import AgentMemory
 from strata.app.web.command import WebCommand
 from strata.app.web.links import WebLinks
 from strata.app.web.metrics import Metrics, TimedChat
-from strata.app.web.recall_log import ForgetClearsRecall, RecallLog, RecordingRecaller
+from strata.app.web.recall_log import ForgetClearsRecall, RecordingRecaller
 from strata.bot.commands import CommandRouter
 from strata.bot.context_window import fitted_settings, model_window
 from strata.bot.link import LinkCommand
@@ -71,6 +71,7 @@ from strata.memory.domain.reminders import ReminderRepo
 from strata.memory.domain.rollup import RollupPolicy
 from strata.memory.domain.row_vectors import RowIndexer
 from strata.memory.domain.transcript import TranscriptRepo
+from strata.memory.domain.web_access import RecallLogRepo, WebTokens
 from strata.memory.engines.db import Database
 
 if TYPE_CHECKING:
@@ -330,7 +331,7 @@ class App:
     metrics: Metrics = field(default_factory=Metrics)
     web_links: WebLinks | None = None
     web_command: WebCommand | None = None
-    recall_log: RecallLog = field(default_factory=RecallLog)
+    recall_log: RecallLogRepo | None = None
     memory_commands: MemoryCommands | None = None
 
     @classmethod
@@ -350,11 +351,11 @@ class App:
         repos = Repos.over(db)
         commands, tools = CommandRouter(), ToolRegistry()
         LinkCommand(repos.links, repos.persons, clock).register(commands)
-        web_links = WebLinks(clock, timedelta(minutes=settings.web.link_minutes),
+        web_links = WebLinks(WebTokens(db), clock, timedelta(minutes=settings.web.link_minutes),
                              timedelta(minutes=settings.web.session_minutes))
         web_command = WebCommand(web_links, settings.web.public_url, settings.web.enabled)
         web_command.register(commands)
-        recall_log = RecallLog()
+        recall_log = RecallLogRepo(db)
         facts = FactStore(repos.facts, embedder)
         # Memory: turn-zero recall (episodes, transcript rows and facts) on the hot path; row
         # vectors and episode cutting after it.
@@ -400,7 +401,7 @@ class App:
             connectors=repos.connectors,
         )
         memory_commands.register(commands)
-        # /connect and /disconnect: services a person lets the capability sync read.
+        # /connect and /disconnect: services a person lets the connector sync read.
         box, reader = SecretBox(key_path(settings)), connector_reader(settings)
         ConnectorCommands(repos.connectors, box, reader, clock,
                           settle=lambda: processor.drain()).register(commands)
@@ -521,7 +522,7 @@ class App:
         from strata.app.web.view import MemoryView
 
         assert self.repos is not None and self.web_links is not None
-        assert self.memory_commands is not None
+        assert self.memory_commands is not None and self.recall_log is not None
         r = self.repos
         queue = TurnQueue(self.db)
 

@@ -1,9 +1,9 @@
-"""Capability sync's plugin interface, and its one shipped connector: an iCalendar (ICS) feed
+"""Connector sync's plugin interface, and its one shipped connector: an iCalendar (ICS) feed
 from a URL or a file.
 
 A `Connector` fetches what a connected service holds for a person (None: the person has not
 connected it) as `SyncData`, with a fingerprint of the raw data so an unchanged source costs
-nothing downstream. The capability-sync job stores the events (for the ambient snapshot) and
+nothing downstream. The connector-sync job stores the events (for the ambient snapshot) and
 turns them into facts; contacts become facts, mail headers are kept for the snapshot. The
 operator's ICS feeds are here (`configured_connectors`); what a person connects with
 `/connect` is in `strata.cognition.personal_connectors`. May import `bot` and `memory`; the

@@ -1,5 +1,5 @@
 """Connectors a person sets up from a private chat: `/connect calendar|contacts|mail …` and
-`/disconnect …`, and the capability-sync plugins that read them.
+`/disconnect …`, and the connector-sync plugins that read them.
 
 `/connect` reads the service once before anything is stored: a wrong URL or password is
 refused with the reason (naming the host only) and nothing is kept. What works is sealed
@@ -7,7 +7,7 @@ refused with the reason (naming the host only) and nothing is kept. What works i
 place it lives. Both commands are private (the `CommandRouter` default): a shared room gets
 "only in a private chat", and a command is never stored in the transcript, so the message
 carrying the password is not kept; the reply never repeats it. `PersonalConnector` is the
-`Connector` the capability-sync job polls: one per kind, reading each person's own service.
+`Connector` the connector-sync job polls: one per kind, reading each person's own service.
 May import `bot` and `memory`.
 """
 
@@ -75,7 +75,7 @@ def parse_connect(args: str) -> tuple[str, Login]:
 @dataclass(frozen=True)
 class ConnectorReader:
     """Reads one kind of service for one person: what `/connect` checks with and what the
-    capability-sync job polls."""
+    connector-sync job polls."""
 
     days: float
     timeout: float
@@ -110,7 +110,7 @@ def summary(data: SyncData) -> str:
 
 @dataclass(frozen=True)
 class PersonalConnector:
-    """Capability sync's `Connector` for the `kind` service each person connected."""
+    """Connector sync's `Connector` for the `kind` service each person connected."""
 
     name: str
     store: ConnectorStore

@@ -167,7 +167,7 @@ async def test_capability_sync_from_an_ics_url_and_file(
     carol = await say(app, clock, "hi", user="carol")
     clock.advance(hours=1)
     before = len(fake_openai.chat_requests())
-    report = await run(app, "capabilities", alice)
+    report = await run(app, "connector_sync", alice)
     assert report.status == "ok", report.detail
     assert len(fake_openai.chat_requests()) == before  # a direct call: no model
     events = await app.services.calendar.upcoming(alice.id, clock.now(),
@@ -180,14 +180,14 @@ async def test_capability_sync_from_an_ics_url_and_file(
         app, alice, "document")
     assert "Goes to Bloc Gym (Climbing)" in await facts_of(app, alice, "place")
     # Unchanged calendar: nothing new.
-    again = await run(app, "capabilities", alice)
+    again = await run(app, "connector_sync", alice)
     assert again.status == "skipped" and again.detail == "nothing new"
     web.ics = ICS.replace("Dentist", "Dentist (moved)").encode()
-    assert (await run(app, "capabilities", alice)).status == "ok"
-    assert (await run(app, "capabilities", bob)).status == "ok"
+    assert (await run(app, "connector_sync", alice)).status == "ok"
+    assert (await run(app, "connector_sync", bob)).status == "ok"
     assert "Bob's dentist" in str(await app.services.calendar.upcoming(
         bob.id, clock.now(), clock.now() + timedelta(days=2)))
-    assert (await run(app, "capabilities", carol)).detail == "nothing to work on"
+    assert (await run(app, "connector_sync", carol)).detail == "nothing to work on"
     # The next chat turn sees the upcoming events in the ambient snapshot.
     await say(app, clock, "what's on today?")
     sent = str(fake_openai.chat_requests()[-1]["messages"])

@@ -130,7 +130,7 @@ async def test_a_calendar_link_shows_upcoming_events_until_disconnected(
     assert "calendar at 127.0.0.1" in shown and TOKEN not in shown
 
     clock.advance(hours=1)
-    report = await run(app, "capabilities", alice)
+    report = await run(app, "connector_sync", alice)
     assert report.status == "ok", report.detail
     assert "Calendar: Dentist on Mon 5 Jan 14:00 at Rue de la Paix 3" in await facts_of(
         app, alice, "document")
@@ -149,7 +149,7 @@ async def test_a_calendar_link_shows_upcoming_events_until_disconnected(
     assert "Dentist" not in last_prompt(fake_openai)
     assert await app.facts.repo.for_owner(alice.id) == []
     clock.advance(hours=1)
-    assert (await run(app, "capabilities", alice)).detail == "nothing to work on"
+    assert (await run(app, "connector_sync", alice)).detail == "nothing to work on"
     assert "Connected services" not in await say(app, clock, "/memory")
     assert "isn't connected" in await say(app, clock, "/disconnect calendar")
 
@@ -184,7 +184,7 @@ async def test_contacts_become_facts_and_mail_headers_reach_the_snapshot(
     assert "3 recent messages" in reply and PASSWORD not in reply
     alice = await person(app)
     clock.advance(hours=1)
-    report = await run(app, "capabilities", alice)
+    report = await run(app, "connector_sync", alice)
     assert report.status == "ok", report.detail
     about = await facts_of(app, alice, "user_specific")
     assert sorted(about) == ["Contact: Dr Okafor (doctor)",
@@ -218,7 +218,7 @@ async def test_a_caldav_calendar_with_a_login(
     assert "1 events" in reply and PASSWORD not in reply
     alice = await person(app)
     clock.advance(hours=1)
-    assert (await run(app, "capabilities", alice)).status == "ok"
+    assert (await run(app, "connector_sync", alice)).status == "ok"
     await say(app, clock, "what's on today?")
     assert "Mon 5 Jan 16:00: Quarterly review at Room 4" in last_prompt(fake_openai)
     assert "refused" in await say(app, clock, f"/connect calendar {url} alice not-it")
@@ -241,7 +241,7 @@ async def test_no_login_leaks_and_wipe_deletes_it(
     assert all(r.startswith("Connected") for r in replies), replies
     alice = await person(app)
     clock.advance(hours=1)
-    assert (await run(app, "capabilities", alice)).status == "ok"
+    assert (await run(app, "connector_sync", alice)).status == "ok"
     memory_reply = await say(app, clock, "/memory")
     export = await app.processor.handle(msg("/export", clock=clock))
     assert export is not None and export.attachment is not None
@@ -314,7 +314,7 @@ async def test_a_lost_key_asks_the_person_to_connect_again(
     key.unlink()  # e.g. a restore that brought the database back without its key
     alice = await person(app)
     clock.advance(hours=1)
-    report = await run(app, "capabilities", alice)
+    report = await run(app, "connector_sync", alice)
     assert report.detail == "nothing to work on"  # neither opens; nothing half-read
     shown = await say(app, clock, "/memory")
     assert "send /connect calendar again" in shown
@@ -323,7 +323,7 @@ async def test_a_lost_key_asks_the_person_to_connect_again(
     # Connecting again makes a new key; the sync works from there.
     await say(app, clock, f"/connect calendar {web.base_url}/cal.ics")
     clock.advance(hours=1)
-    assert (await run(app, "capabilities", alice)).status == "ok"
+    assert (await run(app, "connector_sync", alice)).status == "ok"
 
 
 async def test_without_the_extra_connect_says_what_to_install(
@@ -386,7 +386,7 @@ async def test_a_carddav_address_book_with_a_login(
     assert "3 contacts" in reply, reply
     alice = await person(app)
     clock.advance(hours=1)
-    assert (await run(app, "capabilities", alice)).status == "ok"
+    assert (await run(app, "connector_sync", alice)).status == "ok"
     assert "Contact: Rosa Diaz (sibling), birthday 12 May" in await facts_of(
         app, alice, "user_specific")
     assert "HTTP 401" in await say(app, clock, f"/connect contacts {url} alice wrong")

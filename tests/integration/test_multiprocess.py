@@ -144,7 +144,7 @@ def test_three_processes_share_one_database_and_one_telegram_bot(
         STRATA_COGNITION_RUNNER_LEASE_SECONDS="5",
         STRATA_COGNITION_DECAY_HOURS="24",
         STRATA_COGNITION_DISABLED_JOBS=json.dumps(
-            ["capabilities", "consolidate", "dmn", "extract", "geo", "research", "synthesis"]),
+            ["connector_sync", "consolidate", "dmn", "extract", "geo", "research", "synthesis"]),
     )
     commands = [["run"]] * PROCESSES + [["worker"]]
     logs = [open(tmp_path / f"strata-{n}.log", "w") for n in range(len(commands))]  # noqa: SIM115

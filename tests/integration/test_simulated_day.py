@@ -140,7 +140,7 @@ async def test_a_simulated_day_shows_every_jobs_effect(
     jobs = {r["job"]: r for r in json.loads(status.stdout)}
     # The nine jobs, and the model calls made outside them: alice's chat turns and the
     # after-turn compaction (one metered model path).
-    assert set(jobs) == {"capabilities", "extract", "patterns", "geo", "synthesis", "dmn",
+    assert set(jobs) == {"connector_sync", "extract", "patterns", "geo", "synthesis", "dmn",
                          "research", "consolidate", "decay", "compact:turn", "chat:turn"}
     assert jobs["compact:turn"]["tokens"] > 0 and jobs["chat:turn"]["tokens"] > 0
     for name, row in jobs.items():

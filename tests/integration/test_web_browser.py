@@ -112,7 +112,7 @@ async def test_a_person_sees_and_forgets_their_memory_in_a_browser(
             assert "from your conversation, console private" in page
             assert "alice keeps bees in her garden in Lyon" in page
             assert "you said: how are my bees doing?" in page
-            recalled = app.recall_log.recent(ids["alice"])[0].block
+            recalled = (await app.recall_log.recent(ids["alice"]))[0].block
             assert recalled and "Keeps bees in Lyon" in recalled
             assert "Keeps bees in Lyon" in page.split("Topic map")[0]  # in the recall section
             assert "portrait" in page and "portrait updated" in page and "321" in page
@@ -143,7 +143,7 @@ async def test_a_person_sees_and_forgets_their_memory_in_a_browser(
             assert "Keeps bees in Lyon" not in page
             assert "Runs by the river on Sundays" in page
             assert await app.facts.repo.get(ids["bees"]) is None
-            assert "Keeps bees in Lyon" not in str(app.recall_log.recent(ids["alice"]))
+            assert "Keeps bees in Lyon" not in str(await app.recall_log.recent(ids["alice"]))
 
 
 async def take_screenshots(browser: Browser, folder: Path) -> None:

@@ -8,10 +8,13 @@ from pathlib import Path
 
 import aiohttp
 
+from strata.app.compose import App
 from strata.app.web.command import OFF
 from strata.core.clock import ManualClock
+from strata.core.config import load_settings
 from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
 from strata.memory.domain.fact_types import NewFact
+from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI
 from tests.web_helpers import LINK, WebApp, client, open_link, say, web_app, web_link
 
@@ -190,3 +193,31 @@ async def test_the_cookie_is_secure_behind_https(
         async with client() as http, http.post(path, allow_redirects=False) as resp:
             assert resp.status == 303
             assert "Secure" in resp.headers["set-cookie"]
+
+
+async def test_a_link_from_another_process_opens_here_and_its_recall_shows(
+        fake_openai: FakeOpenAI, db_target: Path | str, clock: ManualClock) -> None:
+    """Any process on the database may answer `/web` (it claims the chat's turn), while one
+    serves the pages: the link, the session and the recall log live in the database."""
+    async with web_app(fake_openai, db_target, clock) as web:
+        other = await App.create(load_settings(None, env={
+            **strata_env(fake_openai, db_target), "STRATA_WEB_ENABLED": "true",
+            "STRATA_WEB_PUBLIC_URL": web.base}), clock=clock)
+        try:
+            await say(other, clock, "I keep bees in Lyon")
+            link = await web_link(other, clock)
+            alice = await other.persons.find("alice")
+            assert alice is not None
+            assert other.recall_log is not None and web.app.recall_log is not None
+            seen_here = await web.app.recall_log.recent(alice.id)
+            assert [r.query for r in seen_here] == [
+                r.query for r in await other.recall_log.recent(alice.id)]
+            assert "I keep bees in Lyon" in [r.query for r in seen_here]
+        finally:
+            await other.close()
+        async with client() as http:
+            await signed_in(http, link)
+            async with http.get(web.base + "/") as resp:
+                assert resp.status == 200
+        async with client() as again:
+            assert await open_link(again, link) == 403  # spent, in every process

@@ -27,7 +27,7 @@ from tests.fakes.openai_server import FakeOpenAI
 START = datetime.fromisoformat("2026-03-02T09:00:00+00:00")
 # A connected service (a calendar, say) that is down: with no connector configured the real
 # job has nothing to do, so the two worlds differ only by the failure.
-FAILING = "capabilities"
+FAILING = "connector_sync"
 # One JSON answer that fits every job's schema (each finds nothing).
 EMPTY = json.dumps({"facts": [], "patterns": [], "places": [], "queries": [], "findings": []})
 

@@ -53,7 +53,7 @@ async def cmd_web(args: argparse.Namespace, settings: Settings) -> int:
                 if args.user:
                     person = await _person_or_fail(app.persons, args.user)
                     assert app.web_command is not None
-                    say(link_text(app.web_command.link_for(person.id),
+                    say(link_text(await app.web_command.link_for(person.id),
                                   settings.web.link_minutes), flush=True)
                 await stop.wait()
             finally:

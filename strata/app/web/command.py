@@ -26,8 +26,8 @@ class WebCommand:
     public_url: str  # empty: the view is off
     enabled: bool
 
-    def link_for(self, person_id: int) -> str:
-        return f"{self.public_url}/open/{self.links.issue(person_id)}"
+    async def link_for(self, person_id: int) -> str:
+        return f"{self.public_url}/open/{await self.links.issue(person_id)}"
 
     def register(self, router: CommandRouter) -> None:
         router.add("web", "a one-time link to see your memory in a browser", self.web)
@@ -36,4 +36,4 @@ class WebCommand:
         if not self.enabled or not self.public_url:
             return CommandReply(OFF)
         minutes = self.links.link_ttl.total_seconds() / 60
-        return CommandReply(link_text(self.link_for(ctx.person.id), minutes))
+        return CommandReply(link_text(await self.link_for(ctx.person.id), minutes))

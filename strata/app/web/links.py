@@ -1,20 +1,21 @@
-"""One-time links and the sessions they open, held in this process's memory.
+"""One-time links and the sessions they open.
 
 A link is an unguessable token (`secrets.token_urlsafe`) for one person, good once and for a
 few minutes; opening it starts a session bound to that person, with its own CSRF token. Both
-live in RAM on purpose: a link is only ever served by the process that issued it (the one
-running the web server), nothing about them needs to survive a restart (a new `/web` is
-cheap), and no table or migration is needed. Time comes from the injected clock.
+are kept in the database (`strata.memory.domain.web_access`, as hashes), because the process
+that answers `/web` is not always the one serving the pages: any process on the database may
+claim a chat's turn. Time comes from the injected clock.
 """
 
 from __future__ import annotations
 
 import hmac
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from strata.core.ports import Clock
+from strata.memory.domain.web_access import WebTokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,51 +28,44 @@ class WebSession:
 
 @dataclass
 class WebLinks:
+    tokens: WebTokens
     clock: Clock
     link_ttl: timedelta = timedelta(minutes=10)
     session_ttl: timedelta = timedelta(minutes=30)
-    _links: dict[str, tuple[int, datetime]] = field(default_factory=dict, init=False)
-    _sessions: dict[str, WebSession] = field(default_factory=dict, init=False)
 
-    def issue(self, person_id: int) -> str:
+    async def issue(self, person_id: int) -> str:
         """A new one-time link token for `person_id`."""
-        self._drop_expired()
+        now = self.clock.now()
+        await self.tokens.drop_expired(now)
         token = secrets.token_urlsafe(32)
-        self._links[token] = (person_id, self.clock.now() + self.link_ttl)
+        await self.tokens.add(token, "link", person_id, now + self.link_ttl)
         return token
 
-    def redeem(self, token: str) -> WebSession | None:
+    async def redeem(self, token: str) -> WebSession | None:
         """The session a link opens, or None for an unknown, used or expired link. The link
         is spent whatever happens, so it can never be opened twice."""
-        entry = self._links.pop(token, None)
         now = self.clock.now()
-        if entry is None or entry[1] <= now:
+        person_id = await self.tokens.spend_link(token, now)
+        if person_id is None:
             return None
-        session = WebSession(secrets.token_urlsafe(32), entry[0], secrets.token_urlsafe(32),
+        session = WebSession(secrets.token_urlsafe(32), person_id, secrets.token_urlsafe(32),
                              now + self.session_ttl)
-        self._sessions[session.token] = session
+        await self.tokens.add(session.token, "session", person_id, session.expires,
+                              session.csrf)
         return session
 
-    def session(self, token: str | None) -> WebSession | None:
+    async def session(self, token: str | None) -> WebSession | None:
         if not token:
             return None
-        found = self._sessions.get(token)
+        found = await self.tokens.session(token, self.clock.now())
         if found is None:
             return None
-        if found.expires <= self.clock.now():
-            del self._sessions[token]
-            return None
-        return found
+        return WebSession(token, found.person_id, found.csrf, found.expires)
 
     @staticmethod
     def csrf_ok(session: WebSession, given: str | None) -> bool:
         # Constant-time, so the token cannot be guessed a character at a time.
         return bool(given) and hmac.compare_digest(session.csrf, given or "")
 
-    def end(self, token: str) -> None:
-        self._sessions.pop(token, None)
-
-    def _drop_expired(self) -> None:
-        now = self.clock.now()
-        self._links = {k: v for k, v in self._links.items() if v[1] > now}
-        self._sessions = {k: s for k, s in self._sessions.items() if s.expires > now}
+    async def end(self, token: str) -> None:
+        await self.tokens.end(token)

@@ -112,8 +112,8 @@ class WebServer:
         return self._page(request, "message.html",
                           {"title": "Not available", "text": text, "session": None}, status)
 
-    def _session(self, request: Request) -> WebSession | None:
-        return self.links.session(request.cookies.get(COOKIE))
+    async def _session(self, request: Request) -> WebSession | None:
+        return await self.links.session(request.cookies.get(COOKIE))
 
     def _no_session(self, request: Request) -> Response:
         return self._refused(request, "no_session", 401,
@@ -131,7 +131,7 @@ class WebServer:
                           {"session": None, "token": request.path_params["token"]})
 
     async def open_link(self, request: Request) -> Response:
-        session = self.links.redeem(request.path_params["token"])
+        session = await self.links.redeem(request.path_params["token"])
         if session is None:
             return self._refused(request, "bad_link", 403,
                                  "This link was used already or has expired. Send /web to the "
@@ -151,7 +151,7 @@ class WebServer:
     # -- pages ---------------------------------------------------------------------------------
 
     async def home(self, request: Request) -> Response:
-        session = self._session(request)
+        session = await self._session(request)
         if session is None:
             return self._no_session(request)
         pid = session.person_id
@@ -169,7 +169,7 @@ class WebServer:
         return self._page(request, "home.html", context)
 
     async def facts_page(self, request: Request) -> Response:
-        session = self._session(request)
+        session = await self._session(request)
         if session is None:
             return self._no_session(request)
         superseded = request.query_params.get("superseded") == "1"
@@ -179,7 +179,7 @@ class WebServer:
         return self._page(request, "facts.html", context)
 
     async def fact_page(self, request: Request) -> Response:
-        session = self._session(request)
+        session = await self._session(request)
         if session is None:
             return self._no_session(request)
         found = await self.view.fact(session.person_id, request.path_params["fact_id"])
@@ -190,7 +190,7 @@ class WebServer:
         return self._page(request, "fact.html", context)
 
     async def episode_page(self, request: Request) -> Response:
-        session = self._session(request)
+        session = await self._session(request)
         if session is None:
             return self._no_session(request)
         found = await self.view.episode(session.person_id, request.path_params["episode_id"])
@@ -203,7 +203,7 @@ class WebServer:
     # -- actions -------------------------------------------------------------------------------
 
     async def _checked_post(self, request: Request) -> tuple[WebSession, Any] | Response:
-        session = self._session(request)
+        session = await self._session(request)
         if session is None:
             return self._no_session(request)
         form = await request.form()
@@ -241,7 +241,7 @@ class WebServer:
         checked = await self._checked_post(request)
         if isinstance(checked, Response):
             return checked
-        self.links.end(checked[0].token)
+        await self.links.end(checked[0].token)
         response = RedirectResponse("/", status_code=303)
         response.delete_cookie(COOKIE, path="/")
         return response

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from strata.app.web.recall_log import RecallLog, RecallRecord
 from strata.app.web.topic_map import LEVEL_NAMES, MapPoint, layout
 from strata.core.ports import Clock
 from strata.core.types import Channel, ChannelKind, TranscriptRow
@@ -22,6 +21,7 @@ from strata.memory.domain.fact_types import FACT_KINDS, Fact
 from strata.memory.domain.facts import FactRepo
 from strata.memory.domain.persons import ChannelRepo
 from strata.memory.domain.transcript import TranscriptRepo
+from strata.memory.domain.web_access import RecallLogRepo, RecallRecord
 
 RECENT_ROWS = 40
 RECENT_JOBS = 30
@@ -67,7 +67,7 @@ class MemoryView:
     episodes: EpisodeRepo
     facts: FactRepo
     runs: JobRunRepo
-    recall_log: RecallLog
+    recall_log: RecallLogRepo
 
     async def _where(self, channel_id: int | None, cache: dict[int, Channel | None]) -> str:
         if channel_id is None:
@@ -155,7 +155,7 @@ class MemoryView:
     async def recalls(self, person_id: int) -> list[RecallView]:
         cache: dict[int, Channel | None] = {}
         return [RecallView(r, await self._where(r.channel_id, cache))
-                for r in self.recall_log.recent(person_id)]
+                for r in await self.recall_log.recent(person_id)]
 
     async def jobs(self, person_id: int) -> list[JobRun]:
         return await self.runs.runs(person_id=person_id, limit=RECENT_JOBS)

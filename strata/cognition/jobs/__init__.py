@@ -8,7 +8,7 @@ from strata.cognition.registry import AnyJob
 
 
 def all_jobs() -> list[AnyJob]:
-    from strata.cognition.jobs.capabilities import CapabilitySyncJob
+    from strata.cognition.jobs.connector_sync import ConnectorSyncJob
     from strata.cognition.jobs.consolidate import ConsolidateJob
     from strata.cognition.jobs.decay import DecayJob
     from strata.cognition.jobs.dmn import DmnJob
@@ -19,7 +19,7 @@ def all_jobs() -> list[AnyJob]:
     from strata.cognition.jobs.synthesis import SynthesisJob
 
     return [
-        CapabilitySyncJob(),
+        ConnectorSyncJob(),
         FactExtractionJob(),
         PatternMatchJob(),
         GeoPatternsJob(),

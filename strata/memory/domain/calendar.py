@@ -1,4 +1,4 @@
-"""Calendar events pulled from a person's connected services (capability sync).
+"""Calendar events pulled from a person's connected services (the connector sync job).
 
 A sync replaces the connector's events for the person in one transaction, so an event deleted
 at the source disappears here too. Imports `bot` leaf modules and `strata.memory.engines.db`.

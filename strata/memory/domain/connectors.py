@@ -1,7 +1,7 @@
 """The services a person connected from a private chat, and what the mailbox sync keeps.
 
 `ConnectorStore` keeps one row per (person, kind) in the `connectors` table: the label
-`/memory` shows and the sealed secret (address and login) that only the capability sync opens.
+`/memory` shows and the sealed secret (address and login) that only the connector sync opens.
 The secret never leaves this table: `strata.memory.domain.export` does not list it, and `/wipe`
 deletes it with the person (ON DELETE CASCADE). `disconnect` also deletes what was copied from the
 service: its calendar events, mail headers and the facts it wrote (`connector:<kind>`).

@@ -28,6 +28,7 @@ OWNED_TABLES: list[tuple[str, str]] = [
     ("mail_headers", "owner_id"),
     ("job_runs", "person_id"),
     ("job_cursors", "person_id"),
+    ("recall_log", "owner_id"),
 ]
 
 

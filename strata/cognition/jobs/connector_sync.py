@@ -1,4 +1,4 @@
-"""Capability sync: poll the person's connected services through the connector plugins (a
+"""Connector sync: poll the person's connected services through the connector plugins (a
 direct call, no model). Calendar events are stored for the ambient snapshot and become
 `document` facts (the event) and `place` facts (where it is); contacts with a birthday or a
 relation become `user_specific` facts; a mailbox's newest headers (sender, subject, date) are
@@ -20,8 +20,8 @@ from strata.memory.domain.connectors import MailHeaders
 from strata.memory.domain.persons import PersonRepo
 
 
-class CapabilityPorts(FactPorts, Protocol):
-    """What the capability sync job uses."""
+class ConnectorSyncPorts(FactPorts, Protocol):
+    """What the connector sync job uses."""
 
     @property
     def connectors(self) -> list[Connector]: ...
@@ -36,12 +36,12 @@ class CapabilityPorts(FactPorts, Protocol):
     def mail(self) -> MailHeaders: ...
 
 
-class CapabilitySyncJob(BaseJob):
-    name = "capabilities"
+class ConnectorSyncJob(BaseJob):
+    name = "connector_sync"
     description = ("sync connected services (calendars, contacts, mail headers) → events, "
                    "facts, recent mail")
 
-    async def inputs(self, ctx: JobContext[CapabilityPorts]) -> str | None:
+    async def inputs(self, ctx: JobContext[ConnectorSyncPorts]) -> str | None:
         s = ctx.services
         if not s.connectors:
             return None
@@ -56,7 +56,7 @@ class CapabilitySyncJob(BaseJob):
         ctx.scratch["data"] = found
         return ";".join(f"{d.connector}:{d.fingerprint}" for d in found)
 
-    async def run(self, ctx: JobContext[CapabilityPorts]) -> JobOutcome:
+    async def run(self, ctx: JobContext[ConnectorSyncPorts]) -> JobOutcome:
         s = ctx.services
         found: list[SyncData] = ctx.scratch["data"]
         tz = ctx.person.timezone
