@@ -8,8 +8,9 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 
-from strata.bot.claims import ChannelClaims, holder_gone, process_name, take_lease
+from strata.bot.claims import ChannelClaims, take_lease
 from strata.core.clock import ManualClock
+from strata.core.identity import holder_gone, this_process
 from strata.core.types import InboundMessage
 from strata.memory.coordination.leases import Leases
 from strata.memory.coordination.turn_queue import NewTurn, TurnQueue
@@ -44,14 +45,14 @@ async def test_racing_takers_get_one_lease(db: Database) -> None:
 async def test_a_dead_process_on_this_host_is_taken_over_at_once(db: Database) -> None:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    gone = f"{process_name().split(':')[0]}:{dead}:0000"
-    assert holder_gone(gone) and not holder_gone(process_name())
+    gone = f"{this_process().id.split(':')[0]}:{dead}:0000"
+    assert holder_gone(gone) and not holder_gone(this_process().id)
     assert not holder_gone(f"elsewhere:{dead}:0000")  # another host: wait for the lease
     leases = Leases(db)
     assert await leases.take("turn:1", gone, T0, TTL)
-    assert await take_lease(leases, "turn:1", process_name(), T0, TTL)
+    assert await take_lease(leases, "turn:1", this_process().id, T0, TTL)
     assert await leases.take("turn:2", f"elsewhere:{dead}:0000", T0, TTL)
-    assert not await take_lease(leases, "turn:2", process_name(), T0, TTL)
+    assert not await take_lease(leases, "turn:2", this_process().id, T0, TTL)
 
 
 async def test_channel_claims_exclude_each_other_across_holders(db: Database) -> None:
