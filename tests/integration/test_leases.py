@@ -4,13 +4,14 @@ expired or once its holder's process is gone, and a turn queued once."""
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 
 from strata.bot.claims import ChannelClaims, take_lease
 from strata.core.clock import ManualClock
-from strata.core.identity import holder_gone, this_process
+from strata.core.identity import ProcessIdentity, holder_gone, this_process
 from strata.core.types import InboundMessage
 from strata.memory.coordination.leases import Leases
 from strata.memory.coordination.turn_queue import NewTurn, TurnQueue
@@ -40,6 +41,14 @@ async def test_racing_takers_get_one_lease(db: Database) -> None:
     leases = Leases(db)
     won = await asyncio.gather(*(leases.take("turn:1", f"p{i}", T0, TTL) for i in range(8)))
     assert sum(won) == 1
+
+
+def test_this_process_has_one_identity() -> None:
+    me = this_process()
+    assert this_process() is me  # made once: every lease and the runner row carry the same
+    host, pid, nonce = me.id.split(":")
+    assert (host, int(pid), me.name) == (me.host, os.getpid(), f"{host}:{pid}") and nonce
+    assert ProcessIdentity.mint().id != me.id  # another life of this pid tells apart
 
 
 async def test_a_dead_process_on_this_host_is_taken_over_at_once(db: Database) -> None:
