@@ -57,6 +57,7 @@ from strata.cognition.registry import default_registry
 from strata.cognition.runner import Runner
 from strata.cognition.services import Services
 from strata.core.config import Settings
+from strata.core.identity import ProcessIdentity, this_process
 from strata.core.ports import Adapter, ChatModel, Clock
 from strata.memory.coordination.leases import Leases
 from strata.memory.coordination.turn_queue import TurnQueue
@@ -127,10 +128,14 @@ class App:
     stemmer_loading: asyncio.Future[None] | None = None
 
     @classmethod
-    async def create(cls, settings: Settings, clock: Clock | None = None) -> App:
+    async def create(cls, settings: Settings, clock: Clock | None = None,
+                     identity: ProcessIdentity | None = None) -> App:
         """Everything wired once, in dependency order: each part gets the repositories and
-        ports it uses when it is built, and nothing is patched in afterwards."""
+        ports it uses when it is built, and nothing is patched in afterwards. `identity`: whom
+        this app's leases and claims name (default this process; a test running several apps
+        as several processes passes one each)."""
         clock = clock or default_clock(settings)
+        identity = identity or this_process()
         stemmer = asyncio.get_running_loop().run_in_executor(None, load_stemmer)
         # A small window (a local model's) bounds every prompt and background call's input.
         window = await model_window(settings)
@@ -161,7 +166,8 @@ class App:
         cognition = register_cognition_controls(commands, tools, settings, repos, clock, settle)
         # One turn at a time per channel across the processes on the database, and the turns
         # taken in and not yet answered (`strata.bot.scheduler`).
-        claims = ChannelClaims(Leases(db), ttl=timedelta(seconds=settings.bot.turn_lease_seconds))
+        claims = ChannelClaims(Leases(db), holder=identity.id,
+                               ttl=timedelta(seconds=settings.bot.turn_lease_seconds))
         queue = TurnQueue(db)
         processor = turn_processor(settings, repos, memory, timed_chat, clock, commands, tools,
                                    context, metered, metrics, recall_log, window, claims, queue)
@@ -173,7 +179,7 @@ class App:
             repos.transcript, processor, memory.facts, memory.extractor, memory.forgetter,
             commands, episodes=repos.episodes, recall=memory.recall, cutter=memory.cutter,
             row_indexer=memory.row_indexer, outbound=outbound, services=services,
-            runner=Runner(services, default_registry()), repos=repos,
+            runner=Runner(services, default_registry(), identity=identity), repos=repos,
             scheduler=TurnScheduler(processor, TurnIntake(db), queue, claims, clock, deliver_turn,
                                     max_turns=settings.telegram.max_turns),
             agents=AgentMemory(repos.agents, repos.persons, memory.facts, memory.recall, clock,

@@ -1,12 +1,14 @@
-"""Who does what across processes on one database: the process's name, named leases taken
-for it, and the channel claims that keep one turn at a time per channel.
+"""Who does what across processes on one database: named leases taken for this process
+(its identity is `strata.core.identity`'s), and the channel claims that keep one turn at a
+time per channel.
 
 One lease system: everything here is a row of `strata.memory.coordination.leases`
 (`turn:<channel id>` for a channel, `poll:<platform>:<account>` for the process fetching a
 platform account's messages). Lease times are on `wall`, the real clock: a lease is about
 whether a process still lives, not about the bot's (perhaps simulated) time. A lease held by a
 process of this host that no longer runs is taken over at once (a restart after a crash does
-not wait it out); one held on another host is waited out (`ttl`). Imports `strata.core` and
+not wait it out; `holder_gone`, the same test the job claims use); one held on another host
+is waited out (`ttl`). Imports `strata.core` and
 `strata.memory.coordination.leases`.
 """
 
@@ -15,41 +17,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
-import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from strata.core.clock import SystemClock
+from strata.core.identity import holder_gone, this_process
 from strata.core.ports import Clock
 from strata.memory.coordination.leases import Leases
 
 log = logging.getLogger(__name__)
-
-
-def process_name() -> str:
-    """This process's name as a lease holder: host, pid and a random part (a pid is reused
-    after a restart; the random part tells the two lives apart)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def holder_gone(holder: str) -> bool:
-    """Whether lease holder `holder` (a `process_name`) is a process of this host that no
-    longer runs: its leases need not be waited out (a restart after a crash answers at once).
-    A holder on another host, or whose pid runs (perhaps reused), counts as alive."""
-    host, _, rest = holder.partition(":")
-    pid = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # it exists but is not ours to signal
-        return False
-    return False
 
 
 async def take_lease(leases: Leases, name: str, holder: str, now: datetime,
@@ -74,7 +51,7 @@ class ChannelClaims:
     """
 
     leases: Leases | None = None
-    holder: str = field(default_factory=process_name)
+    holder: str = field(default_factory=lambda: this_process().id)
     ttl: timedelta = timedelta(seconds=30)
     wall: Clock = field(default_factory=SystemClock)
     max_wait: float = 0.5  # seconds between attempts while another process holds the lease

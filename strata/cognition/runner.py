@@ -19,8 +19,11 @@ it looks at a person's jobs a runner claims that person (one statement; the winn
 of the person's jobs one after another, as a single process does); a person held by another live
 runner is skipped. A runner that dies leaves claims, open runs and claimed reminders that
 expire with its lease; any live runner then interrupts the runs and frees the reminders, and
-the next pass claims the person. A runner starting under the name of one that stopped (the
-same host:pid, or `cognition.runner_name`) frees that one's claims at once.
+the next pass claims the person. A runner's id is its process's identity
+(`strata.core.identity`, the one its channel leases carry): a runner whose process is gone
+from this host is retired at once by any runner's recovery, and a runner starting under the
+name of one that stopped (the same host:pid, or `cognition.runner_name`) frees that one's
+claims at once.
 
 Tests drive `tick()` / `check_jobs()` / `run_job()` directly after moving a `ManualClock`.
 May import `bot` and `memory`.
@@ -31,9 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import secrets
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timedelta
 
@@ -44,17 +44,12 @@ from strata.cognition.reminders import deliver_due
 from strata.cognition.services import Services
 from strata.core.config_sections import CognitionSettings
 from strata.core.errors import BudgetExhaustedError, ConfigError, ModelError
+from strata.core.identity import ProcessIdentity, this_process
 from strata.core.types import OwnerKind, Person
 
 log = logging.getLogger(__name__)
 
 Sleep = Callable[[float], Awaitable[None]]
-
-
-def default_runner_name() -> str:
-    """host:pid: what a process restarted in the same container (same host name, same pid 1)
-    is recognised by, so it frees its previous life's claims at once."""
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 class Runner:
@@ -67,8 +62,11 @@ class Runner:
         name: str | None = None,
         jobs: bool | None = None,
         reminders: bool = True,
+        identity: ProcessIdentity | None = None,
     ) -> None:
         """`name`: the runner's stable name (default `cognition.runner_name`, else host:pid);
+        `identity`: the process it runs in (default this one's; tests simulating several
+        processes in one pass their own);
         `jobs`: run the background jobs (default `strata.cognition.jobs`); `reminders`: deliver
         reminders and scheduled prompts."""
         self.services = services
@@ -81,9 +79,10 @@ class Runner:
                 f"are: {', '.join(names)}"
             )
         self._sleep = sleep
-        self.name = name or services.settings.cognition.runner_name or default_runner_name()
-        # This life of the runner: a restart under the same name is a new id.
-        self.id = f"{self.name}/{secrets.token_hex(4)}"
+        identity = identity or this_process()
+        self.name = name or services.settings.cognition.runner_name or identity.name
+        # This life of the process: a restart under the same name is a new id.
+        self.id = identity.id
         self.lease = timedelta(seconds=services.settings.cognition.runner_lease_seconds)
         self.jobs = services.settings.cognition.jobs if jobs is None else jobs
         self.reminders = reminders
@@ -169,7 +168,12 @@ class Runner:
 
     async def recover(self, now: datetime) -> tuple[int, int]:
         """Close the open runs and free the claimed reminders of runners that are gone (their
-        lease ran out): never those of a live process, never this runner's own."""
+        lease ran out, or their process is gone from this host): never those of a live
+        process, never this runner's own."""
+        dead = await self.services.leases.retire_dead(now)
+        if dead:
+            log.info("runners %s: their processes are gone; their claims are free",
+                     ", ".join(dead))
         stale = await self.services.runs.interrupt_stale(now, self.id)
         released = await self.services.reminders.release_stale_claims(now, self.id)
         if stale or released:

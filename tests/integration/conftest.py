@@ -11,6 +11,7 @@ import pytest
 from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
+from strata.core.identity import ProcessIdentity
 from tests.fakes.web_sources import WebSources
 
 AppFactory = Callable[..., Awaitable[App]]
@@ -26,7 +27,8 @@ async def make_app(settings: Settings, clock: ManualClock) -> AsyncIterator[AppF
             # Extractive episodes: after-turn work takes no scripted reply meant for a turn.
             "episodes": settings.episodes.model_copy(update={"use_model": False}),
         })
-        application = await App.create(s, clock=clock)
+        # Each app is a process of its own: its own leases, claims and runner row.
+        application = await App.create(s, clock=clock, identity=ProcessIdentity.mint())
         apps.append(application)
         return application
 

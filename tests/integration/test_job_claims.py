@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -24,6 +26,7 @@ from strata.cognition.registry import BaseJob, JobContext, JobOutcome, JobRegist
 from strata.cognition.runner import Runner
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
+from strata.core.identity import ProcessIdentity
 from strata.core.types import Person
 from strata.memory.coordination.claims import RunnerLeases
 from tests.integration.conftest import AppFactory
@@ -57,7 +60,9 @@ class Recorded(BaseJob):
 
 def runner(app: App, name: str, jobs: list[BaseJob]) -> Runner:
     assert app.services is not None
-    return Runner(app.services, JobRegistry(jobs), name=name)  # type: ignore[arg-type]
+    # A process of its own: its own identity, so its claims are its own.
+    return Runner(app.services, JobRegistry(jobs), name=name,  # type: ignore[arg-type]
+                  identity=ProcessIdentity.mint(name))
 
 
 async def people(app: App, clock: ManualClock, n: int) -> list[Person]:
@@ -179,6 +184,49 @@ async def test_a_restart_under_the_same_name_frees_its_previous_claims_at_once(
     names = {r.name for r in await leases.live(clock.now())}
     rows = {str(r[0]) for r in await one.db.fetchall("SELECT name FROM runners")}
     assert names == rows == {"host:7", "host:9"}
+
+
+def exited_pid() -> int:
+    """The pid of a process that ran and exited: a real dead process of this host."""
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    return int(done.stdout)
+
+
+async def test_a_runner_whose_process_died_on_this_host_frees_its_claims_at_once(
+        make_app: AppFactory, clock: ManualClock) -> None:
+    """Within its lease, a crashed runner's person claim, open run and reminder claim are
+    free at the next start-up, as a dead process's channel leases are; a runner on another
+    host is waited out."""
+    one, two = await make_app(), await make_app()
+    [alice, bob] = await people(one, clock, 2)
+    chat = await channel(one.db, alice, "a", clock)
+    services = one.services
+    assert services is not None
+    leases, now, pid = services.leases, clock.now(), exited_pid()
+    here = ProcessIdentity.mint()
+    crashed = ProcessIdentity(here.host, pid, "dead0000", "crashed")
+    away = ProcessIdentity(f"not-{here.host}", pid, "away0000", "away")
+    for gone in (crashed, away):  # what each left: a row with a lease still running
+        await leases.register(gone.id, gone.name, now, LEASE)
+    assert await leases.claim(alice.id, crashed.id, now)
+    assert await leases.claim(bob.id, away.id, now)
+    run = await services.runs.start("a", alice.id, now, crashed.id)
+    made = await services.reminders.add(owner_id=alice.id, channel_id=chat.id,
+                                        kind="reminder", text="tea", due_at=now,
+                                        timezone="UTC", now=now)
+    assert await services.reminders.claim(made, now, crashed.id)
+
+    fresh = runner(two, "fresh", [])
+    await fresh.start_up()  # the clock has not moved: only the dead process is seen through
+    assert await leases.holder(alice.id, now) is None
+    assert await leases.holder(bob.id, now) == away.id
+    assert await leases.claim(alice.id, fresh.id, now)
+    [old] = await services.runs.runs(person_id=alice.id)
+    assert old.id == run and old.status == "interrupted"
+    got = await services.reminders.get(made.id)
+    assert got is not None and got.state == "pending"
+    assert {r.id for r in await leases.live(now)} == {away.id, fresh.id}
 
 
 async def test_a_starting_runner_leaves_a_live_runners_reminder_claim_alone(

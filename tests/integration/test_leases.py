@@ -4,12 +4,14 @@ expired or once its holder's process is gone, and a turn queued once."""
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 
-from strata.bot.claims import ChannelClaims, holder_gone, process_name, take_lease
+from strata.bot.claims import ChannelClaims, take_lease
 from strata.core.clock import ManualClock
+from strata.core.identity import ProcessIdentity, holder_gone, this_process
 from strata.core.types import InboundMessage
 from strata.memory.coordination.leases import Leases
 from strata.memory.coordination.turn_queue import NewTurn, TurnQueue
@@ -41,17 +43,25 @@ async def test_racing_takers_get_one_lease(db: Database) -> None:
     assert sum(won) == 1
 
 
+def test_this_process_has_one_identity() -> None:
+    me = this_process()
+    assert this_process() is me  # made once: every lease and the runner row carry the same
+    host, pid, nonce = me.id.split(":")
+    assert (host, int(pid), me.name) == (me.host, os.getpid(), f"{host}:{pid}") and nonce
+    assert ProcessIdentity.mint().id != me.id  # another life of this pid tells apart
+
+
 async def test_a_dead_process_on_this_host_is_taken_over_at_once(db: Database) -> None:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    gone = f"{process_name().split(':')[0]}:{dead}:0000"
-    assert holder_gone(gone) and not holder_gone(process_name())
+    gone = f"{this_process().id.split(':')[0]}:{dead}:0000"
+    assert holder_gone(gone) and not holder_gone(this_process().id)
     assert not holder_gone(f"elsewhere:{dead}:0000")  # another host: wait for the lease
     leases = Leases(db)
     assert await leases.take("turn:1", gone, T0, TTL)
-    assert await take_lease(leases, "turn:1", process_name(), T0, TTL)
+    assert await take_lease(leases, "turn:1", this_process().id, T0, TTL)
     assert await leases.take("turn:2", f"elsewhere:{dead}:0000", T0, TTL)
-    assert not await take_lease(leases, "turn:2", process_name(), T0, TTL)
+    assert not await take_lease(leases, "turn:2", this_process().id, T0, TTL)
 
 
 async def test_channel_claims_exclude_each_other_across_holders(db: Database) -> None:

@@ -13,6 +13,7 @@ import pytest
 from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
+from strata.core.identity import ProcessIdentity
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 from .test_turns import msg
@@ -47,7 +48,8 @@ def quiet(settings: Settings) -> Settings:
 
 
 async def open_app(apps: list[App], settings: Settings, clock: ManualClock) -> tuple[App, Inbox]:
-    app = await App.create(quiet(settings), clock=clock)
+    # Each opening is a new process (a restart): a new identity, as after a real one.
+    app = await App.create(quiet(settings), clock=clock, identity=ProcessIdentity.mint())
     apps.append(app)
     inbox = Inbox()
     app.outbound.register("console", inbox.send)

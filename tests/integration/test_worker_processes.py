@@ -1,6 +1,7 @@
 """`strata worker` as real processes on one PostgreSQL database: two workers share the persons'
-jobs and every due job runs once; a worker killed mid-job leaves a lease that runs out, and
-another worker then takes the person over. The fake model server answers over HTTP; its
+jobs and every due job runs once; a worker killed mid-job leaves a lease behind, and another
+worker then takes the person over (at once here: the dead worker's pid is gone from this
+host, `strata.core.identity`). The fake model server answers over HTTP; its
 answers are held back until the test says so, which is how the test makes sure both workers
 are up before any job finishes (no sleeps, no timing assertions: waits have deadlines).
 """
@@ -118,12 +119,14 @@ async def seed(url: str, n: int) -> None:
         await db.close()
 
 
-def job_runs(url: str) -> list[tuple[str, int, str, str]]:
-    """The background jobs' runs (not the metered after-turn calls): job, person, runner
-    name, status."""
+def job_runs(url: str, workers: list[Worker]) -> list[tuple[str, int, str, str]]:
+    """The background jobs' runs (not the metered after-turn calls): job, person, worker
+    name (told by the pid in the runner's process identity, host:pid:random), status."""
+    names = {str(w.proc.pid): w.name for w in workers}
     rows = query(url, "SELECT job, person_id, runner, status FROM job_runs"
                  " WHERE runner IS NOT NULL ORDER BY id")
-    return [(str(j), int(p), str(r).rsplit("/", 1)[0], str(s)) for j, p, r, s in rows]
+    return [(str(j), int(p), names.get(str(r).split(":")[1], str(r)), str(s))
+            for j, p, r, s in rows]
 
 
 @needs_postgres
@@ -144,7 +147,7 @@ async def test_two_worker_processes_share_the_jobs_and_each_due_job_runs_once(
     wait_for("both workers' first job check",
              lambda: all(w.said("job check done") for w in workers))
     assert [w.stop() for w in workers] == [0, 0]
-    runs = job_runs(pg_url)
+    runs = job_runs(pg_url, workers)
     assert runs, "no job ran"
     per_job = {}
     for job, pid, runner, status in runs:
@@ -177,7 +180,7 @@ async def test_a_killed_worker_s_person_is_taken_over_after_its_lease(
         # w1 holds the person and waits in a model call: kill it there.
         wait_for("w1 in a job", lambda: bool(query(
             pg_url, "SELECT 1 FROM job_runs WHERE status = 'running' AND runner LIKE %s",
-            ("w1/%",))))
+            (f"%:{first.proc.pid}:%",))))
         [(job,)] = query(pg_url, "SELECT job FROM job_runs WHERE status = 'running'")
         assert query(pg_url, "SELECT count(*) FROM job_leases")[0][0] == 1
         os.kill(first.proc.pid, signal.SIGKILL)
@@ -187,9 +190,10 @@ async def test_a_killed_worker_s_person_is_taken_over_after_its_lease(
     second = Worker(env, "w2")
     workers.append(second)
     wait_for("w2 to redo the job w1 was killed in", lambda: any(
-        j == job and r == "w2" and s in ("ok", "error") for j, _, r, s in job_runs(pg_url)))
+        j == job and r == "w2" and s in ("ok", "error")
+        for j, _, r, s in job_runs(pg_url, workers)))
     assert second.stop() == 0
-    runs = job_runs(pg_url)
+    runs = job_runs(pg_url, workers)
     interrupted = [r for r in runs if r[2] == "w1" and r[3] == "interrupted"]
     assert [(r[0], r[1]) for r in interrupted] == [(job, 1)]
     assert not [r for r in runs if r[3] == "running"]

@@ -12,7 +12,7 @@ atomic on its own (`Database.execute_atomic`): SQLite has one writer at a time, 
 PostgreSQL the row lock of `ON CONFLICT … DO UPDATE … WHERE` decides on the row's latest
 version, so claims do not take the engine's one write lock and several processes claim side
 by side. Times are the runners' own clocks: processes sharing a database
-need clocks that agree to well within a lease (NTP). Imports `bot` leaf modules and
+need clocks that agree to well within a lease (NTP). Imports `strata.core` and
 `strata.memory.engines.db`.
 """
 
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from strata.core.clock import from_iso, to_iso
+from strata.core.identity import holder_gone
 from strata.memory.engines.db import Database
 
 # A runner is live while `lease_until >= now`: the condition every claim is judged by.
@@ -100,9 +101,20 @@ class RunnerLeases:
             await conn.execute("DELETE FROM job_leases WHERE runner = ?", (runner_id,))
             await conn.execute("DELETE FROM runners WHERE id = ?", (runner_id,))
 
+    async def retire_dead(self, now: datetime) -> list[str]:
+        """Retire every runner whose process is gone from this host (`holder_gone` on its
+        id, a `strata.core.identity` id): its claims, open runs and reminder claims are free
+        at once instead of after its lease, as a dead holder's channel leases are. Returns
+        the runners retired."""
+        ids = [str(v) for (v,) in await self.db.fetchall("SELECT id FROM runners")]
+        dead = [runner_id for runner_id in ids if holder_gone(runner_id)]
+        for runner_id in dead:
+            await self.retire(runner_id, now)
+        return dead
+
     async def live(self, now: datetime) -> list[RunnerRow]:
         rows = await self.db.fetchall(
-            "SELECT * FROM runners WHERE lease_until >= ? ORDER BY started_at, id",
+            "SELECT * FROM runners WHERE lease_until >= ? ORDER BY started_at, name, id",
             (to_iso(now),))
         return [RunnerRow(r["id"], r["name"], from_iso(r["started_at"]),
                           from_iso(r["lease_until"])) for r in rows]
