@@ -21,7 +21,6 @@ ALLOWED: frozenset[str] = frozenset({
     "strata/adapters/discord/adapter.py",
     "strata/adapters/matrix/adapter.py",
     "strata/adapters/matrix/mapping.py",
-    "strata/adapters/telegram/adapter.py",
     "strata/app/compose.py",
     "strata/bot/turns.py",
     "strata/cognition/reminders.py",
