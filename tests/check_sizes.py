@@ -24,7 +24,6 @@ ALLOWED: frozenset[str] = frozenset({
     "strata/app/compose.py",
     "strata/bot/turns.py",
     "strata/cognition/reminders.py",
-    "strata/memory/engines/pg/database.py",
 })
 
 ROOT = Path(__file__).parents[1]
