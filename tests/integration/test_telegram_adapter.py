@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from strata.adapters.runtime import SORRY, deliver_turn
-from strata.adapters.telegram.adapter import MESSAGE_LIMIT, TelegramAdapter, utf16_len
+from strata.adapters.telegram.adapter import TelegramAdapter
+from strata.adapters.telegram.chat import MESSAGE_LIMIT, utf16_len
 from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.config import Settings, load_settings

@@ -13,7 +13,7 @@ p95 is printed. It is split in three, from what `strata run --log-level info` lo
 a turn slot (`telegram.max_turns` chats are answered at once; with the model as the bottleneck
 every slot holds a turn waiting for it, so this is the model's queue spilled into Strata's),
 the platform's waits (the time PTB's flood-control limiter held the chat's requests after the
-model's last byte: `strata.adapters.telegram.adapter.TimedRateLimiter`) and Strata's own work (the
+model's last byte: `strata.adapters.telegram.flood.TimedRateLimiter`) and Strata's own work (the
 rest: from the turn's start to its model request, and from the model's last byte to the final
 text, less flood control); beside them the floor, a bare HTTP round trip to the same fake.
 """

@@ -8,29 +8,32 @@ before `on_message` returns) and answered by whichever process on the database c
 chat; several processes may hold gateway sessions for one bot, and a DM that reaches each of
 them is queued once. The reply is shown through `room()` with the typing indicator on, streamed
 by throttled edits of one message and split at Discord's 2,000 characters on paragraph/sentence
-boundaries (`strata.adapters.base`). discord.py sleeps out REST 429s itself using Discord's headers;
-a wait longer than `max_ratelimit_timeout` surfaces as `RateLimited`, which is turned into
-`PlatformRateLimited` so streaming skips edits and sends are retried later. The memory commands
-arrive as DM text (`/forget cats`) and are also registered as slash commands that map to the
-same text. Imports `strata.adapters.base`, `strata.adapters.discord.mapping`, `bot` config, errors,
-ports and types, and discord.py.
+boundaries (`strata.adapters.base`; the reply operations are in `sending`). discord.py sleeps
+out REST 429s itself using Discord's headers; a wait longer than `max_ratelimit_timeout`
+surfaces as `RateLimited`, which is turned into `PlatformRateLimited` so streaming skips edits
+and sends are retried later. The memory commands arrive as DM text (`/forget cats`) and are
+also registered as slash commands that map to the same text. Imports
+`strata.adapters.discord.*`, `strata.adapters.runtime`, `strata.core` and discord.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import logging
-from collections.abc import Awaitable, Iterator, Sequence
-from typing import TypeVar
+from collections.abc import Iterator, Sequence
 
-import aiohttp
 import discord
 from discord import app_commands
 
-from strata.adapters.base import PlatformRateLimited
 from strata.adapters.discord import mapping
+from strata.adapters.discord.sending import (
+    MESSAGE_LIMIT,
+    PLATFORM_ERRORS,
+    dm_ops,
+    interaction_ops,
+    rate_limited,
+)
 from strata.adapters.runtime import ReplyOps, deliver_turn, send_text
 from strata.core.config import Settings
 from strata.core.errors import ConfigError, PlatformError
@@ -39,22 +42,11 @@ from strata.core.types import InboundMessage, Intake
 
 log = logging.getLogger(__name__)
 
-MESSAGE_LIMIT = 2000
-# Discord shows "typing…" for about 10 s per trigger; refresh a little before it lapses.
-TYPING_EVERY = 8.0
-# Bots may upload 10 MiB per message without boosts; stay under it.
-FILE_LIMIT = 8 * 1024 * 1024
 # discord.py sleeps through shorter 429 waits itself (30 s is the smallest value it accepts).
 MAX_RATELIMIT_WAIT = 30.0
 
 UNLISTED_TEXT = "Hi! I'm a private bot and only talk with people on my allowlist — sorry."
 DM_ONLY_TEXT = "I only chat in direct messages — send me a DM."
-
-# What can go wrong when talking to Discord (REST errors, connection problems).
-_PLATFORM_ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError)
-
-Destination = discord.DMChannel | discord.PartialMessageable
-
 
 def intents(*, message_content: bool = True) -> discord.Intents:
     """DMs, plus guild messages only to point mentions to DMs. MESSAGE CONTENT is privileged
@@ -159,7 +151,7 @@ class DiscordAdapter:
         if self._commands and self._sync:
             try:
                 await client.tree.sync()
-            except _PLATFORM_ERRORS as exc:
+            except PLATFORM_ERRORS as exc:
                 log.warning("discord: could not register the slash commands: %s", exc)
         turns.attach(self)  # queued turns of Discord DMs (a crash's too) run from now on
         log.info("discord: connected as %s", client.user)
@@ -185,7 +177,7 @@ class DiscordAdapter:
             raise ConfigError(
                 "discord.token (STRATA_DISCORD_TOKEN): Discord refused the bot token"
             ) from None
-        except _PLATFORM_ERRORS as exc:
+        except PLATFORM_ERRORS as exc:
             await self._close_client()
             raise PlatformError(f"cannot reach Discord to log in: {exc}") from None
         task = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
@@ -237,47 +229,19 @@ class DiscordAdapter:
             raise PlatformError("the Discord adapter is not started")
         return self._client.get_partial_messageable(int(room_id), type=discord.ChannelType.private)
 
-    def _ops(self, channel: Destination) -> ReplyOps:
-        """How to talk back in one DM: send, edit, typing, files."""
-
-        async def send(text: str) -> str:
-            return await _rate_limited(_message_id(channel.send(text)))
-
-        async def edit(message_id: str, text: str) -> None:
-            await _rate_limited(channel.get_partial_message(int(message_id)).edit(content=text))
-
-        async def typing() -> None:
-            await _rate_limited(_typing(channel))
-
-        async def send_file(name: str, data: bytes) -> str:
-            file = _file(name, data)
-            if isinstance(file, str):  # too large: say so instead
-                return await send(file)
-            return await _rate_limited(_message_id(channel.send(file=file)))
-
-        return ReplyOps(
-            send=send,
-            edit=edit,
-            typing=typing,
-            send_file=send_file,
-            limit=MESSAGE_LIMIT,
-            min_edit_interval=self._edit_interval,
-            typing_every=TYPING_EVERY,
-        )
-
     def room(self, msg: InboundMessage, reply_to: str | None) -> ReplyOps:
         """How a turn's reply is shown in its DM (`Replier`)."""
-        return self._ops(self._destination(msg.room_id))
+        return dm_ops(self._destination(msg.room_id), self._edit_interval)
 
     async def send(self, room_id: str, text: str) -> list[str]:
         """Send `text` to a DM channel (split at 2,000 characters); the message ids."""
-        return await send_text(self._ops(self._destination(room_id)), text)
+        return await send_text(dm_ops(self._destination(room_id), self._edit_interval), text)
 
     async def _tell(self, channel: discord.abc.Messageable, text: str) -> None:
         """Best-effort short notice; a failure to deliver it is only logged."""
         try:
             await channel.send(text)
-        except _PLATFORM_ERRORS as exc:
+        except PLATFORM_ERRORS as exc:
             log.warning("discord: could not send a notice: %s", exc)
 
     # -- inbound ----------------------------------------------------------------------------
@@ -317,7 +281,7 @@ class DiscordAdapter:
         self._pointed.add(message.channel.id)
         try:
             await message.reply(DM_ONLY_TEXT, mention_author=False)
-        except _PLATFORM_ERRORS as exc:
+        except PLATFORM_ERRORS as exc:
             log.info("discord: could not point %s to DMs: %s", message.channel.id, exc)
 
     # -- slash commands ---------------------------------------------------------------------
@@ -341,68 +305,15 @@ class DiscordAdapter:
         turns = self._turns
         msg = mapping.interaction_to_inbound(interaction, text)
         if msg is None or turns is None:
-            await _rate_limited(interaction.response.send_message(DM_ONLY_TEXT, ephemeral=True))
+            await rate_limited(interaction.response.send_message(DM_ONLY_TEXT, ephemeral=True))
             return
         with self._tracked():
             # Discord wants an answer within 3 s; the command may take longer.
-            await _rate_limited(interaction.response.defer(thinking=True))
+            await rate_limited(interaction.response.defer(thinking=True))
             # Answered at once, outside the queue: the interaction lives in this process.
-            delivery = await deliver_turn(turns, msg, _interaction_ops(interaction))
+            delivery = await deliver_turn(turns, msg, interaction_ops(interaction))
             if delivery.result is None and delivery.error is None:
-                await _rate_limited(interaction.edit_original_response(content=UNLISTED_TEXT))
-
-
-def _interaction_ops(interaction: discord.Interaction) -> ReplyOps:
-    """Answers to a deferred interaction: the first part replaces the "thinking…" message,
-    the rest are follow-ups."""
-    answered = False
-
-    async def send(text: str) -> str:
-        nonlocal answered
-        if not answered:
-            answered = True
-            return await _rate_limited(
-                _message_id(interaction.edit_original_response(content=text))
-            )
-        return await _rate_limited(_message_id(interaction.followup.send(text, wait=True)))
-
-    async def send_file(name: str, data: bytes) -> str:
-        file = _file(name, data)
-        if isinstance(file, str):
-            return await send(file)
-        return await _rate_limited(_message_id(interaction.followup.send(file=file, wait=True)))
-
-    return ReplyOps(send=send, send_file=send_file, limit=MESSAGE_LIMIT)
-
-
-T = TypeVar("T")
-
-
-async def _rate_limited(call: Awaitable[T]) -> T:
-    """Await a discord.py call; a 429 wait too long for discord.py to sleep out itself becomes
-    `PlatformRateLimited` (streaming then skips an edit, sends are retried later)."""
-    try:
-        return await call
-    except discord.RateLimited as exc:
-        raise PlatformRateLimited(exc.retry_after) from exc
-
-
-async def _message_id(sent: Awaitable[discord.Message | discord.WebhookMessage]) -> str:
-    return str((await sent).id)
-
-
-async def _typing(channel: Destination) -> None:
-    await channel.typing()
-
-
-def _file(name: str, data: bytes) -> discord.File | str:
-    """`data` as a Discord file, or a note why it cannot be sent."""
-    if len(data) > FILE_LIMIT:
-        return (
-            f"(The file {name} is {len(data) / 1024 / 1024:.1f} MB, too large to send on "
-            "Discord; ask the operator to run `strata memory export` instead.)"
-        )
-    return discord.File(io.BytesIO(data), filename=name)
+                await rate_limited(interaction.edit_original_response(content=UNLISTED_TEXT))
 
 
 def _log_gateway_end(task: asyncio.Task[None]) -> None:

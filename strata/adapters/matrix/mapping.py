@@ -135,6 +135,32 @@ def edit_target(content: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _text_and_location(
+    content: Mapping[str, Any], sender_name: str
+) -> tuple[str, Location | None] | None:
+    """What a message event says, by its msgtype; None for a type the bot must not take in."""
+    msgtype = content.get("msgtype")
+    body = content.get("body")
+    if not isinstance(body, str):
+        return None
+    location: Location | None = None
+    if msgtype == "m.text":
+        text = strip_reply_fallback(body)
+    elif msgtype == "m.emote":
+        text = f"* {sender_name} {body}"
+    elif msgtype == "m.location":
+        geo = content.get("geo_uri")
+        location = parse_geo_uri(geo) if isinstance(geo, str) else None
+        if location is None:
+            return None
+        text = body if body and not body.startswith("geo:") else ""
+    elif msgtype in _MEDIA:
+        text = f"[sent {_MEDIA[msgtype]}: {body}]"
+    else:
+        return None  # m.notice (other bots: never answer, no loops) and unknown types
+    return text, location
+
+
 def to_inbound(
     event: Mapping[str, Any],
     room: RoomInfo,
@@ -153,25 +179,10 @@ def to_inbound(
     edited_of = edit_target(content)
     if edited_of is not None and isinstance(content.get("m.new_content"), Mapping):
         content = {**content["m.new_content"], "m.relates_to": content.get("m.relates_to")}
-    msgtype = content.get("msgtype")
-    body = content.get("body")
-    if not isinstance(body, str):
+    said = _text_and_location(content, sender_name or sender)
+    if said is None:
         return None
-    location: Location | None = None
-    if msgtype == "m.text":
-        text = strip_reply_fallback(body)
-    elif msgtype == "m.emote":
-        text = f"* {sender_name or sender} {body}"
-    elif msgtype == "m.location":
-        geo = content.get("geo_uri")
-        location = parse_geo_uri(geo) if isinstance(geo, str) else None
-        if location is None:
-            return None
-        text = body if body and not body.startswith("geo:") else ""
-    elif msgtype in _MEDIA:
-        text = f"[sent {_MEDIA[msgtype]}: {body}]"
-    else:
-        return None  # m.notice (other bots: never answer, no loops) and unknown types
+    text, location = said
     reply_to = reply_target(content)
     if room.is_private:
         addressed = True

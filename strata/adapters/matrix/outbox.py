@@ -1,0 +1,136 @@
+"""Talking back in Matrix rooms (`Outbox`): messages, `m.replace` edits, typing and files.
+
+nio is told never to retry 429s itself, so a 429 answer surfaces here as
+`PlatformRateLimited` (`retry_after` reads its wait): a streaming edit is skipped, a final send
+waits it out a bounded number of times (`strata.adapters.runtime`). Every event the bot sends is
+remembered (`own`, the newest 5,000): a reply to one of them addresses the bot in a shared room.
+Imports `strata.adapters.*` and nio.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections import Counter, OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from nio import AsyncClient, RoomSendError, RoomTypingError, UploadResponse
+
+from strata.adapters.base import PlatformRateLimited
+from strata.adapters.matrix.mapping import (
+    RoomInfo,
+    content_budget,
+    content_size,
+    edit_content,
+    reply_content,
+)
+from strata.adapters.runtime import ReplyOps, send_text
+from strata.core.errors import PlatformError
+
+log = logging.getLogger(__name__)
+
+OWN_REMEMBERED = 5000  # the bot's own event ids kept to recognise replies to it
+
+
+def retry_after(resp: Any) -> float | None:
+    """Seconds to wait when `resp` is a 429 answer, else None."""
+    if getattr(resp, "status_code", None) == "M_LIMIT_EXCEEDED":
+        ms = getattr(resp, "retry_after_ms", None) or 1000
+        return float(ms) / 1000
+    return None
+
+
+class Outbox:
+    """Sends through the adapter's logged-in client (`client()`), counting into `stats`."""
+
+    def __init__(self, client: Callable[[], AsyncClient], stats: Counter[str],
+                 edit_interval: float) -> None:
+        self.client = client
+        self.stats = stats
+        self.edit_interval = edit_interval
+        # Our own recent event ids: a reply to one of them addresses the bot in a shared room.
+        self.own: OrderedDict[str, None] = OrderedDict()
+
+    def remember_own(self, event_id: str) -> None:
+        self.own[event_id] = None
+        while len(self.own) > OWN_REMEMBERED:
+            self.own.popitem(last=False)
+
+    def ops(self, room: RoomInfo, reply_to: str | None) -> ReplyOps:
+        first = [reply_to]  # only the first message of a reply quotes the question
+
+        async def send(text: str) -> str:
+            quote, first[0] = first[0], None
+            return await self.send(room.room_id, reply_content(text, in_reply_to=quote))
+
+        async def edit(event_id: str, text: str) -> None:
+            await self.send(room.room_id, edit_content(event_id, text))
+
+        async def typing() -> None:
+            await self.typing(room.room_id, True)
+
+        async def send_file(name: str, data: bytes) -> str:
+            return await self.send_file(room, name, data)
+
+        return ReplyOps(
+            send=send,
+            edit=edit,
+            typing=typing,
+            send_file=send_file,
+            limit=content_budget(room.encrypted),
+            size=content_size,
+            min_edit_interval=self.edit_interval,
+        )
+
+    async def send_text(self, room_id: str, text: str, *, encrypted: bool) -> list[str]:
+        """`text` as plain replies to nobody, split to fit the room's event limit."""
+        ops = ReplyOps(send=lambda t: self.send(room_id, reply_content(t)),
+                       limit=content_budget(encrypted), size=content_size)
+        return await send_text(ops, text)
+
+    async def say(self, room_id: str, text: str) -> None:
+        """A best-effort notice: one that cannot be sent is only logged."""
+        try:
+            await self.send_text(room_id, text, encrypted=True)
+        except Exception:  # adapter boundary: an unsendable notice is only logged
+            log.warning("matrix: could not send a notice to %s", room_id, exc_info=True)
+
+    async def send(self, room_id: str, content: dict[str, Any]) -> str:
+        resp = await self.client().room_send(
+            room_id, "m.room.message", content, ignore_unverified_devices=True
+        )
+        if isinstance(resp, RoomSendError):
+            wait = retry_after(resp)
+            if wait is not None:
+                self.stats["rate_limited"] += 1
+                raise PlatformRateLimited(wait)
+            raise PlatformError(f"matrix: sending to {room_id} failed: {resp.message}")
+        self.remember_own(resp.event_id)
+        self.stats["edits" if "m.new_content" in content else "sent"] += 1
+        return str(resp.event_id)
+
+    async def typing(self, room_id: str, on: bool) -> None:
+        resp = await self.client().room_typing(room_id, on, timeout=15_000)
+        if isinstance(resp, RoomTypingError):
+            wait = retry_after(resp)
+            if wait is not None:
+                raise PlatformRateLimited(wait)
+
+    async def send_file(self, room: RoomInfo, name: str, data: bytes) -> str:
+        resp, keys = await self.client().upload(
+            io.BytesIO(data), content_type="application/json", filename=name,
+            encrypt=room.encrypted, filesize=len(data),
+        )
+        if not isinstance(resp, UploadResponse):
+            wait = retry_after(resp)
+            if wait is not None:
+                raise PlatformRateLimited(wait)
+            raise PlatformError(f"matrix: uploading {name} failed: {resp.message}")
+        content: dict[str, Any] = {"msgtype": "m.file", "body": name,
+                                   "info": {"size": len(data), "mimetype": "application/json"}}
+        if keys is not None:
+            content["file"] = {**keys, "url": resp.content_uri}
+        else:
+            content["url"] = resp.content_uri
+        return await self.send(room.room_id, content)
