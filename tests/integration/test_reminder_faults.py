@@ -15,6 +15,7 @@ import pytest
 from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
+from strata.core.identity import ProcessIdentity
 from strata.memory.domain.reminders import Reminder
 
 from .test_turns import msg
@@ -51,7 +52,8 @@ async def open_app(apps: list[App], settings: Settings, clock: ManualClock,
     s = settings.model_copy(update={
         "episodes": settings.episodes.model_copy(update={"use_model": False}),
         "cognition": settings.cognition.model_copy(update=cognition)})
-    app = await App.create(s, clock=clock)
+    # Each opening is a new process (a restart or a crash): a new identity, as after a real one.
+    app = await App.create(s, clock=clock, identity=ProcessIdentity.mint())
     apps.append(app)
     app.outbound.register("console", platform.send)
     return app
