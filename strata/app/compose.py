@@ -181,7 +181,7 @@ class App:
             row_indexer=memory.row_indexer, outbound=outbound, services=services,
             runner=Runner(services, default_registry(), identity=identity), repos=repos,
             scheduler=TurnScheduler(processor, TurnIntake(db), queue, claims, clock, deliver_turn,
-                                    max_turns=settings.telegram.max_turns),
+                                    max_turns=settings.bot.max_turns),
             agents=AgentMemory(repos.agents, repos.persons, memory.facts, memory.recall, clock,
                                processor.background_channel),
             metrics=metrics, web_links=web_links, web_command=web_command,

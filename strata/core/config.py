@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import (
     ValidationError,
+    model_validator,
 )
 from pydantic_settings import (
     BaseSettings,
@@ -49,6 +50,10 @@ from strata.core.errors import ConfigError
 log = logging.getLogger(__name__)
 
 
+# Keys that moved: (old section, old key) → (section, key).
+MOVED_KEYS = {("telegram", "max_turns"): ("bot", "max_turns")}
+
+
 class Settings(BaseSettings):
     """Every section. `load_settings` builds it from the TOML file and the environment."""
 
@@ -73,6 +78,25 @@ class Settings(BaseSettings):
     cognition: CognitionSettings = CognitionSettings()
     mcp: McpSettings = McpSettings()
     web: WebSettings = WebSettings()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_keys(cls, data: Any) -> Any:
+        """Keys that moved section are still read from their old place (with a warning); the
+        new place wins when both are given."""
+        if not isinstance(data, dict):
+            return data
+        for (old_section, old_key), (section, key) in MOVED_KEYS.items():
+            old = data.get(old_section)
+            if isinstance(old, dict) and old_key in old:
+                log.warning("config %s.%s is now %s.%s: please rename it",
+                            old_section, old_key, section, key)
+                data = {**data, old_section: {k: v for k, v in old.items() if k != old_key}}
+                new = data.get(section)
+                new = dict(new) if isinstance(new, dict) else {}
+                new.setdefault(key, old[old_key])
+                data[section] = new
+        return data
 
     @classmethod
     def settings_customise_sources(

@@ -122,6 +122,9 @@ class BotSettings(_Section):
     # Several processes on one database: the process answering a channel's turn holds the
     # channel's lease, renewed while it works; a process that dies frees it after this long.
     turn_lease_seconds: float = Field(default=30.0, gt=0)
+    # Chats one process answers at once, all platforms together (more wait for a slot here or
+    # in another process).
+    max_turns: int = Field(default=32, gt=0)
     # A simulation and testing aid, never for production: read "now" from this file (one
     # ISO-8601 time stamp, rewritten to move time) instead of the system clock, so several
     # processes share one simulated clock. Empty: the system clock.
@@ -243,8 +246,6 @@ class TelegramSettings(_Section):
     # Several processes on one bot token: one polls getUpdates at a time, holding this lease
     # (renewed before every poll); another takes over when the poller has been gone this long.
     poll_lease_seconds: float = Field(default=30.0, ge=3)
-    # Turns one process answers at once (chats beyond it wait for this or another process).
-    max_turns: int = Field(default=32, gt=0)
 
 
 class MatrixSettings(_Section):

@@ -133,7 +133,7 @@ def test_three_processes_share_one_database_and_one_telegram_bot(
         STRATA_TELEGRAM_TOKEN=fake.token,
         STRATA_TELEGRAM_BASE_URL=fake.base_url,
         STRATA_TELEGRAM_POLL_LEASE_SECONDS="6",
-        STRATA_TELEGRAM_MAX_TURNS=str(MAX_TURNS),
+        STRATA_BOT_MAX_TURNS=str(MAX_TURNS),
         STRATA_BOT_CLOCK_FILE=str(clock_file),
         STRATA_BOT_TURN_LEASE_SECONDS="5",
         STRATA_BOT_STREAM="false",

@@ -144,3 +144,20 @@ def test_an_existing_local_database_is_kept_with_a_notice(tmp_path: Path,
     notes.clear()
     s = load_settings(None, env={**env, "STRATA_DB": "elsewhere.db"}, notice=notes.append)
     assert s.db.path == "elsewhere.db" and notes == []
+
+
+def test_max_turns_lives_in_bot_and_the_old_telegram_key_still_works(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The turn slots bound every platform, so the key is `bot.max_turns`; configs written
+    when it was `telegram.max_turns` keep working (with a warning naming the new key)."""
+    assert load_settings(None, env={}).bot.max_turns == 32
+    assert load_settings(None, env={"STRATA_BOT_MAX_TURNS": "5"}).bot.max_turns == 5
+    old = tmp_path / "old.toml"
+    old.write_text("[telegram]\nmax_turns = 7\n")
+    with caplog.at_level("WARNING"):
+        assert load_settings(old, env={}).bot.max_turns == 7
+    assert "bot.max_turns" in caplog.text
+    assert load_settings(None, env={"STRATA_TELEGRAM_MAX_TURNS": "9"}).bot.max_turns == 9
+    both = tmp_path / "both.toml"
+    both.write_text("[bot]\nmax_turns = 3\n[telegram]\nmax_turns = 7\n")
+    assert load_settings(both, env={}).bot.max_turns == 3  # the new key wins

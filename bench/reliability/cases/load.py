@@ -10,7 +10,7 @@ turn overhead is the time a turn spends outside the model and its queue: from th
 can start (its push, or its chat's previous reply, since a chat's turns run in order) to its
 model request, plus from the model's last byte to the reply's final text on Telegram; its
 p95 is printed. It is split in three, from what `strata run --log-level info` logs: waiting for
-a turn slot (`telegram.max_turns` chats are answered at once; with the model as the bottleneck
+a turn slot (`bot.max_turns` chats are answered at once; with the model as the bottleneck
 every slot holds a turn waiting for it, so this is the model's queue spilled into Strata's),
 the platform's waits (the time PTB's flood-control limiter held the chat's requests after the
 model's last byte: `strata.adapters.telegram.flood.TimedRateLimiter`) and Strata's own work (the
@@ -157,7 +157,7 @@ async def load(ctx: Context) -> CaseResult:
     before: list[float] = []  # from the message (or the chat's previous reply) to the request
     after: list[float] = []  # from the model's last byte to the final text on Telegram
     waits: list[float] = []
-    queued: list[float] = []  # waiting for a turn slot (`telegram.max_turns`)
+    queued: list[float] = []  # waiting for a turn slot (`bot.max_turns`)
     for p in range(PERSONS):
         # A chat's turns run in order: a message waits for its chat's previous reply, which
         # waited for the model. That wait is the model's queue, so the turn starts later.
