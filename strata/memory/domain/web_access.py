@@ -42,16 +42,14 @@ class WebTokens:
 
     async def spend_link(self, token: str, now: datetime) -> int | None:
         """The person a live link was for, spending it; None for an unknown, used or expired
-        link (an expired one is deleted too)."""
-        key = token_hash(token)
-        row = await self.db.fetchone(
-            "SELECT person_id, expires_at FROM web_tokens WHERE token_hash = ? AND kind = 'link'",
-            (key,))
-        if row is None:
-            return None
-        won = await self.db.execute_atomic(
-            "DELETE FROM web_tokens WHERE token_hash = ? AND kind = 'link'", (key,)) == 1
-        if not won or from_iso(row["expires_at"]) <= now:
+        link (an expired one is deleted too). One `DELETE … RETURNING`: of two processes
+        spending the same link, exactly one gets the row."""
+        async with self.db.write() as conn:
+            cur = await conn.execute(
+                "DELETE FROM web_tokens WHERE token_hash = ? AND kind = 'link'"
+                " RETURNING person_id, expires_at", (token_hash(token),))
+            row = await cur.fetchone()
+        if row is None or from_iso(row["expires_at"]) <= now:
             return None
         return int(row["person_id"])
 
@@ -89,16 +87,18 @@ class RecallLogRepo:
         self.keep = keep
 
     async def add(self, owner_id: int, record: RecallRecord) -> None:
-        await self.db.execute_write(
-            "INSERT INTO recall_log (owner_id, channel_id, person_id, at, query, block)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (owner_id, record.channel_id, record.person_id, to_iso(record.at), record.query,
-             record.block))
-        # Keep the newest `keep`: the rows past them, by insertion order.
-        await self.db.execute_write(
-            "DELETE FROM recall_log WHERE owner_id = ? AND id <= (SELECT id FROM recall_log"
-            " WHERE owner_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
-            (owner_id, owner_id, self.keep))
+        # One transaction (one commit on the turn's path): the new block, then only the newest
+        # `keep` of the owner's stay, by insertion order.
+        async with self.db.write() as conn:
+            await conn.execute(
+                "INSERT INTO recall_log (owner_id, channel_id, person_id, at, query, block)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (owner_id, record.channel_id, record.person_id, to_iso(record.at), record.query,
+                 record.block))
+            await conn.execute(
+                "DELETE FROM recall_log WHERE owner_id = ? AND id <= (SELECT id FROM recall_log"
+                " WHERE owner_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
+                (owner_id, owner_id, self.keep))
 
     async def recent(self, owner_id: int) -> list[RecallRecord]:
         """Newest first."""
