@@ -102,4 +102,7 @@ async def test_hanging_embedder_costs_recall_not_the_turn(
     assert problems, "the embedder's failure is logged"
     assert all(r.exc_info is None and "Traceback" not in r.getMessage() for r in problems), [
         r.getMessage() for r in problems]
-    assert any("embedding" in r.getMessage() for r in problems)
+    # Recall itself gave up at its own limit (0.1 s), not the turn's deadline or the
+    # embedder's timeout: the turn then went on with keywords only.
+    assert any("no query embedding within 0.1 s" in r.getMessage() for r in problems), [
+        r.getMessage() for r in problems]
