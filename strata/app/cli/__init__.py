@@ -15,15 +15,13 @@ import importlib
 import importlib.util
 import os
 import sys
-from pathlib import Path
 
 from strata.app.cli import logs
 from strata.bot.embedded import EMBEDDED_DIM, embeds_locally, model_endpoints
 from strata.bot.visible import say
 from strata.core.config import Settings, default_db_path, load_settings
 from strata.core.errors import StrataError
-from strata.memory.engines.db import stored_dim
-from strata.memory.engines.pg import is_url
+from strata.memory.engines.db import new_sqlite_file, stored_dim
 
 # Subcommand modules, each with `register(subparsers)`; commands set `run=coroutine(args, s)`.
 MODULES = [
@@ -92,20 +90,12 @@ async def _stored_dimension(settings: Settings) -> Settings:
     if "dim" in settings.embed.model_fields_set:
         return settings
     stored = await stored_dim(settings.db.target)
-    if stored is None and _new_file(settings.db.target) and await embeds_locally(settings):
+    if stored is None and new_sqlite_file(settings.db.target) and await embeds_locally(settings):
         stored = EMBEDDED_DIM  # the size the first `strata chat` will embed with
     if stored is None or stored == settings.embed.dim:
         return settings
     return settings.model_copy(
         update={"embed": settings.embed.model_copy(update={"dim": stored})})
-
-
-def _new_file(target: str) -> bool:
-    """A SQLite database that does not exist yet (PostgreSQL keeps its own dimension check)."""
-    if is_url(target) or target == ":memory:":
-        return False
-    path = Path(target).expanduser()
-    return not path.exists() or path.stat().st_size == 0
 
 
 def _notice(text: str) -> None:

@@ -155,15 +155,22 @@ def _make_private(path: str) -> None:
         raise StorageError(f"cannot open database {path}: {exc}") from exc
 
 
+def new_sqlite_file(path: str | Path) -> bool:
+    """A SQLite database that does not exist yet (an empty file counts: SQLite writes its header
+    on the first write). False for a PostgreSQL URL or `:memory:`."""
+    if pg.is_url(path) or str(path) == ":memory:":
+        return False
+    file = Path(path).expanduser()
+    return not file.exists() or file.stat().st_size == 0
+
+
 async def stored_dim(path: str | Path) -> int | None:
     """The embedding dimension an existing SQLite database was created with, read without
     changing a byte (None: no database there yet, or a PostgreSQL URL, which keeps its own
     check). For commands that embed nothing and so may take whatever the file has."""
-    if pg.is_url(path) or str(path) == ":memory:":
+    if pg.is_url(path) or str(path) == ":memory:" or new_sqlite_file(path):
         return None
     file = Path(path).expanduser()
-    if not file.exists() or file.stat().st_size == 0:
-        return None
     require_strata(file)
     _, meta = await asyncio.to_thread(_prepare, str(file), 0, False, None, True)
     stored = meta.get("embed_dim")
