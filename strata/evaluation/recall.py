@@ -103,9 +103,17 @@ class Progress:
             self._bar.close()
 
 
+# The eval measures what recall finds, not how fast a busy embedder answers: a query's vector
+# may take this long (recall's own limit, 10 s, would silently turn a question on a loaded
+# machine into a keyword-only search and change the figures from run to run).
+QUERY_EMBED_SECONDS = 600.0
+
+
 def _settings_for(settings: Settings, target: str, options: EvalOptions,
                   assistant: str) -> Settings:
-    recall = settings.recall.model_copy(update={"budget_tokens": options.budget, "enabled": True})
+    recall = settings.recall.model_copy(update={
+        "budget_tokens": options.budget, "enabled": True,
+        "query_embed_seconds": max(settings.recall.query_embed_seconds, QUERY_EMBED_SECONDS)})
     episodes = settings.episodes.model_copy(update={"use_model": options.episodes == "llm"})
     # The assistant side is a person too: episodes name it as the bot's own name.
     bot = settings.bot.model_copy(update={"name": assistant})
@@ -165,6 +173,12 @@ async def recall_once(app: App, channel: Channel, person: Person, query: str) ->
     """
     assert app.recall is not None
     vector = await app.recall.embed_query(query)
+    if vector is None and query.strip():
+        # Recall would go on with keywords only (and has logged why): a figure made so is not
+        # the one asked for, so the eval stops instead of reporting it.
+        raise StrataError(f"the embedder gave no vector for the question {query[:60]!r} (see"
+                          " the warning above); the eval stops rather than report keyword-only"
+                          " recall as recall")
     start = time.perf_counter()
     result = await app.recall.search(channel.owner_id, query, app.clock.now(), vector=vector)
     elapsed = (time.perf_counter() - start) * 1000.0

@@ -239,3 +239,39 @@ def test_eval_recall_on_postgresql_cites_what_sqlite_cites(
         left = conn.execute("SELECT count(*) FROM pg_database WHERE datname LIKE 'strata_eval%'"
                             ).fetchone()
     assert left == (0,)
+
+
+async def test_eval_stops_when_a_question_gets_no_vector(
+        fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    """A question whose embedding fails (or would take longer than recall's own limit on a
+    busy embedder) is not silently measured as keyword-only recall: the eval stops and says
+    why, and a slow embedder gets the eval's own generous limit instead of recall's 10 s."""
+    from strata.app.compose import App
+    from strata.core.clock import ManualClock
+    from strata.core.config import load_settings
+    from strata.core.errors import StrataError
+    from strata.core.types import ChannelKind
+    from strata.evaluation.recall import (
+        QUERY_EMBED_SECONDS,
+        EvalOptions,
+        _settings_for,
+        recall_once,
+    )
+
+    settings = _settings_for(load_settings(None, env=strata_env(fake_openai, tmp_path / "x.db")),
+                             str(tmp_path / "eval.db"), EvalOptions(), "Bob")
+    assert settings.recall.query_embed_seconds == QUERY_EMBED_SECONDS
+    clock = ManualClock()
+    app = await App.create(settings, clock=clock)
+    try:
+        person = await app.persons.get_or_create("eval:A", "Alice", clock.now())
+        channel = await app.channels.get_or_create(
+            platform="eval", room_ref="A", owner_id=person.id, kind=ChannelKind.PRIVATE,
+            source="user", now=clock.now(), name="A")
+        fine = await recall_once(app, channel, person, "sourdough bread")
+        assert fine.block is None  # an empty memory: nothing to find, and no error
+        fake_openai.fail_next(status=400, path="embeddings")
+        with pytest.raises(StrataError, match="no vector for the question 'sourdough bread'"):
+            await recall_once(app, channel, person, "sourdough bread")
+    finally:
+        await app.close()
