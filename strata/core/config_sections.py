@@ -149,7 +149,7 @@ class RecallSettings(_Section):
     # or the janitor. A faded item is injected only if it scores at least faded_floor × the
     # best item (above 1: never). decay_floor 0: nothing fades.
     decay_floor: float = Field(default=0.05, ge=0, le=1)
-    faded_floor: float = Field(default=0.45, ge=0)
+    faded_floor: float = Field(default=0.35, ge=0)
     # The semantic scale's 1 is the mean cosine of this many best windows (one best window
     # alone is a noisy scale).
     semantic_top: int = Field(default=1, ge=1, le=100)

@@ -40,7 +40,7 @@ class RecallTuning:
     # scores at least `faded_floor` × the best item's score: an old memory needs a strong cue.
     # faded_floor > 1: faded items leave recall altogether. decay_floor 0: nothing fades.
     decay_floor: float = 0.05
-    faded_floor: float = 0.45
+    faded_floor: float = 0.35
     gate_bias: float = -0.4
     gate_cosine: float = 0.86
     gate_keyword: float = 5.47
