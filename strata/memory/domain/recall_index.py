@@ -17,7 +17,6 @@ their channels; a shared room's owner is the room's scope. Imports `bot` leaf mo
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -28,7 +27,8 @@ import numpy as np
 
 from strata.core.clock import from_iso
 from strata.memory.domain.profiles import sources_with, wildcard_prefixes_with
-from strata.memory.domain.recall_table import Postings, RowTable, add_words, build_table
+from strata.memory.domain.recall_table import RowTable, add_words, build_table
+from strata.memory.domain.recall_words import Postings
 from strata.memory.engines.db import Reads, Row, placeholders
 
 EPOCH_MINUTES = 60.0
@@ -88,14 +88,33 @@ MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augus
           "september", "october", "november", "december")
 
 
-def keyword_text(row: Row) -> str:
+def keyword_text(row: Row, month: int | None = None) -> str:
     """A row's searchable text: the speaker's name (questions use names), the content (the
     name only once when the content already begins with one) and the month it was said in
-    (questions ask what happened "in June"; the date itself is shown in the block's header)."""
+    (questions ask what happened "in June"; the date itself is shown in the block's header).
+    `month` (1–12): the row's, when the caller has parsed its time already."""
     content = str(row["content"])
     speaker = row["speaker"] if row["role"] == "user" else ""
     text = content if not speaker or NAMED.match(content) else f"{speaker} {content}"
-    return f"{text} {MONTHS[from_iso(row['ts']).month - 1]}"
+    return f"{text} {MONTHS[(month or from_iso(row['ts']).month) - 1]}"
+
+
+def times_of(stamps: Sequence[str]) -> tuple[np.ndarray, list[int]]:
+    """Minutes since the epoch (as `minutes_of`) and month (1–12) of stored times, parsed in
+    one go when all have the stored fixed-width UTC form (`to_iso`), else one by one."""
+    if all(len(t) == 27 and t[-1] == "Z" for t in stamps):
+        try:
+            at = np.array([t[:-1] for t in stamps], dtype="datetime64[us]")
+        except ValueError:
+            pass
+        else:
+            # Whole microseconds over 1e6 round as `datetime.timestamp()` does.
+            minutes = at.astype(np.int64) / 1e6 / EPOCH_MINUTES
+            months = at.astype("datetime64[M]").astype(np.int64) % 12 + 1
+            return minutes, months.tolist()
+    parsed = [from_iso(t) for t in stamps]
+    return (np.array([p.timestamp() / EPOCH_MINUTES for p in parsed], dtype=np.float64),
+            [p.month for p in parsed])
 
 
 class RowIndex:
@@ -135,7 +154,7 @@ class RowIndex:
             rows = cached if cached is not None else OwnerRows(owner_id, self.dim)
             last = rows.ids[-1] if rows.ids else 0
             new = await self._rows_after(owner_id, last)
-            if cached is None or len(rows.ids) + len(new) != fp[0]:
+            if cached is not None and len(rows.ids) + len(new) != fp[0]:
                 rows = OwnerRows(owner_id, self.dim)  # something was deleted: start over
                 new = await self._rows_after(owner_id, 0)
             self._append(rows, new)
@@ -151,8 +170,11 @@ class RowIndex:
     async def _rows_after(self, owner_id: int, after: int) -> list[Row]:
         where, params = self._where()
         return await self.reads.fetchall(
-            "SELECT t.id, t.channel_id, t.ts, t.role, t.content, p.name AS speaker"
-            " FROM transcript t LEFT JOIN persons p ON p.id = t.person_id"
+            # A row's vector comes with it when it has one (one round trip, one point
+            # lookup per row): a row with a vector has been passed by the indexer.
+            "SELECT t.id, t.channel_id, t.ts, t.role, t.content, p.name AS speaker,"
+            " v.embedding FROM transcript t LEFT JOIN persons p ON p.id = t.person_id"
+            " LEFT JOIN transcript_vec v ON v.row_id = t.id"
             f" WHERE {where} AND t.id > ? ORDER BY t.id",
             [owner_id, *params, after])
 
@@ -166,14 +188,35 @@ class RowIndex:
             if rows.vectors.shape[1] == self.dim:
                 grown[:start] = rows.vectors[:start]
             rows.vectors = grown
-        for r in new:
-            rows.ids.append(int(r["id"]))
-            rows.channel.append(int(r["channel_id"]))
-            rows.minutes.append(minutes_of(r["ts"]))
-            rows.texts.append(keyword_text(r))
-            rows.has_vec.append(False)
-            rows.settled.append(False)
+        minutes, months = times_of([r["ts"] for r in new])
+        rows.ids.extend(int(r["id"]) for r in new)
+        rows.channel.extend(int(r["channel_id"]) for r in new)
+        rows.minutes.extend(minutes.tolist())
+        rows.texts.extend(keyword_text(r, m) for r, m in zip(new, months, strict=True))
+        blobs = [r["embedding"] for r in new]
+        rows.has_vec.extend([False] * len(new))
+        # A row that came with a vector is settled; one without waits for its channel's cursor.
+        rows.settled.extend(b is not None for b in blobs)
+        self._put_vectors(rows, [start + i for i, b in enumerate(blobs) if b is not None],
+                          [b for b in blobs if b is not None])
         add_words(rows.postings, rows.lengths, rows.surface, rows.texts[start:])
+
+    def _put_vectors(self, rows: OwnerRows, at: Sequence[int], blobs: Sequence[bytes]) -> None:
+        """Store the rows' vectors, L2-normalised; a vector of another size, or a NaN or zero
+        one stored before vectors were checked, counts as none (keyword recall still works)."""
+        fits = [k for k, b in enumerate(blobs) if len(b) == 4 * self.dim]
+        if not fits:
+            return
+        mat = np.frombuffer(b"".join(blobs[k] for k in fits), dtype="<f4").reshape(-1, self.dim)
+        # Each row's own dot product, as `np.linalg.norm(vec)` of one row computes it: its
+        # axis=1 sum can differ in the last bit, and the cosines would no longer be exactly
+        # those of a search before the vectors were read in bulk.
+        norm = np.sqrt(np.matmul(mat[:, None, :], mat[:, :, None])[:, 0, 0])
+        usable = np.isfinite(norm) & (norm > 0)
+        where = np.asarray([at[k] for k in fits], dtype=np.int64)
+        rows.vectors[where[usable]] = mat[usable] / norm[usable, None]
+        for i, ok in zip(where.tolist(), usable.tolist(), strict=True):
+            rows.has_vec[i] = ok
 
     async def _settle_vectors(self, rows: OwnerRows) -> None:
         """Load the vectors of rows the row indexer has passed since the last look."""
@@ -188,16 +231,7 @@ class RowIndex:
             found = await self.reads.fetchall(
                 *self.reads.dialect.vectors_query("transcript_vec", "row_id", ids))
             at = {rid: i for rid, i in zip(ids, part, strict=True)}
-            for r in found:
-                i = at[int(r[0])]
-                vec = np.frombuffer(r[1], dtype="<f4")
-                if vec.shape[0] == self.dim:
-                    norm = float(np.linalg.norm(vec))
-                    usable = math.isfinite(norm) and norm > 0  # a NaN/zero vector stored
-                    # before vectors were checked counts as none (keyword recall still works)
-                    if usable:
-                        rows.vectors[i] = vec / norm
-                    rows.has_vec[i] = usable
+            self._put_vectors(rows, [at[int(r[0])] for r in found], [r[1] for r in found])
             for i in part:
                 rows.settled[i] = True
 

@@ -137,8 +137,7 @@ def window_scores(table: RowTable, stems: Sequence[str], vector: F32 | None,
         if not post:
             continue
         tf = np.zeros(n + 1, dtype=np.float64)
-        tf[np.fromiter(post.keys(), dtype=np.int64)] = np.fromiter(post.values(),
-                                                                    dtype=np.float64)
+        tf[post.rows] = post.counts
         wtf = tf[prev] + tf[centre] + tf[nxt]
         bm25 += idf[t] * wtf * (k1 + 1) / (wtf + norm)
     bm25 = np.where(mask, bm25, 0.0)
