@@ -3,8 +3,8 @@
 Recall ranks every window of an owner's memory per query (a matrix–vector product and a few
 BM25 posting lists), which needs the rows' words and vectors at hand. They are loaded from the
 database once per owner and kept fresh by a cheap check per search: the number and the newest
-id of the owner's recallable rows, and the row-vector cursors of the owner's channels. New rows
-are appended; a row whose vector arrives later gets it once its channel's cursor has passed it;
+id of the owner's rows (of any kind: the owner index alone answers), and the row-vector cursors
+of the owner's channels. New rows are appended; a row whose vector arrives later gets it once its channel's cursor has passed it;
 anything else (a deleted row: forget, pruning) reloads the owner. The text shown in a recall
 block is always read fresh from the database, never from this cache.
 
@@ -132,15 +132,23 @@ class RowIndex:
                 f" AND {allowed}", params)
 
     async def _fingerprint(self, owner_id: int) -> tuple[int, int, int]:
-        where, params = self._where()
+        """How many rows the owner has and the newest id, of every kind (the owner index
+        alone answers: ids are never reused, so any row added or deleted changes it), and
+        the sum of their channels' row-vector cursors."""
         rows = await self.reads.fetchall(
-            f"SELECT (SELECT count(*) FROM transcript t WHERE {where}),"
-            f" (SELECT coalesce(max(t.id), 0) FROM transcript t WHERE {where}),"
+            "SELECT (SELECT count(*) FROM transcript WHERE owner_id = ?),"
+            " (SELECT coalesce(max(id), 0) FROM transcript WHERE owner_id = ?),"
             " (SELECT coalesce(sum(v.last_row_id), 0) FROM transcript_vec_cursors v"
             "  JOIN channels c ON c.id = v.channel_id WHERE c.owner_id = ?)",
-            [owner_id, *params, owner_id, *params, owner_id])
+            [owner_id, owner_id, owner_id])
         r = rows[0]
         return int(r[0]), int(r[1]), int(r[2])
+
+    async def _count(self, owner_id: int) -> int:
+        """How many recallable rows the owner has."""
+        where, params = self._where()
+        return int((await self.reads.fetchall(
+            f"SELECT count(*) FROM transcript t WHERE {where}", [owner_id, *params]))[0][0])
 
     async def table(self, owner_id: int) -> tuple[OwnerRows, RowTable]:
         """The owner's rows, fresh as of now."""
@@ -154,13 +162,16 @@ class RowIndex:
             rows = cached if cached is not None else OwnerRows(owner_id, self.dim)
             last = rows.ids[-1] if rows.ids else 0
             new = await self._rows_after(owner_id, last)
-            if cached is not None and len(rows.ids) + len(new) != fp[0]:
+            if cached is not None and len(rows.ids) + len(new) != await self._count(owner_id):
                 rows = OwnerRows(owner_id, self.dim)  # something was deleted: start over
                 new = await self._rows_after(owner_id, 0)
             self._append(rows, new)
-            await self._settle_vectors(rows)
+            settled = await self._settle_vectors(rows)
             rows.fingerprint = fp
-            table = rows.rebuild()
+            if rows is cached and not new and not settled and rows.table is not None:
+                table = rows.table  # only rows recall never sees came (a tool row)
+            else:
+                table = rows.rebuild()
             self._owners[owner_id] = rows
             self._owners.move_to_end(owner_id)
             while len(self._owners) > OWNERS_KEPT:
@@ -213,13 +224,18 @@ class RowIndex:
         # those of a search before the vectors were read in bulk.
         norm = np.sqrt(np.matmul(mat[:, None, :], mat[:, :, None])[:, 0, 0])
         usable = np.isfinite(norm) & (norm > 0)
-        where = np.asarray([at[k] for k in fits], dtype=np.int64)
-        rows.vectors[where[usable]] = mat[usable] / norm[usable, None]
-        for i, ok in zip(where.tolist(), usable.tolist(), strict=True):
+        where = [at[k] for k in fits]
+        if usable.all() and where[-1] - where[0] == len(where) - 1:  # a run: no gather
+            rows.vectors[where[0]:where[-1] + 1] = mat / norm[:, None]
+        else:
+            index = np.asarray(where, dtype=np.int64)
+            rows.vectors[index[usable]] = mat[usable] / norm[usable, None]
+        for i, ok in zip(where, usable.tolist(), strict=True):
             rows.has_vec[i] = ok
 
-    async def _settle_vectors(self, rows: OwnerRows) -> None:
-        """Load the vectors of rows the row indexer has passed since the last look."""
+    async def _settle_vectors(self, rows: OwnerRows) -> int:
+        """Load the vectors of rows the row indexer has passed since the last look; return
+        how many rows were settled."""
         cursors = {int(r[0]): int(r[1]) for r in await self.reads.fetchall(
             "SELECT v.channel_id, v.last_row_id FROM transcript_vec_cursors v"
             " JOIN channels c ON c.id = v.channel_id WHERE c.owner_id = ?", (rows.owner_id,))}
@@ -234,6 +250,7 @@ class RowIndex:
             self._put_vectors(rows, [at[int(r[0])] for r in found], [r[1] for r in found])
             for i in part:
                 rows.settled[i] = True
+        return len(todo)
 
     async def texts(self, owner_id: int, row_ids: Sequence[int]) -> dict[int, Row]:
         """The rows as they are now, with their channel's provenance (for rendering)."""
