@@ -2,9 +2,10 @@
 
 Recall ranks every window of an owner's memory per query (a matrix–vector product and a few
 BM25 posting lists), which needs the rows' words and vectors at hand. They are loaded from the
-database once per owner and kept fresh by a cheap check per search: the number and the newest
-id of the owner's rows (of any kind: the owner index alone answers), and the row-vector cursors
-of the owner's channels. New rows are appended; a row whose vector arrives later gets it once its channel's cursor has passed it;
+database once per owner, each row with its vector when it has one, and kept fresh by a cheap
+check per search: the number and the newest id of the owner's rows (of any kind: the owner
+index alone answers), and the row-vector cursors of the owner's channels. New rows are
+appended; a row whose vector arrives later gets it once its channel's cursor has passed it;
 anything else (a deleted row: forget, pruning) reloads the owner. The text shown in a recall
 block is always read fresh from the database, never from this cache.
 

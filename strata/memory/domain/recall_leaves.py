@@ -17,7 +17,6 @@ from strata.memory.domain.episodes import LEAF
 from strata.memory.domain.recall_select import Unit
 from strata.memory.engines.db import Reads, placeholders
 
-
 I64 = npt.NDArray[np.int64]
 CHUNK = 500
 
