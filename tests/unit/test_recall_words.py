@@ -1,4 +1,5 @@
-"""Recall's words and neighbours computed for many rows at once are exactly those of the plain
+"""Recall's words and neighbours computed for many rows at once, and its best windows picked
+without a full sort, are exactly those of the plain
 row-by-row definitions (`tokens`, `surface_words`, a walk over the rows)."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from strata.memory.domain.recall_rank import best_first
 from strata.memory.domain.recall_table import add_words, link_neighbours, surface_words
 from strata.memory.domain.recall_words import Posting, Postings, merge, split_rows
 from strata.memory.domain.text import tokens
@@ -111,3 +113,14 @@ def test_neighbours_and_sessions_match_a_walk_over_the_rows(seed: int) -> None:
     got = link_neighbours(channel, minutes, 60.0)
     want = walk(channel.tolist(), minutes.tolist(), 60.0)
     assert [g.tolist() for g in got] == [list(w) for w in want]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_best_windows_come_in_a_full_stable_sorts_order(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    score = np.round(rng.normal(size=n), 1)  # many ties
+    score[rng.random(n) < 0.3] = -np.inf  # windows left out
+    for k in (1, 5, 100, n, n + 3):
+        np.testing.assert_array_equal(best_first(score, k),
+                                      np.argsort(-score, kind="stable")[:k])

@@ -54,6 +54,7 @@ from strata.memory.domain.recall_pack import pack, shares_for, window_units
 from strata.memory.domain.recall_rank import (
     RankTuning,
     WindowScores,
+    best_first,
     bm25_text,
     unit_semantic,
     window_scores,
@@ -213,7 +214,7 @@ class Recall:
         extras = [focus(c, ws.idf) for batch in found for c in batch
                   if not (c.cited_rows and all(r in rows.position and mask[rows.position[r]]
                                                for r in c.cited_rows))]
-        order = np.argsort(-ws.score, kind="stable")[: rank.pool]
+        order = best_first(ws.score, rank.pool)
         top = [int(i) for i in order if ws.valid[i]]
         if not top and not extras:
             return [], 0

@@ -195,6 +195,18 @@ def _semantic(sims: F32, norms: F64, has: npt.NDArray[np.bool_], prev: I64, nxt:
     return cosine, semantic, gate_z, mean, scale
 
 
+def best_first(score: F64, k: int) -> I64:
+    """The indices of the `k` highest scores, best first, ties in index order: the first `k`
+    of a stable argsort of −score, without sorting all of them (only those at or above the
+    k-th highest score are)."""
+    n = score.shape[0]
+    if k >= n or np.isnan(score).any():
+        return np.argsort(-score, kind="stable")[:k]
+    kth = np.partition(score, n - k)[n - k]
+    near = np.flatnonzero(score >= kth)
+    return near[np.argsort(-score[near], kind="stable")][:k]
+
+
 def keyword_coverage(table: RowTable, rows: Sequence[int], idf: dict[str, float]) -> float:
     """The idf-weighted share of the query's terms found in `rows`."""
     return coverage(idf, lambda t: any(r in table.postings.get(t, ()) for r in rows))
