@@ -1,6 +1,6 @@
 """Recall's words and neighbours computed for many rows at once, and its best windows picked
-without a full sort, are exactly those of the plain
-row-by-row definitions (`tokens`, `surface_words`, a walk over the rows)."""
+without a full sort, are exactly those of the plain definitions (`tokens` and `surface_words`
+row by row, a walk over the rows, a stable sort of every score)."""
 
 from __future__ import annotations
 
