@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from strata.memory.domain.recall_rank import best_first
-from strata.memory.domain.recall_table import add_words, link_neighbours, surface_words
+from strata.memory.domain.recall_rank import best_first, quotable
+from strata.memory.domain.recall_table import add_words, build_table, link_neighbours, surface_words
 from strata.memory.domain.recall_words import Posting, Postings, merge, split_rows
 from strata.memory.domain.text import tokens
 
@@ -124,3 +124,17 @@ def test_the_best_windows_come_in_a_full_stable_sorts_order(seed: int) -> None:
     for k in (1, 5, 100, n, n + 3):
         np.testing.assert_array_equal(best_first(score, k),
                                       np.argsort(-score, kind="stable")[:k])
+
+
+def test_notes_whose_rows_are_all_quotable_are_found_as_a_lookup_would() -> None:
+    table = build_table([10, 11, 12, 15], [1, 1, 1, 1], [0.0, 1.0, 2.0, 3.0],
+                        ["a", "b", "c", "d"], np.ones((4, 2), np.float32),
+                        np.ones(4, bool), 60.0)
+    mask = np.array([True, True, False, True])  # row 12 is in the prompt already
+    cited = [(), (10,), (10, 11, 15), (10, 12), (13,), (15, 99), (9,), (16,)]
+    position = {int(r): i for i, r in enumerate(table.ids)}
+    want = [bool(c) and all(r in position and mask[position[r]] for r in c) for c in cited]
+    assert quotable(table, mask, cited) == want == [False, True, True, False, False, False,
+                                                    False, False]
+    empty = build_table([], [], [], [], np.zeros((0, 2), np.float32), np.zeros(0, bool), 60.0)
+    assert quotable(empty, np.zeros(0, bool), [(1,), ()]) == [False, False]

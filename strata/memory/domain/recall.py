@@ -56,6 +56,7 @@ from strata.memory.domain.recall_rank import (
     WindowScores,
     best_first,
     bm25_text,
+    quotable,
     unit_semantic,
     window_scores,
 )
@@ -211,9 +212,10 @@ class Recall:
                            np.nan_to_num(salience) if rank.w_salience else None)
         # Extra candidates: left out when every row they cite is a live row that may be
         # quoted (a window); notes about rows left out as already shown still compete.
-        extras = [focus(c, ws.idf) for batch in found for c in batch
-                  if not (c.cited_rows and all(r in rows.position and mask[rows.position[r]]
-                                               for r in c.cited_rows))]
+        every = [c for batch in found for c in batch]
+        extras = [focus(c, ws.idf) for c, covered in
+                  zip(every, quotable(table, mask, [c.cited_rows for c in every]), strict=True)
+                  if not covered]
         order = best_first(ws.score, rank.pool)
         top = [int(i) for i in order if ws.valid[i]]
         if not top and not extras:

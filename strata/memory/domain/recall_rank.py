@@ -207,6 +207,21 @@ def best_first(score: F64, k: int) -> I64:
     return near[np.argsort(-score[near], kind="stable")][:k]
 
 
+def quotable(table: RowTable, mask: npt.NDArray[np.bool_],
+             cited: Sequence[Sequence[int]]) -> list[bool]:
+    """For each list of row ids: whether it is not empty and every row is in the table and
+    allowed by `mask` (all lists looked up in the table's ids at once)."""
+    counts = [len(c) for c in cited]
+    total = sum(counts)
+    if not total or not table.n:
+        return [False] * len(cited)
+    ids = np.fromiter((r for c in cited for r in c), np.int64, total)
+    at = np.minimum(np.searchsorted(table.ids, ids), table.n - 1)
+    ok = (table.ids[at] == ids) & mask[at]
+    bad = np.bincount(np.repeat(np.arange(len(cited)), counts)[~ok], minlength=len(cited))
+    return [n > 0 and not b for n, b in zip(counts, bad.tolist(), strict=True)]
+
+
 def keyword_coverage(table: RowTable, rows: Sequence[int], idf: dict[str, float]) -> float:
     """The idf-weighted share of the query's terms found in `rows`."""
     return coverage(idf, lambda t: any(r in table.postings.get(t, ()) for r in rows))
