@@ -110,7 +110,7 @@ def features(c: Conv, q: EvalQuestion, ws: WindowScores) -> Features:
     for stem, w in content.items():
         has = np.zeros(n + 1)
         if post := t.postings.get(stem):
-            has[np.fromiter(post.keys(), dtype=np.int64)] = 1.0
+            has[post.rows] = 1.0
         cover += w * np.maximum(np.maximum(has[prev], has[centre]), has[nxt])
     f["cover"] = cover / total
     kw, sem = np.append(ws.keyword, 0.0), np.append(ws.semantic, 0.0)

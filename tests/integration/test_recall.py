@@ -458,7 +458,7 @@ async def test_row_index_reads_the_words_of_new_rows_only(db: Database, emb: Ope
     again on every turn made the index cost grow with the whole memory (0.27 s of word
     splitting per turn at 10,000 rows): only the new rows are read; the table is the same
     as one built from scratch."""
-    import strata.memory.domain.recall_rank as rank
+    import strata.memory.domain.recall_words as words
     from strata.memory.domain.recall_index import RowIndex
 
     alice = await person(db, "alice", clock)
@@ -468,12 +468,11 @@ async def test_row_index_reads_the_words_of_new_rows_only(db: Database, emb: Ope
     rows = RowIndex(db, db.dim)
     await rows.table(alice.id)
     await turn(db, ch, alice, FACT, clock, reply="Lisbon, lovely.")
-    split = 0
+    split: list[int] = []  # how many rows each splitting into words was given
 
     def profile(frame: Any, event: str, arg: object) -> None:
-        nonlocal split
-        if event == "call" and frame.f_code is rank.tokens.__code__:
-            split += 1
+        if event == "call" and frame.f_code is words.split_rows.__code__:
+            split.append(len(frame.f_locals["texts"]))
 
     sys.setprofile(profile)
     try:
@@ -481,7 +480,7 @@ async def test_row_index_reads_the_words_of_new_rows_only(db: Database, emb: Ope
     finally:
         sys.setprofile(None)
     assert grown.n == 302
-    assert split == 2
+    assert split == [2]
     _, fresh = await RowIndex(db, db.dim).table(alice.id)
     assert grown.postings == fresh.postings and grown.words == fresh.words
     np.testing.assert_array_equal(grown.lengths, fresh.lengths)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -47,20 +47,22 @@ from strata.memory.domain.decay import EPISODE_TAU_DAYS
 from strata.memory.domain.episodes import LEAF, EpisodeRepo
 from strata.memory.domain.recall_focus import focus
 from strata.memory.domain.recall_gate import gate_features, gate_idf, gate_logit
-from strata.memory.domain.recall_index import RowIndex, recency_of
-from strata.memory.domain.recall_leaves import leaf_citations, leaf_signals, mark_faded, no_leaves
+from strata.memory.domain.recall_index import OWNERS_KEPT, OwnerRows, RowIndex, recency_of
+from strata.memory.domain.recall_leaves import LeafIndex, leaf_signals, mark_faded, no_leaves
 from strata.memory.domain.recall_names import unknown_name
 from strata.memory.domain.recall_pack import pack, shares_for, window_units
 from strata.memory.domain.recall_rank import (
     RankTuning,
     WindowScores,
+    best_first,
     bm25_text,
+    quotable,
     unit_semantic,
     window_scores,
 )
 from strata.memory.domain.recall_select import Unit
 from strata.memory.domain.recall_sources import EPISODE, EpisodeSource
-from strata.memory.domain.recall_table import surface_words
+from strata.memory.domain.recall_table import RowTable, surface_words
 from strata.memory.domain.recall_types import (
     Candidate,
     CandidateSource,
@@ -77,6 +79,15 @@ from strata.memory.engines.readers import ReaderPool
 log = logging.getLogger(__name__)
 
 QUERY_TOKENS = 512
+
+
+def _drop(loading: asyncio.Future[tuple[OwnerRows, RowTable]] | None) -> None:
+    """Cancel a load of an owner's rows nobody waits for any more (its error, if it failed
+    already, counts as seen: there is nothing to report it to)."""
+    if loading is not None:
+        loading.cancel()
+        if loading.done() and not loading.cancelled():
+            loading.exception()
 
 
 class Recall:
@@ -97,6 +108,7 @@ class Recall:
         # The episode (vector, keyword) searches and the row index run on these connections.
         self.pool = ReaderPool(db, size=4)
         self.index = RowIndex(self.pool, db.dim)
+        self.leaves = LeafIndex(self.pool, OWNERS_KEPT)
         self.repo = EpisodeRepo(db)
         self.sources: list[CandidateSource] = (
             list(sources) if sources is not None else [EpisodeSource(db, self.pool)]
@@ -144,8 +156,15 @@ class Recall:
         """
         now = now or self.clock.now()
         budget = self.tuning.budget_tokens if budget is None else budget
+        loading: asyncio.Future[tuple[OwnerRows, RowTable]] | None = None
         if vector is None:
-            vector = await self.embed_query(query)
+            # A person's first search loads their rows while the query is being embedded.
+            loading = asyncio.ensure_future(self.index.table(owner_id)) if budget > 0 else None
+            try:
+                vector = await self.embed_query(query)
+            except BaseException:  # cancelled (the turn's deadline): the load goes too
+                _drop(loading)
+                raise
         started = time.perf_counter()
         q = RecallQuery(
             owner_id=owner_id,
@@ -163,24 +182,28 @@ class Recall:
         considered = 0
         stems = query_stems(query)
         if budget > 0 and (stems or vector is not None):
-            items, considered = await self._search(q, stems, budget)
+            items, considered = await self._search(q, stems, budget, loading)
+        else:
+            _drop(loading)
         elapsed = (time.perf_counter() - started) * 1000
         return RecallResult(tuple(items), considered, round(elapsed, 3))
 
-    async def _search(self, q: RecallQuery, stems: list[str],
-                      budget: int) -> tuple[list[RecallItem], int]:
+    async def _search(self, q: RecallQuery, stems: list[str], budget: int,
+                      loading: Awaitable[tuple[OwnerRows, RowTable]] | None = None,
+                      ) -> tuple[list[RecallItem], int]:
+        """`loading`: the owner's rows, being loaded already."""
         rank = self.tuning.rank
         floor = self.tuning.decay_floor
         (rows, table), found, leaves = await asyncio.gather(
-            self.index.table(q.owner_id),
+            self.index.table(q.owner_id) if loading is None else loading,
             asyncio.gather(*(source.candidates(q) for source in self.sources)),
-            leaf_citations(self.pool, q.owner_id) if floor > 0 or rank.w_salience
+            self.leaves.citations(q.owner_id) if floor > 0 or rank.w_salience
             else no_leaves(),
         )
         mask = np.ones(table.n, dtype=bool)
         if q.skip_channel_id is not None:
             mask &= ~((table.channel == q.skip_channel_id) & (table.ids > q.skip_after_row_id))
-        leaf_weight, salience = leaf_signals(leaves, rows.position, table.n, q.now)
+        leaf_weight, salience = leaf_signals(leaves, table.ids, q.now)
         # A row whose citing live leaves have all faded has faded with them; a row no leaf
         # cites yet (a conversation still open) is new and has not.
         faded = leaf_weight < floor
@@ -189,10 +212,11 @@ class Recall:
                            np.nan_to_num(salience) if rank.w_salience else None)
         # Extra candidates: left out when every row they cite is a live row that may be
         # quoted (a window); notes about rows left out as already shown still compete.
-        extras = [focus(c, ws.idf) for batch in found for c in batch
-                  if not (c.cited_rows and all(r in rows.position and mask[rows.position[r]]
-                                               for r in c.cited_rows))]
-        order = np.argsort(-ws.score, kind="stable")[: rank.pool]
+        every = [c for batch in found for c in batch]
+        extras = [focus(c, ws.idf) for c, covered in
+                  zip(every, quotable(table, mask, [c.cited_rows for c in every]), strict=True)
+                  if not covered]
+        order = best_first(ws.score, rank.pool)
         top = [int(i) for i in order if ws.valid[i]]
         if not top and not extras:
             return [], 0

@@ -2,9 +2,10 @@
 
 Recall ranks every window of an owner's memory per query (a matrix–vector product and a few
 BM25 posting lists), which needs the rows' words and vectors at hand. They are loaded from the
-database once per owner and kept fresh by a cheap check per search: the number and the newest
-id of the owner's recallable rows, and the row-vector cursors of the owner's channels. New rows
-are appended; a row whose vector arrives later gets it once its channel's cursor has passed it;
+database once per owner, each row with its vector when it has one, and kept fresh by a cheap
+check per search: the number and the newest id of the owner's rows (of any kind: the owner
+index alone answers), and the row-vector cursors of the owner's channels. New rows are
+appended; a row whose vector arrives later gets it once its channel's cursor has passed it;
 anything else (a deleted row: forget, pruning) reloads the owner. The text shown in a recall
 block is always read fresh from the database, never from this cache.
 
@@ -17,7 +18,6 @@ their channels; a shared room's owner is the room's scope. Imports `bot` leaf mo
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -28,7 +28,8 @@ import numpy as np
 
 from strata.core.clock import from_iso
 from strata.memory.domain.profiles import sources_with, wildcard_prefixes_with
-from strata.memory.domain.recall_table import Postings, RowTable, add_words, build_table
+from strata.memory.domain.recall_table import RowTable, add_words, build_table
+from strata.memory.domain.recall_words import Postings
 from strata.memory.engines.db import Reads, Row, placeholders
 
 EPOCH_MINUTES = 60.0
@@ -88,14 +89,33 @@ MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augus
           "september", "october", "november", "december")
 
 
-def keyword_text(row: Row) -> str:
+def keyword_text(row: Row, month: int | None = None) -> str:
     """A row's searchable text: the speaker's name (questions use names), the content (the
     name only once when the content already begins with one) and the month it was said in
-    (questions ask what happened "in June"; the date itself is shown in the block's header)."""
+    (questions ask what happened "in June"; the date itself is shown in the block's header).
+    `month` (1–12): the row's, when the caller has parsed its time already."""
     content = str(row["content"])
     speaker = row["speaker"] if row["role"] == "user" else ""
     text = content if not speaker or NAMED.match(content) else f"{speaker} {content}"
-    return f"{text} {MONTHS[from_iso(row['ts']).month - 1]}"
+    return f"{text} {MONTHS[(month or from_iso(row['ts']).month) - 1]}"
+
+
+def times_of(stamps: Sequence[str]) -> tuple[np.ndarray, list[int]]:
+    """Minutes since the epoch (as `minutes_of`) and month (1–12) of stored times, parsed in
+    one go when all have the stored fixed-width UTC form (`to_iso`), else one by one."""
+    if all(len(t) == 27 and t[-1] == "Z" for t in stamps):
+        try:
+            at = np.array([t[:-1] for t in stamps], dtype="datetime64[us]")
+        except ValueError:
+            pass
+        else:
+            # Whole microseconds over 1e6 round as `datetime.timestamp()` does.
+            minutes = at.astype(np.int64) / 1e6 / EPOCH_MINUTES
+            months = at.astype("datetime64[M]").astype(np.int64) % 12 + 1
+            return minutes, months.tolist()
+    parsed = [from_iso(t) for t in stamps]
+    return (np.array([p.timestamp() / EPOCH_MINUTES for p in parsed], dtype=np.float64),
+            [p.month for p in parsed])
 
 
 class RowIndex:
@@ -113,15 +133,23 @@ class RowIndex:
                 f" AND {allowed}", params)
 
     async def _fingerprint(self, owner_id: int) -> tuple[int, int, int]:
-        where, params = self._where()
+        """How many rows the owner has and the newest id, of every kind (the owner index
+        alone answers: ids are never reused, so any row added or deleted changes it), and
+        the sum of their channels' row-vector cursors."""
         rows = await self.reads.fetchall(
-            f"SELECT (SELECT count(*) FROM transcript t WHERE {where}),"
-            f" (SELECT coalesce(max(t.id), 0) FROM transcript t WHERE {where}),"
+            "SELECT (SELECT count(*) FROM transcript WHERE owner_id = ?),"
+            " (SELECT coalesce(max(id), 0) FROM transcript WHERE owner_id = ?),"
             " (SELECT coalesce(sum(v.last_row_id), 0) FROM transcript_vec_cursors v"
             "  JOIN channels c ON c.id = v.channel_id WHERE c.owner_id = ?)",
-            [owner_id, *params, owner_id, *params, owner_id])
+            [owner_id, owner_id, owner_id])
         r = rows[0]
         return int(r[0]), int(r[1]), int(r[2])
+
+    async def _count(self, owner_id: int) -> int:
+        """How many recallable rows the owner has."""
+        where, params = self._where()
+        return int((await self.reads.fetchall(
+            f"SELECT count(*) FROM transcript t WHERE {where}", [owner_id, *params]))[0][0])
 
     async def table(self, owner_id: int) -> tuple[OwnerRows, RowTable]:
         """The owner's rows, fresh as of now."""
@@ -135,13 +163,16 @@ class RowIndex:
             rows = cached if cached is not None else OwnerRows(owner_id, self.dim)
             last = rows.ids[-1] if rows.ids else 0
             new = await self._rows_after(owner_id, last)
-            if cached is None or len(rows.ids) + len(new) != fp[0]:
+            if cached is not None and len(rows.ids) + len(new) != await self._count(owner_id):
                 rows = OwnerRows(owner_id, self.dim)  # something was deleted: start over
                 new = await self._rows_after(owner_id, 0)
             self._append(rows, new)
-            await self._settle_vectors(rows)
+            settled = await self._settle_vectors(rows)
             rows.fingerprint = fp
-            table = rows.rebuild()
+            if rows is cached and not new and not settled and rows.table is not None:
+                table = rows.table  # only rows recall never sees came (a tool row)
+            else:
+                table = rows.rebuild()
             self._owners[owner_id] = rows
             self._owners.move_to_end(owner_id)
             while len(self._owners) > OWNERS_KEPT:
@@ -151,8 +182,11 @@ class RowIndex:
     async def _rows_after(self, owner_id: int, after: int) -> list[Row]:
         where, params = self._where()
         return await self.reads.fetchall(
-            "SELECT t.id, t.channel_id, t.ts, t.role, t.content, p.name AS speaker"
-            " FROM transcript t LEFT JOIN persons p ON p.id = t.person_id"
+            # A row's vector comes with it when it has one (one round trip, one point
+            # lookup per row): a row with a vector has been passed by the indexer.
+            "SELECT t.id, t.channel_id, t.ts, t.role, t.content, p.name AS speaker,"
+            " v.embedding FROM transcript t LEFT JOIN persons p ON p.id = t.person_id"
+            " LEFT JOIN transcript_vec v ON v.row_id = t.id"
             f" WHERE {where} AND t.id > ? ORDER BY t.id",
             [owner_id, *params, after])
 
@@ -166,17 +200,43 @@ class RowIndex:
             if rows.vectors.shape[1] == self.dim:
                 grown[:start] = rows.vectors[:start]
             rows.vectors = grown
-        for r in new:
-            rows.ids.append(int(r["id"]))
-            rows.channel.append(int(r["channel_id"]))
-            rows.minutes.append(minutes_of(r["ts"]))
-            rows.texts.append(keyword_text(r))
-            rows.has_vec.append(False)
-            rows.settled.append(False)
+        minutes, months = times_of([r["ts"] for r in new])
+        rows.ids.extend(int(r["id"]) for r in new)
+        rows.channel.extend(int(r["channel_id"]) for r in new)
+        rows.minutes.extend(minutes.tolist())
+        rows.texts.extend(keyword_text(r, m) for r, m in zip(new, months, strict=True))
+        blobs = [r["embedding"] for r in new]
+        rows.has_vec.extend([False] * len(new))
+        # A row that came with a vector is settled; one without waits for its channel's cursor.
+        rows.settled.extend(b is not None for b in blobs)
+        self._put_vectors(rows, [start + i for i, b in enumerate(blobs) if b is not None],
+                          [b for b in blobs if b is not None])
         add_words(rows.postings, rows.lengths, rows.surface, rows.texts[start:])
 
-    async def _settle_vectors(self, rows: OwnerRows) -> None:
-        """Load the vectors of rows the row indexer has passed since the last look."""
+    def _put_vectors(self, rows: OwnerRows, at: Sequence[int], blobs: Sequence[bytes]) -> None:
+        """Store the rows' vectors, L2-normalised; a vector of another size, or a NaN or zero
+        one stored before vectors were checked, counts as none (keyword recall still works)."""
+        fits = [k for k, b in enumerate(blobs) if len(b) == 4 * self.dim]
+        if not fits:
+            return
+        mat = np.frombuffer(b"".join(blobs[k] for k in fits), dtype="<f4").reshape(-1, self.dim)
+        # Each row's own dot product, as `np.linalg.norm(vec)` of one row computes it: its
+        # axis=1 sum can differ in the last bit, and the cosines would no longer be exactly
+        # those of a search before the vectors were read in bulk.
+        norm = np.sqrt(np.matmul(mat[:, None, :], mat[:, :, None])[:, 0, 0])
+        usable = np.isfinite(norm) & (norm > 0)
+        where = [at[k] for k in fits]
+        if usable.all() and where[-1] - where[0] == len(where) - 1:  # a run: no gather
+            rows.vectors[where[0]:where[-1] + 1] = mat / norm[:, None]
+        else:
+            index = np.asarray(where, dtype=np.int64)
+            rows.vectors[index[usable]] = mat[usable] / norm[usable, None]
+        for i, ok in zip(where, usable.tolist(), strict=True):
+            rows.has_vec[i] = ok
+
+    async def _settle_vectors(self, rows: OwnerRows) -> int:
+        """Load the vectors of rows the row indexer has passed since the last look; return
+        how many rows were settled."""
         cursors = {int(r[0]): int(r[1]) for r in await self.reads.fetchall(
             "SELECT v.channel_id, v.last_row_id FROM transcript_vec_cursors v"
             " JOIN channels c ON c.id = v.channel_id WHERE c.owner_id = ?", (rows.owner_id,))}
@@ -188,18 +248,10 @@ class RowIndex:
             found = await self.reads.fetchall(
                 *self.reads.dialect.vectors_query("transcript_vec", "row_id", ids))
             at = {rid: i for rid, i in zip(ids, part, strict=True)}
-            for r in found:
-                i = at[int(r[0])]
-                vec = np.frombuffer(r[1], dtype="<f4")
-                if vec.shape[0] == self.dim:
-                    norm = float(np.linalg.norm(vec))
-                    usable = math.isfinite(norm) and norm > 0  # a NaN/zero vector stored
-                    # before vectors were checked counts as none (keyword recall still works)
-                    if usable:
-                        rows.vectors[i] = vec / norm
-                    rows.has_vec[i] = usable
+            self._put_vectors(rows, [at[int(r[0])] for r in found], [r[1] for r in found])
             for i in part:
                 rows.settled[i] = True
+        return len(todo)
 
     async def texts(self, owner_id: int, row_ids: Sequence[int]) -> dict[int, Row]:
         """The rows as they are now, with their channel's provenance (for rendering)."""

@@ -49,16 +49,12 @@ def row_shares(table: RowTable, rows: Sequence[int], stems: Sequence[str],
     avg = float(table.lengths.mean()) if table.n else 1.0
     norm = BM25_K1 * (1 - BM25_B + BM25_B * table.lengths[idx] / max(avg, 1.0))
     bm25 = np.zeros(len(rows))
-    where = {int(r): k for k, r in enumerate(idx)}
     for t in stems:
         post = table.postings.get(t)
         if not post:
             continue
-        tf = np.zeros(len(rows))
-        for r, count in post.items():  # a stem's rows are usually fewer than the shown ones
-            k = where.get(r)
-            if k is not None:
-                tf[k] = count
+        at = np.minimum(np.searchsorted(post.rows, idx), len(post) - 1)
+        tf = np.where(post.rows[at] == idx, post.counts[at], 0.0)
         bm25 += ws.idf.get(t, 0.0) * tf * (BM25_K1 + 1) / (tf + norm)
     keyword = bm25 / ws.bm25_best if ws.bm25_best > 0 else np.zeros(len(rows))
     semantic = np.zeros(len(rows))

@@ -137,8 +137,7 @@ def window_scores(table: RowTable, stems: Sequence[str], vector: F32 | None,
         if not post:
             continue
         tf = np.zeros(n + 1, dtype=np.float64)
-        tf[np.fromiter(post.keys(), dtype=np.int64)] = np.fromiter(post.values(),
-                                                                    dtype=np.float64)
+        tf[post.rows] = post.counts
         wtf = tf[prev] + tf[centre] + tf[nxt]
         bm25 += idf[t] * wtf * (k1 + 1) / (wtf + norm)
     bm25 = np.where(mask, bm25, 0.0)
@@ -194,6 +193,33 @@ def _semantic(sims: F32, norms: F64, has: npt.NDArray[np.bool_], prev: I64, nxt:
     expected = math.sqrt(2.0 * math.log(max(background.size, 2)))
     gate_z = (best - mean) / sd - expected if sd > 1e-9 else 0.0
     return cosine, semantic, gate_z, mean, scale
+
+
+def best_first(score: F64, k: int) -> I64:
+    """The indices of the `k` highest scores, best first, ties in index order: the first `k`
+    of a stable argsort of −score, without sorting all of them (only those at or above the
+    k-th highest score are)."""
+    n = score.shape[0]
+    if k >= n or np.isnan(score).any():
+        return np.argsort(-score, kind="stable")[:k]
+    kth = np.partition(score, n - k)[n - k]
+    near = np.flatnonzero(score >= kth)
+    return near[np.argsort(-score[near], kind="stable")][:k]
+
+
+def quotable(table: RowTable, mask: npt.NDArray[np.bool_],
+             cited: Sequence[Sequence[int]]) -> list[bool]:
+    """For each list of row ids: whether it is not empty and every row is in the table and
+    allowed by `mask` (all lists looked up in the table's ids at once)."""
+    counts = [len(c) for c in cited]
+    total = sum(counts)
+    if not total or not table.n:
+        return [False] * len(cited)
+    ids = np.fromiter((r for c in cited for r in c), np.int64, total)
+    at = np.minimum(np.searchsorted(table.ids, ids), table.n - 1)
+    ok = (table.ids[at] == ids) & mask[at]
+    bad = np.bincount(np.repeat(np.arange(len(cited)), counts)[~ok], minlength=len(cited))
+    return [n > 0 and not b for n, b in zip(counts, bad.tolist(), strict=True)]
 
 
 def keyword_coverage(table: RowTable, rows: Sequence[int], idf: dict[str, float]) -> float:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from strata.memory.domain.text import tokens
+from strata.memory.domain.recall_words import Postings, merge, split_rows
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -48,7 +48,7 @@ class RowTable:
     prev: I64
     next: I64
     lengths: F64  # content words per row
-    postings: dict[str, dict[int, int]] = field(default_factory=dict)
+    postings: Postings = field(default_factory=dict)
     padded: F32 = field(default_factory=lambda: np.zeros((1, 1), np.float32))  # + a zero row
     window_norm: F64 = field(default_factory=lambda: np.zeros(0))  # |sum of a window's vectors|
     words: frozenset[str] = frozenset()  # every lower-cased word as written (names, unstemmed)
@@ -59,41 +59,38 @@ class RowTable:
 
 
 def link_neighbours(channel: I64, minutes: F64, gap_minutes: float) -> tuple[I64, I64, I64]:
-    """prev, next and session index of each row (rows in id order)."""
+    """prev, next and session index of each row (rows in id order; sessions numbered in the
+    order they start)."""
     n = channel.shape[0]
     prev = np.full(n, -1, dtype=np.int64)
     nxt = np.full(n, -1, dtype=np.int64)
-    session = np.zeros(n, dtype=np.int64)
-    last: dict[int, int] = {}
-    sessions = 0
-    for i in range(n):
-        ch = int(channel[i])
-        j = last.get(ch)
-        if j is not None and minutes[i] - minutes[j] <= gap_minutes:
-            prev[i], nxt[j] = j, i
-            session[i] = session[j]
-        else:
-            session[i] = sessions
-            sessions += 1
-        last[ch] = i
+    if not n:
+        return prev, nxt, np.zeros(0, dtype=np.int64)
+    order = np.argsort(channel, kind="stable")  # each channel's rows, in id order
+    ch, mins = channel[order], minutes[order]
+    linked = (ch[1:] == ch[:-1]) & (mins[1:] - mins[:-1] <= gap_minutes)
+    prev[order[1:][linked]] = order[:-1][linked]
+    nxt[order[:-1][linked]] = order[1:][linked]
+    starts = prev < 0
+    number = np.cumsum(starts) - 1  # a session's number: how many started before it
+    # In channel order, a row belongs to the last session start at or before it.
+    at = np.arange(n)
+    last_start = np.maximum.accumulate(np.where(starts[order], at, 0))
+    session = np.empty(n, dtype=np.int64)
+    session[order] = number[order[last_start]]
     return prev, nxt, session
-
-
-Postings = dict[str, dict[int, int]]  # stem -> {row index: count}
 
 
 def add_words(postings: Postings, lengths: list[float], surface: set[str],
               texts: Sequence[str]) -> None:
     """Append `texts` (the next rows, in order) to `postings`, `lengths` and `surface` (every
     lower-cased word as written) in place."""
-    for text in texts:
-        i = len(lengths)
-        surface.update(surface_words(text))
-        toks = tokens(text)
-        lengths.append(float(len(toks)))
-        for t in toks:
-            bucket = postings.setdefault(t, {})
-            bucket[i] = bucket.get(i, 0) + 1
+    if not texts:
+        return
+    more, counted, words = split_rows(texts, offset=len(lengths))
+    merge(postings, more)
+    lengths.extend(counted.tolist())
+    surface.update(words)
 
 
 def build_table(ids: Sequence[int], channel: Sequence[int], minutes: Sequence[float],
@@ -115,7 +112,7 @@ def build_table(ids: Sequence[int], channel: Sequence[int], minutes: Sequence[fl
         words: set[str] = set()
         add_words(postings, counted, words, texts)
     else:
-        postings = {t: dict(bucket) for t, bucket in kept[0].items()}
+        postings = dict(kept[0])  # `merge` replaces a posting, never changes one
         counted = list(kept[1])
         words = kept[2]
         if len(counted) != len(texts):

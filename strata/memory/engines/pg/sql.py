@@ -87,8 +87,31 @@ def _segments(sql: str) -> list[tuple[str, bool]]:
     return out
 
 
-@functools.lru_cache(maxsize=4096)
+# A list of plain marks (`IN (?,?,?)`): its length changes from call to call.
+_LIST = re.compile(r"\?(?:,\?)+(?!\d)")  # as `placeholders` writes it
+_PLAIN = re.compile(r"(?<!%)%s")
+
+
 def _translated(sql: str) -> tuple[str, bool]:
+    """`_lexed`, with each list of marks lexed as one mark and widened again afterwards: a
+    statement with a list of ids is read by the lexer once (milliseconds), not once per length
+    of its list. Whatever this cannot map back mark for mark (a `?` in a literal, numbered
+    marks) is lexed as it is."""
+    if "?" not in sql or not _LIST.search(sql) or re.search(r"\?\d", sql):
+        return _lexed(sql)
+    widths = [m.group(0).count("?") for m in re.finditer(r"\?(?:,\?)*", sql)]
+    text, numbered = _lexed(_LIST.sub("?", sql))
+    parts = _PLAIN.split(text)
+    if numbered or len(parts) != len(widths) + 1:
+        return _lexed(sql)
+    out = [parts[0]]
+    for width, part in zip(widths, parts[1:], strict=True):
+        out += [",".join(["%s"] * width), part]
+    return "".join(out), False
+
+
+@functools.lru_cache(maxsize=4096)
+def _lexed(sql: str) -> tuple[str, bool]:
     kinds: set[bool] = set()  # True: a numbered mark was seen; False: a plain one
 
     def mark(m: re.Match[str]) -> str:
