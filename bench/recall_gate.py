@@ -226,6 +226,23 @@ def rates(held: dict[str, dict[str, float]]) -> str:
                      f"hard {h['hard']:.3f}" for c, h in held.items())
 
 
+ENTITY = ("cov", "ent_any_gap", "ent_win_gap", "ent_assoc", "ent_cos_gap", "ent_spoken_cov",
+          "ent_spoken_share")
+
+
+def named_means(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    """Per conversation, the mean of each entity feature over the questions that name someone
+    the memory knows: own questions, foreign ones and hard negatives (does it tell them apart?)."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for conv in dict.fromkeys(r["conv"] for r in rows):
+        for kind, name in ((1, "own"), (0, "foreign"), (-1, "hard")):
+            mine = [r for r in rows if r["conv"] == conv and r["own"] == kind and r["named"]]
+            if mine:
+                out.setdefault(conv, {})[name] = {"n": len(mine), **{
+                    f: round(float(np.mean([r[f] for r in mine])), 3) for f in ENTITY}}
+    return out
+
+
 def fit_set(rows: Sequence[dict[str, Any]], label: str,
             args: argparse.Namespace) -> dict[str, Any]:
     """One feature set: held out, fitted on all, and the trade-off curve if asked."""
@@ -273,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.dump).write_text(json.dumps(rows) + "\n", encoding="utf-8")
     report: dict[str, Any] = {"command": "python " + " ".join(sys.argv), "max_fi": args.max_fi,
                               "max_silent": args.max_silent, "c": args.c,
-                              "hard_weight": args.hard_weight, "fits": {}}
+                              "hard_weight": args.hard_weight, "fits": {},
+                              "named_means": named_means(rows)}
     labels = args.sets.split(",") if args.sets else None
     if args.apply:
         report.update(apply_fits(rows, args.apply, labels))

@@ -10,9 +10,8 @@ row begins with its speaker's name, so these are the rows the person says or is 
 - `ent_any_gap`: 1 − the share of the content words found in any of the person's rows;
 - `ent_win_gap`: 1 − the best share found in one window centred on one of the person's rows
   (the `ENTITY_WINDOWS` best such windows by keywords);
-- `ent_assoc`: the idf-weighted mean log-ratio of how often each content word falls in the
-  person's rows against the memory as a whole (does the person say these words more than the
-  memory does);
+- `ent_assoc`: the idf-weighted mean log-lift of each content word in the person's rows (are
+  the words more the person's than the memory's as a whole; a word never said is neutral);
 - `ent_cos_gap`: the best window's cosine less the best cosine of a window centred on the
   person's rows, on the ranking's semantic scale (0: the best window is theirs);
 - `ent_spoken_cov`, `ent_spoken_share`: the first and third with the person's rows taken as
@@ -46,16 +45,18 @@ ENTITY_WINDOWS = 10
 
 
 def _share_in(table: RowTable, content: dict[str, float], mine: Collection[int]) -> float:
-    """The idf-weighted mean log-ratio of a content word's rows among `mine` against all."""
-    total, n, ne = sum(content.values()), table.n, len(mine)
-    if total <= 0 or not ne:
+    """The idf-weighted mean log-lift of the content words in `mine`: the share of a word's
+    rows that are among `mine` over the share of all rows that are, smoothed by one row at
+    that base rate (so a word the memory never says, or says once, is neutral, 0)."""
+    total, base = sum(content.values()), len(mine) / max(table.n, 1)
+    if total <= 0 or not 0 < base < 1:
         return 0.0
-    ratio = 0.0
+    lift = 0.0
     for t, w in content.items():
         rows = table.postings.get(t, {})
         inside = sum(1 for r in rows if r in mine)
-        ratio += w * math.log(((inside + 0.5) / (ne + 1)) / ((len(rows) + 0.5) / (n + 1)))
-    return ratio / total
+        lift += w * math.log(((inside + base) / (len(rows) + 1)) / base)
+    return lift / total
 
 
 def _found_in(table: RowTable, content: dict[str, float], mine: Collection[int]) -> float:
