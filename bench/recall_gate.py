@@ -32,6 +32,12 @@ Features (each relative to the owner's own memory, so meaningful across data and
   score of the best window by keywords;
 - `cov_content_best`, `cov_content_top3`: `cov_content` in the best one or three windows by
   the full score.
+- `ent_*`, `named`, `date_gap`: conditioned on the person the question names, and on the date
+  it names (issue 27's third session, `bench/recall_gate_entity.py`; none kept).
+
+`--max-silent S` puts the threshold where at most S of the training conversations' own
+questions are silenced instead of by `--max-fi`; `--apply FILE` (or `--apply defaults`) applies
+earlier fits unchanged to other conversations, e.g. the untouched split or generated chats.
 
 The defaults' gate is the `z+cov+stranger` fit on conversations 0–2 at `--max-fi 0.10 --c 1`
 (then its bias lowered to −0.4, docs/recall.md).
