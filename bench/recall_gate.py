@@ -95,6 +95,8 @@ FEATURE_SETS = {
     "z+cov+stranger+ent_cos_gap": ("z", "cov", "stranger", "ent_cos_gap"),
     "z+cov+stranger+ent_spoken_cov": ("z", "cov", "stranger", "ent_spoken_cov"),
     "z+cov+stranger+ent_spoken_share": ("z", "cov", "stranger", "ent_spoken_share"),
+    "z+cov+stranger+ent_row_contrast": ("z", "cov", "stranger", "ent_row_contrast"),
+    "z+cov+stranger+ent_cos_contrast": ("z", "cov", "stranger", "ent_cos_contrast"),
     "z+cov+stranger+date_gap": ("z", "cov", "stranger", "date_gap"),
     "z+cov+stranger+ent_win_gap+date_gap": ("z", "cov", "stranger", "ent_win_gap", "date_gap"),
 }
@@ -137,7 +139,8 @@ def features(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning) -> dict[s
             "agree": float(bool(near)) if by_cos >= 0 else 0.0,
             "kw_of_cos": float(ws.keyword[by_cos]) if by_cos >= 0 else 0.0,
             "sem_of_kw": float(ws.semantic[by_kw]),
-            **entity_features(c.table, ws, q.question, stems, [t.speaker for t in c.turns]),
+            **entity_features(c.table, ws, q.question, stems, c.qvec[key],
+                              [t.speaker for t in c.turns]),
             "date_gap": date_gap(q.question, c.table.minutes),
             "lead": float(ws.score[top[0]] - ws.score[top[min(LEAD_RANK, len(top)) - 1]])
             if len(top) > 1 else 0.0}
@@ -233,7 +236,7 @@ def rates(held: dict[str, dict[str, float]]) -> str:
 
 
 ENTITY = ("cov", "ent_any_gap", "ent_win_gap", "ent_assoc", "ent_cos_gap", "ent_spoken_cov",
-          "ent_spoken_share")
+          "ent_spoken_share", "ent_row_contrast", "ent_cos_contrast")
 
 
 def named_means(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:

@@ -17,6 +17,9 @@ row begins with its speaker's name, so these are the rows the person says or is 
 - `ent_spoken_cov`, `ent_spoken_share`: the first and third with the person's rows taken as
   only the rows they speak (the eval's `speaker` field, a diagnostic: in a real chat the
   owner's memory records one speaker, the person);
+- `ent_row_contrast`, `ent_cos_contrast`: the best single row's share of the content words,
+  and the best row's cosine, among the rows the person speaks less the same among the other
+  rows (a question about this memory's person should be answered in their own words);
 - `named`: the query names someone this memory mentions.
 
 Each gap is 0 when the query names no one the memory knows (nothing to condition on).
@@ -64,11 +67,27 @@ def _found_in(table: RowTable, content: dict[str, float], mine: Collection[int])
 
 
 NOBODY = {"ent_any_gap": 0.0, "ent_win_gap": 0.0, "ent_assoc": 0.0, "ent_cos_gap": 0.0,
-          "ent_spoken_cov": 0.0, "ent_spoken_share": 0.0}
+          "ent_spoken_cov": 0.0, "ent_spoken_share": 0.0, "ent_row_contrast": 0.0,
+          "ent_cos_contrast": 0.0}
+
+
+def _contrast(table: RowTable, content: dict[str, float], qvec: np.ndarray,
+              spoken: Collection[int]) -> tuple[float, float]:
+    """(best row coverage, best row cosine) among `spoken` less the same among the rest."""
+    if not spoken or len(spoken) == table.n:
+        return 0.0, 0.0
+    inside = np.zeros(table.n, bool)
+    inside[list(spoken)] = True
+    best = np.zeros(table.n)
+    for r in {r for t in content for r in table.postings.get(t, ())}:
+        best[r] = _found_in(table, content, (r,))
+    cos = np.where(table.has_vec, table.vectors @ qvec, -1.0)
+    return (float(best[inside].max() - best[~inside].max()),
+            float(cos[inside].max() - cos[~inside].max()))
 
 
 def entity_features(table: RowTable, ws: WindowScores, query: str, stems: Sequence[str],
-                    speakers: Sequence[str]) -> dict[str, float]:
+                    qvec: np.ndarray, speakers: Sequence[str]) -> dict[str, float]:
     """The candidates above for one query; `speakers[i]` is row i's speaker."""
     names = known_names(query, table)
     content = without_names(query, gate_idf(table, stems))
@@ -84,7 +103,9 @@ def entity_features(table: RowTable, ws: WindowScores, query: str, stems: Sequen
     cos_gap = ((float(cos.max()) - float(cos[in_e].max())) / spread
                if in_e.any() and spread > 1e-9 else 0.0)
     spoken = {i for i, s in enumerate(speakers) if stem(s.lower()) in names}
-    return {"ent_any_gap": 1.0 - _found_in(table, content, mine), "ent_win_gap": 1.0 - win,
+    row_contrast, cos_contrast = _contrast(table, content, qvec, spoken)
+    return {"ent_row_contrast": row_contrast, "ent_cos_contrast": cos_contrast,
+            "ent_any_gap": 1.0 - _found_in(table, content, mine), "ent_win_gap": 1.0 - win,
             "ent_assoc": _share_in(table, content, mine), "ent_cos_gap": cos_gap,
             "ent_spoken_cov": 1.0 - _found_in(table, content, spoken) if spoken else 0.0,
             "ent_spoken_share": _share_in(table, content, spoken), "named": 1.0}

@@ -46,7 +46,7 @@ def _features(table: RowTable, query: str) -> dict[str, float]:
     qvec = rng.normal(size=DIM).astype(np.float32)
     ws = window_scores(table, stems, qvec / np.linalg.norm(qvec), np.ones(table.n, bool),
                        np.zeros(table.n), RankTuning())
-    return entity_features(table, ws, query, stems, SPEAKERS)
+    return entity_features(table, ws, query, stems, qvec / np.linalg.norm(qvec), SPEAKERS)
 
 
 def test_known_names_are_the_names_this_memory_mentions() -> None:
@@ -68,6 +68,8 @@ def test_the_named_persons_rows_hold_the_question_or_not() -> None:
     assert other["ent_any_gap"] == pytest.approx(1.0)
     assert his["ent_assoc"] > other["ent_assoc"]
     assert his["ent_spoken_cov"] < other["ent_spoken_cov"]
+    # His best row holds more of his question than Maria's best; hers more of the other.
+    assert his["ent_row_contrast"] > 0 > other["ent_row_contrast"]
     # Nobody known named: nothing to condition on, every gap 0.
     nobody = _features(t, "What did Tim bake?")
     assert nobody["named"] == 0.0
