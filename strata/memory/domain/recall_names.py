@@ -92,3 +92,15 @@ def without_names(query: str, idf: dict[str, float]) -> dict[str, float]:
     names |= {t for t in idf if t in CALENDAR_STEMS or t.isdigit()}
     content = {t: w for t, w in idf.items() if t not in names}
     return content or idf  # a query of names only: the names are its content
+
+
+def known_names(query: str, table: RowTable) -> list[str]:
+    """The stems of the query's names (read as `strangers` reads them) that this memory's rows
+    mention: the people or places a question is about that the memory knows something of."""
+    out: list[str] = []
+    for w in _capitalised(query):
+        for word in surface_words(w):
+            if len(word) < 3 or word in CALENDAR or word in STOPWORDS or word not in table.words:
+                continue
+            out.extend(t for t in tokens(word) if t in table.postings and t not in out)
+    return out
