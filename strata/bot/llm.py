@@ -16,9 +16,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import httpx
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel
@@ -44,8 +46,18 @@ MAX_BACKOFF = 30.0  # seconds: the longest doubled wait
 
 
 def load_sdk() -> None:
-    """Import the SDK now (in a thread at start-up), so no model call waits for it."""
+    """Import the SDK and load the CA bundle now (in a thread at start-up), so that no model
+    call waits for them."""
     import openai  # noqa: F401
+
+    _tls()
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context for every client (httpx's defaults): each of its own would load the CA
+    bundle again, about 0.1 s apiece."""
+    return httpx.create_ssl_context()
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -125,7 +137,8 @@ class _Client:
 
         base_url, api_key, timeout = self._args
         return openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(verify=_tls()))
 
     async def close(self) -> None:
         if "sdk" in self.__dict__:  # never made: nothing to close
