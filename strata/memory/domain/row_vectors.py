@@ -33,6 +33,7 @@ from strata.memory.engines.db import Database
 log = logging.getLogger(__name__)
 
 PAGE_ROWS = 256
+CHANNELS_PER_PASS = 200  # channels read at a time (each is two parameters of one statement)
 # How long a pass started by a hook waits for further turns to join it before reading: rows
 # are indexed this much later (nobody waits for them: the next message of a chat comes seconds
 # later), and a busy process writes the vectors of many turns in one transaction.
@@ -81,13 +82,17 @@ class RowIndexer:
             # only after taking the set, so it sees every row stored before those hooks ran.
             self._next = None
             channels, self._due = sorted(self._due), set()
-            return await self._index(channels)
+            return sum([await self._index(channels[start:start + CHANNELS_PER_PASS])
+                        for start in range(0, len(channels), CHANNELS_PER_PASS)])
 
     async def index_all(self) -> int:
         """Embed pending rows of every channel; return how many rows got a vector."""
         channels = await pending_channels(self.db, "transcript_vec_cursors")
-        async with self._lock:
-            return await self._index(channels)
+        done = 0
+        for start in range(0, len(channels), CHANNELS_PER_PASS):  # bounded statements
+            async with self._lock:
+                done += await self._index(channels[start:start + CHANNELS_PER_PASS])
+        return done
 
     async def index_channel(self, channel_id: int) -> int:
         """Embed the channel's rows after its cursor; return how many got a vector."""
