@@ -152,3 +152,13 @@ async def test_an_append_of_many_rows_keeps_their_order_and_their_fields(
         await repo.append([rows[0], NewRow(9_999, None, clock.now(), "user", Role.USER, "x",
                                            "t2")])
     assert await repo.count() == 3  # the failed append stored none of its rows
+
+
+async def test_a_write_statement_on_postgresql_must_take_the_write_lock(db: Database) -> None:
+    sql = "INSERT INTO meta (key, value) SELECT 'probe', 'x' FROM {}(SELECT 1) AS one RETURNING key"
+    if db.engine == "postgres":  # autocommit: without the lock, ids could commit out of order
+        with pytest.raises(ValueError, match="write lock"):
+            await db.write_statement(sql.format(""))
+    assert [r[0] for r in await db.write_statement(sql.format(db.dialect.write_lock))] == [
+        "probe"]
+    assert await db.fetchval("SELECT value FROM meta WHERE key = 'probe'") == "x"
