@@ -16,15 +16,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import httpx
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel
 
+from strata.bot.tls import shared_tls
 from strata.core.errors import (
     ModelBadResponseError,
     ModelError,
@@ -50,14 +49,7 @@ def load_sdk() -> None:
     call waits for them."""
     import openai  # noqa: F401
 
-    _tls()
-
-
-@functools.cache
-def _tls() -> ssl.SSLContext:
-    """One TLS context for every client (httpx's defaults): each of its own would load the CA
-    bundle again, about 0.1 s apiece."""
-    return httpx.create_ssl_context()
+    shared_tls()
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -138,7 +130,7 @@ class _Client:
         base_url, api_key, timeout = self._args
         return openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0,
-            http_client=openai.DefaultAsyncHttpxClient(verify=_tls()))
+            http_client=openai.DefaultAsyncHttpxClient(verify=shared_tls()))
 
     async def close(self) -> None:
         if "sdk" in self.__dict__:  # never made: nothing to close
