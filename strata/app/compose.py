@@ -46,7 +46,7 @@ from strata.bot.claims import ChannelClaims
 from strata.bot.commands import CommandRouter
 from strata.bot.context_window import ContextWindow, fitted_settings, model_window
 from strata.bot.link import LinkCommand
-from strata.bot.llm import OpenAIChatModel, OpenAIEmbedder
+from strata.bot.llm import OpenAIChatModel, OpenAIEmbedder, load_sdk
 from strata.bot.memory_commands import MemoryCommands
 from strata.bot.outbound import Outbound
 from strata.bot.scheduler import TurnScheduler
@@ -124,8 +124,9 @@ class App:
     web_command: WebCommand | None = None
     recall_log: RecallLogRepo | None = None
     memory_commands: MemoryCommands | None = None
-    # The stemmer, loading in a thread from `create` on (recall's first query needs it).
-    stemmer_loading: asyncio.Future[None] | None = None
+    # What the first turn needs and start-up does not (the stemmer, the model SDK), loading
+    # in a thread once `serve` has started the adapters (`warm_up`).
+    warming: asyncio.Future[None] | None = None
 
     @classmethod
     async def create(cls, settings: Settings, clock: Clock | None = None,
@@ -136,12 +137,11 @@ class App:
         as several processes passes one each)."""
         clock = clock or default_clock(settings)
         identity = identity or this_process()
-        stemmer = asyncio.get_running_loop().run_in_executor(None, load_stemmer)
         # A small window (a local model's) bounds every prompt and background call's input.
-        window = await model_window(settings)
+        # Asked while the database opens: start-up waits for the slower of the two only.
+        window, db = await asyncio.gather(model_window(settings), open_db(settings))
         if window is not None:
             settings = fitted_settings(settings, window)
-        db = await open_db(settings)
         metrics, recall_log = Metrics(), RecallLogRepo(db)
         chat = make_chat_model(settings)
         timed_chat = TimedChat(chat, metrics)
@@ -185,7 +185,7 @@ class App:
             agents=AgentMemory(repos.agents, repos.persons, memory.facts, memory.recall, clock,
                                processor.background_channel),
             metrics=metrics, web_links=web_links, web_command=web_command,
-            recall_log=recall_log, memory_commands=memory_commands, stemmer_loading=stemmer,
+            recall_log=recall_log, memory_commands=memory_commands,
         )
 
     def turns(self) -> TurnScheduler:
@@ -211,6 +211,9 @@ class App:
                                       name=f"adapter-{adapter.platform}")] = adapter
         if self.runner is not None and self.settings.cognition.enabled:
             self.runner.start()
+        # After the adapters' start: loading in a thread while the parts above are built
+        # would slow the building down (both need the interpreter), and so the first poll.
+        self.warming = self.warming or asyncio.get_running_loop().run_in_executor(None, warm_up)
         stopper = asyncio.create_task(stop.wait(), name="strata-stop")
         try:
             while not stop.is_set():
@@ -266,8 +269,8 @@ class App:
         )
 
     async def close(self) -> None:
-        if self.stemmer_loading is not None:
-            await self.stemmer_loading
+        if self.warming is not None:
+            await self.warming
         if self.runner is not None:
             await self.runner.stop()
         await self.processor.drain()
@@ -304,3 +307,10 @@ def turn_processor(settings: Settings, repos: Repos, memory: MemoryParts,
         claims=claims,
         queue=queue,
     )
+
+
+def warm_up() -> None:
+    """Load what the first turn needs and start-up does not: the Porter stemmer (recall's
+    first query) and the model SDK (the first model call); about a second."""
+    load_stemmer()
+    load_sdk()

@@ -114,7 +114,10 @@ async def learn_context_tokens(base_url: str, api_key: str = "",
     root = base_url.rstrip("/").removesuffix("/v1")
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        async with httpx.AsyncClient(timeout=timeout) as client:
+        # A plain-http endpoint (a local model) needs no TLS context: loading the CA bundle
+        # for one costs a start-up about 0.1 s (verify only ever applies to https).
+        async with httpx.AsyncClient(timeout=timeout, verify=root.lower().startswith("https:")
+                                     ) as client:
             resp = await client.get(root + "/props", headers=headers)
         if resp.status_code != 200:
             return None

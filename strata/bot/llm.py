@@ -6,21 +6,24 @@ times by the project's one `RetryPolicy` (`strata.core.retry`: jittered doubling
 server's Retry-After honoured up to 30 s), and every failure is translated into
 `strata.core.errors.ModelError` subclasses. The SDK's own retries are off (`max_retries=0`):
 its waits cannot be injected (tests would really sleep), it does not retry a malformed answer,
-and two retry layers would multiply the attempts. No other module imports `openai`.
+and two retry layers would multiply the attempts. No other module imports `openai`, and this
+one only when a client is first used (`load_sdk` warms it up): importing the SDK takes about
+a second (its types are hundreds of pydantic models), which start-up must not wait for.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-import openai
 from pydantic import BaseModel
 
+from strata.bot.tls import shared_tls
 from strata.core.errors import (
     ModelBadResponseError,
     ModelError,
@@ -33,13 +36,26 @@ from strata.core.types import ChatMessage, Completion, ToolCall, ToolSpec, Usage
 
 log = logging.getLogger(__name__)
 
+if TYPE_CHECKING:
+    import openai
+
 T = TypeVar("T")
 MAX_RETRY_AFTER = 30.0  # seconds: the longest a server's Retry-After keeps us waiting
 MAX_BACKOFF = 30.0  # seconds: the longest doubled wait
 
 
+def load_sdk() -> None:
+    """Import the SDK and load the CA bundle now (in a thread at start-up), so that no model
+    call waits for them."""
+    import openai  # noqa: F401
+
+    shared_tls()
+
+
 def _retry_after(exc: BaseException) -> float | None:
     """The server's Retry-After in seconds (the policy caps it), when it sent one."""
+    import openai
+
     if not isinstance(exc, openai.APIStatusError):
         return None
     try:
@@ -51,6 +67,8 @@ def _retry_after(exc: BaseException) -> float | None:
 
 def translate(exc: Exception, what: str) -> ModelError:
     """Map an SDK exception onto the project's error types, with a short honest message."""
+    import openai
+
     if isinstance(exc, ModelError):
         return exc
     if isinstance(exc, openai.RateLimitError):
@@ -71,6 +89,8 @@ def translate(exc: Exception, what: str) -> ModelError:
 
 
 def _retryable(exc: BaseException) -> bool:
+    import openai
+
     if isinstance(exc, ModelError):
         return isinstance(exc, ModelBadResponseError)
     return isinstance(
@@ -97,10 +117,24 @@ async def _retried(policy: RetryPolicy, what: str, call: Callable[[], Awaitable[
         raise translate(exc, what) from exc
 
 
-def _client(base_url: str, api_key: str, timeout: float) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(
-        base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=0
-    )
+class _Client:
+    """The SDK's client, made on first use (see the module doc)."""
+
+    def __init__(self, base_url: str, api_key: str, timeout: float) -> None:
+        self._args = (base_url, api_key or "none", timeout)
+
+    @functools.cached_property
+    def sdk(self) -> openai.AsyncOpenAI:
+        import openai
+
+        base_url, api_key, timeout = self._args
+        return openai.AsyncOpenAI(
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(verify=shared_tls()))
+
+    async def close(self) -> None:
+        if "sdk" in self.__dict__:  # never made: nothing to close
+            await self.sdk.close()
 
 
 def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
@@ -131,7 +165,7 @@ class OpenAIChatModel:
     ) -> None:
         self.model = model
         self.max_tokens = max_tokens
-        self._client = _client(base_url, api_key, timeout)
+        self._client = _Client(base_url, api_key, timeout)
         self._retry = _policy(max_retries, backoff, sleep)
         self._schemas = True  # False once the endpoint refused a json_schema response_format
 
@@ -196,7 +230,7 @@ class OpenAIChatModel:
 
     async def _complete(self, req: dict[str, Any]) -> Completion:
         async def call() -> Completion:
-            resp = await self._client.chat.completions.create(**req)
+            resp = await self._client.sdk.chat.completions.create(**req)
             if not getattr(resp, "choices", None):
                 raise ModelBadResponseError("chat model: answer has no choices")
             choice = resp.choices[0]
@@ -228,7 +262,7 @@ class OpenAIChatModel:
         req["stream"] = True
         req["stream_options"] = {"include_usage": True}
         stream = await _retried(
-            self._retry, "chat model", lambda: self._client.chat.completions.create(**req)
+            self._retry, "chat model", lambda: self._client.sdk.chat.completions.create(**req)
         )
         parts: list[str] = []
         calls: dict[int, dict[str, str]] = {}
@@ -268,7 +302,7 @@ class OpenAIChatModel:
 
     async def list_models(self) -> list[str]:
         async def call() -> list[str]:
-            page = await self._client.models.list()
+            page = await self._client.sdk.models.list()
             return [m.id for m in page.data]
 
         return await _retried(self._retry, "chat endpoint", call)
@@ -311,7 +345,7 @@ class OpenAIEmbedder:
         self.base_url = base_url
         self._dim = dim
         self.batch_size = batch_size
-        self._client = _client(base_url, api_key, timeout)
+        self._client = _Client(base_url, api_key, timeout)
         self._retry = _policy(max_retries, backoff, sleep)
 
     @property
@@ -338,7 +372,7 @@ class OpenAIEmbedder:
             "which usually ends in /v1"
         )
         try:
-            resp = await self._client.embeddings.create(model=self.model, input=batch)
+            resp = await self._client.sdk.embeddings.create(model=self.model, input=batch)
         except AttributeError as exc:
             # The SDK hands a non-JSON body (a web page, a proxy's login form) on as a plain
             # string, and its base64 decoding then fails reading `.data` off it.

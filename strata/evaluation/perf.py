@@ -211,6 +211,9 @@ async def run_bench(args: argparse.Namespace, settings: Settings) -> dict[str, A
         figs, raw["load"] = await run_load(args.quick)
         figures += figs
     if "idle" in parts:
+        # The harness imports tests.conftest, which sets a signal handler: main thread only.
+        import bench.reliability.harness  # noqa: F401
+
         with tempfile.TemporaryDirectory(prefix="strata-bench-idle-") as tmp:
             raw["idle"] = await asyncio.to_thread(idle_run, Path(tmp))
         figures += idle_figures(raw["idle"])

@@ -8,9 +8,10 @@ never both store the same window. Imports `strata.memory.engines.db` only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from strata.memory.engines.db import Database
+from strata.memory.engines.db import Database, placeholders
 
 CursorTable = Literal["episode_cursors", "transcript_vec_cursors"]
 _TABLES = ("episode_cursors", "transcript_vec_cursors")
@@ -27,6 +28,39 @@ async def read_cursor(db: Database, table: CursorTable, channel_id: int) -> int:
         f"SELECT last_row_id FROM {_checked(table)} WHERE channel_id = ?", (channel_id,)
     )
     return int(value or 0)
+
+
+async def read_cursors(db: Database, table: CursorTable, channel_ids: Sequence[int]
+                       ) -> dict[int, int]:
+    """The cursors of `channel_ids` in one read (0 for a channel without one yet)."""
+    rows = await db.fetchall(
+        f"SELECT channel_id, last_row_id FROM {_checked(table)}"
+        f" WHERE channel_id IN ({placeholders(channel_ids)})", list(channel_ids))
+    found = {int(r[0]): int(r[1]) for r in rows}
+    return {c: found.get(c, 0) for c in channel_ids}
+
+
+async def move_cursors(conn: Any, table: CursorTable, moves: Mapping[int, tuple[int, int]]
+                       ) -> set[int]:
+    """`move_cursor` for many channels at once ({channel: (expected, to)}), inside the
+    caller's write transaction: the channels whose cursor moved (the others were moved by
+    someone else first). Two statements whatever the number of channels; the write
+    transaction holds the database's one write lock on both engines, so nobody moves a
+    cursor between the read and the write."""
+    name = _checked(table)
+    if not moves:
+        return set()
+    rows = await conn.execute_fetchall(
+        f"SELECT channel_id, last_row_id FROM {name}"
+        f" WHERE channel_id IN ({placeholders(moves)})", list(moves))
+    now = {int(r[0]): int(r[1]) for r in rows}
+    moved = {c for c, (expected, _) in moves.items() if now.get(c, 0) == expected}
+    if moved:
+        await conn.executemany(
+            f"INSERT INTO {name} (channel_id, last_row_id) VALUES (?, ?)"
+            " ON CONFLICT (channel_id) DO UPDATE SET last_row_id = excluded.last_row_id",
+            [(c, moves[c][1]) for c in sorted(moved)])
+    return moved
 
 
 async def move_cursor(conn: Any, table: CursorTable, channel_id: int, expected: int,

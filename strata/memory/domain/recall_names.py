@@ -4,6 +4,7 @@ ever mentioned them. A question about a stranger feeds the abstention gate
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection
 
@@ -80,7 +81,22 @@ def unknown_name(query: str, table: RowTable, known: Collection[str] = ()) -> bo
     return bool(strangers(query, table, known))
 
 
-CALENDAR_STEMS = frozenset(stem(c) for c in CALENDAR)
+class _Stems:
+    """The stems of some words, made on first use: stemming loads the stemmer (`strata.memory.
+    engines.fts`), which importing this module must not do (it would delay every start-up)."""
+
+    def __init__(self, words: Collection[str]) -> None:
+        self._words = words
+
+    @functools.cached_property
+    def _stems(self) -> frozenset[str]:
+        return frozenset(stem(w) for w in self._words)
+
+    def __contains__(self, term: object) -> bool:
+        return term in self._stems
+
+
+CALENDAR_STEMS = _Stems(CALENDAR)
 
 
 def without_names(query: str, idf: dict[str, float]) -> dict[str, float]:

@@ -7,7 +7,7 @@ a join. Imports `bot` leaf types and `strata.memory.engines.db` / `strata.memory
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -15,7 +15,7 @@ from typing import Any
 
 from strata.core.clock import from_iso, to_iso
 from strata.core.types import NewRow, Role, RowKind, TranscriptRow
-from strata.memory.engines.db import Database, Row, placeholders
+from strata.memory.engines.db import Database, Row, is_integrity_error, placeholders
 
 
 def row_from_db(row: Row) -> TranscriptRow:
@@ -87,33 +87,39 @@ def _scope(owner_id: int | None, channel_id: int | None) -> tuple[str, list[obje
     return " AND ".join(parts), params
 
 
+# One statement for all of an append's rows. The VALUES columns are cast because PostgreSQL
+# types a VALUES list on its own (a column of NULLs would be text); `ORDER BY` makes the ids
+# follow the rows' order on both engines, so the sorted returned ids are the rows' ids. A row
+# of an unknown channel gets no owner, and the NOT NULL owner fails the whole statement.
+_VALUES = ("(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT),"
+           " CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT),"
+           " CAST(? AS DOUBLE PRECISION), CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT))")
+
+
+def _insert(count: int, lock: str = "") -> str:
+    """The INSERT of `count` rows (`lock`: a FROM item taking the write lock, see
+    `Dialect.write_lock`)."""
+    return (
+        "INSERT INTO transcript (channel_id, owner_id, person_id, ts, source, role, kind,"
+        " content, turn_id, lat, lon, platform_msg_id)"
+        " SELECT v.column2, c.owner_id, v.column3, v.column4, v.column5, v.column6, v.column7,"
+        " v.column8, v.column9, v.column10, v.column11, v.column12"
+        f" FROM {lock}(VALUES {', '.join([_VALUES] * count)}) AS v"
+        " LEFT JOIN channels c ON c.id = v.column2 ORDER BY v.column1 RETURNING id")
+
+
+def _values(rows: Sequence[NewRow]) -> list[object]:
+    return [x for n, r in enumerate(rows) for x in (
+        n, r.channel_id, r.person_id, to_iso(r.ts), r.source, r.role.value, r.kind.value,
+        clean_text(r.content), r.turn_id, r.lat, r.lon, r.platform_msg_id)]
+
+
 async def insert_rows(conn: Any, rows: Sequence[NewRow]) -> list[int]:
     """Insert `rows` inside the caller's write transaction `conn`; their ids."""
-    ids: list[int] = []
-    for r in rows:
-        cur = await conn.execute(
-            "INSERT INTO transcript (channel_id, owner_id, person_id, ts, source, role,"
-            " kind, content, turn_id, lat, lon, platform_msg_id)"
-            " SELECT id, owner_id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM channels"
-            " WHERE id = ?",
-            (
-                r.person_id,
-                to_iso(r.ts),
-                r.source,
-                r.role.value,
-                r.kind.value,
-                clean_text(r.content),
-                r.turn_id,
-                r.lat,
-                r.lon,
-                r.platform_msg_id,
-                r.channel_id,
-            ),
-        )
-        if cur.rowcount != 1 or cur.lastrowid is None:
-            raise ValueError(f"no channel {r.channel_id}")
-        ids.append(cur.lastrowid)
-    return ids
+    if not rows:
+        return []
+    found = await conn.execute_fetchall(_insert(len(rows)), _values(rows))
+    return sorted(int(r[0]) for r in found)
 
 
 class TranscriptRepo:
@@ -121,9 +127,28 @@ class TranscriptRepo:
         self.db = db
 
     async def append(self, rows: Sequence[NewRow]) -> list[int]:
-        """Append rows in one transaction (durable when this returns); return their ids."""
-        async with self.db.write() as conn:
-            return await insert_rows(conn, rows)
+        """Append rows in one transaction (durable when this returns); return their ids.
+
+        One statement that is its own transaction: the hot path's write is one trip to the
+        database, not four (BEGIN, the rows, COMMIT)."""
+        if not rows:
+            return []
+        try:
+            found = await self.db.write_statement(
+                _insert(len(rows), self.db.dialect.write_lock), _values(rows))
+        except Exception as exc:
+            if is_integrity_error(exc):
+                await self._known_channels(rows)
+            raise
+        return sorted(int(r[0]) for r in found)
+
+    async def _known_channels(self, rows: Sequence[NewRow]) -> None:
+        """Raise `ValueError` naming the channels of `rows` that do not exist."""
+        wanted = sorted({r.channel_id for r in rows})
+        have = {int(r[0]) for r in await self.db.fetchall(
+            f"SELECT id FROM channels WHERE id IN ({placeholders(wanted)})", wanted)}
+        if missing := [c for c in wanted if c not in have]:
+            raise ValueError(f"no channel {', '.join(map(str, missing))}")
 
     async def reply_of(self, turn_id: str) -> str | None:
         """The turn's stored reply (its last assistant message), None while it has none."""
@@ -148,6 +173,19 @@ class TranscriptRepo:
             params.append(limit)
         rows = [row_from_db(r) for r in await self.db.fetchall(sql, params)]
         return rows[::-1] if newest else rows
+
+    async def after_cursors(self, cursors: Mapping[int, int], limit: int
+                            ) -> list[TranscriptRow]:
+        """The rows of many channels after each one's cursor ({channel id: last row id}), in
+        one read: the first `limit` of them in id order (so each channel's share is a prefix
+        of what it has after its cursor)."""
+        if not cursors:
+            return []
+        ranges = " OR ".join(["(channel_id = ? AND id > ?)"] * len(cursors))
+        params: list[object] = [x for pair in sorted(cursors.items()) for x in pair]
+        rows = await self.db.fetchall(
+            f"SELECT * FROM transcript WHERE {ranges} ORDER BY id LIMIT ?", [*params, limit])
+        return [row_from_db(r) for r in rows]
 
     async def for_owner(self, owner_id: int) -> list[TranscriptRow]:
         rows = await self.db.fetchall(

@@ -260,8 +260,13 @@ class Database:
             await self._writer.close()
 
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def write(self, *, durable: bool = True) -> AsyncIterator[aiosqlite.Connection]:
         """A write transaction (BEGIN IMMEDIATE … COMMIT, rolled back on error), serialised.
+
+        `durable=False` is for what can be made again from durable rows (row vectors and their
+        cursor): a server engine may then commit without waiting for its log to reach the
+        disk, and a crash loses the transaction whole. SQLite runs every commit that way
+        already (WAL with `synchronous = NORMAL`), so here the flag changes nothing.
 
         Safe under cancellation (shutdown cancels background work mid-write): a cancelled
         `await` does not stop the statement already queued on the writer's thread, so the
@@ -290,6 +295,16 @@ class Database:
         await self._writer.execute("SELECT 1")
         if self._writer.in_transaction:
             await self._writer.execute("ROLLBACK")
+
+    async def write_statement(self, sql: str, params: Params = ()) -> list[Row]:
+        """One write statement that is a transaction of its own (all of it or nothing, as
+        SQLite runs any statement outside BEGIN), serialised with `write()`; the rows it
+        returns (RETURNING). One trip to the writer instead of BEGIN … COMMIT's three or
+        more. On a server engine the statement must take the write lock itself
+        (`dialect.write_lock`). Cancelled, the statement still runs whole: the writer runs
+        its queue in order, so the next writer's BEGIN comes after it."""
+        async with self._lock:
+            return list(await self._writer.execute_fetchall(sql, params))
 
     async def execute_write(self, sql: str, params: Params = ()) -> int | None:
         """Run one write statement in its own transaction; return lastrowid."""

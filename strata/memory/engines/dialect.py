@@ -83,6 +83,10 @@ class Dialect:
     # the new value would collide with a unique key: (table, column, the table's unique keys
     # containing `column`, each its column names) -> SQL. Params: (new, old).
     update_or_ignore: Callable[[str, str, list[tuple[str, ...]]], str]
+    # For a write that is one statement and its own transaction (`Database.write_statement`):
+    # a FROM item, joined before the statement's own, that takes the write lock every write
+    # transaction takes first (empty where the statement takes it by writing).
+    write_lock: str = ""
 
     def knn_sql(self, table: str, key: str) -> str:
         return _vector_table(self.knn, table, key)

@@ -41,15 +41,16 @@ from psycopg_pool import AsyncConnectionPool
 from strata.core.errors import DimensionMismatchError, StorageError
 from strata.memory.engines.db import Database, Params, Row
 from strata.memory.engines.migrations import available
-from strata.memory.engines.pg.dialect import POSTGRES
+from strata.memory.engines.pg.dialect import POSTGRES, WRITE_LOCK
 from strata.memory.engines.pg.sql import bind, translate
 from strata.memory.engines.pg.values import configure, row_factory
 
 log = logging.getLogger(__name__)
 
 MIGRATIONS = "strata.memory.engines.pg.migrations"
-# The advisory lock every write transaction takes first (any constant; "Strata" in ASCII).
-WRITE_LOCK = 0x537472617461
+_LOCK = "SELECT pg_advisory_xact_lock(%s)"
+# The same round trip sets the transaction's commit not to wait for the flush.
+_LOCK_LAZY = "SELECT pg_advisory_xact_lock(%s), set_config('synchronous_commit', 'off', true)"
 _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
 _RETURNING = re.compile(r"\bRETURNING\b", re.IGNORECASE)
 # A read naming the vector column: its results come in binary (see `_binary`).
@@ -108,6 +109,10 @@ class PgConnection:
         rows: list[Row] = await cur.fetchall() if cur.description is not None else []
         lastrowid = int(rows[-1][0]) if returns_id and rows else None
         return PgCursor([] if returns_id else rows, cur.rowcount, lastrowid)
+
+    async def execute_fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        """The rows a statement returns (aiosqlite's one-trip `execute_fetchall`)."""
+        return await (await self.execute(sql, params)).fetchall()
 
     async def executemany(self, sql: str, rows: Iterable[Params]) -> PgCursor:
         async with self.conn.cursor() as cur:
@@ -214,12 +219,22 @@ class PgDatabase(Database):
             await self._pool.close()
 
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[Any]:
+    async def write(self, *, durable: bool = True) -> AsyncIterator[Any]:
         """A write transaction, serialised with every other writer (see the module doc),
-        rolled back on error or cancellation."""
+        rolled back on error or cancellation. Not `durable`: its commit does not wait for the
+        WAL flush (`synchronous_commit` off for it alone; still all or nothing)."""
         async with self._lock, self._pool.connection() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            await conn.execute(_LOCK if durable else _LOCK_LAZY, (WRITE_LOCK,))
             yield PgConnection(conn, self._id_tables)
+
+    async def write_statement(self, sql: str, params: Params = ()) -> list[Row]:
+        """`Database.write_statement`: the statement runs in autocommit, so it must take the
+        write lock itself (`POSTGRES.write_lock`); one that does not is refused."""
+        if POSTGRES.write_lock not in sql:
+            raise ValueError("a write statement must take the write lock (dialect.write_lock)")
+        async with self._lock, self._pool.connection() as conn:
+            cur = await conn.execute(*bind(sql, params))
+            return await cur.fetchall()
 
     async def execute_write(self, sql: str, params: Params = ()) -> int | None:
         async with self.write() as conn:

@@ -22,6 +22,8 @@ from strata.memory.engines.fts import terms
 # The same Snowball algorithm PostgreSQL's `english_stem` dictionary runs. Snowball releases
 # differ on a few words (3.x keeps `organiz…` and `universal` whole, PostgreSQL 18's copy
 # makes them `organ` and `univers`); the engines test checks a word list against the server.
+# The advisory lock every write transaction takes first (any constant; "Strata" in ASCII).
+WRITE_LOCK = 0x537472617461
 _ENGLISH = snowballstemmer.stemmer("english")
 _ENGLISH_LOCK = threading.Lock()  # a Snowball stemmer object keeps state while it works
 
@@ -134,4 +136,7 @@ POSTGRES = Dialect(
     # Expression GIN indexes and foreign keys: no per-row triggers to drop, nothing to rebuild.
     bulk_prune=False,
     update_or_ignore=update_or_ignore,
+    # Evaluated before any row reaches the INSERT (each row joins its one row), so ids are
+    # handed out under the lock, as in a `write()` transaction.
+    write_lock=f"(SELECT pg_advisory_xact_lock({WRITE_LOCK})) AS write_lock CROSS JOIN ",
 )
