@@ -47,6 +47,12 @@ from strata.memory.domain.text import coverage, stem
 ENTITY_WINDOWS = 10
 
 
+def _rows(table: RowTable, stem: str) -> list[int]:
+    """The table rows that hold `stem` (none when the memory never says it)."""
+    posting = table.postings.get(stem)
+    return posting.rows.tolist() if posting is not None else []
+
+
 def _share_in(table: RowTable, content: dict[str, float], mine: Collection[int]) -> float:
     """The idf-weighted mean log-lift of the content words in `mine`: the share of a word's
     rows that are among `mine` over the share of all rows that are, smoothed by one row at
@@ -56,14 +62,14 @@ def _share_in(table: RowTable, content: dict[str, float], mine: Collection[int])
         return 0.0
     lift = 0.0
     for t, w in content.items():
-        rows = table.postings.get(t, {})
+        rows = _rows(table, t)
         inside = sum(1 for r in rows if r in mine)
         lift += w * math.log(((inside + base) / (len(rows) + 1)) / base)
     return lift / total
 
 
 def _found_in(table: RowTable, content: dict[str, float], mine: Collection[int]) -> float:
-    return coverage(content, lambda t: any(r in mine for r in table.postings.get(t, ())))
+    return coverage(content, lambda t: any(r in mine for r in _rows(table, t)))
 
 
 NOBODY = {"ent_any_gap": 0.0, "ent_win_gap": 0.0, "ent_assoc": 0.0, "ent_cos_gap": 0.0,
@@ -79,7 +85,7 @@ def _contrast(table: RowTable, content: dict[str, float], qvec: np.ndarray,
     inside = np.zeros(table.n, bool)
     inside[list(spoken)] = True
     best = np.zeros(table.n)
-    for r in {r for t in content for r in table.postings.get(t, ())}:
+    for r in {r for t in content for r in _rows(table, t)}:
         best[r] = _found_in(table, content, (r,))
     cos = np.where(table.has_vec, table.vectors @ qvec, -1.0)
     return (float(best[inside].max() - best[~inside].max()),
@@ -91,7 +97,7 @@ def entity_features(table: RowTable, ws: WindowScores, query: str, stems: Sequen
     """The candidates above for one query; `speakers[i]` is row i's speaker."""
     names = known_names(query, table)
     content = without_names(query, gate_idf(table, stems))
-    mine = set().union(*(table.postings[t] for t in names)) if names else set()
+    mine = set().union(*(_rows(table, t) for t in names)) if names else set()
     if not mine or set(content) & set(names):  # a query of names only
         return {**NOBODY, "named": float(bool(names))}
     in_e = np.array([int(x) in mine for x in ws.members[:, 1]]) & ws.valid
