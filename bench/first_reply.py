@@ -25,33 +25,19 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.reliability import harness  # noqa: E402
-from tests.fakes.telegram_api import FakeTelegramAPI  # noqa: E402
 
 
 def one_start(delay: float) -> tuple[float, float]:
     """(seconds to the first poll, seconds from a message `delay` s after it to the reply)."""
-    model, fake = harness.model_server(), FakeTelegramAPI().start()
-    with tempfile.TemporaryDirectory(prefix="strata-first-reply-") as tmp:
-        proc = harness.StrataProcess(harness.telegram_env(model, fake, Path(tmp) / "s.db"),
-                                     Path(tmp), "first")
-        try:
-            started = time.monotonic()
-            proc.start()
-            if not harness.wait_polling(fake, proc):
-                raise RuntimeError("strata run did not start: " + proc.stderr()[-500:])
-            polled = time.monotonic() - started
-            time.sleep(delay)
-            sent = len(fake.calls("sendMessage"))
-            asked = time.monotonic()
-            fake.push_private_message(4242, "hello, what did I tell you about my sister?")
-            if not harness.wait_sync(lambda: len(fake.calls("sendMessage")) > sent, 60,
-                                     poll=0.005):
-                raise RuntimeError("no reply: " + proc.stderr()[-500:])
-            return polled, time.monotonic() - asked
-        finally:
-            proc.stop()
-            model.stop()
-            fake.stop()
+    with tempfile.TemporaryDirectory(prefix="strata-first-reply-") as tmp, \
+            harness.polling_telegram(Path(tmp), "first") as (proc, fake, polled):
+        time.sleep(delay)
+        sent = len(fake.calls("sendMessage"))
+        asked = time.monotonic()
+        fake.push_private_message(4242, "hello, what did I tell you about my sister?")
+        if not harness.wait_sync(lambda: len(fake.calls("sendMessage")) > sent, 60, poll=0.005):
+            raise RuntimeError("no reply: " + proc.stderr()[-500:])
+        return polled, time.monotonic() - asked
 
 
 def main() -> None:

@@ -208,6 +208,27 @@ def wait_polling(telegram: Any, proc: StrataProcess, timeout: float = 90) -> boo
                           timeout)) and proc.alive()
 
 
+@contextlib.contextmanager
+def polling_telegram(workdir: Path, name: str) -> Iterator[tuple[StrataProcess, Any, float]]:
+    """`strata run` on a fresh Telegram fake and fake model, with a fresh database in
+    `workdir`: (the process, the fake, seconds from its start to its first poll); all stopped
+    afterwards. A process that never polls raises `RuntimeError` with its stderr's tail."""
+    from tests.fakes.telegram_api import FakeTelegramAPI
+
+    model, fake = model_server(), FakeTelegramAPI().start()
+    proc = StrataProcess(telegram_env(model, fake, workdir / "strata.db"), workdir, name)
+    try:
+        started = time.monotonic()
+        proc.start()
+        if not wait_polling(fake, proc):
+            raise RuntimeError("strata run did not start: " + proc.stderr()[-500:])
+        yield proc, fake, time.monotonic() - started
+    finally:
+        proc.stop()
+        model.stop()
+        fake.stop()
+
+
 def deadline_setting() -> str | None:
     """The environment name of the per-turn deadline (STRATA_<SECTION>_<KEY> of the first
     setting whose key mentions a deadline, or a turn timeout), or None when there is none."""

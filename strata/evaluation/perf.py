@@ -152,27 +152,16 @@ def idle_run(workdir: Path) -> dict[str, float]:
     """`strata run` on the Telegram fake without a local model: seconds from the process's
     start to its first poll, and its resident memory after `IDLE_SECONDS` of nothing to do."""
     from bench.reliability import harness
-    from tests.fakes.telegram_api import FakeTelegramAPI
 
-    model = harness.model_server()
-    fake = FakeTelegramAPI().start()
-    proc = harness.StrataProcess(harness.telegram_env(model, fake, workdir / "strata.db"),
-                                 workdir, "idle")
     try:
-        started = time.monotonic()
-        proc.start()
-        if not harness.wait_polling(fake, proc):
-            raise StrataError("strata run did not start: " + proc.stderr()[-500:])
-        polled = time.monotonic() - started
-        time.sleep(IDLE_SECONDS)
-        assert proc.proc is not None
-        status = Path(f"/proc/{proc.proc.pid}/status").read_text(encoding="ascii")
-        rss_kb = next(int(line.split()[1]) for line in status.splitlines()
-                      if line.startswith("VmRSS:"))
-    finally:
-        proc.stop()
-        model.stop()
-        fake.stop()
+        with harness.polling_telegram(workdir, "idle") as (proc, _, polled):
+            time.sleep(IDLE_SECONDS)
+            assert proc.proc is not None
+            status = Path(f"/proc/{proc.proc.pid}/status").read_text(encoding="ascii")
+    except RuntimeError as exc:
+        raise StrataError(str(exc)) from None
+    rss_kb = next(int(line.split()[1]) for line in status.splitlines()
+                  if line.startswith("VmRSS:"))
     return {"first_poll_s": round(polled, 3), "idle_rss_mb": round(rss_kb / 1024, 1)}
 
 

@@ -24,10 +24,7 @@ def _checked(table: CursorTable) -> str:
 
 
 async def read_cursor(db: Database, table: CursorTable, channel_id: int) -> int:
-    value = await db.fetchval(
-        f"SELECT last_row_id FROM {_checked(table)} WHERE channel_id = ?", (channel_id,)
-    )
-    return int(value or 0)
+    return (await read_cursors(db, table, [channel_id]))[channel_id]
 
 
 async def read_cursors(db: Database, table: CursorTable, channel_ids: Sequence[int]

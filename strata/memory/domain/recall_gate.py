@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from strata.memory.domain.recall_names import CALENDAR_STEMS, without_names
+from strata.memory.domain.recall_names import calendar_stems, without_names
 from strata.memory.domain.recall_rank import (
     GATE_PRIOR_DOCS,
     RankTuning,
@@ -48,7 +48,7 @@ def gate_idf(table: RowTable, stems: Sequence[str]) -> dict[str, float]:
     n = table.n + GATE_PRIOR_DOCS
     out = {}
     for t in stems:
-        if t in CALENDAR_STEMS or t.isdigit():
+        if t in calendar_stems() or t.isdigit():
             continue
         df = len(table.postings.get(t, ()))
         out[t] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))

@@ -81,22 +81,12 @@ def unknown_name(query: str, table: RowTable, known: Collection[str] = ()) -> bo
     return bool(strangers(query, table, known))
 
 
-class _Stems:
-    """The stems of some words, made on first use: stemming loads the stemmer (`strata.memory.
-    engines.fts`), which importing this module must not do (it would delay every start-up)."""
-
-    def __init__(self, words: Collection[str]) -> None:
-        self._words = words
-
-    @functools.cached_property
-    def _stems(self) -> frozenset[str]:
-        return frozenset(stem(w) for w in self._words)
-
-    def __contains__(self, term: object) -> bool:
-        return term in self._stems
-
-
-CALENDAR_STEMS = _Stems(CALENDAR)
+@functools.cache
+def calendar_stems() -> frozenset[str]:
+    """The stems of the calendar words, made on first use: stemming loads the stemmer
+    (`strata.memory.engines.fts`), which importing this module must not do (it would delay
+    every start-up)."""
+    return frozenset(stem(w) for w in CALENDAR)
 
 
 def without_names(query: str, idf: dict[str, float]) -> dict[str, float]:
@@ -105,7 +95,7 @@ def without_names(query: str, idf: dict[str, float]) -> dict[str, float]:
     answer; a month, weekday or number is when, and memory keeps dates in its headers, not in
     what was said, so "in June" is no word the answer lacks)."""
     names = {t for w in _NAME.findall(query) for t in tokens(w)}
-    names |= {t for t in idf if t in CALENDAR_STEMS or t.isdigit()}
+    names |= {t for t in idf if t in calendar_stems() or t.isdigit()}
     content = {t: w for t, w in idf.items() if t not in names}
     return content or idf  # a query of names only: the names are its content
 
