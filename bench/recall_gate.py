@@ -21,6 +21,9 @@ Features (each relative to the owner's own memory, so meaningful across data and
 - `cov_best`, `cov_top3`: the same in the best window, the best three, by the full score;
 - `cov_content`: `cov` without names (the previous gate's keyword feature);
 - `stranger`: a name this memory never mentions (the previous gate's veto, now a feature);
+- `alone`: every name of the question is a stranger's (issue 27, round eleven: the defaults
+  add `gate_only_strangers` for it, the smallest round penalty that silences every such
+  foreign question of 0–2; docs/recall.md);
 - `known`: the idf-weighted share of the query's words found anywhere in the memory;
 - `novel`: the idf-weighted share of the query's words other than names and dates that the
   memory never says at all;
@@ -68,13 +71,15 @@ from bench.recall_tune import Conv, data_arguments, load  # noqa: E402
 from strata.evaluation.recall_data import EvalQuestion  # noqa: E402
 from strata.memory.domain.recall_gate import gate_features, gate_idf  # noqa: E402
 from strata.memory.domain.recall_index import recency_of  # noqa: E402
-from strata.memory.domain.recall_names import unknown_name, without_names  # noqa: E402
+from strata.memory.domain.recall_names import name_check, without_names  # noqa: E402
 from strata.memory.domain.recall_rank import keyword_coverage, window_scores  # noqa: E402
 from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
 from strata.memory.domain.text import coverage, query_stems  # noqa: E402
 
 FEATURE_SETS = {
     "z+cov+stranger": ("z", "cov", "stranger"),
+    "z+cov+stranger+alone": ("z", "cov", "stranger", "alone"),
+    "z+cov+alone": ("z", "cov", "alone"),
     "z+cov+stranger+lead": ("z", "cov", "stranger", "lead"),
     "z+cov+stranger+lead+kw_of_cos": ("z", "cov", "stranger", "lead", "kw_of_cos"),
     "z+cov+stranger+novel": ("z", "cov", "stranger", "novel"),
@@ -113,6 +118,7 @@ def features(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning) -> dict[s
     order = np.argsort(-ws.score, kind="stable")[: rank.pool]
     top = [int(i) for i in order if ws.valid[i]]
     z, cov = gate_features(c.table, ws, q.question, stems)
+    names = name_check(q.question, c.table)
     _, cov_content = gate_features(c.table, ws, q.question, stems, names=False)
     weights = gate_idf(c.table, stems)
 
@@ -130,7 +136,7 @@ def features(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning) -> dict[s
     by_kw = int(np.argmax(ws.keyword))
     near = set(ws.members[by_kw].tolist()) & set(ws.members[by_cos].tolist()) - {-1}
     return {"z": 0.0 if math.isnan(z) else z, "cov": cov, "cov_content": cov_content,
-            "stranger": float(unknown_name(q.question, c.table)),
+            "stranger": float(names.stranger), "alone": float(names.only_strangers),
             "known": coverage(weights, lambda t: t in c.table.postings),
             "novel": 1.0 - coverage(content, lambda t: t in c.table.postings),
             "cov_best": covered(top[:1]), "cov_top3": covered(top[:3]),
@@ -217,7 +223,8 @@ def apply_fits(rows: Sequence[dict[str, Any]], path: str,
     unchanged, on these conversations."""
     rank = RecallTuning().rank
     kept = {"coefficients": {"z": rank.gate_cosine, "cov": rank.gate_keyword,
-                             "stranger": -rank.gate_unknown_name}, "bias": rank.gate_bias}
+                             "stranger": -rank.gate_unknown_name,
+                             "alone": -rank.gate_only_strangers}, "bias": rank.gate_bias}
     fits: dict[str, Any] = ({"defaults": kept} if path == "defaults" else
                             json.loads(Path(path).read_text(encoding="utf-8"))["fits"])
     out = {}

@@ -67,7 +67,7 @@ from strata.memory.domain.recall_index import (  # noqa: E402
     recency_of,
 )
 from strata.memory.domain.recall_leaves import mark_faded  # noqa: E402
-from strata.memory.domain.recall_names import strangers, unknown_name  # noqa: E402
+from strata.memory.domain.recall_names import name_check, strangers  # noqa: E402
 from strata.memory.domain.recall_pack import (  # noqa: E402
     pack,
     shares_for,
@@ -167,7 +167,7 @@ def ask(c: Conv, q: EvalQuestion, key: str, tuning: RecallTuning, budget: int) -
     if not top:
         return set()
     z, cover = gate_features(c.table, ws, q.question, stems)
-    if gate_logit(z, cover, unknown_name(q.question, c.table), rank) < 0:
+    if gate_logit(z, cover, name_check(q.question, c.table), rank) < 0:
         return set()
     # A leaf is last relevant when it is cut (nothing is recalled while the data set is
     # replayed), so a row's own age stands for its leaf's.

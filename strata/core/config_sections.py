@@ -168,12 +168,15 @@ class RecallSettings(_Section):
     trim_after: int = Field(default=6, ge=0)
     channel_headings: bool = True
     # The abstention gate (strata.memory.domain.recall_gate): inject only if bias + cosine·z +
-    # keyword·coverage − unknown_name·[a name the memory never mentions] > 0. Fitted on data;
-    # its features are scale-free, so no retuning for another embedding model.
+    # keyword·coverage − unknown_name·[a name the memory never mentions] − only_strangers·[and
+    # none it does] > 0. Fitted on data; its features are scale-free, so no retuning for
+    # another embedding model.
     gate_bias: float = -0.4
     gate_cosine: float = Field(default=0.86, ge=0)
     gate_keyword: float = Field(default=5.47, ge=0)
     gate_unknown_name: float = Field(default=2.577, ge=0)
+    # Added when the query names nobody the memory mentions besides its strangers.
+    gate_only_strangers: float = Field(default=1.5, ge=0)
     skip_recent_rows: int = Field(default=20, ge=0)
     keyword_scan: int = Field(default=2000, gt=0)
     # The query's embedding may take this long; after that recall uses keywords only.

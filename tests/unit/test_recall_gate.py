@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from strata.memory.domain.recall_gate import gate_features, gate_idf, gate_logit
-from strata.memory.domain.recall_names import unknown_name
+from strata.memory.domain.recall_names import NameCheck, name_check, unknown_name
 from strata.memory.domain.recall_rank import RankTuning
 from strata.memory.domain.recall_table import RowTable
 from strata.memory.domain.text import query_stems
@@ -62,15 +62,38 @@ def test_a_strangers_name_is_a_penalty_that_coverage_outweighs_not_a_veto() -> N
     assert unknown_name(query, t)
     z, cov = features(t, query)
     assert math.isnan(z)  # no query vector: keywords alone (the embedder is down)
-    assert gate_logit(z, cov, True, tuning) > 0  # most of its words are in one window
+    # Most of its words are in one window.
+    assert gate_logit(z, cov, name_check(query, t), tuning) > 0
     query = "What did Gertrude bake for the marathon?"
     z, cov = features(t, query)
-    assert unknown_name(query, t) and gate_logit(z, cov, True, tuning) < 0
+    assert gate_logit(z, cov, name_check(query, t), tuning) < 0
     # A question about the people this memory knows is answered from its best window...
     z, cov = features(t, "What did Melanie say about the weekend?")
-    assert gate_logit(z, cov, False, tuning) > 0
+    assert gate_logit(z, cov, NameCheck(familiar=True), tuning) > 0
     # ...and a best window that stands far out opens the gate for a stranger's question.
-    assert gate_logit(8.0, 0.2, True, tuning) > 0 > gate_logit(0.0, 0.2, True, tuning)
+    tim = NameCheck(("Tim",), familiar=True)
+    assert gate_logit(8.0, 0.2, tim, tuning) > 0 > gate_logit(0.0, 0.2, tim, tuning)
+
+
+def test_a_question_naming_only_strangers_pays_more_than_one_naming_a_known_person() -> None:
+    t = table_of(ROWS)
+    # About someone this memory has never heard of, and nobody it has.
+    alone = name_check("What did Gertrude paint by the lake?", t)
+    assert alone.strangers == ("Gertrude",) and alone.only_strangers
+    # A known person beside a new word or name: a stranger, not only strangers.
+    both = name_check("Did Melanie paint the lake with Gertrude?", t)
+    assert both.stranger and not both.only_strangers
+    assert not name_check("What did Melanie paint by the lake?", t).stranger
+    # No names at all (how an owner asks about their own life): neither.
+    none = name_check("what did I paint by the lake?", t)
+    assert not none.stranger and not none.only_strangers
+    # A name known only from the owner's other memories is no stranger.
+    assert not name_check("What did Gertrude paint?", t, known={"gertrude"}).only_strangers
+    tuning = RankTuning()
+    gap = gate_logit(1.0, 0.6, both, tuning) - gate_logit(1.0, 0.6, alone, tuning)
+    assert gap == pytest.approx(tuning.gate_only_strangers) and gap > 0
+    # Strong enough evidence still opens the gate: a penalty, not a veto.
+    assert gate_logit(4.0, 0.9, alone, tuning) > 0
 
 
 def test_the_cosine_feature_is_the_best_windows_excess_z() -> None:

@@ -49,7 +49,7 @@ from strata.memory.domain.recall_focus import focus
 from strata.memory.domain.recall_gate import gate_features, gate_idf, gate_logit
 from strata.memory.domain.recall_index import OWNERS_KEPT, OwnerRows, RowIndex, recency_of
 from strata.memory.domain.recall_leaves import LeafIndex, leaf_signals, mark_faded, no_leaves
-from strata.memory.domain.recall_names import unknown_name
+from strata.memory.domain.recall_names import name_check
 from strata.memory.domain.recall_pack import pack, shares_for, window_units
 from strata.memory.domain.recall_rank import (
     RankTuning,
@@ -229,7 +229,7 @@ class Recall:
             cover = max(cover, *(text_coverage(c.text, weights) for c in extras))
         # A name said only in rows since pruned lives on in the notes: not a stranger.
         noted = {w for c in extras for w in surface_words(c.text)}
-        if gate_logit(z, cover, unknown_name(q.text, table, noted), rank) < 0:
+        if gate_logit(z, cover, name_check(q.text, table, noted), rank) < 0:
             return [], len(top) + len(extras)
         wanted = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})
         fresh_rows = await self.index.texts(q.owner_id, [int(table.ids[i]) for i in wanted])

@@ -1,6 +1,6 @@
 """Recall's abstention gate: whether the best of an owner's memory answers the query at all.
 
-Pure (numpy, no SQL, no I/O). Three features, each relative to the owner's own memory so that
+Pure (numpy, no SQL, no I/O). Four features, each relative to the owner's own memory so that
 they mean the same in any memory and with any embedding model:
 
 - `z`: how far the best window's cosine stands out of the owner's windows for this query, in
@@ -12,16 +12,21 @@ they mean the same in any memory and with any embedding model:
   weekdays and numbers are left out: memory keeps dates in its headers, not in what was said,
   so the "June" of "what did she do in June?" is no word the answer lacks;
 - `stranger`: the query names someone or something this memory never mentions (a capitalised
-  word, `strata.memory.domain.recall_names.strangers`). Until issue 27 this vetoed the query; now it
-  is a fitted penalty that coverage and a best window standing out can outweigh: in real chats
-  most names a person mentions are not in memory yet.
+  word, `strata.memory.domain.recall_names.name_check`). Until issue 27 this vetoed the query;
+  now it is a fitted penalty that coverage and a best window standing out can outweigh: in
+  real chats most names a person mentions are not in memory yet;
+- `only_strangers`: and it names nobody this memory does mention: a question about someone
+  this memory has never heard of ("What is Nate's favorite dish?"), not about a person it
+  knows beside a new word ("What European countries has Maria been to?").
 
 Inject only when `gate_bias + gate_cosine · z + gate_keyword · coverage − gate_unknown_name ·
-stranger > 0`. The coefficients come from logistic regression of the tuning conversations' own
-questions against questions about other conversations and the same with their names swapped
-for this memory's people (so that no name can give them away), checked leaving one
-conversation out; the bias is set for a false-injection rate under 0.10 (docs/recall.md,
-`bench/recall_gate.py`).
+stranger − gate_only_strangers · only_strangers > 0`. The first four coefficients come from
+logistic regression of the tuning conversations' own questions against questions about other
+conversations and the same with their names swapped for this memory's people (so that no name
+can give them away), checked leaving one conversation out; the bias is set for a
+false-injection rate under 0.10 (docs/recall.md, `bench/recall_gate.py`). `gate_only_strangers`
+is the smallest round penalty that silences every tuning question that names only strangers
+(docs/recall.md, round eleven).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from strata.memory.domain.recall_names import calendar_stems, without_names
+from strata.memory.domain.recall_names import NameCheck, calendar_stems, without_names
 from strata.memory.domain.recall_rank import (
     GATE_PRIOR_DOCS,
     RankTuning,
@@ -69,11 +74,13 @@ def gate_features(table: RowTable, ws: WindowScores, query: str, stems: Sequence
     return ws.gate_z, keyword_coverage(table, rows, weights)
 
 
-def gate_logit(z: float, coverage: float, stranger: bool, tuning: RankTuning) -> float:
-    """Inject only when this is above 0. `stranger`: the query names someone or something
-    this memory never mentions (`strata.memory.domain.recall_names.unknown_name`), a penalty that
-    enough coverage or a best window far enough out outweighs, not a veto. Without vectors (the
-    embedder is down, or nothing is embedded yet) the cosine feature counts as 0."""
+def gate_logit(z: float, coverage: float, names: NameCheck, tuning: RankTuning) -> float:
+    """Inject only when this is above 0. A query that names someone or something this memory
+    never mentions (`names.stranger`) pays a penalty that enough coverage or a best window far
+    enough out outweighs, not a veto; one that names nobody this memory knows besides
+    (`names.only_strangers`) pays `gate_only_strangers` more. Without vectors (the embedder is
+    down, or nothing is embedded yet) the cosine feature counts as 0."""
     z_term = 0.0 if math.isnan(z) else tuning.gate_cosine * z
     return (tuning.gate_bias + z_term + tuning.gate_keyword * coverage
-            - tuning.gate_unknown_name * float(stranger))
+            - tuning.gate_unknown_name * float(names.stranger)
+            - tuning.gate_only_strangers * float(names.only_strangers))

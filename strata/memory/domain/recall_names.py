@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Collection
+from dataclasses import dataclass
 
 from strata.memory.domain.recall_table import WORD, RowTable, surface_words
 from strata.memory.domain.text import stem, tokens
@@ -58,12 +59,35 @@ def _capitalised(query: str) -> list[str]:
             and not _ends_sentence(query[max(0, m.start() - 64):m.start()])]
 
 
-def strangers(query: str, table: RowTable, known: Collection[str] = ()) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class NameCheck:
+    """What a query's names say of one memory: the ones it never mentions (as written in the
+    query), and whether it mentions any of the others."""
+
+    strangers: tuple[str, ...] = ()
+    familiar: bool = False
+
+    @property
+    def stranger(self) -> bool:
+        """The query names someone or something this memory never mentions."""
+        return bool(self.strangers)
+
+    @property
+    def only_strangers(self) -> bool:
+        """Every name of the query is a stranger's: it asks about someone this memory has never
+        heard of and about nobody it has ("What is Nate's favorite dish?" of a memory without
+        a Nate), not about a person it knows beside a new word ("What European countries has
+        Maria been to?")."""
+        return bool(self.strangers) and not self.familiar
+
+
+def name_check(query: str, table: RowTable, known: Collection[str] = ()) -> NameCheck:
     """The names in the query (capitalised words, not the first of the query or of one of its
-    sentences, not a month or weekday) that this memory never mentions, as written in the
-    query: neither its rows nor `known` (the words of its other memories, e.g. a roll-up
-    parent's summary once the rows it came from are pruned)."""
+    sentences, not a month or weekday), each checked against this memory's rows and `known`
+    (the words of its other memories, e.g. a roll-up parent's summary once the rows it came
+    from are pruned)."""
     out = []
+    familiar = False
     for w in _capitalised(query):
         for word in surface_words(w):
             # Initials (U.S.) and calendar words say nothing about who is meant.
@@ -72,13 +96,19 @@ def strangers(query: str, table: RowTable, known: Collection[str] = ()) -> list[
             if word not in table.words and word not in known:
                 out.append(w)
                 break
-    return out
+            familiar = True
+    return NameCheck(tuple(out), familiar)
+
+
+def strangers(query: str, table: RowTable, known: Collection[str] = ()) -> list[str]:
+    """The names in the query that this memory never mentions, as written in the query."""
+    return list(name_check(query, table, known).strangers)
 
 
 def unknown_name(query: str, table: RowTable, known: Collection[str] = ()) -> bool:
     """Whether the query names someone or something this memory never mentions: a question
     about a stranger."""
-    return bool(strangers(query, table, known))
+    return name_check(query, table, known).stranger
 
 
 @functools.cache

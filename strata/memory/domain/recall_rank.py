@@ -61,6 +61,7 @@ class RankTuning:
     gate_cosine: float = 0.86
     gate_keyword: float = 5.47
     gate_unknown_name: float = 2.577
+    gate_only_strangers: float = 1.5  # added when every name of the query is a stranger
     cost_power: float = 0.5  # value per token^power: 0 ranks by score alone
     redundancy: float = 0.3  # MMR: value − this × the best cosine to a window already taken
     semantic_top: int = 1  # the semantic scale's 1: the mean cosine of this many best windows

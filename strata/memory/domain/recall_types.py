@@ -45,6 +45,7 @@ class RecallTuning:
     gate_cosine: float = 0.86
     gate_keyword: float = 5.47
     gate_unknown_name: float = 2.577
+    gate_only_strangers: float = 1.5
     cost_power: float = 0.5
     redundancy: float = 0.3
     semantic_top: int = 1
