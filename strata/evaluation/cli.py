@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -48,8 +49,13 @@ async def cmd_eval_recall(args: argparse.Namespace, settings: Settings) -> int:
         report, answers = await run_eval(settings, turns, questions, options, recall=recall,
                                          show_progress=not args.no_progress,
                                          baseline=args.baseline)
-    # What produced the numbers, so a result file can be reproduced.
-    report["command"] = "strata " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    # What produced the numbers, so a result file can be reproduced: the recall settings given
+    # by environment variables too, which change them as much as the arguments do.
+    given = {k: v for k, v in sorted(os.environ.items()) if k.startswith("STRATA_RECALL_")}
+    report["command"] = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in given.items()),
+                                  "strata", *(shlex.quote(a) for a in sys.argv[1:])])
+    if given:
+        report["settings_env"] = given
     report["embedder"] = {"model": settings.embed.model, "dim": settings.embed.dim}
     print(format_lived(report) if args.lived else format_table(report))
     if args.out:

@@ -76,6 +76,9 @@ def test_eval_recall_report(tmp_path: Path, subprocess_env: dict[str, str]) -> N
     # buckets often enough to look related; at 1024 these texts' words never collide.
     with FakeOpenAI(dim=1024) as wide:
         env = dict(subprocess_env, **strata_env(wide, tmp_path / "unused.db"))
+        # A recall setting given by the environment (here its default) is part of what made
+        # the numbers: the report names it.
+        env["STRATA_RECALL_TRIM_AFTER"] = "6"
         run = strata(["eval", "recall", "--turns", str(turns), "--questions", str(questions),
                       "--budget", "200", "--abstention", "1", "--out", str(out),
                       "--details", str(details)], env)
@@ -84,12 +87,14 @@ def test_eval_recall_report(tmp_path: Path, subprocess_env: dict[str, str]) -> N
 
     report = json.loads(out.read_text())
     assert set(report) == {"questions", "budget_tokens", "overall", "by_category",
-                           "by_conversation", "abstention", "command", "embedder"}
+                           "by_conversation", "abstention", "command", "embedder",
+                           "settings_env"}
+    assert report["settings_env"] == {"STRATA_RECALL_TRIM_AFTER": "6"}
     # Each conversation on its own: its own questions, and its foreign one got nothing.
     assert set(report["by_conversation"]) == {"A", "B"}
     assert sum(m["questions"] for m in report["by_conversation"].values()) == 5
     assert all(m["false_injection_rate"] == 0.0 for m in report["by_conversation"].values())
-    assert report["command"].startswith("strata eval recall --turns ")
+    assert report["command"].startswith("STRATA_RECALL_TRIM_AFTER=6 strata eval recall --turns ")
     assert report["questions"] == 5 and report["budget_tokens"] == 200
     keys = {"evidence_recall", "hit_rate", "mean_injected_tokens", "empty_rate",
             "latency_ms_p50", "latency_ms_p95", "answer_coverage"}
