@@ -16,7 +16,10 @@ channels at once per process. A process that dies mid-turn leaves its entry queu
 lease behind: a process on the same host takes the lease over at once, one elsewhere after
 `turn_lease_seconds`, and runs the turn again. A turn whose reply was stored before the crash
 is shown from the transcript, the model is not asked again; so each turn reaches the model
-once unless its process died during the model call. Imports `strata.bot` and `strata.memory`.
+once unless its process died during the model call. Each run is counted in the entry before
+its reply is shown, and the room output gets the turn's `ReplyKey`: Matrix and Discord dedupe
+the re-run's sends by it, so the reply is shown once there (Telegram has no such key).
+Imports `strata.bot` and `strata.memory`.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from datetime import timedelta
 from strata.bot.claims import ChannelClaims
 from strata.bot.turns import TurnProcessor
 from strata.core.ports import Clock, PartialCallback, Replier, ShowTurn
-from strata.core.types import Accepted, InboundMessage, Intake, TurnResult
+from strata.core.types import Accepted, InboundMessage, Intake, ReplyKey, TurnResult
 from strata.memory.coordination.turn_queue import NewTurn, QueuedTurn, TurnQueue
 from strata.memory.domain.intake import TurnIntake
 
@@ -192,7 +195,9 @@ class TurnScheduler:
         if channel is not None and person is not None:  # else forgotten meanwhile
             timing_log.info("turn for chat %s starts (at %.3f)", entry.msg.room_id, time.time())
             accepted = Accepted(entry.msg, person, channel, entry.turn_id, stored=entry.stored)
-            out = replier.room(entry.msg, entry.reply_to)
+            await self.queue.start(entry.id)
+            once = ReplyKey(entry.turn_id, retry=entry.attempts > 0)
+            out = replier.room(entry.msg, entry.reply_to, once)
             await self.show(_QueuedRun(self.processor, accepted), entry.msg, out)
         await self.queue.done(entry.id)
 

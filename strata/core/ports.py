@@ -21,6 +21,7 @@ from strata.core.types import (
     InboundMessage,
     Intake,
     Person,
+    ReplyKey,
     ToolSpec,
     TurnResult,
 )
@@ -117,11 +118,14 @@ class RoomOutput(Protocol):
 
 
 class Replier(Protocol):
-    """A platform's reply side: the output for the room a queued turn came from."""
+    """A platform's reply side: the output for the room a queued turn came from. `once`
+    identifies the queued turn's reply (None outside the queue): a platform that dedupes sends
+    by a client key shows it once even when the turn runs again after a crash."""
 
     platform: str
 
-    def room(self, msg: InboundMessage, reply_to: str | None) -> RoomOutput: ...
+    def room(self, msg: InboundMessage, reply_to: str | None,
+             once: ReplyKey | None = None) -> RoomOutput: ...
 
 
 class ShowTurn(Protocol):

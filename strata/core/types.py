@@ -79,6 +79,17 @@ class InboundMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplyKey:
+    """Who a queued turn's reply is, across restarts: `key` is the turn's id (stable while its
+    queue entry lives, never reused), `retry` says an earlier run of the entry may have sent
+    part of it already. Adapters whose platform dedupes sends by a client key (Matrix txnId,
+    Discord nonce) derive that key from it, so a re-run shows the reply once."""
+
+    key: str
+    retry: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Person:
     id: int
     kind: OwnerKind

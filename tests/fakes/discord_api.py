@@ -83,6 +83,10 @@ JSON = dict[str, Any]
 
 API_VERSION = 10
 MAX_MESSAGE_LENGTH = 2000
+MAX_NONCE_LENGTH = 25
+# How long a nonce with `enforce_nonce` returns the earlier message: Discord documents only
+# "the past few minutes", so the fake takes five.
+NONCE_WINDOW_MS = 5 * 60 * 1000
 DISCORD_EPOCH_MS = 1420070400000
 
 # Gateway intents (bit values from the Discord docs).
@@ -1751,6 +1755,12 @@ class FakeDiscord:
                     f"Must be {MAX_MESSAGE_LENGTH} or fewer in length.",
                 )
             )
+        nonce = body.get("nonce")
+        if isinstance(nonce, str) and len(nonce) > MAX_NONCE_LENGTH:
+            problems.append(
+                (("nonce",), "BASE_TYPE_MAX_LENGTH",
+                 f"Must be {MAX_NONCE_LENGTH} or fewer in length.")
+            )
         embeds = body.get("embeds") or []
         if len(embeds) > 10:
             problems.append((("embeds",), "BASE_TYPE_MAX_LENGTH", "Must be 10 or fewer in length."))
@@ -1815,6 +1825,9 @@ class FakeDiscord:
         if invalid is not None:
             return invalid
         with self._lock:
+            earlier = self._same_nonce(channel, body)
+            if earlier is not None:  # enforce_nonce: the earlier message, no new one
+                return _json_response(200, copy.deepcopy(earlier.payload))
             attachments, blobs = self._build_attachments(channel.id, body, files)
             msg = self._new_message(
                 channel,
@@ -1830,6 +1843,22 @@ class FakeDiscord:
             self._messages[int(msg["id"])].files = blobs
         await self._dispatch_message("MESSAGE_CREATE", msg)
         return _json_response(200, msg)
+
+    def _same_nonce(self, channel: _Channel, body: JSON) -> _Message | None:
+        """With ``enforce_nonce``, the bot's live message in `channel` created with the same
+        nonce within the last `NONCE_WINDOW_MS` (Discord: "the past few minutes"; the
+        check is per author, and the bot is the only author creating through REST here)."""
+        nonce = body.get("nonce")
+        if nonce is None or not body.get("enforce_nonce"):
+            return None
+        since = int(time.time() * 1000) - NONCE_WINDOW_MS
+        for mid in channel.message_ids:
+            msg = self._messages[mid]
+            if (int(msg.payload["author"]["id"]) == self.bot_id and not msg.deleted
+                    and str(msg.payload.get("nonce")) == str(nonce)
+                    and snowflake_time_ms(mid) >= since):
+                return msg
+        return None
 
     def _message_or_404(self, params: dict[str, str]) -> tuple[_Channel, _Message] | web.Response:
         channel = self._channel_or_404(params)

@@ -136,6 +136,37 @@ async def test_message_over_2000_chars_is_rejected(fake: FakeDiscord, echo: Echo
 
 
 @pytest.mark.asyncio
+async def test_same_nonce_with_enforce_nonce_returns_the_earlier_message(
+    fake: FakeDiscord, echo: EchoClient,
+) -> None:
+    """Discord's rule: a create with `enforce_nonce` and a nonce this author used in the past
+    few minutes returns that message and creates none; without `enforce_nonce` a nonce only
+    tags the message. discord.py sends `enforce_nonce` with every nonce, so the raw route
+    checks the other case."""
+    fake.add_user(ALICE, "alice")
+    channel = await echo.create_dm(await echo.fetch_user(ALICE))
+
+    first = await channel.send("the answer", nonce="a1b2c3")
+    again = await channel.send("the answer, sent again", nonce="a1b2c3")
+    other = await channel.send("another answer", nonce="d4e5f6")
+    assert again.id == first.id and again.content == "the answer"
+    assert other.id != first.id
+    assert [m.content for m in fake.bot_messages(channel.id)] == ["the answer", "another answer"]
+
+    async with aiohttp.ClientSession() as http:
+        resp = await http.post(f"{fake.api_url}/channels/{channel.id}/messages",
+                               json={"content": "tagged only", "nonce": "a1b2c3"},
+                               headers={"Authorization": f"Bot {fake.token}"})
+        assert resp.status == 200
+        assert (await resp.json())["id"] != str(first.id)
+
+    with pytest.raises(discord.HTTPException) as excinfo:
+        await channel.send("too long a nonce", nonce="n" * 26)
+    assert excinfo.value.status == 400 and "25 or fewer" in excinfo.value.text
+    assert len(fake.bot_messages(channel.id)) == 3
+
+
+@pytest.mark.asyncio
 async def test_reply_file_reaction_and_delete(fake: FakeDiscord, echo: EchoClient) -> None:
     pushed = fake.push_dm(ALICE, "alice", "send me a file")
     await fake.wait_for(lambda f: echo.received)

@@ -23,7 +23,7 @@ import pytest
 from strata.adapters.runtime import ReplyOps
 from strata.app.compose import App
 from strata.core.clock import ManualClock
-from strata.core.types import InboundMessage, Intake, Person
+from strata.core.types import InboundMessage, Intake, Person, ReplyKey
 from strata.memory.engines.db import Database
 from tests.engine_views import all_table_text, sqlite_file_bytes, table_names
 from tests.fakes.caldav_server import RadicaleServer
@@ -436,7 +436,8 @@ async def test_through_the_turn_queue_the_queued_command_leaves_with_its_answer(
     class Room:
         platform = line.platform
 
-        def room(self, msg: InboundMessage, reply_to: str | None) -> ReplyOps:
+        def room(self, msg: InboundMessage, reply_to: str | None,
+             once: ReplyKey | None = None) -> ReplyOps:
             return ReplyOps(send=send, limit=4096)
 
     replier = Room()

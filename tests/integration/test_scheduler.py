@@ -9,7 +9,7 @@ from strata.adapters.runtime import ReplyOps
 from strata.app.compose import App
 from strata.bot.scheduler import TurnScheduler
 from strata.core.clock import ManualClock
-from strata.core.types import InboundMessage, Intake, NewRow, Role
+from strata.core.types import InboundMessage, Intake, NewRow, ReplyKey, Role
 from tests.fakes.openai_server import FakeOpenAI, last_user_text
 
 from .test_turns import msg
@@ -23,7 +23,8 @@ class Room:
     def __init__(self) -> None:
         self.shown: list[tuple[str, str]] = []
 
-    def room(self, msg: InboundMessage, reply_to: str | None) -> ReplyOps:
+    def room(self, msg: InboundMessage, reply_to: str | None,
+             once: ReplyKey | None = None) -> ReplyOps:
         async def send(text: str) -> str:
             self.shown.append((msg.room_id, text))
             return str(len(self.shown))

@@ -38,7 +38,7 @@ from strata.adapters.runtime import ReplyOps, deliver_turn, send_text
 from strata.core.config import Settings
 from strata.core.errors import ConfigError, PlatformError
 from strata.core.ports import Clock, Turns
-from strata.core.types import InboundMessage, Intake
+from strata.core.types import InboundMessage, Intake, ReplyKey
 
 log = logging.getLogger(__name__)
 
@@ -229,9 +229,11 @@ class DiscordAdapter:
             raise PlatformError("the Discord adapter is not started")
         return self._client.get_partial_messageable(int(room_id), type=discord.ChannelType.private)
 
-    def room(self, msg: InboundMessage, reply_to: str | None) -> ReplyOps:
-        """How a turn's reply is shown in its DM (`Replier`)."""
-        return dm_ops(self._destination(msg.room_id), self._edit_interval)
+    def room(self, msg: InboundMessage, reply_to: str | None,
+             once: ReplyKey | None = None) -> ReplyOps:
+        """How a turn's reply is shown in its DM (`Replier`); `once` gives the messages their
+        nonces (`dm_ops`)."""
+        return dm_ops(self._destination(msg.room_id), self._edit_interval, once)
 
     async def send(self, room_id: str, text: str) -> list[str]:
         """Send `text` to a DM channel (split at 2,000 characters); the message ids."""

@@ -17,7 +17,9 @@ import aiohttp
 import discord
 
 from strata.adapters.base import PlatformRateLimited
+from strata.adapters.once import keyed_send
 from strata.adapters.runtime import ReplyOps
+from strata.core.types import ReplyKey
 
 MESSAGE_LIMIT = 2000
 # Discord shows "typing…" for about 10 s per trigger; refresh a little before it lapses.
@@ -31,14 +33,21 @@ PLATFORM_ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError, Timeo
 Destination = discord.DMChannel | discord.PartialMessageable
 
 
-def dm_ops(channel: Destination, edit_interval: float) -> ReplyOps:
-    """How to talk back in one DM: send, edit (at most every `edit_interval` s), typing, files."""
+def dm_ops(channel: Destination, edit_interval: float, once: ReplyKey | None = None) -> ReplyOps:
+    """How to talk back in one DM: send, edit (at most every `edit_interval` s), typing, files.
+    With `once` each message has a nonce from the queued turn (`strata.adapters.once`;
+    discord.py sends it with `enforce_nonce`): a re-run after a crash, within Discord's few
+    minutes, gets the messages the dead run sent instead of new ones."""
 
-    async def send(text: str) -> str:
-        return await rate_limited(_message_id(channel.send(text)))
+    async def send_keyed(text: str, nonce: str | None) -> str:
+        if nonce is None:
+            return await rate_limited(_message_id(channel.send(text)))
+        return await rate_limited(_message_id(channel.send(text, nonce=nonce)))
 
     async def edit(message_id: str, text: str) -> None:
         await rate_limited(channel.get_partial_message(int(message_id)).edit(content=text))
+
+    send = keyed_send(send_keyed, edit, once)
 
     async def typing() -> None:
         await rate_limited(_typing(channel))

@@ -71,7 +71,7 @@ from strata.core.config import AccessSettings, MatrixSettings
 from strata.core.errors import ConfigError, PlatformError
 from strata.core.ports import Turns
 from strata.core.private_files import private_dir
-from strata.core.types import InboundMessage
+from strata.core.types import InboundMessage, ReplyKey
 
 log = logging.getLogger(__name__)
 
@@ -349,14 +349,15 @@ class MatrixAdapter:
 
     # -- talking back --------------------------------------------------------------------------
 
-    def room(self, msg: InboundMessage, reply_to: str | None) -> ReplyOps:
+    def room(self, msg: InboundMessage, reply_to: str | None,
+             once: ReplyKey | None = None) -> ReplyOps:
         """How a turn's reply is shown in its room (`Replier`); in a shared room the first
         message quotes the person's (`reply_to`)."""
         assert self.client is not None
         known = self.client.rooms.get(msg.room_id)
         info = (self.room_info(known) if known is not None
                 else RoomInfo(msg.room_id, 2 if msg.is_private else 3, msg.room_name or "", True))
-        ops = self.outbox.ops(info, reply_to)
+        ops = self.outbox.ops(info, reply_to, once)
 
         async def done() -> None:
             self.stats["turns"] += 1

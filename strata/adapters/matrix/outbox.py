@@ -4,6 +4,7 @@ nio is told never to retry 429s itself, so a 429 answer surfaces here as
 `PlatformRateLimited` (`retry_after` reads its wait): a streaming edit is skipped, a final send
 waits it out a bounded number of times (`strata.adapters.runtime`). Every event the bot sends is
 remembered (`own`, the newest 5,000): a reply to one of them addresses the bot in a shared room.
+A queued turn's messages carry txnIds derived from the turn (`ops`, `strata.adapters.once`).
 Imports `strata.adapters.*` and nio.
 """
 
@@ -25,8 +26,10 @@ from strata.adapters.matrix.mapping import (
     edit_content,
     reply_content,
 )
+from strata.adapters.once import keyed_send
 from strata.adapters.runtime import ReplyOps, send_text
 from strata.core.errors import PlatformError
+from strata.core.types import ReplyKey
 
 log = logging.getLogger(__name__)
 
@@ -57,15 +60,22 @@ class Outbox:
         while len(self.own) > OWN_REMEMBERED:
             self.own.popitem(last=False)
 
-    def ops(self, room: RoomInfo, reply_to: str | None) -> ReplyOps:
-        first = [reply_to]  # only the first message of a reply quotes the question
+    def ops(self, room: RoomInfo, reply_to: str | None, once: ReplyKey | None = None) -> ReplyOps:
+        """A turn's reply in `room`; with `once`, each message's txnId comes from the queued
+        turn (`strata.adapters.once`), so a re-run after a crash gets the same events back."""
+        sent_any: list[str] = []
 
-        async def send(text: str) -> str:
-            quote, first[0] = first[0], None
-            return await self.send(room.room_id, reply_content(text, in_reply_to=quote))
+        async def send_keyed(text: str, txn: str | None) -> str:
+            # Only the first message quotes the question: the one with no message before it.
+            quote = reply_to if not sent_any else None
+            event_id = await self.send(room.room_id, reply_content(text, in_reply_to=quote), txn)
+            sent_any.append(event_id)
+            return event_id
 
         async def edit(event_id: str, text: str) -> None:
             await self.send(room.room_id, edit_content(event_id, text))
+
+        send = keyed_send(send_keyed, edit, once)
 
         async def typing() -> None:
             await self.typing(room.room_id, True)
@@ -96,9 +106,10 @@ class Outbox:
         except Exception:  # adapter boundary: an unsendable notice is only logged
             log.warning("matrix: could not send a notice to %s", room_id, exc_info=True)
 
-    async def send(self, room_id: str, content: dict[str, Any]) -> str:
+    async def send(self, room_id: str, content: dict[str, Any], txn: str | None = None) -> str:
+        """One event; a repeated `txn` (same device) returns the event it sent first."""
         resp = await self.client().room_send(
-            room_id, "m.room.message", content, ignore_unverified_devices=True
+            room_id, "m.room.message", content, tx_id=txn, ignore_unverified_devices=True
         )
         if isinstance(resp, RoomSendError):
             wait = retry_after(resp)

@@ -46,7 +46,7 @@ from strata.adapters.telegram.polling import Poller
 from strata.core.config import Settings
 from strata.core.errors import StrataError
 from strata.core.ports import Adapter, Clock, Turns
-from strata.core.types import InboundMessage, Intake
+from strata.core.types import InboundMessage, Intake, ReplyKey
 
 log = logging.getLogger(__name__)
 
@@ -212,10 +212,13 @@ class TelegramAdapter:
             stream=stream,
         )
 
-    def room(self, msg: InboundMessage, reply_to: str | None) -> ReplyOps:
+    def room(self, msg: InboundMessage, reply_to: str | None,
+             once: ReplyKey | None = None) -> ReplyOps:
         """How a turn's reply is shown in its chat (`Replier`): in a group the first part
         answers the person's message, and the finished reply only is sent (edits count
-        against Telegram's 20-messages-a-minute group limit); a private chat streams."""
+        against Telegram's 20-messages-a-minute group limit); a private chat streams.
+        `once` is unused: the Bot API has no client key that dedupes a send, so a turn re-run
+        after a crash between sending and dequeuing shows its reply again."""
         chat = Chat(self._bot(), int(msg.room_id), int(reply_to) if reply_to else None,
                      retry_base=self.retry_base)
         return self._ops(chat, stream=msg.is_private)

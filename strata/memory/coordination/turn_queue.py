@@ -4,8 +4,10 @@
 queues its turn here in one transaction (`strata.memory.domain.intake`) before the adapter
 confirms the message to its platform; any process then claims the channel
 (`strata.memory.coordination.leases`, `turn:<channel id>`) and runs that channel's queued turns
-in order, deleting each entry once its reply is shown. The inbound message is kept as JSON: a chat
-command is never stored in the transcript, so its text lives only here until it is done.
+in order, counting each run it starts (`start`: a second run is a retry, whose sends a
+platform may dedupe) and deleting each entry once its reply is shown. The inbound message is
+kept as JSON: a chat command is never stored in the transcript, so its text lives only here
+until it is done.
 Imports `bot` leaf types and `strata.memory.engines.db`.
 """
 
@@ -33,6 +35,7 @@ class QueuedTurn:
     reply_to: str | None
     msg: InboundMessage
     created_at: datetime
+    attempts: int = 0  # runs started before this one (`TurnQueue.start`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +87,7 @@ def _queued(row: Any) -> QueuedTurn:
     return QueuedTurn(int(row["id"]), str(row["platform"]), int(row["channel_id"]),
                       int(row["person_id"]), str(row["turn_id"]), bool(row["stored"]),
                       row["reply_to"], message_from_json(row["message"]),
-                      from_iso(row["created_at"]))
+                      from_iso(row["created_at"]), int(row["attempts"]))
 
 
 class TurnQueue:
@@ -122,6 +125,12 @@ class TurnQueue:
         rows = await self.db.fetchall(
             "SELECT * FROM turn_queue WHERE channel_id = ? ORDER BY id", (channel_id,))
         return [_queued(r) for r in rows]
+
+    async def start(self, queue_id: int) -> None:
+        """Count a run of the entry as started before anything of its reply is sent: a later
+        run of it (after a crash) is then known to be a retry."""
+        await self.db.execute_write(
+            "UPDATE turn_queue SET attempts = attempts + 1 WHERE id = ?", (queue_id,))
 
     async def done(self, queue_id: int) -> None:
         await self.db.execute_write("DELETE FROM turn_queue WHERE id = ?", (queue_id,))
