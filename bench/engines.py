@@ -26,6 +26,8 @@ people. A person's first search loads their rows into recall's in-memory row ind
   half as the bot runs it (`turns_per_second`): the indexer is an after-turn hook, a task per
   turn, so the next turn's write waits only for the database; the time includes every hook's
   end (all rows have their vectors).
+- `bytes_on_disk`: the store's size after all of the above (`Database.bytes_on_disk`: on
+  SQLite the file with its WAL folded in), so two schemas compare over the same rows.
 
 Floors, in the same run: `numpy_knn`, a brute-force cosine scan of the person's vectors in numpy
 (engine-free; each query's best of 5 runs); `ingest_floor`, the same number of rows and vectors
@@ -363,7 +365,8 @@ async def run_engines(args: argparse.Namespace, urls: dict[str, str]) -> dict[st
             ingest = await measure_ingest(store, args.ingest_turns, args.seed, args.dim)
             loads.sample()
             out[store.engine] = {"populate_seconds": round(store.populate_seconds, 3),
-                                 "recall_ms": recall, "vec_knn_ms": knn, "ingest": ingest}
+                                 "recall_ms": recall, "vec_knn_ms": knn, "ingest": ingest,
+                                 "bytes_on_disk": await store.db.bytes_on_disk()}
     finally:
         for store in stores:
             await store.db.close()
@@ -394,14 +397,15 @@ def report(args: argparse.Namespace, measured: dict[str, Any]) -> dict[str, Any]
 
 def table(rep: dict[str, Any]) -> str:
     lines = [f"{'engine':<9} {'recall p50':>10} {'p95':>7} {'cold p50':>9} {'p95':>7}"
-             f" {'kNN p50':>8} {'p95':>7} {'exact':>6} {'turns/s':>8} {'floor':>8}"]
+             f" {'kNN p50':>8} {'p95':>7} {'exact':>6} {'turns/s':>8} {'floor':>8} {'MB':>7}"]
     for name, e in rep["engines"].items():
         r, k, i = e["recall_ms"], e["vec_knn_ms"], e["ingest"]
         lines.append(
             f"{name:<9} {r['warm']['p50_ms']:>10.2f} {r['warm']['p95_ms']:>7.2f}"
             f" {r['cold']['p50_ms']:>9.1f} {r['cold']['p95_ms']:>7.1f}"
             f" {k['p50_ms']:>8.2f} {k['p95_ms']:>7.2f} {k['exact_share']:>6.3f}"
-            f" {i['turns_per_second']:>8.1f} {i['floor_turns_per_second']:>8.1f}")
+            f" {i['turns_per_second']:>8.1f} {i['floor_turns_per_second']:>8.1f}"
+            f" {e['bytes_on_disk'] / 1e6:>7.1f}")
     f = rep["floor"]["numpy_knn_ms"]
     lines.append(f"numpy kNN floor: p50 {f['p50_ms']:.3f} ms, p95 {f['p95_ms']:.3f} ms")
     return "\n".join(lines)

@@ -154,10 +154,11 @@ async def test_pruning_keeps_cited_and_unreached_rows_and_drops_the_rest(
     assert await app.transcript.search(scope.person.id, "word4x1") == []
     hits = {r.id for r, _ in await app.transcript.search(scope.person.id, "word0x1")}
     assert hits == set(turns[0])
-    # SQLite: the FTS5 indexes themselves, not a join (PostgreSQL's are on `transcript`).
-    for fts in ("transcript_fts", "transcript_owner_fts") if db.engine == "sqlite" else ():
-        assert await db.fetchall(f"SELECT rowid FROM {fts} WHERE {fts} MATCH 'word4x1'") == []
-        indexed = {r[0] for r in await db.fetchall(f"SELECT id FROM {fts}_docsize")}
+    # SQLite: the FTS5 index itself, not a join (PostgreSQL's is on `transcript`).
+    if db.engine == "sqlite":
+        assert await db.fetchall(
+            "SELECT rowid FROM transcript_fts WHERE transcript_fts MATCH 'word4x1'") == []
+        indexed = {r[0] for r in await db.fetchall("SELECT id FROM transcript_fts_docsize")}
         assert indexed == left
     # The per-row triggers still work afterwards (the bulk path drops and recreates them).
     async with db.write() as conn:
@@ -168,8 +169,7 @@ async def test_pruning_keeps_cited_and_unreached_rows_and_drops_the_rest(
     if db.engine == "sqlite":  # PostgreSQL has no such triggers (nor a bulk path to drop them)
         triggers = {r[0] for r in await db.fetchall(
             "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'transcript'")}
-        assert {"transcript_fts_delete", "transcript_owner_fts_delete",
-                "transcript_vec_follow_row"} <= triggers
+        assert {"transcript_fts_delete", "transcript_vec_follow_row"} <= triggers
 
 
 async def test_janitor_deletes_tombstones_after_30_days_and_decay_updates_weights(

@@ -92,6 +92,25 @@ async def test_transcript_appends_in_order_and_refuses_an_unknown_channel(
     assert got is not None and got.ts == clock.now() and got.owner_id == ann.id
 
 
+async def test_an_append_breaking_another_constraint_raises_the_engines_integrity_error(
+        db: Database, clock: ManualClock) -> None:
+    """`append` catches only the engine's integrity errors (`Database.integrity_errors`), to
+    name an unknown channel; any other violation (here: an author who is no person) comes out
+    as the engine raised it, and nothing of the append is stored."""
+    ann = await person(db, "ann", clock)
+    chat = await channel(db, ann, "dm", clock)
+    repo = TranscriptRepo(db)
+    good = NewRow(chat.id, ann.id, clock.now(), "user", Role.USER, "kept out", "t1")
+    stranger = NewRow(chat.id, 9_999, clock.now(), "user", Role.USER, "who", "t1")
+    with pytest.raises(db.integrity_errors):
+        await repo.append([good, stranger])
+    with pytest.raises(ValueError, match="no channel 9998"):  # still named, even beside it
+        await repo.append([stranger, NewRow(9_998, ann.id, clock.now(), "user", Role.USER,
+                                            "x", "t2")])
+    assert await repo.count() == 0
+    assert await repo.append([good]) != []
+
+
 async def test_platform_messages_and_stored_replies(db: Database, clock: ManualClock) -> None:
     ann = await person(db, "ann", clock)
     chat = await channel(db, ann, "tg:1", clock, platform="telegram")

@@ -10,15 +10,16 @@ rows the episode cutter has not reached yet (its cursor), so nothing is pruned b
 its chance to become memory. FTS rows and `transcript_vec` vectors go with the transcript rows.
 
 Two ways to delete, chosen by `prune_owner` from how much goes (measured on the 1M-row bench,
-bench/lifecycle_bench.py: per-row FTS deletes cost ~25 µs a row for the two FTS indexes, a
-rebuild ~7 µs per row left; the vec0 deletes are fast only when done apart from the rest):
+bench/lifecycle_bench.py: per-row FTS deletes cost ~25 µs a row, a rebuild ~7 µs per row
+left, both measured while the transcript had two FTS indexes, before migration 0022 dropped
+the unread `transcript_owner_fts`; the vec0 deletes are fast only when done apart from the rest):
 - batches (the usual case): plain deletes of 20,000 rows per transaction; the triggers of
   migrations 0001/0003 remove the FTS entries and vectors row by row, and the single writer
   is never held for long;
 - bulk (a large share of the transcript at once, e.g. the first pass over an old store): one
   transaction that deletes the vectors explicitly, drops the per-row FTS/vector delete
-  triggers, deletes the rows, recreates the triggers from their stored SQL and rebuilds both
-  transcript FTS indexes from what is left. All or nothing: a failure rolls back the
+  triggers, deletes the rows, recreates the triggers from their stored SQL and rebuilds the
+  transcript FTS index from what is left. All or nothing: a failure rolls back the
   deletes and the trigger changes together. SQLite only (`Dialect.bulk_prune`): PostgreSQL
   has no per-row triggers to skip (expression indexes, vectors leave by a foreign key), so
   it always deletes in batches.
@@ -47,10 +48,9 @@ BULK_SHARE = 0.25
 # Page cache of the writer during a bulk deletion, in KiB (SQLite's default is 2 MiB, which
 # makes the interleaved index, FTS and vec0 page reads thrash).
 BULK_CACHE_KIB = 131_072
-# The per-row triggers a bulk deletion replaces with its own work, and the FTS indexes it rebuilds.
-_FOLLOW_TRIGGERS = ("transcript_fts_delete", "transcript_owner_fts_delete",
-                    "transcript_vec_follow_row")
-_TRANSCRIPT_FTS = ("transcript_fts", "transcript_owner_fts")
+# The per-row triggers a bulk deletion replaces with its own work, and the FTS index it rebuilds.
+_FOLLOW_TRIGGERS = ("transcript_fts_delete", "transcript_vec_follow_row")
+_TRANSCRIPT_FTS = "transcript_fts"
 
 # A row is cited when a live leaf's citations include it (a parent's never count: parents
 # written before migration 0008 had their inherited citations removed by it).
@@ -192,8 +192,8 @@ async def _delete_bulk(db: Database, ids: list[int]) -> set[int]:
                     f"DELETE FROM transcript WHERE id IN ({placeholders(chunk)})", chunk)
             for _, sql in triggers:
                 await conn.execute(sql)
-            for name in _TRANSCRIPT_FTS:
-                await conn.execute(f"INSERT INTO {name} ({name}) VALUES ('rebuild')")
+            await conn.execute(
+                f"INSERT INTO {_TRANSCRIPT_FTS} ({_TRANSCRIPT_FTS}) VALUES ('rebuild')")
         finally:
             await conn.execute(f"PRAGMA cache_size = {cache}")
     log.info("pruned %d rows in bulk (%d vectors), transcript FTS rebuilt", len(ids),

@@ -15,7 +15,7 @@ from typing import Any
 
 from strata.core.clock import from_iso, to_iso
 from strata.core.types import NewRow, Role, RowKind, TranscriptRow
-from strata.memory.engines.db import Database, Row, is_integrity_error, placeholders
+from strata.memory.engines.db import Database, Row, placeholders
 
 
 def row_from_db(row: Row) -> TranscriptRow:
@@ -136,9 +136,9 @@ class TranscriptRepo:
         try:
             found = await self.db.write_statement(
                 _insert(len(rows), self.db.dialect.write_lock), _values(rows))
-        except Exception as exc:
-            if is_integrity_error(exc):
-                await self._known_channels(rows)
+        except self.db.integrity_errors:
+            # A row of an unknown channel gets no owner (see `_insert`): name the channel.
+            await self._known_channels(rows)
             raise
         return sorted(int(r[0]) for r in found)
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence, Sized
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -366,6 +365,13 @@ class Database:
         assert row is not None  # a SELECT without FROM always gives one row
         return f"SQLite {row[0]}, sqlite-vec {row[1]}"
 
+    @property
+    def integrity_errors(self) -> tuple[type[Exception], ...]:
+        """What a constraint violation raises here, for an `except` that catches only that:
+        the IntegrityError of the SQLite driver in use (`sqlite3` or `pysqlite3`, whose
+        classes are unrelated)."""
+        return (sqlite_driver().IntegrityError,)
+
     async def bytes_on_disk(self) -> int:
         """The database's size on disk after folding the WAL in (what a person's memory costs)."""
         await self.checkpoint()
@@ -389,10 +395,3 @@ class Database:
             for (name,) in rows:
                 await conn.execute(f"INSERT INTO {name} ({name}) VALUES ('optimize')")
         await self.checkpoint()
-
-
-def is_integrity_error(exc: BaseException) -> bool:
-    """True for a constraint violation from whichever driver is in use (psycopg raises
-    subclasses of its IntegrityError, such as CheckViolation)."""
-    return (any(c.__name__ == "IntegrityError" for c in type(exc).__mro__)
-            or isinstance(exc, sqlite3.IntegrityError))

@@ -107,9 +107,9 @@ def match_query(text: str, *, max_terms: int = 32) -> str | None:
 def owner_scoped(match: str, owner_id: int, columns: Sequence[str]) -> str:
     """`match` (from `match_query`) limited to `columns`, in rows of one owner.
 
-    For the owner-scoped indexes (`episode_owner_fts`, `transcript_owner_fts`), whose
-    `owner_id` column is indexed: FTS5 intersects the owner's posting list with the terms'
-    instead of ranking every owner's matches. Bind the result as a parameter.
+    For the owner-scoped indexes (`episode_owner_fts`, `fact_fts`), whose `owner_id` column
+    is indexed: FTS5 intersects the owner's posting list with the terms' instead of ranking
+    every owner's matches. Bind the result as a parameter.
     """
     for column in columns:
         if not column.isidentifier():  # formatted into the expression: plain names only

@@ -283,6 +283,12 @@ class PgDatabase(Database):
         trgm = f", pg_trgm {row[2]}" if row[2] else ""
         return f"PostgreSQL {row[0]}, pgvector {row[1] or 'missing'}{trgm}"
 
+    @property
+    def integrity_errors(self) -> tuple[type[Exception], ...]:
+        """psycopg's IntegrityError, whose subclasses name the constraint's kind
+        (UniqueViolation, ForeignKeyViolation, NotNullViolation, CheckViolation)."""
+        return (psycopg.IntegrityError,)
+
     async def bytes_on_disk(self) -> int:
         return int(await self.fetchval("SELECT pg_database_size(current_database())"))
 
