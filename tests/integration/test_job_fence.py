@@ -231,7 +231,7 @@ async def test_a_fenced_write_goes_through_only_while_the_claim_is_the_same(
             await db.execute_write("INSERT INTO leases (name, holder, expires_at)"
                                    " VALUES (?, 'x', '2026-01-05')", (text,))
 
-        async with leases.fenced(alice.id, "one", token):
+        with leases.fenced(alice.id, "one", token):
             await write("held")
             clock.advance(seconds=LEASE.total_seconds() + 1)
             assert await leases.claim(alice.id, "two", clock.now())  # one's lease ran out
@@ -244,9 +244,8 @@ async def test_a_fenced_write_goes_through_only_while_the_claim_is_the_same(
         await leases.release(alice.id, "two")
         again = await leases.claim(alice.id, "one", clock.now())
         assert again and again != token  # a new hold: the old token stays refused
-        async with leases.fenced(alice.id, "one", token):
-            with pytest.raises(WriteRefusedError):
-                await write("with the old token")
+        with leases.fenced(alice.id, "one", token), pytest.raises(WriteRefusedError):
+            await write("with the old token")
         keys = {str(r[0]) for r in await db.fetchall("SELECT name FROM leases")}
         assert {"held", "another task", "outside"} <= keys
         assert not keys & {"after the takeover", "with the old token"}
