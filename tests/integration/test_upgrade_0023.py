@@ -1,6 +1,6 @@
 """Upgrade to fenced job claims (SQLite migration 0023, PostgreSQL 0013): a claim made before
-the upgrade keeps its runner and gets the empty token, which its runner's next claim keeps (the
-same hold, not a takeover); a takeover after the upgrade gets a token of its own, and the old
+the upgrade keeps its runner and gets the token 'legacy', which its runner's next claim keeps
+(the same hold, not a takeover); a takeover after the upgrade gets a token of its own, and the old
 one is refused from then on."""
 
 from __future__ import annotations
@@ -42,14 +42,14 @@ async def test_a_claim_from_before_the_upgrade_stays_its_runners_until_taken_ove
         assert OURS[engine] in {n for n, _ in await db.applied_migrations()}
         leases = RunnerLeases(db)
         assert await leases.holder(ada.id, clock.now()) == "host:1/a"
-        assert await leases.claim(ada.id, "host:1/a", clock.now()) == ""  # the same hold
-        with leases.fenced(ada.id, "host:1/a", ""):
+        assert await leases.claim(ada.id, "host:1/a", clock.now()) == "legacy"  # the same hold
+        with leases.fenced(ada.id, "host:1/a", "legacy"):
             await leases.heartbeat("host:1/a", "host:1", clock.now(), LEASE)
         clock.advance(seconds=LEASE.total_seconds() + 1)
         await leases.register("host:2/b", "host:2", clock.now(), LEASE)
         token = await leases.claim(ada.id, "host:2/b", clock.now())
         assert token  # a takeover: a token of its own
-        with leases.fenced(ada.id, "host:1/a", ""), pytest.raises(WriteRefusedError):
+        with leases.fenced(ada.id, "host:1/a", "legacy"), pytest.raises(WriteRefusedError):
             await leases.heartbeat("host:1/a", "host:1", clock.now(), LEASE)
     finally:
         await db.close()

@@ -4,5 +4,6 @@
 -- transaction, that the owner's row still names this runner and this token
 -- (`strata.memory.coordination.claims.RunnerLeases.fenced`), so a runner that stalled past
 -- its lease while another took the owner over writes nothing more. Rows claimed before this
--- migration have the empty token; their runners' next claim keeps it (the same hold).
-ALTER TABLE job_leases ADD COLUMN fence TEXT NOT NULL DEFAULT '';
+-- migration get the token 'legacy' (not empty: a token is never false); their runners' next
+-- claim keeps it, as the same hold.
+ALTER TABLE job_leases ADD COLUMN fence TEXT NOT NULL DEFAULT 'legacy';
