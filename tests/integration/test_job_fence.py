@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 
 from strata.app.compose import App
+from strata.cognition.job_report import JobReport
 from strata.cognition.jobs.common import add_fact
 from strata.cognition.jobs.patterns import PatternMatchJob
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome, JobRegistry
@@ -36,6 +36,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.conftest import AppFactory
 from tests.memory_helpers import person
 
+from .test_turn_takeover import until
 from .test_turns import msg
 
 LEASE = timedelta(seconds=120)  # the default runner_lease_seconds
@@ -79,13 +80,20 @@ async def runs(app: App, job: str) -> list[tuple[str, str]]:
     return [(str(r[0]), str(r[1])) for r in rows]
 
 
-async def until(what: str, check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    end = time.monotonic() + timeout
-    while not (value := check()):
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what} (last: {value!r})")
-        await asyncio.sleep(0.02)
-    return value
+async def take_over(r1: Runner, r2: Runner, alice: Person, clock: ManualClock,
+                    first: asyncio.Task[JobReport], wake: Callable[[], None], job: str,
+                    **kw: Any) -> tuple[JobReport, JobReport]:
+    """Runner one is stalled inside `first`: its lease runs out, two claims alice, and while
+    two holds her one wakes up (alive again: `wake` ends its stall); then two runs `job`.
+    Returns one's report and two's."""
+    clock.advance(seconds=LEASE.total_seconds() + 1)
+    async with r2.claimed(alice) as holder:
+        assert holder is None
+        await r1.heartbeat()
+        wake()
+        lost = await asyncio.wait_for(first, 30)
+        done = await r2.run_job(r2.registry.get(job), alice, **kw)
+    return lost, done
 
 
 async def test_a_runner_that_lost_the_person_mid_job_records_no_run_and_writes_nothing(
@@ -132,14 +140,8 @@ async def test_a_runner_that_wakes_while_the_new_holder_works_is_refused_too(
     alice = await person(one.db, "alice", clock)
     first = asyncio.create_task(r1.run_job(stalled_job, alice, force=True))
     await asyncio.wait_for(stalled_job.stalled.wait(), 10)
-    clock.advance(seconds=LEASE.total_seconds() + 1)
-    async with r2.claimed(alice) as holder:
-        assert holder is None
-        await r1.heartbeat()
-        wake.set()
-        lost = await asyncio.wait_for(first, 10)
-        assert lost.status == "lost" and r2.id in lost.detail
-        done = await r2.run_job(r2.registry.get("noting"), alice, force=True)
+    lost, done = await take_over(r1, r2, alice, clock, first, wake.set, "noting", force=True)
+    assert lost.status == "lost" and r2.id in lost.detail
     assert done.status == "ok"
     assert await facts(one, alice) == ["Alice grows tomatoes",
                                        "Alice told two about her garden"]
@@ -186,14 +188,9 @@ async def test_a_stalled_model_answer_of_the_patterns_job_is_not_stored(
         slow_model.close_gate()
         first = asyncio.create_task(r1.run_job(r1.registry.get("patterns"), alice))
         await until("runner one to ask its model", lambda: slow_model.gated)
-        clock.advance(seconds=LEASE.total_seconds() + 1)
-        async with r2.claimed(alice) as holder:
-            assert holder is None
-            await r1.heartbeat()
-            slow_model.open_gate()
-            lost = await asyncio.wait_for(first, 30)
-            assert lost.status == "lost"
-            done = await r2.run_job(r2.registry.get("patterns"), alice)
+        lost, done = await take_over(r1, r2, alice, clock, first, slow_model.open_gate,
+                                     "patterns")
+        assert lost.status == "lost" and r2.id in lost.detail
         assert done.status == "ok" and "1 new patterns" in done.detail
 
         kept = [f.text for f in await two.facts.repo.for_owner(
