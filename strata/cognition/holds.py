@@ -1,12 +1,12 @@
 """The persons one cognition runner holds, and the fence each of its claims carries.
 
-Before a runner works on a person's jobs it claims the person (`RunnerLeases.claim`, one
-statement); nested holds in the same runner (a `strata jobs run` during a pass) share the one
-claim. The claim's fence token is kept here for as long as the hold lasts: a job runs inside
-`fenced`, so every write it makes checks, in the write's own transaction, that the person is
-still this runner's under that token. A runner that stalled past its lease while another took
-the person over (a paused machine, a clock that jumped) thus writes nothing more, however far
-into the job it was. May import `memory`.
+Before a runner works on a person's jobs it claims the person (`RunnerLeases.claim`: one
+statement, then a read of the claim's token); nested holds in the same runner (a `strata jobs
+run` during a pass) share the one claim. The claim's fence token is kept here for as long as
+the hold lasts: a job runs inside `fenced`, so every write it makes checks, in the write's own
+transaction, that the person is still this runner's under that token. A runner that stalled
+past its lease while another took the person over (a paused machine, a clock that jumped) thus
+writes nothing more, however far into the job it was. May import `memory`.
 """
 
 from __future__ import annotations
@@ -95,6 +95,7 @@ class Holds:
         log.warning("runner %s lost person %s to %s during job %s: its writes since were "
                     "refused and its run is not recorded", self.runner, person.id,
                     holder or "another process", job)
+        who = f"another process ({holder})" if holder else "another process, finished since"
         return JobReport(job, person.name, True, "lost",
-                         f"lost to another process ({holder or 'done since'}) mid-run: "
-                         "nothing more was written and the run is not recorded")
+                         f"lost to {who} mid-run: nothing more was written and the run is "
+                         "not recorded")
