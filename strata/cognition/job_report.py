@@ -21,7 +21,7 @@ class JobReport:
     job: str
     person: str
     ran: bool
-    status: str  # ok | error | skipped
+    status: str  # ok | error | skipped | lost (another process took the person mid-run)
     detail: str
     tokens: int = 0
     details: dict[str, Any] = field(default_factory=dict)

@@ -19,11 +19,13 @@ it looks at a person's jobs a runner claims that person (one statement; the winn
 of the person's jobs one after another, as a single process does); a person held by another live
 runner is skipped. A runner that dies leaves claims, open runs and claimed reminders that
 expire with its lease; any live runner then interrupts the runs and frees the reminders, and
-the next pass claims the person. A runner's id is its process's identity
-(`strata.core.identity`, the one its channel leases carry): a runner whose process is gone
-from this host is retired at once by any runner's recovery, and a runner starting under the
-name of one that stopped (the same host:pid, or `cognition.runner_name`) frees that one's
-claims at once.
+the next pass claims the person. A runner stalled past its lease (a paused machine) may lose
+the person to another runner mid-job: each run is fenced (`strata.cognition.holds`), so its
+writes from then on are refused and its run is reported `lost`, not recorded. A runner's id is
+its process's identity (`strata.core.identity`, the one its channel leases carry): a runner
+whose process is gone from this host is retired at once by any runner's recovery, and a runner
+starting under the name of one that stopped (the same host:pid, or `cognition.runner_name`)
+frees that one's claims at once.
 
 Tests drive `tick()` / `check_jobs()` / `run_job()` directly after moving a `ManualClock`.
 May import `bot` and `memory`.
@@ -38,12 +40,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timedelta
 
 from strata.cognition.backoff import retry_delay
+from strata.cognition.holds import Holds
 from strata.cognition.job_report import JobReport, held_back, skipped, waiting_retry
 from strata.cognition.registry import AnyJob, JobContext, JobRegistry
 from strata.cognition.reminders import deliver_due
 from strata.cognition.services import Services
 from strata.core.config_sections import CognitionSettings
-from strata.core.errors import BudgetExhaustedError, ConfigError, ModelError
+from strata.core.errors import BudgetExhaustedError, ConfigError, ModelError, WriteRefusedError
 from strata.core.identity import ProcessIdentity, this_process
 from strata.core.types import OwnerKind, Person
 
@@ -86,7 +89,8 @@ class Runner:
         self.lease = timedelta(seconds=services.settings.cognition.runner_lease_seconds)
         self.jobs = services.settings.cognition.jobs if jobs is None else jobs
         self.reminders = reminders
-        self._held: dict[int, int] = {}  # person id -> nested claims held by this runner
+        self.holds = Holds(services.leases, services.persons, services.runs, services.clock,
+                           self.id)
         self._beat_task: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
         # The loop's job check runs beside it, so a long pass never holds up a reminder.
@@ -227,10 +231,8 @@ class Runner:
                 for i, job in enumerate(jobs):
                     # Between two jobs: still ours? A process stalled past its lease (a paused
                     # machine) has lost the person to another and must stop here.
-                    if holder is None and i and not await self.services.leases.claim(
-                            person.id, self.id, self.services.clock.now()):
-                        holder = await self.services.leases.holder(
-                            person.id, self.services.clock.now()) or "a process"
+                    if holder is None and i:
+                        holder = await self.holds.again(person)
                     if holder is not None:
                         reports.append(JobReport(job.name, person.name, False, "skipped",
                                                  f"another process ({holder}) has them"))
@@ -244,27 +246,11 @@ class Runner:
     @contextlib.asynccontextmanager
     async def claimed(self, person: Person) -> AsyncIterator[str | None]:
         """Hold the person's jobs for this runner while the block runs: yields None when
-        held, else who holds them (another live runner). Nested holds share one claim."""
+        held, else who holds them (another live runner). Nested holds share one claim
+        (`strata.cognition.holds`)."""
         await self.start_up()
-        s = self.services
-        first = self._held.get(person.id, 0) == 0
-        if first and not await s.leases.claim(person.id, self.id, s.clock.now()):
-            holder = await s.leases.holder(person.id, s.clock.now())
-            if holder is None and await s.persons.get(person.id) is None:
-                yield None  # nothing to hold: the run finds the person gone
-                return
-            yield holder or "a process that just finished"
-            return
-        self._held[person.id] = self._held.get(person.id, 0) + 1
-        try:
-            yield None
-        finally:
-            self._held[person.id] -= 1
-            if self._held[person.id] == 0:
-                del self._held[person.id]
-                # Shielded: a cancelled pass (shutdown) still gives the person back.
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(s.leases.release(person.id, self.id))
+        async with self.holds.hold(person) as holder:
+            yield holder
 
     async def idle_for(self, person: Person, now: datetime) -> timedelta | None:
         """How long the person (or a shared room) has been quiet (None: never spoke)."""
@@ -283,13 +269,19 @@ class Runner:
         a job with nothing new has nothing to do). `asked` (someone named this job) skips only
         the idle gate: the gate protects a person from background work, not from a request.
         The person is claimed for this runner around the run (`claimed`): while another
-        process has them, nothing runs here.
+        process has them, nothing runs here. The run is fenced: if another process takes the
+        person over meanwhile (this one stalled past its lease), every write the run makes
+        from then on is refused, and the run is reported `lost` and not recorded.
         """
         async with self.claimed(person) as holder:
             if holder is not None:
                 return JobReport(job.name, person.name, False, "skipped",
                                  f"another process ({holder}) has this person's jobs")
-            return await self._run_job(job, person, force=force, now=now, asked=asked)
+            try:
+                with self.holds.fenced(person):
+                    return await self._run_job(job, person, force=force, now=now, asked=asked)
+            except WriteRefusedError:
+                return await self.holds.lost(job.name, person)
 
     async def _run_job(
         self, job: AnyJob, person: Person, *, force: bool, now: datetime | None, asked: bool,
@@ -338,6 +330,8 @@ class Runner:
         s, person, now = self.services, ctx.person, ctx.now
         try:
             inputs = await job.inputs(ctx)
+        except WriteRefusedError:
+            raise  # the person was taken over: not this job's failure (`run_job`)
         except Exception as exc:  # task boundary: a job's failure must not stop the others
             log.exception("job %s for person %s: reading inputs failed", job.name, person.id)
             run_id = await s.runs.start(job.name, person.id, now, self.id)
@@ -355,6 +349,8 @@ class Runner:
             with contextlib.suppress(Exception):
                 await s.runs.finish(run_id, now=s.clock.now(), status="cancelled",
                                     tokens=ctx.tokens, error="cancelled at shutdown")
+            raise
+        except WriteRefusedError:
             raise
         except Exception as exc:  # task boundary: recorded and skipped, the others go on
             if isinstance(exc, ModelError):

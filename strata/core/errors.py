@@ -27,6 +27,12 @@ class DimensionMismatchError(StorageError):
     """The database was created with another embedding dimension."""
 
 
+class WriteRefusedError(StorageError):
+    """A write refused by its task's write guard (`strata.memory.engines.guard`): the
+    condition it was allowed under, such as holding a person's jobs, no longer holds. The
+    transaction was rolled back: it changed nothing."""
+
+
 class PlatformError(StrataError):
     """A chat platform refused or failed the bot (bad credentials, unreachable server, a send
     that the server rejected)."""

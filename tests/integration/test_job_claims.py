@@ -338,7 +338,8 @@ async def test_racing_claims_from_four_connections_have_one_winner_per_person(
 async def test_a_runner_stalled_past_its_lease_stops_before_its_next_job(
         make_app: AppFactory, clock: ManualClock) -> None:
     """Runner one stalls in a job past its lease (a paused machine) and runner two takes the
-    person over; when one wakes up it finishes that job but runs none of the person's next."""
+    person over; when one wakes up, its run of that job is lost (fenced: not recorded, see
+    test_job_fence.py) and it runs none of the person's next."""
     one, two = await make_app(), await make_app()
     log: list[tuple[str, str, str]] = []
     stalled, wake = asyncio.Event(), asyncio.Event()
@@ -357,9 +358,11 @@ async def test_a_runner_stalled_past_its_lease_stops_before_its_next_job(
         assert holder is None
         wake.set()
         reports = await asyncio.wait_for(first, 10)
-    assert [r.status for r in reports] == ["ok", "skipped"]
-    assert r2.id in reports[1].detail
+    assert [r.status for r in reports] == ["lost", "skipped"]
+    assert r2.id in reports[0].detail and r2.id in reports[1].detail
     assert log == [("one", "p00", "a")]
+    runs = await one.services.runs.runs(person_id=alice.id)  # type: ignore[union-attr]
+    assert [r.status for r in runs] == ["interrupted"]
 
 
 async def test_jobs_status_names_the_live_runners_and_who_holds_each_person(

@@ -268,9 +268,11 @@ def test_three_processes_share_one_database_and_one_telegram_bot(
             now = start + step
             # Moving the shared clock while a live runner is inside a person's job pass would
             # age its lease by hours in an instant (a machine paused mid-job), and another
-            # runner would take the person and run the same job again: at-least-once is what
-            # the runner promises there. A day of idle time has no such pause: wait for every
-            # live runner's passes to end (the killed one's lease stays until it is retired).
+            # runner would take the person over. The fence keeps the job recorded once (the
+            # stale runner's run is refused and closed as interrupted: test_job_fence.py), but
+            # this test counts interrupted runs as the killed process's alone, and a day of
+            # idle time has no such pause: wait for every live runner's passes to end (the
+            # killed one's lease stays until it is retired).
             until("no job pass in progress", lambda: db.value(
                 "SELECT count(*) FROM job_leases WHERE runner <> %s", runner) == 0, timeout=120)
             FileClock.write(clock_file, now)

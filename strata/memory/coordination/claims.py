@@ -12,18 +12,26 @@ atomic on its own (`Database.execute_atomic`): SQLite has one writer at a time, 
 PostgreSQL the row lock of `ON CONFLICT … DO UPDATE … WHERE` decides on the row's latest
 version, so claims do not take the engine's one write lock and several processes claim side
 by side. Times are the runners' own clocks: processes sharing a database
-need clocks that agree to well within a lease (NTP). Imports `strata.core` and
-`strata.memory.engines.db`.
+need clocks that agree to well within a lease (NTP).
+
+A claim carries a fence token, kept while its runner holds the owner without a break and new
+whenever the claim changes hands. A runner that stalls past its lease (a paused machine) can
+lose the owner to another runner and then wake up mid-job: its job's writes are made
+`fenced`, so each checks the token in its own transaction and a lost claim's writes are
+refused. Imports `strata.core` and `strata.memory.engines` (`db`, `guard`).
 """
 
 from __future__ import annotations
 
+import secrets
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from strata.core.clock import from_iso, to_iso
 from strata.core.identity import holder_gone
 from strata.memory.engines.db import Database
+from strata.memory.engines.guard import WriteGuard
 
 # A runner is live while `lease_until >= now`: the condition every claim is judged by.
 LIVE = "EXISTS (SELECT 1 FROM runners r WHERE r.id = {col} AND r.lease_until >= ?)"
@@ -119,19 +127,42 @@ class RunnerLeases:
         return [RunnerRow(r["id"], r["name"], from_iso(r["started_at"]),
                           from_iso(r["lease_until"])) for r in rows]
 
-    async def claim(self, owner_id: int, runner_id: str, now: datetime) -> bool:
-        """Take the owner's jobs for `runner_id`: True when the owner was free, already this
-        runner's, or held by a runner whose lease ran out (a dead process); False while
-        another live runner holds it, or when the owner no longer exists."""
+    async def claim(self, owner_id: int, runner_id: str, now: datetime) -> str | None:
+        """Take the owner's jobs for `runner_id` when the owner is free, already this runner's,
+        or held by a runner whose lease ran out (a dead or stalled process): returns the
+        claim's fence token (`fenced`), the same for as long as this runner holds the owner
+        without a break. None while another live runner holds it, or when the owner no
+        longer exists."""
         won = await self.db.execute_atomic(
-            "INSERT INTO job_leases (owner_id, runner, claimed_at)"
-            " SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM persons WHERE id = ?)"
+            "INSERT INTO job_leases (owner_id, runner, claimed_at, fence)"
+            " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM persons WHERE id = ?)"
             " ON CONFLICT (owner_id) DO UPDATE SET runner = excluded.runner,"
-            " claimed_at = excluded.claimed_at"
+            " claimed_at = excluded.claimed_at, fence = CASE"
+            " WHEN job_leases.runner = excluded.runner THEN job_leases.fence"
+            " ELSE excluded.fence END"
             " WHERE job_leases.runner = excluded.runner"
             f" OR NOT {held_by_a_live_runner('job_leases.runner')}",
-            (owner_id, runner_id, to_iso(now), owner_id, to_iso(now)))
-        return won == 1
+            (owner_id, runner_id, to_iso(now), secrets.token_hex(8), owner_id, to_iso(now)))
+        if won != 1:
+            return None
+        # The token in force (kept, or the new one); None if another runner took the owner
+        # in between, as if this claim had lost.
+        fence = await self.db.fetchval(
+            "SELECT fence FROM job_leases WHERE owner_id = ? AND runner = ?",
+            (owner_id, runner_id))
+        return None if fence is None else str(fence)
+
+    def fenced(self, owner_id: int, runner_id: str, fence: str) -> AbstractContextManager[None]:
+        """While the block runs, every write transaction the current task opens first checks
+        that the owner is still claimed by `runner_id` under `fence`, and is refused
+        (`WriteRefusedError`, nothing changed) otherwise: once another runner took the owner
+        over, or the claim was given back, a stalled runner's writes change nothing. The
+        check and the writes commit together (`strata.memory.engines.guard`)."""
+        return self.db.guarded(WriteGuard(
+            "SELECT 1 FROM job_leases WHERE owner_id = ? AND runner = ? AND fence = ?",
+            (owner_id, runner_id, fence),
+            f"runner {runner_id} no longer holds the jobs of owner {owner_id}: another process"
+            " took them over"))
 
     async def release(self, owner_id: int, runner_id: str) -> None:
         """Give the owner's jobs back (only if this runner still holds them)."""

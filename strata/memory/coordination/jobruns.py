@@ -173,6 +173,16 @@ class JobRunRepo:
             )
             return int(cur.rowcount or 0)
 
+    async def abandon(self, job: str, person_id: int, runner: str, now: datetime) -> int:
+        """Close `runner`'s open run of `job` for the person as interrupted, when the runner
+        lost the person to another mid-run (its fenced writes were refused): the run moves
+        no cursor and counts no failure; the new holder's run is the one recorded."""
+        return await self.db.execute_atomic(
+            "UPDATE job_runs SET status = 'interrupted', finished_at = ?, error = 'another"
+            " process took this person over during this run; its run is the one kept'"
+            " WHERE job = ? AND person_id = ? AND runner = ? AND status = 'running'",
+            (to_iso(now), job, person_id, runner))
+
     async def cursor(self, job: str, person_id: int) -> JobCursor | None:
         row = await self.db.fetchone(
             "SELECT * FROM job_cursors WHERE job = ? AND person_id = ?", (job, person_id)

@@ -5,10 +5,8 @@ runs the numbered migrations and checks the embedding dimension recorded at crea
 through `db.write()` (BEGIN IMMEDIATE … COMMIT under one lock); reads through `db.fetchall()` /
 `db.fetchone()` on a separate connection so they never wait on a writer. The file (and so its
 WAL and -shm) is 0600, and a file is only touched once it is known to be Strata's
-(`strata.memory.engines.dbfile`). The reading commands open it read-only. Imports `bot` leaf modules
-and
-`strata.memory.engines.driver` / `strata.memory.engines.dbfile` / `strata.memory.engines.migrations`
-only.
+(`strata.memory.engines.dbfile`); the reading commands open it read-only. Imports `bot` leaf
+modules and `strata.memory.engines`' `driver`, `dbfile`, `guard` and `migrations` only.
 """
 
 from __future__ import annotations
@@ -29,6 +27,7 @@ from strata.memory.engines import pg
 from strata.memory.engines.dbfile import connect_read_only, require_strata, side_files
 from strata.memory.engines.dialect import SQLITE, Dialect
 from strata.memory.engines.driver import sqlite_driver
+from strata.memory.engines.guard import GuardedWrites
 from strata.memory.engines.migrations import apply_migrations, read_meta
 
 log = logging.getLogger(__name__)
@@ -176,7 +175,7 @@ async def stored_dim(path: str | Path) -> int | None:
     return int(stored) if stored is not None else None
 
 
-class Database:
+class Database(GuardedWrites):
     """One SQLite file. Use `await Database.open(path, dim)` and `await db.close()`.
 
     `Database.open("postgresql://…", dim)` gives the PostgreSQL engine instead
@@ -279,6 +278,7 @@ class Database:
                 await asyncio.shield(self._settle())
                 raise
             try:
+                await self.check_guard(self._writer)
                 yield self._writer
             except BaseException:
                 await asyncio.shield(self._settle())
@@ -296,12 +296,14 @@ class Database:
             await self._writer.execute("ROLLBACK")
 
     async def write_statement(self, sql: str, params: Params = ()) -> list[Row]:
-        """One write statement that is a transaction of its own (all of it or nothing, as
-        SQLite runs any statement outside BEGIN), serialised with `write()`; the rows it
-        returns (RETURNING). One trip to the writer instead of BEGIN … COMMIT's three or
-        more. On a server engine the statement must take the write lock itself
-        (`dialect.write_lock`). Cancelled, the statement still runs whole: the writer runs
-        its queue in order, so the next writer's BEGIN comes after it."""
+        """One write statement that is a transaction of its own (all or nothing, as SQLite
+        runs any statement outside BEGIN), serialised with `write()`; the rows it returns
+        (RETURNING), in one trip to the writer. A server engine's statement takes the write
+        lock itself (`dialect.write_lock`). Cancelled, it still runs whole (the writer runs
+        its queue in order). Under a write guard (`guarded`) it is a `write()`, checked first."""
+        if self.guard() is not None:
+            async with self.write() as conn:
+                return list(await conn.execute_fetchall(sql, params))
         async with self._lock:
             return list(await self._writer.execute_fetchall(sql, params))
 

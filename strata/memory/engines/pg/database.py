@@ -168,6 +168,8 @@ class PgDatabase(Database):
 
     engine = "postgres"
     dialect = POSTGRES
+    # A write guard's rows stay as found until the commit: a claim taking them waits for it.
+    guard_lock = " FOR SHARE"
 
     def __init__(self, url: str, dim: int, pool: AsyncConnectionPool[Any],
                  id_tables: frozenset[str]) -> None:
@@ -225,13 +227,18 @@ class PgDatabase(Database):
         WAL flush (`synchronous_commit` off for it alone; still all or nothing)."""
         async with self._lock, self._pool.connection() as conn, conn.transaction():
             await conn.execute(_LOCK if durable else _LOCK_LAZY, (WRITE_LOCK,))
-            yield PgConnection(conn, self._id_tables)
+            wrapped = PgConnection(conn, self._id_tables)
+            await self.check_guard(wrapped)
+            yield wrapped
 
     async def write_statement(self, sql: str, params: Params = ()) -> list[Row]:
         """`Database.write_statement`: the statement runs in autocommit, so it must take the
         write lock itself (`POSTGRES.write_lock`); one that does not is refused."""
         if POSTGRES.write_lock not in sql:
             raise ValueError("a write statement must take the write lock (dialect.write_lock)")
+        if self.guard() is not None:  # the guard's check first, in one transaction
+            async with self.write() as wrapped:
+                return await wrapped.execute_fetchall(sql, params)
         async with self._lock, self._pool.connection() as conn:
             cur = await conn.execute(*bind(sql, params))
             return await cur.fetchall()
@@ -245,7 +252,14 @@ class PgDatabase(Database):
         """One statement in its own transaction without the write lock: PostgreSQL's row
         locks make a conditional UPDATE or an `ON CONFLICT … DO UPDATE … WHERE` decide on the
         row's latest committed version, so two processes claiming one row never both win
-        (READ COMMITTED re-checks the WHERE after waiting for the other's lock)."""
+        (READ COMMITTED re-checks the WHERE after waiting for the other's lock). Under a write
+        guard, the guard's check and the statement are one transaction, still without the
+        write lock."""
+        if self.guard() is not None:
+            async with self._pool.connection() as conn, conn.transaction():
+                wrapped = PgConnection(conn, self._id_tables)
+                await self.check_guard(wrapped)
+                return int((await wrapped.execute(sql, params)).rowcount or 0)
         async with self._pool.connection() as conn:
             cur = await conn.execute(*bind(sql, params))
             return int(cur.rowcount or 0)
