@@ -63,13 +63,14 @@ class Outbox:
     def ops(self, room: RoomInfo, reply_to: str | None, once: ReplyKey | None = None) -> ReplyOps:
         """A turn's reply in `room`; with `once`, each message's txnId comes from the queued
         turn (`strata.adapters.once`), so a re-run after a crash gets the same events back."""
-        sent_any: list[str] = []
+        quoted = False
 
         async def send_keyed(text: str, txn: str | None) -> str:
             # Only the first message quotes the question: the one with no message before it.
-            quote = reply_to if not sent_any else None
+            nonlocal quoted
+            quote = None if quoted else reply_to
             event_id = await self.send(room.room_id, reply_content(text, in_reply_to=quote), txn)
-            sent_any.append(event_id)
+            quoted = True
             return event_id
 
         async def edit(event_id: str, text: str) -> None:

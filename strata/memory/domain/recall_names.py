@@ -89,15 +89,19 @@ def name_check(query: str, table: RowTable, known: Collection[str] = ()) -> Name
     out = []
     familiar = False
     for w in _capitalised(query):
-        for word in surface_words(w):
-            # Initials (U.S.) and calendar words say nothing about who is meant.
-            if len(word) < 3 or word in CALENDAR or word in STOPWORDS:
-                continue
+        for word in _name_words(w):
             if word not in table.words and word not in known:
                 out.append(w)
                 break
             familiar = True
     return NameCheck(tuple(out), familiar)
+
+
+def _name_words(name: str) -> list[str]:
+    """The words of a capitalised word that can name someone: initials (U.S.), calendar words
+    and stopwords say nothing about who is meant."""
+    return [word for word in surface_words(name)
+            if len(word) >= 3 and word not in CALENDAR and word not in STOPWORDS]
 
 
 def strangers(query: str, table: RowTable, known: Collection[str] = ()) -> list[str]:
@@ -135,8 +139,7 @@ def known_names(query: str, table: RowTable) -> list[str]:
     mention: the people or places a question is about that the memory knows something of."""
     out: list[str] = []
     for w in _capitalised(query):
-        for word in surface_words(w):
-            if len(word) < 3 or word in CALENDAR or word in STOPWORDS or word not in table.words:
-                continue
-            out.extend(t for t in tokens(word) if t in table.postings and t not in out)
+        for word in _name_words(w):
+            if word in table.words:
+                out.extend(t for t in tokens(word) if t in table.postings and t not in out)
     return out
