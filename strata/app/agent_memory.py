@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from strata.core.errors import MutedSourceError, StrataError, UnknownKindError
 from strata.core.ports import Clock
+from strata.core.text import clean_text
 from strata.core.types import Channel, Person
 from strata.memory.domain.agents import Agent, AgentRepo
 from strata.memory.domain.fact_types import FACT_KINDS, NewFact
@@ -85,7 +86,7 @@ class AgentMemory:
                        attribute: str = "") -> str:
         """Store one fact about the agent's person; the reply names its id."""
         agent, person = await self.bound(name)
-        text = text.strip()
+        text = clean_text(text).strip()  # as a person's message: no terminal control
         if not text:
             raise AgentError("the fact's text is empty")
         if len(text) > MAX_FACT_CHARS:

@@ -1,4 +1,4 @@
-"""Core value types shared by every layer. A leaf module: imports nothing from the project.
+"""Core value types shared by every layer. A leaf module: imports only `strata.core.text`.
 
 Frozen dataclasses only; anything that crosses a seam (adapter → turn processor, turn processor
 → memory) is one of these.
@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from strata.core.text import clean_text
 
 
 class Role(enum.StrEnum):
@@ -55,7 +57,9 @@ class InboundMessage:
 
     `room_id` identifies the conversation on the platform; `is_private` says whether it is a
     one-to-one conversation with the bot. `addressed_to_bot` is true for DMs, mentions and
-    replies to the bot.
+    replies to the bot. Every adapter's text enters here, so here it loses terminal control
+    (`strata.core.text.clean_text`): no stored message, log line or prompt holds an escape
+    sequence, NUL or BEL someone sent.
     """
 
     platform: str
@@ -71,6 +75,10 @@ class InboundMessage:
     edited_of: str | None = None
     location: Location | None = None
     room_name: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("text", "sender_name", "room_name"):
+            object.__setattr__(self, name, clean_text(getattr(self, name)))
 
     @property
     def identity(self) -> str:

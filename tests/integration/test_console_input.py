@@ -44,26 +44,43 @@ def test_a_user_name_that_cannot_be_a_person_is_refused(
             or "nothing is stored yet" in status.stderr), status.stdout + status.stderr
 
 
-def test_escape_sequences_in_stored_text_are_printed_visibly(
+def test_terminal_control_is_dropped_on_the_way_in(
         fake_openai: FakeOpenAI, subprocess_env: dict[str, str]) -> None:
+    """Issue 35, defect 7: what someone types cannot clear or retitle the operator's terminal,
+    and NUL and BEL are not stored; words, newlines, tabs and emoji are."""
     env = {**subprocess_env, "STRATA_EPISODES_USE_MODEL": "false"}
-    said = f"my cat is {RED}Miso{TITLE}\tand\x08 naps"
-    chat = strata(["chat", "--user", "eve"], env, said + "\n")
+    chat = strata(["chat", "--user", "eve"], env, "hello\x1b[2J\x1b]0;pwned\x07\n"
+                  "nul\x00 and bel\x07 in\tmy cat 😀 Miso\n")
+    assert chat.returncode == 0, chat.stderr
+    assert chat.stdout == "You said: hello\nYou said: nul and bel in\tmy cat 😀 Miso\n"
+    data = json.loads(strata(["memory", "export", "--user", "eve"], env).stdout)
+    assert [r["content"] for r in data["transcript"] if r["role"] == "user"] == [
+        "hello", "nul and bel in\tmy cat 😀 Miso"]
+    recall = strata(["memory", "recall", "--user", "eve", "hello"], env)
+    assert recall.returncode == 0, recall.stderr
+    assert "hello" in recall.stdout
+    for out in (chat.stdout, chat.stderr, recall.stdout, recall.stderr):
+        assert not any(c in out for c in "\x1b\x07\x00\x9b"), out
+
+
+def test_stored_control_characters_are_printed_visibly(
+        fake_openai: FakeOpenAI, subprocess_env: dict[str, str]) -> None:
+    """A model's reply is stored as it came (and an old database may hold anything): every
+    listing shows its control characters as text, never obeys them."""
+    env = {**subprocess_env, "STRATA_EPISODES_USE_MODEL": "false"}
+    fake_openai.reply(f"my cat is {RED}Miso{TITLE}\tand\x08 naps")
+    chat = strata(["chat", "--user", "eve"], env, "tell me about my cat\n")
     assert strata(["chat", "--user", "eve"], env, "the weather is grey\n").returncode == 0
     assert chat.returncode == 0, chat.stderr
-    visible = "my cat is ^[[31mMiso^[]0;pwned^G\tand^H naps"
-    assert chat.stdout == f"You said: {visible}\n"
-    # Stored as said: only the printing is visible.
-    data = json.loads(strata(["memory", "export", "--user", "eve"], env).stdout)
-    assert said in [r["content"] for r in data["transcript"]]
+    assert chat.stdout == "my cat is ^[[31mMiso^[]0;pwned^G\tand^H naps\n"
     assert strata(["memory", "cut", "--flush"], env).returncode == 0
     for args in (["memory", "episodes", "--user", "eve"],
-                 ["memory", "show", "--user", "eve"],
+                 ["memory", "export", "--user", "eve"],
                  ["memory", "recall", "--user", "eve", "my cat"]):
         out = strata(args, env)
         assert out.returncode == 0, out.stderr
         assert "\x1b" not in out.stdout and "\x07" not in out.stdout, args
-        assert "^[[31mMiso" in out.stdout, (args, out.stdout)
+        assert "[31mMiso" in out.stdout, (args, out.stdout)
 
 
 def test_a_problem_is_one_friendly_line_and_logs_go_where_asked(

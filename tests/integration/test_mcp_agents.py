@@ -390,3 +390,14 @@ async def test_an_agent_follows_its_person_when_accounts_are_linked(
     with pytest.raises(AgentError, match="no agent named 'phone-helper'"):
         await app.agents.remember("phone-helper", "Likes tea")
     assert [f.text for f in await app.facts.repo.for_owner(keep.id)] == ["Lives in Lyon"]
+
+
+async def test_an_agents_fact_loses_terminal_control(app: App, clock: ManualClock) -> None:
+    """Issue 35, defect 7: an agent's text enters like a person's, without escape sequences,
+    NUL or BEL."""
+    assert app.agents is not None and app.repos is not None
+    await say(app, clock, "alice", "hello")
+    alice = await person(app, "alice")
+    assert await app.repos.agents.add("helper", alice.id, new_token(), clock.now())
+    await app.agents.remember("helper", "Likes\x1b[2J tea\x07\x00 🍵\x1b]0;pwned\x07")
+    assert [f.text for f in await app.facts.repo.for_owner(alice.id)] == ["Likes tea 🍵"]

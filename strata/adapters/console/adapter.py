@@ -11,7 +11,8 @@ whatever the locale or `PYTHONIOENCODING` says: a strict decoder would kill the 
 and hang the chat, and the locale's `surrogateescape` would carry lone surrogates that nothing
 downstream (JSON, SQLite) can encode. Output is encoded in the terminal's encoding with
 replacements, so a reply it cannot show is printed with `?` instead of lost, and control
-characters in it are shown, not obeyed (`strata.bot.visible`): what someone wrote on a platform
+characters in it are shown, not obeyed (`strata.bot.visible`; what people send loses them on the
+way in, `strata.core.text`): what someone wrote on a platform
 never drives the operator's terminal.
 """
 
