@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -396,6 +397,38 @@ async def test_jobs_status_names_the_live_runners_and_who_holds_each_person(
     text = capsys.readouterr().out.splitlines()
     assert text[0].startswith("runners: none alive")
     assert not any("host:7" in line for line in text[2:])
+
+
+async def test_jobs_status_does_not_call_a_killed_process_a_live_runner(
+        make_app: AppFactory, clock: ManualClock, settings: Settings,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 35, defect 9: a runner of this host whose process is gone (`kill -9`) is not
+    listed as alive while its lease runs out, and holds nobody's jobs."""
+    one, two = await make_app(), await make_app()
+    alice, bob = await people(one, clock, 2)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead = ProcessIdentity(socket.gethostname(), int(gone.stdout), "deadbeef", "killed")
+    alive = runner(one, "alive", [])
+    await alive.start_up()
+    leases = RunnerLeases(two.db)  # what the killed process wrote while it lived
+    await leases.register(dead.id, dead.name, clock.now(), LEASE)
+    assert await leases.claim(alice.id, dead.id, clock.now())
+    assert await leases.claim(bob.id, alive.id, clock.now())
+
+    args = argparse.Namespace(user=None, json=False, now=clock.now().isoformat())
+    assert await cmd_jobs_status(args, settings) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[0].startswith("runners: alive (since ") and "killed" not in text[0]
+    assert text[1].startswith("presumed dead: killed (process ") and "no longer runs" in text[1]
+    alices = [line for line in text if line.startswith("p00")]
+    bobs = [line for line in text if line.startswith("p01")]
+    assert alices and not any("killed" in line or "alive" in line for line in alices)
+    assert bobs and all("alive" in line for line in bobs)
+    assert await cmd_jobs_status(argparse.Namespace(user=None, json=True,
+                                                    now=clock.now().isoformat()), settings) == 0
+    held = {(r["person"], r["held_by"]) for r in json.loads(capsys.readouterr().out)}
+    assert held == {("p00", None), ("p01", "alive")}
 
 
 async def test_a_runner_that_stops_closes_the_runs_it_left_open(

@@ -22,6 +22,7 @@ from strata.cognition.registry import default_registry
 from strata.core.clock import ManualClock, SystemClock, from_iso
 from strata.core.config import Settings
 from strata.core.errors import StrataError
+from strata.core.identity import holder_gone
 from strata.core.ports import Clock
 from strata.core.types import OwnerKind
 from strata.memory.coordination.jobruns import JobCursor, JobSummary
@@ -85,9 +86,14 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
         else:
             people = await persons.all()
         names = default_registry().names()
-        runners = await repos.leases.live(now)
+        # A runner of this host whose process is gone (killed, crashed) keeps its lease
+        # until it runs out: it is not called alive, and holds nobody meanwhile.
+        leased = await repos.leases.live(now)
+        runners = [r for r in leased if not holder_gone(r.id)]
+        dead = [r for r in leased if holder_gone(r.id)]
         runner_names = {r.id: r.name for r in runners}
-        holders = await repos.leases.holders(now)
+        holders = {owner: holder for owner, holder in (await repos.leases.holders(now)).items()
+                   if not holder_gone(holder)}
         out: list[dict[str, Any]] = []
         for person in people:
             holder = holders.get(person.id)
@@ -107,6 +113,10 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
     else:
         say("runners: none alive (no `strata run` or `strata worker` holds a lease on this"
               " database now)")
+    if dead:
+        say("presumed dead: " + ", ".join(
+            f"{r.name} (process {r.id.split(':')[1]} no longer runs on this host; its lease "
+            f"ends {_minute(r.lease_until.isoformat())})" for r in dead))
     if not out:
         say("no people yet: nobody has talked to Strata in this database")
         return 0
