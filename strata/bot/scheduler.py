@@ -19,6 +19,8 @@ is shown from the transcript, the model is not asked again; so each turn reaches
 once unless its process died during the model call. Each run is counted in the entry before
 its reply is shown, and the room output gets the turn's `ReplyKey`: Matrix and Discord dedupe
 the re-run's sends by it, so the reply is shown once there (Telegram has no such key).
+A turn run at once (`handle`: the console, a Discord slash command) is queued too while it
+runs; the console `resume`s its room's leftover turns when it starts.
 Imports `strata.bot` and `strata.memory`.
 """
 
@@ -135,9 +137,53 @@ class TurnScheduler:
 
     async def handle(self, msg: InboundMessage,
                      on_partial: PartialCallback | None = None) -> TurnResult | None:
-        """A turn now, outside the queue (the console; a Discord slash command must answer its
-        interaction in this process)."""
-        return await self.processor.handle(msg, on_partial)
+        """A turn now, in this process (the console; a Discord slash command must answer its
+        interaction here). Its row is stored and its turn queued in one step as `submit`
+        does, and the entry removed once the turn has run: a process killed meanwhile leaves
+        the turn queued, for `resume` (or the platform's replier) to answer."""
+        if not self.processor.allowed(msg):
+            log.info("ignoring %s message from a user not on the allowlist", msg.platform)
+            return None
+        admission = await self.processor.admit(msg)
+        if admission is None:
+            return None
+        accepted = admission.accepted
+        if not msg.addressed_to_bot:
+            await self.processor.record(admission)
+            return None
+        async with self.claims.claim(accepted.channel.id):
+            turn = NewTurn(platform=msg.platform, channel_id=accepted.channel.id,
+                           person_id=accepted.person.id, turn_id=accepted.turn_id,
+                           stored=accepted.stored, msg=msg, reply_to=None,
+                           created_at=self.clock.now())
+            if not await self.intake.store_and_queue(turn, admission.row):
+                return None  # queued already (delivered twice): the queue answers it
+            try:
+                result = await self.processor.run_turn(accepted, on_partial)
+            except Exception:  # the caller tells the person; the turn is over either way
+                await self.queue.done_turn(accepted.turn_id)
+                raise
+            await self.queue.done_turn(accepted.turn_id)
+            return result
+
+    async def resume(self, replier: Replier, room_id: str) -> int:
+        """Answer the turns of `room_id` (on `replier.platform`) that a process killed
+        mid-turn left queued, oldest first, shown through `replier`: a console that starts
+        again answers what it was asked before it died. A channel another live process holds
+        is left to it. Returns how many turns ran."""
+        ran = 0
+        for channel_id in await self.queue.channels([replier.platform]):
+            entries = [e for e in await self.queue.for_channel(channel_id)
+                       if e.msg.room_id == room_id]
+            if not entries:
+                continue
+            async with self.claims.claim(channel_id, wait=False) as held:
+                if not held:
+                    continue
+                for entry in entries:
+                    await self._run(entry, replier)
+                    ran += 1
+        return ran
 
     # -- running queued turns -------------------------------------------------------------------
 

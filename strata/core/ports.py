@@ -136,6 +136,14 @@ class ShowTurn(Protocol):
                        /) -> object: ...
 
 
+@runtime_checkable
+class Resumes(Protocol):
+    """Answers the turns a killed process left queued for one room, through `replier`
+    (`strata.bot.scheduler.TurnScheduler.resume`): the console calls it when it starts."""
+
+    async def resume(self, replier: Replier, room_id: str) -> int: ...
+
+
 class Turns(Protocol):
     """What every adapter is started with (`strata.bot.scheduler.TurnScheduler`): it submits
     each inbound message, attaches itself as its platform's replier once connected and detaches

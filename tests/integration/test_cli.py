@@ -203,6 +203,46 @@ def test_sigkill_mid_chat_loses_no_shown_reply(fake_openai: FakeOpenAI,
     assert "message 3" in contents  # the user row was durable before the model call
 
 
+def test_a_chat_killed_mid_turn_answers_that_message_when_started_again(
+        fake_openai: FakeOpenAI, subprocess_env: dict[str, str]) -> None:
+    """Issue 35, defect 9: `kill -9` while the model writes. The message was kept; the next
+    `strata chat` of the same person and channel answers it first, once, then goes on; and
+    meanwhile `jobs status` does not call the killed process a live runner."""
+    proc = subprocess.Popen([sys.executable, "-m", "strata.app.cli", "chat", "--user", "dave"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=subprocess_env, cwd=ROOT)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("message 0\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline() == "You said: message 0\n"
+    fake_openai.close_gate()  # the next answer is held at the model
+    try:
+        proc.stdin.write("message 1\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + 30
+        while "message 1" not in fake_openai.gated and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "message 1" in fake_openai.gated
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        fake_openai.open_gate()
+    status = strata(["jobs", "status", "--user", "dave"], subprocess_env)
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.startswith("runners: none alive"), status.stdout
+    assert f"process {proc.pid} no longer runs" in status.stdout
+
+    again = strata(["chat", "--user", "dave"], subprocess_env, "message 2\n")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines() == ["You said: message 1", "You said: message 2"]
+    # Answered once: a third start has nothing left over.
+    third = strata(["chat", "--user", "dave"], subprocess_env, "message 3\n")
+    assert third.stdout.splitlines() == ["You said: message 3"]
+    data = json.loads(strata(["memory", "export", "--user", "dave"], subprocess_env).stdout)
+    replies = [r["content"] for r in data["transcript"] if r["role"] == "assistant"]
+    assert replies == [f"You said: message {i}" for i in range(4)]
+
+
 def test_zero_vectors_never_end_a_chat(fake_openai: FakeOpenAI,
                                        subprocess_env: dict[str, str]) -> None:
     """An embedder answering zero vectors (here: for every text) costs no turn and no later

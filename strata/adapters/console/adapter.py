@@ -27,11 +27,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from strata.adapters.console.mapping import to_inbound
-from strata.adapters.runtime import SORRY
+from strata.adapters.console.mapping import room_ref, to_inbound
+from strata.adapters.runtime import SORRY, ReplyOps
 from strata.bot.visible import visible
-from strata.core.ports import Clock, TurnHandler
+from strata.core.ports import Clock, Resumes, RoomOutput, TurnHandler
 from strata.core.private_files import write_private
+from strata.core.types import InboundMessage, ReplyKey
 
 if TYPE_CHECKING:
     from strata.adapters.console.terminal import TerminalPrompt
@@ -95,6 +96,27 @@ class ConsoleAdapter:
     async def stop(self) -> None:
         self._stopped.set()
 
+    def room(self, msg: InboundMessage, reply_to: str | None,
+             once: ReplyKey | None = None) -> RoomOutput:
+        """Where a turn left queued by a killed chat is answered (`Resumes`): this terminal."""
+
+        async def send(text: str) -> str:
+            self._write(("strata> " if self.interactive else "") + text + "\n")
+            return ""
+
+        async def send_file(name: str, data: bytes) -> str:
+            self._write(self._save(name, data) + "\n")
+            return ""
+
+        return ReplyOps(send=send, limit=self.message_limit, send_file=send_file,
+                        stream=False)
+
+    @staticmethod
+    def _save(name: str, data: bytes) -> str:
+        path = Path(name)
+        write_private(path, data)  # an export is personal memory: 0600
+        return f"[saved {path} ({len(data)} bytes)]"
+
     def _read_lines(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue[str]) -> None:
         # A daemon thread, not the loop's executor: a read blocked on a quiet terminal must not
         # keep the process alive at shutdown (SIGTERM during `strata run`).
@@ -140,6 +162,12 @@ class ConsoleAdapter:
             read = self._prompt.read
         else:
             read = self._piped_reader()
+        if isinstance(handler, Resumes):
+            # What this chat was asked when its process was killed is answered first.
+            try:
+                await handler.resume(self, room_ref(self.user, self.channel))
+            except Exception:  # task boundary: the chat goes on; the turns stay queued
+                log.exception("console: answering the turns left by a stopped chat failed")
         while not self._stopped.is_set():
             line = await self._until_stopped(read())
             if line is None:
@@ -185,13 +213,7 @@ class ConsoleAdapter:
         result = await handler.handle(msg, partial if self.interactive else None)
         if result is None:
             return
-        if result.attachment is not None:
-            name, data = result.attachment
-            path = Path(name)
-            write_private(path, data)  # an export is personal memory: 0600
-            extra = f"\n[saved {path} ({len(data)} bytes)]"
-        else:
-            extra = ""
+        extra = "" if result.attachment is None else "\n" + self._save(*result.attachment)
         if self.interactive and shown and not result.failed and not result.command:
             self._write(result.reply[shown:] + extra + "\n")
         else:

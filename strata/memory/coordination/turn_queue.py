@@ -135,6 +135,11 @@ class TurnQueue:
     async def done(self, queue_id: int) -> None:
         await self.db.execute_write("DELETE FROM turn_queue WHERE id = ?", (queue_id,))
 
+    async def done_turn(self, turn_id: str) -> None:
+        """Remove the turn `turn_id` (a turn run at once, outside the queue: it is queued only
+        while it runs, so that a crash leaves it to be answered by the next start)."""
+        await self.db.execute_write("DELETE FROM turn_queue WHERE turn_id = ?", (turn_id,))
+
     async def count(self, platform: str | None = None) -> int:
         if platform is None:
             return int(await self.db.fetchval("SELECT count(*) FROM turn_queue"))
