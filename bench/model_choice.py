@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from strata.bot.embedded import EMBEDDED_CONTEXT, EmbeddedModels
 from strata.bot.llm import OpenAIChatModel
-from strata.bot.weights import SPECS, installed, weights_file
+from strata.bot.weights import SPECS, installed, open_weights
 from strata.core.model_json import read_model_json
 from strata.core.types import ChatMessage
 
@@ -105,8 +105,8 @@ async def _probe(chat: OpenAIChatModel) -> dict[str, Any]:
 async def measure(name: str, cache: Path) -> dict[str, Any]:
     spec = SPECS[name]
     started = time.monotonic()
-    gguf = weights_file(spec, cache)
     models = EmbeddedModels()
+    gguf = models.hold(open_weights(spec, cache))
     try:
         end = models.start_chat(gguf, EMBEDDED_CONTEXT)
         loaded = round(time.monotonic() - started, 1)

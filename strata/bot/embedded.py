@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from strata.bot.weights import WeightsError, spec_named, weights_file
+from strata.bot.weights import Weights, WeightsError, open_weights, spec_named
 from strata.core.config import Settings
 
 # The embedded chat model's window. Prompt processing runs at roughly 100-200 tokens/s on one
@@ -74,8 +74,14 @@ class EmbeddedModels:
 
     def __init__(self) -> None:
         self._chat: Any = None
+        self._weights: Weights | None = None
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+
+    def hold(self, weights: Weights) -> Path:
+        """Keep `weights` open until `close` (the chat server reads them); their path."""
+        self._weights = weights
+        return weights.path
 
     def start_chat(self, gguf: Path, n_ctx: int) -> Endpoint:
         import xllamacpp
@@ -126,6 +132,9 @@ class EmbeddedModels:
             self._thread.join(timeout=5)
             self._thread = None
         self._chat = None  # dropping the server stops its loop and frees the model
+        if self._weights is not None:
+            self._weights.close()
+            self._weights = None
 
 
 async def _unserved(fields_set: set[str], base_url: str, probe: Probe) -> bool:
@@ -149,7 +158,7 @@ def _start(models: EmbeddedModels, settings: Settings, cache_dir: Path, chat: bo
     if chat:
         spec = spec_named(llm.embedded_model)
         started = time.monotonic()
-        gguf = weights_file(spec, cache_dir)
+        gguf = models.hold(open_weights(spec, cache_dir))
         n_ctx = llm.context_tokens or EMBEDDED_CONTEXT
         end = models.start_chat(gguf, n_ctx)
         slow = {key: EMBEDDED_DEADLINE for key in ("timeout", "turn_deadline_seconds")

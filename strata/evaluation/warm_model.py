@@ -7,8 +7,8 @@ following turn sends the same stable prefix again (llama.cpp keeps the last prom
 and re-reads only what follows the common prefix), so it should start much sooner. The history
 window moves in steps (`strata.bot.prompt`), not row by row, so the prefix stays byte-identical.
 
-Needs the `local` extra and the default weights in the model cache (as `strata chat` fetches
-them); `model_figures` says so instead of measuring when they are not there.
+Needs the `local` extra with the default weights installed; `model_figures` says so instead
+of measuring when they are not there.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 from strata.bot.embedded import EMBEDDED_CONTEXT, EmbeddedModels, runtime_installed
 from strata.bot.llm import OpenAIChatModel
 from strata.bot.prompt import PromptParts, build_messages
-from strata.bot.weights import installed, spec_named, weights_file
+from strata.bot.weights import installed, open_weights, spec_named
 from strata.core.config import Settings, default_db_path
 from strata.core.types import Role, RowKind, TranscriptRow
 from strata.evaluation.perf import Figure
@@ -110,10 +110,10 @@ async def model_figures(settings: Settings) -> tuple[list[Figure], dict[str, Any
     """The figures `strata bench` reports for the embedded model (none when it is absent)."""
     spec = spec_named(settings.llm.embedded_model)
     cache = default_db_path(os.environ).parent / "models"
-    if not runtime_installed() or not (installed(spec) or (cache / spec.file).exists()):
+    if not runtime_installed() or not installed(spec):
         return [], {"skipped": "the local extra or the default weights are not installed"}
-    gguf = weights_file(spec, cache)
     models = EmbeddedModels()
+    gguf = models.hold(open_weights(spec, cache))
     try:
         end = await asyncio.to_thread(models.start_chat, gguf, EMBEDDED_CONTEXT)
         ttft = await conversation(end.base_url, end.model, settings.bot.persona)
