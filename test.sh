@@ -4,6 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
+# How long: said first, as a new user cannot tell a slow suite from a stuck one.
+echo "test.sh: installs what the tests need (a few minutes the first time), then runs the suite" \
+  "once per engine, about 20 minutes on 2 free cores (longer on a busy machine); a progress" \
+  "line every ${STRATA_TEST_PROGRESS:=60} s says how far each pass is and how long is left" >&2
+export STRATA_TEST_PROGRESS
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[dev]'
@@ -24,7 +29,7 @@ stopped=0
 run_pass() {  # run_pass ENGINE ARGS...: one pytest pass; its exit code in $code
   local engine=$1
   shift
-  echo "test.sh: the suite on $engine" >&2
+  echo "test.sh: the suite on $engine ($(date +%H:%M))" >&2
   set +e
   STRATA_TEST_ENGINE=$engine .venv/bin/python -m pytest "$@" &
   pid=$!

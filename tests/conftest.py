@@ -30,6 +30,9 @@ from tests.fakes.synapse import synapse, synapse_strict  # noqa: F401 - shared p
 from tests.pg_server import PgServer
 from tests.pg_server import start as start_pg_server
 
+# Progress lines for long runs, silent unless STRATA_TEST_PROGRESS is set (test.sh sets it).
+pytest_plugins = ("tests.progress",)
+
 # test.sh runs pytest as a background job (to pass SIGTERM on), and a non-interactive shell
 # starts background jobs with SIGINT ignored, which Python and every process a test starts
 # would inherit: Ctrl-C (or a test's SIGINT to a child) must mean what it usually means.
