@@ -1,4 +1,6 @@
-"""`strata` as a user runs it: a real subprocess, real HTTP, a real SQLite file."""
+"""`strata` as a user runs it: real HTTP, a real database; a real subprocess where the process
+is the point (a closed pipe, SIGKILL, where the files land), `main(argv)` in this process for
+the rest (`tests.cli_inprocess`: a subprocess costs seconds of start-up each)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.cli_inprocess import strata_in
 from tests.fakes.openai_server import FakeOpenAI
 
 ROOT = Path(__file__).parents[2]
@@ -24,63 +27,63 @@ def strata(args: list[str], env: dict[str, str], stdin: str = "",
 
 def test_piped_chat_history_and_export(fake_openai: FakeOpenAI,
                                        subprocess_env: dict[str, str]) -> None:
-    first = strata(["chat", "--user", "alice"], subprocess_env, "one\ntwo\nthree\n")
+    first = strata_in(["chat", "--user", "alice"], subprocess_env, "one\ntwo\nthree\n")
     assert first.returncode == 0, first.stderr
     assert first.stdout.splitlines() == ["You said: one", "You said: two", "You said: three"]
 
-    second = strata(["chat", "--user", "alice"], subprocess_env, "four\n")
+    second = strata_in(["chat", "--user", "alice"], subprocess_env, "four\n")
     assert second.returncode == 0, second.stderr
     sent = [m["content"] for m in fake_openai.chat_requests()[-1]["messages"]]
     for earlier in ("one", "two", "three", "You said: one", "You said: three"):
         assert earlier in sent
     assert sent[-1] == "four"
 
-    export = strata(["memory", "export", "--user", "alice"], subprocess_env)
+    export = strata_in(["memory", "export", "--user", "alice"], subprocess_env)
     assert export.returncode == 0, export.stderr
     data = json.loads(export.stdout)
     assert [r["content"] for r in data["transcript"] if r["role"] == "user"] == [
         "one", "two", "three", "four"]
 
-    strata(["chat", "--user", "bob"], subprocess_env, "hi\n")
-    bob = json.loads(strata(["memory", "export", "--user", "bob"], subprocess_env).stdout)
+    strata_in(["chat", "--user", "bob"], subprocess_env, "hi\n")
+    bob = json.loads(strata_in(["memory", "export", "--user", "bob"], subprocess_env).stdout)
     assert "one" not in [r["content"] for r in bob["transcript"]]
 
-    show = strata(["memory", "show", "--user", "alice"], subprocess_env)
+    show = strata_in(["memory", "show", "--user", "alice"], subprocess_env)
     assert show.returncode == 0 and "transcript rows: 8" in show.stdout
 
 
 def test_endpoint_stopped_gives_honest_reply(subprocess_env: dict[str, str]) -> None:
     env = dict(subprocess_env, STRATA_LLM_BASE_URL="http://127.0.0.1:9/v1")
-    out = strata(["chat", "--user", "carol"], env, "are you up?\n")
+    out = strata_in(["chat", "--user", "carol"], env, "are you up?\n")
     assert out.returncode == 0, out.stderr
     assert "can't reach my language model" in out.stdout
     assert "Traceback" not in out.stdout + out.stderr
     env_ok = dict(subprocess_env)
-    data = json.loads(strata(["memory", "export", "--user", "carol"], env_ok).stdout)
+    data = json.loads(strata_in(["memory", "export", "--user", "carol"], env_ok).stdout)
     assert [r["content"] for r in data["transcript"]] == ["are you up?"]
 
 
 def test_unknown_user_and_bad_config_are_one_line_errors(subprocess_env: dict[str, str]) -> None:
-    assert strata(["db", "migrate"], subprocess_env).returncode == 0  # reading makes no database
-    out = strata(["memory", "export", "--user", "nobody"], subprocess_env)
+    assert strata_in(["db", "migrate"], subprocess_env).returncode == 0  # reading makes no database
+    out = strata_in(["memory", "export", "--user", "nobody"], subprocess_env)
     assert out.returncode == 2 and out.stderr.strip().startswith("error: no person")
-    bad = strata(["memory", "show", "--user", "x"], dict(subprocess_env, STRATA_EMBED_DIM="-1"))
+    bad = strata_in(["memory", "show", "--user", "x"], dict(subprocess_env, STRATA_EMBED_DIM="-1"))
     assert bad.returncode == 2
     assert len(bad.stderr.strip().splitlines()) == 1 and "embed.dim" in bad.stderr
 
 
 def test_doctor(fake_openai: FakeOpenAI, subprocess_env: dict[str, str],
                 db_target: Path | str) -> None:
-    assert strata(["db", "migrate"], subprocess_env).returncode == 0
-    out = strata(["doctor"], subprocess_env)
+    assert strata_in(["db", "migrate"], subprocess_env).returncode == 0
+    out = strata_in(["doctor"], subprocess_env)
     assert out.returncode == 0, out.stdout
     assert out.stdout.count("ok ") >= 4
     [database] = [line for line in out.stdout.splitlines() if line.startswith("ok    database")]
     assert "0 transcript rows" in database
     # One message stored while the model is unreachable: "1 transcript row", not "1 … rows".
     down = dict(subprocess_env, STRATA_LLM_BASE_URL="http://127.0.0.1:9/v1")
-    assert strata(["chat", "--user", "a"], down, "hello\n").returncode == 0
-    again = strata(["doctor"], subprocess_env)
+    assert strata_in(["chat", "--user", "a"], down, "hello\n").returncode == 0
+    again = strata_in(["doctor"], subprocess_env)
     [database] = [line for line in again.stdout.splitlines() if line.startswith("ok    database")]
     assert "1 transcript row," in database, database
     if isinstance(db_target, str):  # PostgreSQL: its versions, and nothing about SQLite
@@ -89,7 +92,7 @@ def test_doctor(fake_openai: FakeOpenAI, subprocess_env: dict[str, str],
     else:
         assert re.search(r"SQLite 3\.\d+\.\d+, sqlite-vec v\d", database), database
         assert "sqlite-vec and FTS5 load" in out.stdout
-    broken = strata(["doctor"], dict(subprocess_env, STRATA_LLM_BASE_URL="http://127.0.0.1:9/v1",
+    broken = strata_in(["doctor"], dict(subprocess_env, STRATA_LLM_BASE_URL="http://127.0.0.1:9/v1",
                                      STRATA_LLM_MODEL="nope"))
     assert broken.returncode == 1
     fail_lines = [line for line in broken.stdout.splitlines() if line.startswith("FAIL")]
@@ -98,19 +101,19 @@ def test_doctor(fake_openai: FakeOpenAI, subprocess_env: dict[str, str],
 
 def test_doctor_lists_the_models_a_server_offers(fake_openai: FakeOpenAI,
                                                   subprocess_env: dict[str, str]) -> None:
-    chat = strata(["doctor"], dict(subprocess_env, STRATA_LLM_MODEL="llama-nope"))
+    chat = strata_in(["doctor"], dict(subprocess_env, STRATA_LLM_MODEL="llama-nope"))
     assert chat.returncode == 1
     [line] = [x for x in chat.stdout.splitlines() if x.startswith("FAIL")]
     assert "'llama-nope' is not offered" in line
     assert "fake-chat" in line and "fake-embed" in line
-    embed = strata(["doctor"], dict(subprocess_env, STRATA_EMBED_MODEL="embed-nope"))
+    embed = strata_in(["doctor"], dict(subprocess_env, STRATA_EMBED_MODEL="embed-nope"))
     assert embed.returncode == 1
     [line] = [x for x in embed.stdout.splitlines() if x.startswith("FAIL")]
     assert "'embed-nope' is not offered" in line and "fake-embed" in line
 
 
 def test_db_migrate(subprocess_env: dict[str, str], db_target: Path | str) -> None:
-    out = strata(["db", "migrate"], subprocess_env)
+    out = strata_in(["db", "migrate"], subprocess_env)
     assert out.returncode == 0 and "migrations applied" in out.stdout, out.stderr
     assert isinstance(db_target, str) or db_target.exists()  # a URL: the server has it
 
@@ -164,15 +167,15 @@ def test_closed_pipe_exits_quietly(fake_openai: FakeOpenAI,
 
 
 def test_empty_listings_say_so(fake_openai: FakeOpenAI, subprocess_env: dict[str, str]) -> None:
-    assert strata(["db", "migrate"], subprocess_env).returncode == 0  # reading makes no database
-    status = strata(["jobs", "status"], subprocess_env)
+    assert strata_in(["db", "migrate"], subprocess_env).returncode == 0  # reading makes no database
+    status = strata_in(["jobs", "status"], subprocess_env)
     assert status.returncode == 0 and "no people yet" in status.stdout
-    assert strata(["chat", "--user", "alice"], subprocess_env, "hi\n").returncode == 0
-    facts = strata(["memory", "facts", "--user", "alice"], subprocess_env)
+    assert strata_in(["chat", "--user", "alice"], subprocess_env, "hi\n").returncode == 0
+    facts = strata_in(["memory", "facts", "--user", "alice"], subprocess_env)
     assert facts.returncode == 0 and facts.stdout.startswith("no facts stored for alice")
-    episodes = strata(["memory", "episodes", "--user", "alice"], subprocess_env)
+    episodes = strata_in(["memory", "episodes", "--user", "alice"], subprocess_env)
     assert episodes.returncode == 0 and episodes.stdout.startswith("no episodes for alice yet")
-    show = strata(["memory", "show", "--user", "alice"], subprocess_env)
+    show = strata_in(["memory", "show", "--user", "alice"], subprocess_env)
     assert "facts: 0 (none stored)" in show.stdout and "reminders: none" in show.stdout
 
 
@@ -248,14 +251,14 @@ def test_zero_vectors_never_end_a_chat(fake_openai: FakeOpenAI,
     """An embedder answering zero vectors (here: for every text) costs no turn and no later
     chat: the rows are kept without a vector and keyword recall still finds them."""
     fake_openai.vectors, fake_openai.broken_texts = "zero", "all"
-    first = strata(["chat", "--user", "dora"], subprocess_env, "*\nПривет, как дела?\nhello\n")
+    first = strata_in(["chat", "--user", "dora"], subprocess_env, "*\nПривет, как дела?\nhello\n")
     assert first.returncode == 0, first.stderr
     assert first.stdout.splitlines() == [
         "You said: *", "You said: Привет, как дела?", "You said: hello"]
     assert "Traceback" not in first.stderr
-    again = strata(["chat", "--user", "dora"], subprocess_env, "hello again\n")
+    again = strata_in(["chat", "--user", "dora"], subprocess_env, "hello again\n")
     assert again.returncode == 0, again.stderr
     assert again.stdout.splitlines() == ["You said: hello again"]
-    data = json.loads(strata(["memory", "export", "--user", "dora"], subprocess_env).stdout)
+    data = json.loads(strata_in(["memory", "export", "--user", "dora"], subprocess_env).stdout)
     assert [r["content"] for r in data["transcript"] if r["role"] == "user"] == [
         "*", "Привет, как дела?", "hello", "hello again"]

@@ -1,5 +1,6 @@
-"""`strata chat` with odd input, and what Strata prints of stored text: a real subprocess, the
-fake model over HTTP and a real database (issue 21, defects 5 and 8)."""
+"""`strata chat` with odd input, and what Strata prints of stored text: the command line run in
+this process (`tests.cli_inprocess`), the fake model over HTTP and a real database (issue 21,
+defects 5 and 8)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import json
 import stat
 from pathlib import Path
 
+from tests.cli_inprocess import strata_in as strata
 from tests.fakes.openai_server import FakeOpenAI
-from tests.integration.test_cli import strata
 
 RED, TITLE = "\x1b[31m", "\x1b]0;pwned\x07"
 

@@ -1,11 +1,12 @@
-"""`strata memory recall|episodes|cut` in a real subprocess."""
+"""`strata memory recall|episodes|cut` from the command line, run in this process
+(`tests.cli_inprocess`)."""
 
 from __future__ import annotations
 
 import json
 
+from tests.cli_inprocess import strata_in as strata
 from tests.fakes.openai_server import FakeOpenAI
-from tests.integration.test_cli import strata
 
 
 def test_cut_then_recall_from_the_command_line(fake_openai: FakeOpenAI,
