@@ -41,10 +41,11 @@ def _stream(data: bytes = b"") -> io.TextIOWrapper:
 def strata_in(args: list[str], env: dict[str, str],
               stdin: str = "") -> subprocess.CompletedProcess[str]:
     stdin_s, out, err = _stream(stdin.encode("utf-8", "surrogateescape")), _stream(), _stream()
-    streams = sys.stdin, sys.stdout, sys.stderr
+    streams, argv = (sys.stdin, sys.stdout, sys.stderr), sys.argv
     root = logging.getLogger()
     level, handlers = root.level, list(root.handlers)
     sys.stdin, sys.stdout, sys.stderr = stdin_s, out, err
+    sys.argv = ["strata", *args]  # what a report records as its command
     try:
         with _environment(env):
             try:
@@ -52,7 +53,7 @@ def strata_in(args: list[str], env: dict[str, str],
             except SystemExit as exc:  # argparse's usage errors
                 code = exc.code if isinstance(exc.code, int) else 1
     finally:
-        sys.stdin, sys.stdout, sys.stderr = streams
+        (sys.stdin, sys.stdout, sys.stderr), sys.argv = streams, argv
         for handler in [h for h in root.handlers if h not in handlers]:
             root.removeHandler(handler)
             handler.close()

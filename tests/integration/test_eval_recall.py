@@ -1,16 +1,17 @@
-"""`strata eval recall` as an operator runs it: a real subprocess against the fake embeddings,
-on two tiny conversations written here (not LoCoMo), with answers that can be reasoned out."""
+"""`strata eval recall` as an operator runs it (in this process: `tests.cli_inprocess`) against
+the fake embeddings, on two tiny conversations written here (not LoCoMo), with answers that can
+be reasoned out."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli_inprocess import strata_in
 from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -65,8 +66,7 @@ def write_data(folder: Path) -> tuple[Path, Path]:
 
 
 def strata(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "strata.app.cli", *args], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return strata_in(args, env)  # the command line in this process: no start-up per command
 
 
 def test_eval_recall_report(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
