@@ -1,7 +1,9 @@
 """Files are never harmed (issue 21, defects 2, 3, 4 and 9): a mistyped STRATA_DB keeps its
 mode and content, reading commands change nothing on disk (and work on a read-only copy),
 backups and restores are private and never replace a file without being told to, and a
-database from an earlier version is moved safely. Real subprocesses, real SQLite files."""
+database from an earlier version is moved safely. Real SQLite files; the command line runs in
+this process (`tests.cli_inprocess`) unless the point is a second process, the working folder
+or a terminal."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import pytest
 from strata.core.config import Settings
 from strata.memory.engines.db import Database
 from strata.memory.engines.driver import sqlite_driver
+from tests.cli_inprocess import strata_in
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_backup import ROOT, strata, user_rows
 from tests.integration.test_private_files import mode, usual_umask  # noqa: F401 - a fixture
@@ -58,7 +61,7 @@ def test_a_mistyped_database_file_keeps_its_mode_and_content(
     for args, stdin in ((["doctor"], ""), (["db", "migrate"], ""),
                         (["chat", "--user", "alice"], "hello\n"),
                         (["memory", "show", "--user", "alice"], "")):
-        out = strata(args, env, stdin)
+        out = strata_in(args, env, stdin)
         assert out.returncode != 0, args
         assert "not a SQLite database" in out.stdout + out.stderr, (args, out.stderr)
         assert mode(notes) == 0o644 and notes.read_text() == "x\n", args
@@ -74,7 +77,7 @@ def test_another_programs_sqlite_file_is_not_migrated(
     conn.close()
     other.chmod(0o644)
     before = snapshot(tmp_path)
-    out = strata(["db", "migrate"], dict(subprocess_env, STRATA_DB=str(other)))
+    out = strata_in(["db", "migrate"], dict(subprocess_env, STRATA_DB=str(other)))
     assert out.returncode == 2 and "not a Strata database" in out.stderr, out.stderr
     assert snapshot(tmp_path) == before
 
@@ -82,14 +85,14 @@ def test_another_programs_sqlite_file_is_not_migrated(
 def test_reading_commands_change_no_file(
         fake_openai: FakeOpenAI, subprocess_env: dict[str, str], db_path: Path,
         tmp_path_factory: pytest.TempPathFactory) -> None:
-    assert strata(["chat", "--user", "alice"], subprocess_env, "hello\n").returncode == 0
+    assert strata_in(["chat", "--user", "alice"], subprocess_env, "hello\n").returncode == 0
     before = snapshot(db_path.parent)
     assert not (db_path.parent / "strata.db-wal").exists()
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     # The source of a backup or a copy is only read, too.
     for args in [*READING, ["db", "backup", str(elsewhere / "b.db")],
                  ["db", "copy", str(db_path), str(elsewhere / "c.db")]]:
-        out = strata(args, subprocess_env)
+        out = strata_in(args, subprocess_env)
         assert out.returncode == 0, (args, out.stderr)
         assert snapshot(db_path.parent) == before, (args, out.stderr)
 
@@ -97,7 +100,7 @@ def test_reading_commands_change_no_file(
 def test_db_check_and_memory_show_work_on_a_read_only_copy(
         fake_openai: FakeOpenAI, subprocess_env: dict[str, str], tmp_path: Path,
         db_path: Path) -> None:
-    assert strata(["chat", "--user", "alice"], subprocess_env, "hello\n").returncode == 0
+    assert strata_in(["chat", "--user", "alice"], subprocess_env, "hello\n").returncode == 0
     shelf = tmp_path / "shelf"
     shelf.mkdir()
     copy = shelf / "strata.db"
@@ -107,10 +110,10 @@ def test_db_check_and_memory_show_work_on_a_read_only_copy(
     try:
         env = dict(subprocess_env, STRATA_DB=str(copy))
         before = snapshot(shelf)
-        check = strata(["db", "check"], env)
+        check = strata_in(["db", "check"], env)
         assert check.returncode == 0 and "all checks passed" in check.stdout, check.stderr
         assert "fts5 transcript_fts" in check.stdout
-        show = strata(["memory", "show", "--user", "alice"], env)
+        show = strata_in(["memory", "show", "--user", "alice"], env)
         assert show.returncode == 0 and "transcript rows: 2" in show.stdout, show.stderr
         # Root ignores permission bits, so the proof is that nothing appeared or changed.
         assert snapshot(shelf) == before
@@ -125,15 +128,15 @@ def test_doctor_tells_the_truth_about_a_missing_folder(
     home.chmod(0o755)
     target = home / "new" / "deeper" / "strata.db"
     env = dict(subprocess_env, STRATA_DB=str(target))
-    doctor = strata(["doctor"], env)
+    doctor = strata_in(["doctor"], env)
     line = next(x for x in doctor.stdout.splitlines() if "database" in x)
     assert line.startswith("ok") and f"folder {target.parent} does not exist" in line, line
     assert "creates it" in line
     assert not (home / "new").exists()
-    show = strata(["memory", "show", "--user", "alice"], env)
+    show = strata_in(["memory", "show", "--user", "alice"], env)
     assert show.returncode == 2 and "nothing is stored yet" in show.stderr, show.stderr
     assert not (home / "new").exists()
-    assert strata(["chat", "--user", "alice"], env, "hello\n").returncode == 0
+    assert strata_in(["chat", "--user", "alice"], env, "hello\n").returncode == 0
     assert target.is_file() and mode(target) == 0o600
     assert mode(home / "new") == 0o700 and mode(target.parent) == 0o700
     assert mode(home) == 0o755  # a folder Strata did not make keeps its mode
@@ -144,7 +147,7 @@ def test_doctor_fails_a_folder_that_cannot_be_made(
     blocker = tmp_path / "afile"
     blocker.write_text("not a folder\n")
     env = dict(subprocess_env, STRATA_DB=str(blocker / "strata.db"))
-    doctor = strata(["doctor"], env)
+    doctor = strata_in(["doctor"], env)
     line = next(x for x in doctor.stdout.splitlines() if "database" in x)
     assert doctor.returncode == 1 and line.startswith("FAIL"), line
     assert f"{blocker} is not a folder" in line
@@ -152,9 +155,9 @@ def test_doctor_fails_a_folder_that_cannot_be_made(
 
 def test_backup_is_private_and_never_replaces_a_file_unasked(
         fake_openai: FakeOpenAI, subprocess_env: dict[str, str], tmp_path: Path) -> None:
-    assert strata(["chat", "--user", "alice"], subprocess_env, "hello\n").returncode == 0
+    assert strata_in(["chat", "--user", "alice"], subprocess_env, "hello\n").returncode == 0
     target = tmp_path / "backups" / "nightly" / "copy.db"
-    out = strata(["db", "backup", str(target)], subprocess_env)
+    out = strata_in(["db", "backup", str(target)], subprocess_env)
     assert out.returncode == 0, out.stderr
     assert mode(target) == 0o600
     assert mode(target.parent) == 0o700 and mode(tmp_path / "backups") == 0o700
@@ -162,10 +165,10 @@ def test_backup_is_private_and_never_replaces_a_file_unasked(
     precious = tmp_path / "precious.txt"
     precious.write_text("my thesis\n")
     precious.chmod(0o644)
-    out = strata(["db", "backup", str(precious)], subprocess_env)
+    out = strata_in(["db", "backup", str(precious)], subprocess_env)
     assert out.returncode == 2 and "--force" in out.stderr, out.stderr
     assert precious.read_text() == "my thesis\n" and mode(precious) == 0o644
-    out = strata(["db", "backup", "--force", str(precious)], subprocess_env)
+    out = strata_in(["db", "backup", "--force", str(precious)], subprocess_env)
     assert out.returncode == 0, out.stderr
     assert precious.read_bytes().startswith(b"SQLite format 3\0") and mode(precious) == 0o600
 
@@ -173,18 +176,18 @@ def test_backup_is_private_and_never_replaces_a_file_unasked(
 def test_restore_asks_and_keeps_every_earlier_database(
         fake_openai: FakeOpenAI, subprocess_env: dict[str, str], db_path: Path,
         tmp_path: Path) -> None:
-    assert strata(["chat", "--user", "alice"], subprocess_env, "first\n").returncode == 0
+    assert strata_in(["chat", "--user", "alice"], subprocess_env, "first\n").returncode == 0
     good = tmp_path / "good.db"
-    assert strata(["db", "backup", str(good)], subprocess_env).returncode == 0
-    assert strata(["chat", "--user", "alice"], subprocess_env, "second\n").returncode == 0
+    assert strata_in(["db", "backup", str(good)], subprocess_env).returncode == 0
+    assert strata_in(["chat", "--user", "alice"], subprocess_env, "second\n").returncode == 0
 
-    unasked = strata(["db", "restore", str(good)], subprocess_env)
+    unasked = strata_in(["db", "restore", str(good)], subprocess_env)
     assert unasked.returncode == 2 and "--yes" in unasked.stderr, unasked.stderr
     assert user_rows(subprocess_env, "alice") == ["first", "second"]
 
-    assert strata(["db", "restore", "--yes", str(good)], subprocess_env).returncode == 0
-    assert strata(["chat", "--user", "alice"], subprocess_env, "third\n").returncode == 0
-    again = strata(["db", "restore", "--force", str(good)], subprocess_env)
+    assert strata_in(["db", "restore", "--yes", str(good)], subprocess_env).returncode == 0
+    assert strata_in(["chat", "--user", "alice"], subprocess_env, "third\n").returncode == 0
+    again = strata_in(["db", "restore", "--force", str(good)], subprocess_env)
     assert again.returncode == 0, again.stderr
     kept = sorted(p.name for p in db_path.parent.glob("strata.db.before-restore*"))
     assert kept == ["strata.db.before-restore.1", "strata.db.before-restore.2"]
