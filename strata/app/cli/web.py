@@ -69,4 +69,4 @@ def register(sub: Any) -> None:
                          "(and print a one-time link with --user)")
     web.add_argument("--user", help="print a one-time link to this person's view")
     web.add_argument("--listen", help="host:port to listen on (default web.listen)")
-    web.set_defaults(run=cmd_web)
+    web.set_defaults(run=cmd_web, uses_model=True)
