@@ -4,7 +4,9 @@ written is about its permissions, never "make the folder"."""
 
 from __future__ import annotations
 
+import io
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,3 +51,21 @@ async def test_doctor_on_a_folder_that_exists_but_is_not_writable() -> None:
     line = next(x for x in lines if "/proc/1/strata.db" in x)
     assert line.startswith("FAIL") and "yourself" not in line, line
     assert "write access" in line and "STRATA_DB" in line, line
+
+
+def test_memory_map_that_cannot_draw_prints_only_its_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("STRATA_DB", str(tmp_path / "strata.db"))
+    monkeypatch.setenv("STRATA_LLM_EMBEDDED", "false")
+    assert main(["db", "migrate"]) == 0
+    capsys.readouterr()
+    for user in ("nobody", "alice"):
+        if user == "alice":
+            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"hello\n")))
+            main(["chat", "--user", "alice", "--no-jobs"])
+            capsys.readouterr()
+        code = main(["memory", "map", "--user", user, "--out", str(tmp_path / "map.png")])
+        out, err = capsys.readouterr()
+        assert code != 0 and out == "", out
+        assert err.startswith("error: ") and err.count("\n") == 1, err
