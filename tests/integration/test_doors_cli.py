@@ -69,3 +69,14 @@ def test_memory_map_that_cannot_draw_prints_only_its_error(
         out, err = capsys.readouterr()
         assert code != 0 and out == "", out
         assert err.startswith("error: ") and err.count("\n") == 1, err
+
+
+def test_strata_web_beyond_this_machine_without_a_public_url_names_the_fix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("STRATA_DB", str(tmp_path / "strata.db"))
+    monkeypatch.setenv("STRATA_LLM_EMBEDDED", "false")
+    assert main(["web", "--listen", "0.0.0.0:8799"]) == 2
+    err = capsys.readouterr().err
+    assert "web.public_url" in err and "STRATA_WEB_PUBLIC_URL" in err and "127.0.0.1" in err
+    assert not (tmp_path / "strata.db").exists()  # refused before anything was made
