@@ -111,8 +111,14 @@ class _Forward(BaseHTTPRequestHandler):
         upstream = http.client.HTTPConnection(host, port)  # no timeout: a long prompt is slow
         try:
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
-            upstream.request(self.command, self.path, body=body or None, headers=headers)
-            reply = upstream.getresponse()
+            try:
+                upstream.request(self.command, self.path, body=body or None, headers=headers)
+                reply = upstream.getresponse()
+            except OSError as exc:  # the model server went away: the client reports it
+                self._answer(502, json.dumps({"error": {
+                    "message": f"the embedded model did not answer: {exc}",
+                    "type": "unavailable"}}).encode())
+                return
             self.send_response(reply.status)
             for key, value in reply.getheaders():
                 if key.lower() not in HOP:
@@ -121,6 +127,8 @@ class _Forward(BaseHTTPRequestHandler):
             while chunk := reply.read1(65536):
                 self.wfile.write(chunk)
                 self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            log.debug("model front: the client left before the answer ended")
         finally:
             upstream.close()
 

@@ -84,3 +84,16 @@ async def test_a_failed_start_answers_with_the_reason_and_is_not_retried() -> No
         await model.close()
         front.close()
     assert tries == [1]
+
+
+async def test_a_server_that_went_away_is_an_error_answer_not_a_traceback(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    front = ModelFront(lambda: "http://127.0.0.1:9", "tiny-model")  # nothing listens there
+    model = model_at(front)
+    try:
+        with pytest.raises(ModelError, match="502"):
+            await model.complete([ChatMessage(role="user", content="hi")])
+    finally:
+        await model.close()
+        front.close()
+    assert "Traceback" not in capfd.readouterr().err
