@@ -38,8 +38,11 @@ def client() -> aiohttp.ClientSession:
 
 async def open_link(http: aiohttp.ClientSession, link: str) -> int:
     """What a person does with the link: fetch its page, press its button. The status of the
-    page the button leads to."""
+    page the button leads to (a used or unknown link's page is refused: its status)."""
     async with http.get(link) as resp:
+        if resp.status == 403:
+            assert 'id="open"' not in await resp.text()
+            return resp.status
         assert resp.status == 200 and 'id="open"' in await resp.text()
     async with http.post(link) as resp:
         return resp.status

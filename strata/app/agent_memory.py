@@ -116,8 +116,13 @@ class AgentMemory:
         _, person = await self.bound(name)
         if not query.strip():
             raise AgentError("the query is empty")
-        result = await self.recall.search(person.id, query, self.clock.now())
-        return result.render() or "nothing relevant is remembered"
+        vector = await self.recall.embed_query(query)
+        result = await self.recall.search(person.id, query, self.clock.now(), vector=vector)
+        found = result.render() or "nothing relevant is remembered"
+        if vector is None:  # recall fell back to keywords: the agent is told, not left guessing
+            return ("(the embedding model did not answer, so this is a keyword search only: "
+                    "what is remembered in other words may be missing)\n" + found)
+        return found
 
     async def list_facts(self, name: str) -> list[FactView]:
         """The person's live facts, oldest first."""

@@ -66,9 +66,12 @@ def _not_yet(path: Path) -> Check:
         return Check(False, f"database {path}: {above} is not a folder",
                      "set STRATA_DB (db.path) to a file in a folder")
     if not os.access(above, os.W_OK | os.X_OK):
-        return Check(False, f"database {path} does not exist and {above} is not writable",
-                     f"make the folder {missing[-1] if missing else above} yourself, or set "
-                     "STRATA_DB (db.path)")
+        if missing:  # the folders Strata would make cannot be made: someone who can makes them
+            fix = f"make the folder {missing[-1]} yourself (mkdir -p), or set STRATA_DB (db.path)"
+        else:
+            fix = (f"give the user running Strata write access to {above} (chmod u+w, or "
+                   "chown), or set STRATA_DB (db.path) to a file in a folder it can write")
+        return Check(False, f"database {path} does not exist and {above} is not writable", fix)
     if missing:
         return Check(True, f"database {path} does not exist yet, and its folder {path.parent} "
                            f"does not exist either: `strata chat` (or `strata db migrate`) "

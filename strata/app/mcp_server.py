@@ -21,6 +21,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from strata.app.agent_memory import AGENT_KINDS, MAX_FACT_CHARS, AgentError, AgentMemory
@@ -108,13 +109,20 @@ def build_server(memory: AgentMemory, agent_of: AgentOf, *, auth: AuthSettings |
 
     @server.tool(description="Every live fact kept about the person, with ids, kinds, "
                  "dates and sources.")
-    async def list_facts(ctx: Context) -> list[FactOut]:
+    async def list_facts(ctx: Context) -> Annotated[CallToolResult, list[FactOut]]:
         try:
-            facts = await memory.list_facts(agent_of(ctx))
+            name = agent_of(ctx)
+            facts = await memory.list_facts(name)
+            _, person = await memory.bound(name)
         except AgentError as exc:
             raise ToolError(str(exc)) from None
-        return [FactOut(id=f.id, kind=f.kind, text=f.text, since=f.since, source=f.source)
-                for f in facts]
+        out = [FactOut(id=f.id, kind=f.kind, text=f.text, since=f.since, source=f.source)
+               for f in facts]
+        # One text block per fact, as for any list; none at all would read as a failure.
+        text = [f.model_dump_json() for f in out] or [
+            f"no facts are kept about {person.name} yet"]
+        return CallToolResult(content=[TextContent(type="text", text=t) for t in text],
+                              structured_content={"result": [f.model_dump() for f in out]})
 
     return server
 

@@ -24,7 +24,15 @@ from typing import Any
 
 import httpx
 
-from strata.bot.weights import Weights, WeightsError, open_weights, spec_named
+from strata.bot.model_front import ModelFront, Starter
+from strata.bot.weights import (
+    Weights,
+    WeightsError,
+    WeightSpec,
+    open_weights,
+    part_files,
+    spec_named,
+)
 from strata.core.config import Settings
 
 # The embedded chat model's window. Prompt processing runs at roughly 100-200 tokens/s on one
@@ -77,6 +85,12 @@ class EmbeddedModels:
         self._weights: Weights | None = None
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._front: ModelFront | None = None
+
+    def front(self, start: Starter, model: str) -> ModelFront:
+        """A front that calls `start` (which starts the chat model) on its first request."""
+        self._front = ModelFront(start, model)
+        return self._front
 
     def hold(self, weights: Weights) -> Path:
         """Keep `weights` open until `close` (the chat server reads them); their path."""
@@ -124,6 +138,9 @@ class EmbeddedModels:
         return Endpoint(f"http://127.0.0.1:{port}/v1", EMBED_MODEL_NAME), int(model.dim)
 
     def close(self) -> None:
+        if self._front is not None:
+            self._front.close()
+            self._front = None
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -151,41 +168,78 @@ async def embeds_locally(settings: Settings, probe: Probe = answers) -> bool:
             and await _unserved(settings.embed.model_fields_set, settings.embed.base_url, probe))
 
 
-def _start(models: EmbeddedModels, settings: Settings, cache_dir: Path, chat: bool,
-           embed: bool) -> tuple[Settings, str]:
-    """Start what is wanted; the settings pointing at it and the one-line notice."""
-    llm, emb, bot, said = settings.llm, settings.embed, settings.bot, []
-    if chat:
-        spec = spec_named(llm.embedded_model)
+def _chat_settings(settings: Settings, spec: WeightSpec, base_url: str) -> Settings:
+    """The settings pointing the chat model at `base_url` (the embedded model's front)."""
+    llm, bot = settings.llm, settings.bot
+    slow = {key: EMBEDDED_DEADLINE for key in ("timeout", "turn_deadline_seconds")
+            if key not in llm.model_fields_set}
+    llm = llm.model_copy(update={"base_url": base_url, "model": spec.name, "api_key": "none",
+                                 "context_tokens": llm.context_tokens or EMBEDDED_CONTEXT,
+                                 **slow})
+    if "max_tool_rounds" not in bot.model_fields_set:
+        # The small embedded models do not call tools reliably: Qwen2.5-Coder-0.5B wrote
+        # its calls as JSON text (shown to the person as the reply), and made up tool
+        # names. Without tools they answer in words; bot.max_tool_rounds turns them on.
+        bot = bot.model_copy(update={"max_tool_rounds": 0})
+    return settings.model_copy(update={"llm": llm, "bot": bot})
+
+
+def _chat_starter(models: EmbeddedModels, spec: WeightSpec, cache_dir: Path, n_ctx: int,
+                  notice: Notice) -> Starter:
+    """What the front calls on the first request: load the weights and start the server."""
+
+    def start() -> str:
         started = time.monotonic()
-        gguf = models.hold(open_weights(spec, cache_dir))
-        n_ctx = llm.context_tokens or EMBEDDED_CONTEXT
-        end = models.start_chat(gguf, n_ctx)
-        slow = {key: EMBEDDED_DEADLINE for key in ("timeout", "turn_deadline_seconds")
-                if key not in llm.model_fields_set}
-        llm = llm.model_copy(update={"base_url": end.base_url, "model": spec.name,
-                                     "api_key": "none", "context_tokens": n_ctx, **slow})
-        if "max_tool_rounds" not in bot.model_fields_set:
-            # The small embedded models do not call tools reliably: Qwen2.5-Coder-0.5B wrote
-            # its calls as JSON text (shown to the person as the reply), and made up tool
-            # names. Without tools they answer in words; bot.max_tool_rounds turns them on.
-            bot = bot.model_copy(update={"max_tool_rounds": 0})
-        said.append(f"{spec.title} ({spec.size / 1e9:.1f} GB, {n_ctx:,}-token window, "
-                    f"loaded in {time.monotonic() - started:.1f} s)")
+        try:
+            gguf = models.hold(open_weights(spec, cache_dir))
+            end = models.start_chat(gguf, n_ctx)
+        except WeightsError as exc:  # a damaged or replaced file is never loaded
+            notice(f"the embedded model could not start: {exc}")
+            raise
+        notice(f"loaded {spec.title} ({spec.size / 1e9:.1f} GB, {n_ctx:,}-token window) in "
+               f"{time.monotonic() - started:.1f} s")
+        return end.base_url.removesuffix("/v1")
+
+    return start
+
+
+def _start(models: EmbeddedModels, settings: Settings, cache_dir: Path, chat: bool,
+           embed: bool, notice: Notice) -> tuple[Settings, str]:
+    """Start what is wanted: the embedder now (a fraction of a second), the chat model behind
+    a front that loads it on the first request. The settings pointing at them and the
+    one-line notice (empty when nothing could be offered)."""
+    emb, said = settings.embed, []
     if embed:
         end, dim = models.start_embedder()
         emb = emb.model_copy(update={"base_url": end.base_url, "model": end.model,
                                      "api_key": "none", "dim": dim})
         said.append(f"{end.model} embeddings ({dim} dims)")
-    line = ("no model server is configured or answering, so Strata runs its embedded model: "
-            + " and ".join(said) + "; see docs/operations.md, Models, to use another")
-    return settings.model_copy(update={"llm": llm, "embed": emb, "bot": bot}), line
+    settings = settings.model_copy(update={"embed": emb})
+    if chat:
+        spec = spec_named(settings.llm.embedded_model)
+        try:
+            part_files(spec)
+        except WeightsError as exc:
+            notice(f"no model server is configured or answering, and {exc}")
+        else:
+            n_ctx = settings.llm.context_tokens or EMBEDDED_CONTEXT
+            front = models.front(_chat_starter(models, spec, cache_dir, n_ctx, notice),
+                                 spec.name)
+            settings = _chat_settings(settings, spec, front.base_url)
+            said.append(f"{spec.title} ({spec.size / 1e9:.1f} GB), loaded when a reply or "
+                        "job first needs it")
+    if not said:
+        return settings, ""
+    return settings, ("no model server is configured or answering, so Strata runs its "
+                      "embedded model: " + " and ".join(said)
+                      + "; see docs/operations.md, Models, to use another")
 
 
 @contextlib.asynccontextmanager
 async def model_endpoints(settings: Settings, *, cache_dir: Path, notice: Notice,
                           probe: Probe = answers) -> AsyncIterator[Settings]:
-    """`settings`, or a copy pointing at the embedded models started for the block's length.
+    """`settings`, or a copy pointing at the embedded models for the block's length: the
+    embedder started, the chat model started on its first request (`ModelFront`).
 
     The chat model and the embedder are decided apart: a section whose `base_url` was
     configured, or whose default endpoint answers, is left as it is.
@@ -205,14 +259,8 @@ async def model_endpoints(settings: Settings, *, cache_dir: Path, notice: Notice
         return
     models = EmbeddedModels()
     try:
-        try:
-            updated, line = await asyncio.to_thread(_start, models, settings, cache_dir, chat,
-                                                    embed)
-        except WeightsError as exc:
-            if "not installed" not in str(exc):
-                raise  # a damaged or replaced file is never loaded: the error says why
-            notice(f"no model server is configured or answering, and {exc}")
-            updated, line = settings, ""
+        updated, line = await asyncio.to_thread(_start, models, settings, cache_dir, chat,
+                                                embed, notice)
         if line:
             notice(line)
         yield updated

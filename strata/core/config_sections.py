@@ -328,8 +328,9 @@ class McpSettings(_Section):
 
 
 class WebSettings(_Section):
-    """The read-only web view and the operators' endpoints (docs/web.md). Off unless enabled
-    with a public URL: that address is what the one-time links point at."""
+    """The read-only web view and the operators' endpoints (docs/web.md). Off in `strata run`
+    unless enabled with a public URL: that address is what the one-time links point at.
+    `strata web` serves it either way (on this machine only without a public URL)."""
 
     enabled: bool = False
     public_url: str = ""

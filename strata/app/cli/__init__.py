@@ -20,7 +20,7 @@ from strata.app.cli import logs
 from strata.bot.embedded import EMBEDDED_DIM, embeds_locally, model_endpoints
 from strata.bot.visible import say
 from strata.core.config import Settings, default_db_path, load_settings
-from strata.core.errors import StrataError
+from strata.core.errors import StorageError, StrataError
 from strata.memory.engines.db import new_sqlite_file, stored_dim
 
 # Subcommand modules, each with `register(subparsers)`; commands set `run=coroutine(args, s)`.
@@ -53,14 +53,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logs.setup(args)
+    target = "the database file"
     try:
         settings = load_settings(args.config, notice=_notice)
+        target = settings.db.target
         if (args.log_format or settings.web.log_format) == "json":
             logs.setup(args, form="json")
         code = asyncio.run(_run(args, settings))
         sys.stdout.flush()
     except StrataError as exc:
-        say(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}{_damage_hint(exc, target)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
@@ -89,13 +91,34 @@ async def _stored_dimension(settings: Settings) -> Settings:
     db migrate`) gets the dimension the model commands will embed with."""
     if "dim" in settings.embed.model_fields_set:
         return settings
-    stored = await stored_dim(settings.db.target)
+    try:
+        stored = await stored_dim(settings.db.target)
+    except StorageError as exc:
+        if _damage_hint(exc):
+            return settings  # `db check` and `db restore` still work on a damaged file
+        raise
     if stored is None and new_sqlite_file(settings.db.target) and await embeds_locally(settings):
         stored = EMBEDDED_DIM  # the size the first `strata chat` will embed with
     if stored is None or stored == settings.embed.dim:
         return settings
     return settings.model_copy(
         update={"embed": settings.embed.model_copy(update={"dim": stored})})
+
+
+# SQLite's own names for a file that is damaged, or not a database at all.
+DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+
+
+def _damage_hint(exc: StrataError, target: str = "FILE") -> str:
+    """For a damaged database file, the way back: every command fails on it, and none mends
+    it. A restore checks that it replaces a Strata database, which a damaged file cannot
+    show: so the damaged file is moved aside first (and kept, in case it can be rescued)."""
+    if getattr(exc.__cause__, "sqlite_errorname", "") not in DAMAGED:
+        return ""
+    return (f"\nthe database file is damaged (cut short or overwritten?): move it aside (mv "
+            f"{target} {target}.damaged), then put back a backup with `strata db restore "
+            "BACKUP` (a copy made by `strata db backup`); docs/operations.md, Backup, restore "
+            "and checks")
 
 
 def _notice(text: str) -> None:

@@ -133,4 +133,4 @@ def register(sub: Any) -> None:
                      "(else the one whose token is in STRATA_MCP_TOKEN)")
     mcp.add_argument("--http", metavar="HOST:PORT",
                      help="serve streamable HTTP instead, each request with its agent's token")
-    mcp.set_defaults(run=cmd_mcp)
+    mcp.set_defaults(run=cmd_mcp, uses_model=True)

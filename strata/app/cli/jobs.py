@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from strata.app.cli.core import _person_or_fail, subgroup
+from strata.app.cli.progress import progress
 from strata.app.compose import App
 from strata.app.memory_wiring import Repos, open_db
 from strata.bot.visible import say
@@ -53,10 +54,11 @@ async def cmd_jobs_run(args: argparse.Namespace, settings: Settings) -> int:
         await runner.start_up()
         failed = False
         out: list[dict[str, Any]] = []
-        for owner in owners:
-            for job in jobs:
-                if owner.kind is OwnerKind.ROOM and not job.for_rooms:
-                    continue
+        todo = [(owner, job) for owner in owners for job in jobs
+                if owner.kind is not OwnerKind.ROOM or job.for_rooms]
+        async with progress("jobs run", len(todo)) as shown:
+            for owner, job in todo:
+                shown.step(f"{job.name} for {owner.name}")
                 # Naming one job is a request to run it now: past the idle gate.
                 report = await runner.run_job(job, owner, force=args.force,
                                               asked=args.job != "all")
@@ -66,8 +68,9 @@ async def cmd_jobs_run(args: argparse.Namespace, settings: Settings) -> int:
                                 "status": report.status, "detail": report.detail,
                                 "tokens": report.tokens, **report.details})
                 else:
+                    shown.clear()
                     say(report.line())
-        await app.processor.drain()
+            await app.processor.drain()
     finally:
         await app.close()
     if args.json:

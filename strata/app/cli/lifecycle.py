@@ -9,14 +9,12 @@ Adds its action to the `memory` group (made by `strata.app.cli.core`).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from strata.app.cli.core import _person_or_fail, subgroup
 from strata.app.cli.dbfiles import may_replace
+from strata.app.cli.progress import progress
 from strata.app.memory_wiring import Repos, make_lifecycle_policy, open_db
 from strata.bot.visible import say
 from strata.core.config import Settings
@@ -29,22 +27,14 @@ async def cmd_memory_map(args: argparse.Namespace, settings: Settings) -> int:
     if out.exists():
         may_replace(f"{out} exists: replace it with the map?", "--force", args.force)
     db = await open_db(settings, read_only=True)
-    # The steps as a bar on stderr: stdout keeps the one result line.
-    bar = tqdm(total=len(STEPS), unit="step", file=sys.stderr,
-               bar_format="map: {desc} {n_fmt}/{total_fmt} [{elapsed}]")
-
-    def step(name: str) -> None:
-        bar.update(STEPS.index(name) - bar.n)
-        bar.set_description_str(name)
-
     try:
         person = await _person_or_fail(Repos.over(db).persons, args.user)
         policy = make_lifecycle_policy(settings)
-        result = await draw_map(db, person.id, person.name, out, policy.rollup.cluster, step)
-        bar.set_description_str("done")
-        bar.update(len(STEPS) - bar.n)
+        # The steps on stderr (a terminal only): stdout keeps the one result line.
+        async with progress("map", len(STEPS)) as shown:
+            result = await draw_map(db, person.id, person.name, out, policy.rollup.cluster,
+                                    shown.step)
     finally:
-        bar.close()
         await db.close()
     say(f"{result.path}: {result.points} apex episodes, {result.clusters} clusters, "
           f"{result.noise} noise")

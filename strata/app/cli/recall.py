@@ -13,6 +13,7 @@ from typing import Any
 
 from strata.app.cli.core import _clock, _person_or_fail
 from strata.app.cli.memory import _memory_group
+from strata.app.cli.progress import progress
 from strata.app.compose import App
 from strata.app.memory_wiring import Repos, make_recall, open_db
 from strata.app.model_wiring import make_embedder
@@ -74,8 +75,11 @@ async def cmd_cut(args: argparse.Namespace, settings: Settings) -> int:
     app = await App.create(settings, clock=_clock(args))
     try:
         assert app.cutter is not None and app.row_indexer is not None
-        rows = await app.row_indexer.index_all()
-        made = await app.cutter.cut_all(app.clock.now(), flush=args.flush)
+        async with progress("memory cut", 2) as shown:
+            shown.step("embedding new rows")
+            rows = await app.row_indexer.index_all()
+            shown.step("cutting episodes (the model summarises each)")
+            made = await app.cutter.cut_all(app.clock.now(), flush=args.flush)
         say(f"{rows} rows embedded, {len(made)} episodes made")
     finally:
         await app.close()

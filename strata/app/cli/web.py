@@ -31,14 +31,33 @@ def with_listen(settings: Settings, listen: str | None) -> Settings:
     return settings.model_copy(update={"web": web})
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def served_here(settings: Settings) -> Settings:
+    """`strata web` is itself the request to serve the view (`web.enabled` is for `strata
+    run`). With no `web.public_url`, a view listening on this machine only is opened at its
+    listen address; one that listens beyond it needs the address people open."""
+    web = settings.web
+    if web.public_url:
+        url = web.public_url
+    elif web.host in LOOPBACK and web.port:
+        url = f"http://{web.listen}"
+    else:
+        raise ConfigError(
+            f"the web view listens on {web.listen}, beyond this machine: set web.public_url "
+            "to the address people open (STRATA_WEB_PUBLIC_URL=https://…), or listen on "
+            "127.0.0.1:PORT")
+    update = {"enabled": True, "public_url": url}
+    return settings.model_copy(update={"web": web.model_copy(update=update)})
+
+
 async def cmd_web(args: argparse.Namespace, settings: Settings) -> int:
-    if not settings.web.enabled:
-        raise ConfigError("the web view is off: set web.enabled = true and web.public_url "
-                          "(or STRATA_WEB_ENABLED and STRATA_WEB_PUBLIC_URL)")
     try:
         settings = with_listen(settings, args.listen)
     except ValueError as exc:
         raise ConfigError(f"--listen: {exc}") from None
+    settings = served_here(settings)
     from strata.app.web.serve import start_web  # the `web` extra
 
     app = await App.create(_cognition_off(settings))
@@ -69,4 +88,4 @@ def register(sub: Any) -> None:
                          "(and print a one-time link with --user)")
     web.add_argument("--user", help="print a one-time link to this person's view")
     web.add_argument("--listen", help="host:port to listen on (default web.listen)")
-    web.set_defaults(run=cmd_web)
+    web.set_defaults(run=cmd_web, uses_model=True)

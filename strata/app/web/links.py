@@ -41,6 +41,10 @@ class WebLinks:
         await self.tokens.add(token, "link", person_id, now + self.link_ttl)
         return token
 
+    async def usable(self, token: str) -> bool:
+        """Whether the link can still be opened; it stays unspent."""
+        return await self.tokens.live_link(token, self.clock.now())
+
     async def redeem(self, token: str) -> WebSession | None:
         """The session a link opens, or None for an unknown, used or expired link. The link
         is spent whatever happens, so it can never be opened twice."""

@@ -45,6 +45,9 @@ SECURITY_HEADERS = [
     (b"cache-control", b"no-store"),
 ]
 
+# The largest id either engine stores (a signed 64-bit integer): a larger one in a URL is not
+# found, rather than an error from the database driver.
+MAX_ID = 2**63 - 1
 # A named check for /healthz: raises (any error) when what it checks is down.
 HealthCheck = Callable[[], Awaitable[object]]
 
@@ -124,18 +127,23 @@ class WebServer:
         # Someone else's id and an id that does not exist look the same.
         return self._refused(request, "not_found", 404, "There is nothing here.")
 
+    def _bad_link(self, request: Request) -> Response:
+        return self._refused(request, "bad_link", 403,
+                             "This link was used already or has expired. Send /web to the "
+                             "bot in a private chat for a new one.")
+
     async def link_page(self, request: Request) -> Response:
         """The link itself only shows a button: chat apps fetch the links people send for a
         preview, and such a fetch must not spend a single-use link."""
+        if not await self.links.usable(request.path_params["token"]):
+            return self._bad_link(request)
         return self._page(request, "open.html",
                           {"session": None, "token": request.path_params["token"]})
 
     async def open_link(self, request: Request) -> Response:
         session = await self.links.redeem(request.path_params["token"])
         if session is None:
-            return self._refused(request, "bad_link", 403,
-                                 "This link was used already or has expired. Send /web to the "
-                                 "bot in a private chat for a new one.")
+            return self._bad_link(request)
         # A redirect after this page's own form: the navigation began on this site, so the
         # SameSite=Strict cookie goes with it.
         response = RedirectResponse("/", status_code=303)
@@ -182,7 +190,8 @@ class WebServer:
         session = await self._session(request)
         if session is None:
             return self._no_session(request)
-        found = await self.view.fact(session.person_id, request.path_params["fact_id"])
+        fact_id = request.path_params["fact_id"]
+        found = await self.view.fact(session.person_id, fact_id) if fact_id <= MAX_ID else None
         if found is None:
             return self._not_found(request)
         context = await self._person_context(session)
@@ -193,7 +202,9 @@ class WebServer:
         session = await self._session(request)
         if session is None:
             return self._no_session(request)
-        found = await self.view.episode(session.person_id, request.path_params["episode_id"])
+        episode_id = request.path_params["episode_id"]
+        found = (await self.view.episode(session.person_id, episode_id)
+                 if episode_id <= MAX_ID else None)
         if found is None:
             return self._not_found(request)
         context = await self._person_context(session)

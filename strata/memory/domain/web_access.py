@@ -53,6 +53,13 @@ class WebTokens:
             return None
         return int(row["person_id"])
 
+    async def live_link(self, token: str, now: datetime) -> bool:
+        """Whether `token` is a link that can still be opened (read only: nothing is spent)."""
+        row = await self.db.fetchone(
+            "SELECT expires_at FROM web_tokens WHERE token_hash = ? AND kind = 'link'",
+            (token_hash(token),))
+        return row is not None and from_iso(row["expires_at"]) > now
+
     async def session(self, token: str, now: datetime) -> StoredSession | None:
         row = await self.db.fetchone(
             "SELECT person_id, csrf, expires_at FROM web_tokens"
