@@ -119,6 +119,7 @@ async def test_a_claimed_reminder_no_tool_set_is_caught_and_counted(
     assert result is not None
     assert result.reply == f"{NOT_SET} Have a lovely evening!"
     assert application.processor.reply_checks.counts["reminder"] == 1
+    assert b'strata_reply_corrections_total{reason="reminder"} 1.0' in application.metrics.render()
     # What is stored is what was said: the next prompt carries no lie either.
     rows = await application.transcript.for_channel(1)
     assert rows[-1].content == result.reply
