@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from strata.bot.context_window import ContextWindow
-from strata.bot.reply_checks import ReplyChecks
+from strata.bot.reply_checks import ReplyChecks, settled
 from strata.bot.tools import ToolContext, ToolRegistry, WordsRequest
 from strata.bot.turn_options import TurnOptions
 from strata.bot.turn_prompt import TurnPrompt
@@ -89,9 +89,16 @@ class ModelTurn:
         completion = Completion("")
         used = Usage()
         performed: set[str] = set()
+        # A reply people read is checked, and streamed only as far as it is checked.
+        checked = options.schema is None and options.instructions is None
+        framing = [self.settings.bot.persona, channel.system_prompt or "",
+                   *(t.description for t in tools)]
+        watch = on_partial
+        if on_partial is not None and checked:
+            watch = _guarded(on_partial, performed, framing)
         for round_no in range(rounds + 1):
             offer = tools if round_no < rounds else []
-            completion = await self._complete(messages, offer, channel, on_partial, options)
+            completion = await self._complete(messages, offer, channel, watch, options)
             used = Usage(
                 used.prompt_tokens + completion.usage.prompt_tokens,
                 used.completion_tokens + completion.usage.completion_tokens,
@@ -102,9 +109,7 @@ class ModelTurn:
                           await self._run_tools(ctx, completion, messages)
                           if not result.startswith("error")}
         reply = completion.text.strip()
-        if options.schema is None and options.instructions is None:
-            framing = [self.settings.bot.persona, channel.system_prompt or "",
-                       *(t.description for t in tools)]
+        if checked:
             reply = self.checks.check(reply, performed, framing, turn_id)
         return await self._store_reply(channel, turn_id, reply, used)
 
@@ -182,3 +187,19 @@ class ModelTurn:
                 await on_partial(shown)
         assert final is not None
         return final
+
+
+def _guarded(on_partial: PartialCallback, performed: set[str],
+             framing: list[str]) -> PartialCallback:
+    """`on_partial` given only the finished, checked sentences of the text so far (`performed`
+    is read at each call: it grows with the turn's tool rounds)."""
+    last = ""
+
+    async def watch(text: str) -> None:
+        nonlocal last
+        shown = settled(text, performed, framing)
+        if shown and shown != last:
+            last = shown
+            await on_partial(shown)
+
+    return watch

@@ -13,7 +13,8 @@
 Both are sentence-level and by pattern: a claim worded some other way gets through, which is
 why the embedded model is offered no tools to claim about in the first place. Every catch is
 logged and counted by reason (`ReplyChecks.counts`, and `on_caught` for the operators'
-metrics). Imports `bot` leaf modules only.
+metrics). While a reply streams, only its finished sentences are shown, checked the same way
+(`settled`). Imports `bot` leaf modules only.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ CLAIMS = (
 )
 
 _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+[\"'”’)]*|\n|$)")
+# Up to the last sentence end followed by a space, or the last line break.
+_SETTLED = re.compile(r".*(?:[.!?][\"'”’)]*\s|\n)", re.S)
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 
@@ -113,9 +116,11 @@ class Checked:
     caught: tuple[str, ...]  # a reason per catch: a claim's kind, or "echo"
 
 
-def check_reply(text: str, performed: Collection[str], framing: Iterable[str]) -> Checked:
+def check_reply(text: str, performed: Collection[str], framing: Iterable[str], *,
+                fallback: str = NOTHING_LEFT) -> Checked:
     """`text` with echoed framing dropped and claims of actions no tool in `performed`
-    (the names of the turn's tool calls that succeeded) replaced by an honest line."""
+    (the names of the turn's tool calls that succeeded) replaced by an honest line
+    (`fallback` when nothing is left)."""
     echo: set[tuple[str, ...]] = set()
     for part in (*FRAMING, *framing):
         echo |= _grams(part)
@@ -136,7 +141,16 @@ def check_reply(text: str, performed: Collection[str], framing: Iterable[str]) -
             kept.append(lead + rule.honest + sentence[len(sentence.rstrip()):])
         caught.append(rule.reason)
     cleaned = re.sub(r"\n{3,}", "\n\n", "".join(kept)).strip()
-    return Checked(cleaned or NOTHING_LEFT, tuple(caught))
+    return Checked(cleaned or fallback, tuple(caught))
+
+
+def settled(text: str, performed: Collection[str], framing: Iterable[str]) -> str:
+    """What of a reply still being streamed may be shown: its finished sentences, checked
+    as the whole reply will be, so that what is shown is the start of what is sent."""
+    finished = _SETTLED.match(text.lstrip())
+    if finished is None:
+        return ""
+    return check_reply(finished.group(0), performed, framing, fallback="").text
 
 
 @dataclass
