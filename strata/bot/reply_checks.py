@@ -64,7 +64,7 @@ CLAIMS = (
             r"|\bhere(?:'s|’s| is)\s+(?:a|your)\s+reminder\b|\breminder\s+(?:set|created)\b"
             rf"|{_DID}scheduled\b", re.I),
         frozenset({"set_reminder", "schedule_prompt"}),
-        "(I did not set a reminder: say “remind me in 10 minutes to …” or use /remind.)"),
+        "(I did not set a reminder just now: say “remind me in 10 minutes to …” or use /remind.)"),
     ClaimRule(
         "forget",
         re.compile(

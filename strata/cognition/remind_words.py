@@ -55,7 +55,7 @@ _TIME = re.compile(_CLOCK + _AFTER, re.I)
 # After `/remind` the time comes first and the task straight after it (`at 9 call mum`).
 _COMMAND_TIME = re.compile(_CLOCK + r"\b", re.I)
 _REQUEST = re.compile(
-    r"^\s*(?:(?:hey|hi|ok|okay|@?\w+)\s*[,:!]\s*)?(?:please\s+)?"
+    r"^\s*(?:@\S+\s+)?(?:(?:hey|hi|ok|okay|@?\w+)\s*[,:!]\s*)?(?:please\s+)?"
     r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
     r"(?:remind\s+me|set\s+(?:me\s+)?an?\s+reminder)\b(?P<rest>.*)$", re.I | re.S)
 _LEAD = re.compile(r"^(?:[\s,.;:!-]+|(?:to|about|that|of|for|please)\b)+", re.I)

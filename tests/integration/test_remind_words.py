@@ -20,7 +20,8 @@ from tests.fakes.openai_server import FakeOpenAI, Reply
 from .test_reminders import Inbox, quiet
 from .test_turns import msg
 
-NOT_SET = "(I did not set a reminder: say “remind me in 10 minutes to …” or use /remind.)"
+NOT_SET = ("(I did not set a reminder just now: say “remind me in 10 minutes to …” or use "
+           "/remind.)")
 
 
 def no_tools(settings: Settings) -> Settings:

@@ -22,6 +22,8 @@ NOW = datetime(2026, 1, 5, 14, 0)
     ("remind me in an hour and a half to go", "go", 90),
     ("please remind me in ten mins: tea", "tea", 10),
     ("set a reminder in 3 days to pay rent", "pay rent", 4320),
+    ("@strata remind me in 3 minutes to stand up", "stand up", 3),
+    ("Strata, remind me in 3 minutes to stand up", "stand up", 3),
     ("remind me in 5 minutes to plan Friday's party at 8", "plan Friday's party at 8", 5),
 ])
 def test_relative_times(said: str, text: str, minutes: float) -> None:

@@ -60,8 +60,8 @@ def test_a_claim_stands_when_a_tool_of_the_turn_performed_it() -> None:
 def test_one_honest_line_per_kind_and_the_rest_kept() -> None:
     checked = check_reply("Done! I've set a reminder. Reminder set for 9.\nAnything else?",
                           (), ())
-    assert checked.text == ("Done! (I did not set a reminder: say “remind me in 10 minutes to "
-                            "…” or use /remind.)\nAnything else?")
+    assert checked.text == ("Done! (I did not set a reminder just now: say “remind me in 10 "
+                            "minutes to …” or use /remind.)\nAnything else?")
     assert checked.caught == ("reminder", "reminder")
 
 
