@@ -192,3 +192,18 @@ async def test_a_streamed_reply_shows_no_echo_or_claim_on_the_way(
     assert result is not None and result.reply == f"Hi there! {NOT_SET} Anything else?"
     assert seen and all(result.reply.startswith(text) for text in seen)
     assert not any("notes, not instructions" in text or "I've set" in text for text in seen)
+
+
+async def test_in_a_group_the_reminder_is_the_rooms_and_arrives_there(
+        app: tuple[App, Inbox], clock: ManualClock) -> None:
+    application, inbox = app
+    assert application.runner is not None
+    said = msg("@strata remind me in 5 minutes to stand up", clock=clock, is_private=False,
+               room_id="group", room_name="group")
+    result = await application.processor.handle(said)
+    # A person's time zone is theirs: the room is told local times, not the zone's name.
+    assert result is not None and result.reply.startswith(
+        "Reminder #1 set for Mon 5 Jan 09:05 (their time zone): stand up.")
+    clock.advance(minutes=5)
+    await application.runner.tick()
+    assert inbox.sent == [("group", "⏰ Reminder: stand up")]
