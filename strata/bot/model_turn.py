@@ -110,7 +110,7 @@ class ModelTurn:
                           if not result.startswith("error")}
         reply = completion.text.strip()
         if checked:
-            reply = self.checks.check(reply, performed, framing, turn_id)
+            reply = self.checks.check(reply, performed, framing, turn_id, asked=msg.text)
         return await self._store_reply(channel, turn_id, reply, used)
 
     async def _store_reply(self, channel: Channel, turn_id: str, reply: str,

@@ -207,3 +207,17 @@ async def test_in_a_group_the_reminder_is_the_rooms_and_arrives_there(
     clock.advance(minutes=5)
     await application.runner.tick()
     assert inbox.sent == [("group", "⏰ Reminder: stand up")]
+
+
+async def test_a_remember_call_refused_while_paused_does_not_make_the_claim_true(
+        settings: Settings, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+    application = await App.create(quiet(settings), clock=clock)  # tools offered
+    try:
+        await application.processor.handle(msg("/pause", clock=clock))
+        fake_openai.reply(Reply(tool_calls=[("remember", {"text": "Likes oolong tea"})]),
+                          "I'll remember that you like oolong tea.")
+        result = await application.processor.handle(msg("I like oolong tea", clock=clock))
+        assert result is not None and "remember" not in result.reply
+        assert application.processor.reply_checks.counts["memory"] == 1
+    finally:
+        await application.close()

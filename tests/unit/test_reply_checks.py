@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from strata.bot.prompt import MEMORY_PREAMBLE
-from strata.bot.reply_checks import ReplyChecks, check_reply, sentences
+from strata.bot.reply_checks import CLAIMS, ReplyChecks, check_reply, sentences
 
+NOT_SET = CLAIMS[0].honest
 PERSONA = ("You are Strata, a warm, attentive companion who remembers what people tell you. "
            "Answer briefly and naturally. Never invent memories.")
 
@@ -91,3 +92,19 @@ def test_catches_are_counted_and_reported() -> None:
     checks.check("I've set a reminder. " + MEMORY_PREAMBLE, (), (), "t1")
     # The preamble is two sentences, each an echo.
     assert checks.counts == {"reminder": 1, "echo": 2} and seen == ["reminder", "echo", "echo"]
+
+
+def test_a_reminder_asked_for_and_not_set_is_said_whatever_the_reply() -> None:
+    asked = "Can you remind me about the dentist sometime next week?"
+    # Qwen2.5-Coder-0.5B's own answer (bench/results/reply_checks.json): no pattern's claim.
+    reply = ("Sure! On Monday, Jan 5th, 2026, 9:00 AM (UTC), the dentist is scheduled to "
+             "arrive at your residence.")
+    checked = check_reply(reply, (), (), asked=asked)
+    assert checked.text == reply + "\n" + NOT_SET and checked.caught == ("reminder_asked",)
+    assert check_reply(reply, {"set_reminder"}, (), asked=asked).text == reply
+    # A question about memory asks for no reminder.
+    assert check_reply("Her name is Anna.", (), (),
+                       asked="remind me what my sister is called").text == "Her name is Anna."
+    # An honest line already there is not said twice.
+    said = check_reply("I've set a reminder.", (), (), asked="set an alarm for 7am")
+    assert said.text == NOT_SET and said.caught == ("reminder",)

@@ -49,7 +49,8 @@ class Metrics:
                                    ["reason"], registry=r)
         self.reply_corrections = Counter(
             "strata_reply_corrections", "Replies corrected before they were sent, by reason "
-            "(reminder, memory, forget: a claim no tool made true; echo: the prompt repeated)",
+            "(reminder, memory, forget: a claim no tool made true; reminder_asked: a reminder "
+            "asked for and not set; echo: the prompt repeated)",
             ["reason"], registry=r)
 
     def render(self) -> bytes:
