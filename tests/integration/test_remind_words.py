@@ -30,6 +30,27 @@ def no_tools(settings: Settings) -> Settings:
     return s.model_copy(update={"bot": s.bot.model_copy(update={"max_tool_rounds": 0})})
 
 
+async def delivered_after(application: App, clock: ManualClock, inbox: Inbox,
+                          minutes: int) -> list[tuple[str, str]]:
+    """What the runner delivers when `minutes` have passed, having sent nothing a minute
+    earlier."""
+    assert application.runner is not None
+    clock.advance(minutes=minutes - 1)
+    await application.runner.tick()
+    assert inbox.sent == []
+    clock.advance(minutes=1)
+    await application.runner.tick()
+    return inbox.sent
+
+
+@pytest.fixture
+async def tools_app(settings: Settings, clock: ManualClock) -> AsyncIterator[App]:
+    """An app whose model is offered tools (a configured server's)."""
+    application = await App.create(quiet(settings), clock=clock)
+    yield application
+    await application.close()
+
+
 @pytest.fixture
 async def app(settings: Settings, clock: ManualClock) -> AsyncIterator[tuple[App, Inbox]]:
     application = await App.create(no_tools(settings), clock=clock)
@@ -60,12 +81,8 @@ async def test_remind_me_in_two_minutes_is_set_from_the_words_and_arrives(
     listed = await application.processor.handle(msg("/reminders", clock=clock))
     assert listed is not None and "#1 reminder — Mon 5 Jan 09:02: stretch" in listed.reply
 
-    clock.advance(minutes=1)
-    await application.runner.tick()
-    assert inbox.sent == []
-    clock.advance(minutes=1)
-    await application.runner.tick()
-    assert inbox.sent == [("alice/default", "⏰ Reminder: stretch")]
+    assert await delivered_after(application, clock, inbox, 2) == [
+        ("alice/default", "⏰ Reminder: stretch")]
 
 
 async def test_words_are_read_in_the_persons_time_zone(
@@ -105,9 +122,8 @@ async def test_the_remind_command_sets_a_reminder_and_is_listed_by_help(
     done = await application.processor.handle(msg("/remind in 2 minutes stretch", clock=clock))
     assert done is not None and done.reply.startswith(
         "Reminder #1 set for Mon 5 Jan 09:02 (UTC): stretch.")
-    clock.advance(minutes=2)
-    await application.runner.tick()
-    assert inbox.sent == [("alice/default", "⏰ Reminder: stretch")]
+    assert await delivered_after(application, clock, inbox, 2) == [
+        ("alice/default", "⏰ Reminder: stretch")]
 
 
 async def test_a_claimed_reminder_no_tool_set_is_caught_and_counted(
@@ -142,20 +158,16 @@ async def test_claims_of_saving_or_forgetting_with_no_tool_are_caught(
 
 
 async def test_a_claim_stands_when_the_tool_did_it_and_not_when_it_failed(
-        settings: Settings, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
-    application = await App.create(quiet(settings), clock=clock)  # tools offered
-    try:
-        fake_openai.reply(
-            Reply(tool_calls=[("set_reminder", {"text": "tea", "in_minutes": 5})]),
-            "I've set a reminder for 09:05.",
-            Reply(tool_calls=[("set_reminder", {"text": "tea", "when": "2020-01-01 08:00"})]),
-            "I've set a reminder for 2020.")
-        done = await application.processor.handle(msg("tea in 5", clock=clock))
-        failed = await application.processor.handle(msg("tea in 2020", clock=clock))
-        assert done is not None and done.reply == "I've set a reminder for 09:05."
-        assert failed is not None and failed.reply == NOT_SET
-    finally:
-        await application.close()
+        tools_app: App, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+    fake_openai.reply(
+        Reply(tool_calls=[("set_reminder", {"text": "tea", "in_minutes": 5})]),
+        "I've set a reminder for 09:05.",
+        Reply(tool_calls=[("set_reminder", {"text": "tea", "when": "2020-01-01 08:00"})]),
+        "I've set a reminder for 2020.")
+    done = await tools_app.processor.handle(msg("tea in 5", clock=clock))
+    failed = await tools_app.processor.handle(msg("tea in 2020", clock=clock))
+    assert done is not None and done.reply == "I've set a reminder for 09:05."
+    assert failed is not None and failed.reply == NOT_SET
 
 
 async def test_an_echo_of_the_prompt_is_dropped_before_the_person_sees_it(
@@ -204,20 +216,15 @@ async def test_in_a_group_the_reminder_is_the_rooms_and_arrives_there(
     # A person's time zone is theirs: the room is told local times, not the zone's name.
     assert result is not None and result.reply.startswith(
         "Reminder #1 set for Mon 5 Jan 09:05 (their time zone): stand up.")
-    clock.advance(minutes=5)
-    await application.runner.tick()
-    assert inbox.sent == [("group", "⏰ Reminder: stand up")]
+    assert await delivered_after(application, clock, inbox, 5) == [
+        ("group", "⏰ Reminder: stand up")]
 
 
 async def test_a_remember_call_refused_while_paused_does_not_make_the_claim_true(
-        settings: Settings, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
-    application = await App.create(quiet(settings), clock=clock)  # tools offered
-    try:
-        await application.processor.handle(msg("/pause", clock=clock))
-        fake_openai.reply(Reply(tool_calls=[("remember", {"text": "Likes oolong tea"})]),
-                          "I'll remember that you like oolong tea.")
-        result = await application.processor.handle(msg("I like oolong tea", clock=clock))
-        assert result is not None and "remember" not in result.reply
-        assert application.processor.reply_checks.counts["memory"] == 1
-    finally:
-        await application.close()
+        tools_app: App, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+    await tools_app.processor.handle(msg("/pause", clock=clock))
+    fake_openai.reply(Reply(tool_calls=[("remember", {"text": "Likes oolong tea"})]),
+                      "I'll remember that you like oolong tea.")
+    result = await tools_app.processor.handle(msg("I like oolong tea", clock=clock))
+    assert result is not None and "remember" not in result.reply
+    assert tools_app.processor.reply_checks.counts["memory"] == 1

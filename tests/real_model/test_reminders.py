@@ -12,17 +12,10 @@ from strata.app.compose import App
 from strata.bot.reply_checks import check_reply
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
+from tests.integration.test_remind_words import delivered_after
+from tests.integration.test_reminders import Inbox
 
 from .test_turn import said
-
-
-class Inbox:
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, str]] = []
-
-    async def send(self, room: str, text: str) -> list[str]:
-        self.sent.append((room, text))
-        return [str(len(self.sent))]
 
 
 @pytest.fixture
@@ -46,9 +39,8 @@ async def test_remind_me_in_two_minutes_arrives_on_the_default_path(
         said("remind me in 2 minutes to stretch", lane_clock))
     assert result is not None and not result.failed
     assert result.reply.startswith("Reminder #1 set for Mon 5 Jan 09:02 (UTC): stretch.")
-    lane_clock.advance(minutes=2)
-    await application.runner.tick()
-    assert inbox.sent == [("alice/default", "⏰ Reminder: stretch")]
+    assert await delivered_after(application, lane_clock, inbox, 2) == [
+        ("alice/default", "⏰ Reminder: stretch")]
 
 
 async def test_a_real_reply_claims_no_reminder_it_did_not_set(
