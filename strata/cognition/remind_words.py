@@ -10,8 +10,8 @@ it from claiming a reminder it did not set.
 Understood, in any order around the thing to be reminded of:
 - relative: `in 2 minutes`, `in an hour`, `in half an hour`, `in 1.5 hours`, `in 3 days`,
   `in 2 hours and 15 minutes`;
-- a day: `today`, `tonight`, `tomorrow`, `on Friday` / `next fri`, `on 2026-01-06`
-  (without a time: 09:00, tonight 20:00);
+- a day: `today`, `tonight`, `tomorrow`, `on Friday` / `next fri` / `friday at 10`,
+  `on 2026-01-06` (without a time: 09:00, tonight 20:00);
 - a time: `at 9`, `at 18:30`, `at 6pm`, `at 6:30 p.m.`, `at noon`, `at midnight`, `9:30`,
   `7am`. An hour under 12 without am/pm is the next one to come (`at 5` at 14:00 is 17:00)
   unless a day is named (`tomorrow at 9` is 09:00).
@@ -39,9 +39,13 @@ _RELATIVE = re.compile(
     rf"\bin\s+(?:(?P<half>half\s+an?\s+hour)|(?P<n>{_NUM})\s*(?P<unit>{_UNIT})"
     rf"(?:\s+and\s+(?:(?P<n2>{_NUM})\s*(?P<unit2>{_UNIT})|(?P<ahalf>a\s+half)))?)\b", re.I)
 _DAYNAME = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|rsday|urday)?"
+_FULL_DAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+# A weekday with "on", "next" or "this"; a bare one only right before a time or at the end
+# ("friday at 10", "… call mum friday"), so "plan Friday's party" names no day.
 _DAY = re.compile(
     rf"\b(?:(?P<rel>today|tonight|tomorrow)|(?:on|next|this)\s+(?:the\s+)?"
-    rf"(?:(?P<name>{_DAYNAME})|(?P<iso>\d{{4}}-\d\d-\d\d)))\b", re.I)
+    rf"(?:(?P<name>{_DAYNAME})|(?P<iso>\d{{4}}-\d\d-\d\d))"
+    rf"|(?P<bare>{_FULL_DAY})(?=\s+at\b|\s*[.!?]?\s*$))\b", re.I)
 # What may follow a time (so "look at 3 files" is not 03:00): the end, punctuation, or words
 # that go on with the request.
 _AFTER = (r"(?=\s*(?:$|[,.;:!?)]|(?:to|about|that|and|on|today|tonight|tomorrow|next|this|"
@@ -133,7 +137,7 @@ def _day(m: re.Match[str], today: date) -> date | None:
             return date.fromisoformat(m.group("iso"))
         except ValueError:
             return None
-    name = m.group("name").lower()[:3]
+    name = (m.group("name") or m.group("bare")).lower()[:3]
     ahead = (next(i for i, d in enumerate(_WEEKDAYS) if d.startswith(name))
              - today.weekday()) % 7
     return today + timedelta(days=ahead)
@@ -174,7 +178,8 @@ def _resolve(day_m: re.Match[str] | None, time_m: re.Match[str] | None,
     else:  # "at 5": 05:00 or 17:00, the first still to come (a named day: as said)
         hours = [hour] + ([hour + 12] if 1 <= hour < 12 and day is None else [])
     days = [day] if day is not None else [now.date(), now.date() + timedelta(days=1)]
-    if day_m is not None and day_m.group("name") and day == now.date():
+    if day_m is not None and not (day_m.group("rel") or day_m.group("iso")) \
+            and day == now.date():
         days.append(day + timedelta(days=7))  # "on Monday", said on a Monday
     for d in days:
         for h in hours:

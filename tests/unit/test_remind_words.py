@@ -47,11 +47,14 @@ def test_relative_times(said: str, text: str, minutes: float) -> None:
     ("remind me on Friday to submit the form", "submit the form", "2026-01-09 09:00"),
     ("remind me next fri at 7am to run", "run", "2026-01-09 07:00"),
     ("remind me on Monday at 9 to plan", "plan", "2026-01-12 09:00"),  # said on a Monday
+    ("remind me friday at 10 to pay rent", "pay rent", "2026-01-09 10:00"),
+    ("remind me to call mum wednesday", "call mum", "2026-01-07 09:00"),
     ("remind me on 2026-02-01 at 10:15 to renew", "renew", "2026-02-01 10:15"),
     ("remind me at noon to eat", "eat", "2026-01-06 12:00"),
     ("remind me at 7 in the evening to call", "call", "2026-01-05 19:00"),
     ("remind me tomorrow 7:45 to catch the train", "catch the train", "2026-01-06 07:45"),
     ("remind me today at 8 to x", "x", "2026-01-05 08:00"),  # past: the tool says so
+    ("remind me on 2026-01-05 at 8 to x", "x", "2026-01-05 08:00"),  # a date is that date
 ])
 def test_days_and_times_in_local_time(said: str, text: str, when: str) -> None:
     assert read_message(said, NOW) == ReminderRequest(text, when=when)
