@@ -91,6 +91,8 @@ def read_message(message: str, now_local: datetime) -> ReminderRequest | None:
 def read_spec(spec: str, now_local: datetime, *, command: bool = False) -> ReminderRequest | None:
     """The request in the words after "remind me", or after `/remind` (`command`: a time
     may be followed straight by the task, as in `/remind at 9 call mum`)."""
+    if command:  # "/remind me in 2 minutes to stretch" says what "/remind in 2 …" says
+        spec = re.sub(r"^\s*me\b", "", spec, flags=re.I)
     rel = _RELATIVE.search(spec)
     if rel is not None:
         minutes = _minutes(rel)

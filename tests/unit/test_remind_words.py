@@ -84,3 +84,5 @@ def test_the_remind_command_reads_the_words_after_it() -> None:
     assert read_spec("18:30 take the pills", NOW, command=True) == ReminderRequest(
         "take the pills", when="2026-01-05 18:30")
     assert read_spec("stretch", NOW, command=True) is None
+    assert read_spec("me in 2 minutes to stretch", NOW, command=True) == ReminderRequest(
+        "stretch", in_minutes=2)
