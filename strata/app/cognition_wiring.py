@@ -23,6 +23,7 @@ from strata.cognition.personal_connectors import (
     connector_reader,
     personal_connectors,
 )
+from strata.cognition.remind_requests import RemindWords
 from strata.cognition.reminders import ReminderPorts, register_commands, register_tools
 from strata.cognition.research import SearchProvider, configured_search
 from strata.cognition.research import register_commands as register_research_commands
@@ -58,6 +59,7 @@ def register_cognition_controls(commands: CommandRouter, tools: ToolRegistry, se
     reminder_ports = ReminderPorts(repos.persons, repos.reminders, clock)
     register_tools(tools, reminder_ports)
     register_commands(commands, reminder_ports)
+    RemindWords(reminder_ports).register(tools, commands)  # "remind me …" without a model
     search = configured_search(settings)
     register_research_commands(commands, repos.persons, search)
     return CognitionParts(box, reader, search)

@@ -49,6 +49,7 @@ from strata.bot.link import LinkCommand
 from strata.bot.llm import OpenAIChatModel, OpenAIEmbedder, load_sdk
 from strata.bot.memory_commands import MemoryCommands
 from strata.bot.outbound import Outbound
+from strata.bot.reply_checks import ReplyChecks
 from strata.bot.scheduler import TurnScheduler
 from strata.bot.tools import ToolRegistry
 from strata.bot.turns import TurnProcessor
@@ -303,6 +304,7 @@ def turn_processor(settings: Settings, repos: Repos, memory: MemoryParts,
         after_turn=memory.after_turn,
         chat_for=metered("chat:turn"),
         on_result=metrics.turn_done,
+        reply_checks=ReplyChecks(on_caught=metrics.reply_corrected),
         window=window,
         claims=claims,
         queue=queue,

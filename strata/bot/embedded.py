@@ -179,7 +179,9 @@ def _chat_settings(settings: Settings, spec: WeightSpec, base_url: str) -> Setti
     if "max_tool_rounds" not in bot.model_fields_set:
         # The small embedded models do not call tools reliably: Qwen2.5-Coder-0.5B wrote
         # its calls as JSON text (shown to the person as the reply), and made up tool
-        # names. Without tools they answer in words; bot.max_tool_rounds turns them on.
+        # names. Without tools they answer in words, reminders said in set words are
+        # read by code (`ToolRegistry.read`), and a reply claiming what no tool did is
+        # corrected (`strata.bot.reply_checks`); bot.max_tool_rounds turns tools on.
         bot = bot.model_copy(update={"max_tool_rounds": 0})
     return settings.model_copy(update={"llm": llm, "bot": bot})
 

@@ -86,7 +86,8 @@ class MemoryTools:
 
     async def remember(self, ctx: ToolContext, args: RememberArgs) -> str:
         if ctx.person.paused:
-            return PAUSED
+            # An error: the turn's reply may not say it remembered (`strata.bot.reply_checks`).
+            return f"error: {PAUSED}"
         new = NewFact(
             owner_id=ctx.channel.owner_id, kind=args.kind or "note", text=args.text,
             source=ctx.channel.source, attribute=args.attribute,

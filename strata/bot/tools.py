@@ -5,6 +5,11 @@ Like a chat command, a tool is private by default: in a shared room the model is
 may run, only the tools added with `shared=True`, whose handlers act on the room
 (`ToolContext.shared`). So a new tool cannot reach a person's private memory from a group.
 Typed arguments for a tool come from `strata.bot.tool_args`.
+
+A model too small to call tools (the embedded default) is offered none; for the few requests
+people make in set phrases ("remind me in 2 minutes to stretch"), a *words reader* added here
+reads the message itself and names the tool call it asks for (`WordsRequest`). The call runs
+through `run` like a model's, so it is checked and recorded the same way.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 from strata.core.types import Channel, ChannelKind, Person, ToolCall, ToolSpec
 
 ToolHandler = Callable[["ToolContext", dict[str, Any]], Awaitable[str]]
+WordsReader = Callable[["ToolContext", str], Awaitable["WordsRequest | None"]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +38,16 @@ class ToolContext:
         return self.channel.kind is ChannelKind.SHARED
 
 
+@dataclass(frozen=True, slots=True)
+class WordsRequest:
+    """A request read from the person's words by code, not by a model: the tool call it asks
+    for (None: nothing to run, the reply says why) and the reply, worded from the call's
+    result (given "" when there is no call)."""
+
+    call: ToolCall | None
+    reply: Callable[[str], str]
+
+
 @dataclass
 class ToolRegistry:
     """Functions the model may call in a turn, by name (private unless added `shared`)."""
@@ -39,12 +55,25 @@ class ToolRegistry:
     specs: dict[str, ToolSpec] = field(default_factory=dict)
     handlers: dict[str, ToolHandler] = field(default_factory=dict)
     shared: set[str] = field(default_factory=set)
+    readers: list[WordsReader] = field(default_factory=list)
 
     def add(self, spec: ToolSpec, handler: ToolHandler, *, shared: bool = False) -> None:
         self.specs[spec.name] = spec
         self.handlers[spec.name] = handler
         if shared:
             self.shared.add(spec.name)
+
+    def add_reader(self, reader: WordsReader) -> None:
+        """Read requests from the words of a turn whose model is offered no tools."""
+        self.readers.append(reader)
+
+    async def read(self, ctx: ToolContext, text: str) -> WordsRequest | None:
+        """The first request a words reader finds in `text`, if any."""
+        for reader in self.readers:
+            found = await reader(ctx, text)
+            if found is not None:
+                return found
+        return None
 
     def offered(self, channel: Channel) -> list[ToolSpec]:
         """The tools the model may call in a turn on `channel`."""

@@ -39,6 +39,7 @@ from strata.bot.context_window import ContextWindow
 from strata.bot.failures import deadline_message, model_error_message, rate_limited_message
 from strata.bot.limits import CallLimiter
 from strata.bot.model_turn import ModelTurn
+from strata.bot.reply_checks import ReplyChecks
 from strata.bot.tools import ToolRegistry
 from strata.bot.turn_options import TurnOptions
 from strata.bot.turn_prompt import TurnPrompt
@@ -91,6 +92,8 @@ class TurnProcessor:
     queue: TurnQueue | None = None
     # Told each answered turn's platform and result (the operators' metrics count them).
     on_result: Callable[[str, TurnResult], None] | None = None
+    # What the replies' checks caught (claims no tool made true, echoes of the prompt).
+    reply_checks: ReplyChecks = field(default_factory=ReplyChecks)
     _model: ModelTurn = field(init=False)
     _after_tasks: AfterTurnTasks = field(init=False)
 
@@ -100,7 +103,7 @@ class TurnProcessor:
         prompt = TurnPrompt(self.settings, self.persons, self.transcript, self.tools,
                             self.context, self.recaller, self.window)
         self._model = ModelTurn(self.settings, prompt, self.tools, self.transcript, self.chat,
-                                self.clock, self.chat_for, self.window)
+                                self.clock, self.chat_for, self.window, self.reply_checks)
         self._after_tasks = AfterTurnTasks(self.after_turn)
 
     # -- resolution ----------------------------------------------------------------------------

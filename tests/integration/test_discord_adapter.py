@@ -241,7 +241,8 @@ async def test_long_reply_is_split_on_paragraphs_never_truncated(
 async def test_reply_is_streamed_by_editing_one_message(
     app: App, fake_discord: FakeDiscord, fake_openai: FakeOpenAI
 ) -> None:
-    answer = " ".join(f"word{i}" for i in range(25)) + "."
+    # Sentences: a reply is streamed a finished sentence at a time (strata.bot.reply_checks).
+    answer = " ".join(f"Word{i}." for i in range(25))
     fake_openai.reply(answer)
     adapter = await start_adapter(app, fake_discord, edit_interval=0)
     try:
@@ -284,7 +285,7 @@ async def test_429_on_send_is_waited_out(
 async def test_429_on_streamed_edits_is_survived(
     app: App, fake_discord: FakeDiscord, fake_openai: FakeOpenAI
 ) -> None:
-    answer = " ".join(f"word{i}" for i in range(20)) + "."
+    answer = " ".join(f"Word{i}." for i in range(20))
     fake_openai.reply(answer)
     fake_discord.fail_next(
         "PATCH /channels/{id}/messages/{mid}", status=429, retry_after=0.2, times=2

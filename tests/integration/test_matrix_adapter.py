@@ -341,7 +341,8 @@ async def test_long_reply_is_split_into_events_under_the_limit(
 async def test_reply_is_streamed_by_m_replace_edits(
     start_bot: StartBot, people: Callable[[str], Human], fake_openai: FakeOpenAI
 ) -> None:
-    answer = "one two three four five six seven eight"
+    # Sentences: a reply is streamed a finished sentence at a time (strata.bot.reply_checks).
+    answer = "One. Two. Three. Four. Five. Six. Seven. Eight."
     fake_openai.responder = lambda body: answer if last_user_text(body) == "count for me" else None
     bot = await start_bot(edit_interval=0.0)
     alice = people("Alice")

@@ -183,7 +183,8 @@ async def test_reply_is_streamed_by_throttled_edits(
     app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
 ) -> None:
     fake = telegram_api
-    reply = " ".join(f"word{i}" for i in range(25)) + ". **Done**."
+    # Sentences: a reply is streamed a finished sentence at a time (strata.bot.reply_checks).
+    reply = " ".join(f"Word{i}." for i in range(25)) + " **Done**."
     fake_openai.reply(reply)
     async with running(app.turns(), fake, edit_interval=0.0) as adapter:
         fake.push_private_message(ADA, "stream please")
@@ -209,7 +210,7 @@ async def test_edits_are_throttled_by_the_interval(
     app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
 ) -> None:
     fake = telegram_api
-    fake_openai.reply(" ".join(f"w{i}" for i in range(200)))
+    fake_openai.reply(" ".join(f"W{i}." for i in range(200)))
     async with running(app.turns(), fake, edit_interval=30.0) as adapter:
         fake.push_private_message(ADA, "stream please")
         await settle(fake, adapter, 1)
@@ -223,7 +224,7 @@ async def test_flood_control_429s_are_survived_while_streaming(
     app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
 ) -> None:
     fake = telegram_api
-    reply = " ".join(f"token{i}" for i in range(40))
+    reply = " ".join(f"Token{i}." for i in range(40))
     fake_openai.reply(reply)
     fake.set_flood_limit(3, period=1.0)
     async with running(app.turns(), fake, edit_interval=0.0) as adapter:
@@ -315,7 +316,7 @@ async def test_rejected_html_in_an_edit_falls_back_and_not_modified_is_fine(
     app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
 ) -> None:
     fake = telegram_api
-    fake_openai.reply("first **answer** here", "second answer here")
+    fake_openai.reply("Hi. First **answer** here", "Hi. Second answer here")
     fake.fail_next("editMessageText", 400, "Bad Request: can't parse entities: oops")
     async with running(app.turns(), fake, edit_interval=30.0) as adapter:
         fake.push_private_message(ADA, "one")
@@ -329,11 +330,11 @@ async def test_rejected_html_in_an_edit_falls_back_and_not_modified_is_fine(
         await settle(fake, adapter, 2)
 
     edits = fake.sent_records("editMessageText", chat_id=ADA)
-    assert edits[0]["parse_mode"] is None and edits[0]["plain_text"] == "first **answer** here"
+    assert edits[0]["parse_mode"] is None and edits[0]["plain_text"] == "Hi. First **answer** here"
     assert SORRY not in fake.sent_texts(ADA)
     rows = await rows_of(app, str(ADA))
     assert [r.content for r in rows if r.role is Role.ASSISTANT] == [
-        "first **answer** here", "second answer here"
+        "Hi. First **answer** here", "Hi. Second answer here"
     ]
 
 

@@ -62,16 +62,17 @@ async def test_garbage_answer_is_honest(app: App, fake_openai: FakeOpenAI) -> No
 
 
 async def test_streaming_partials_are_cumulative(app: App, fake_openai: FakeOpenAI) -> None:
-    fake_openai.reply("one two three four")
+    fake_openai.reply("One. Two! Three? Four")
     seen: list[str] = []
 
     async def partial(text: str) -> None:
         seen.append(text)
 
     result = await app.processor.handle(msg("count"), partial)
-    assert result is not None and result.reply == "one two three four"
-    assert len(seen) >= 2 and seen[-1] == "one two three four"
-    assert all(b.startswith(a) for a, b in itertools.pairwise(seen))
+    assert result is not None and result.reply == "One. Two! Three? Four"
+    # Finished sentences only (each checked before it is shown: `strata.bot.reply_checks`).
+    assert seen == ["One.", "One. Two!", "One. Two! Three?"]
+    assert all(b.startswith(a) for a, b in itertools.pairwise([*seen, result.reply]))
 
 
 async def test_tool_calls_are_run_and_recorded(app: App, fake_openai: FakeOpenAI) -> None:

@@ -47,6 +47,11 @@ class Metrics:
                                 ["job"], registry=r)
         self.web_refused = Counter("strata_web_refused", "Web view requests refused",
                                    ["reason"], registry=r)
+        self.reply_corrections = Counter(
+            "strata_reply_corrections", "Replies corrected before they were sent, by reason "
+            "(reminder, memory, forget: a claim no tool made true; reminder_asked: a reminder "
+            "asked for and not set; echo: the prompt repeated)",
+            ["reason"], registry=r)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -63,6 +68,10 @@ class Metrics:
         deadline or the rate limit, which the person was told about."""
         outcome = "command" if result.command else "failed" if result.failed else "ok"
         self.turns.labels(platform, outcome).inc()
+
+    def reply_corrected(self, reason: str) -> None:
+        """A reply check's catch (`strata.bot.reply_checks`)."""
+        self.reply_corrections.labels(reason).inc()
 
     def charge(self, purpose: str, tokens: int) -> None:
         if tokens > 0:
