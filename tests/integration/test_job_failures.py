@@ -27,7 +27,6 @@ from tests.fakes.web_sources import WebSources
 from .conftest import AppFactory
 from .test_connectors import person, say
 from .test_research_default import responder
-from .test_turns import msg
 
 PAGE = {"key": "Sourdough_starter", "title": "Sourdough starter",
         "excerpt": "A sourdough starter is a culture of wild yeast.", "description": ""}
@@ -50,17 +49,15 @@ async def _doctor(app: App) -> list[str]:
 
 
 async def _research_app(make_app: AppFactory, clock: ManualClock, fake: FakeOpenAI,
-                        web: WebSources) -> tuple[App, Person]:
-    # Two sources, both on the fake: Wikipedia's search and a SearXNG.
-    app = await make_app(wikipedia_url=web.base_url, searxng_url=web.base_url,
+                        wikipedia: str, searxng: str) -> tuple[App, Person]:
+    """Research over Wikipedia's search and a SearXNG, for a person whose interest is known."""
+    app = await make_app(wikipedia_url=wikipedia, searxng_url=searxng,
                          disabled_jobs=("synthesis",))
-    await app.processor.handle(msg("I bake sourdough bread every Sunday", clock=clock))
-    await app.processor.drain()
-    alice = await app.persons.find("alice")
-    assert alice is not None
-    await app.facts.add(NewFact(owner_id=alice.id, kind="user_specific",
-                                text="Alice bakes sourdough bread every Sunday",
-                                source="user"), clock.now())
+    await say(app, clock, "I bake sourdough bread every Sunday")
+    alice = await person(app)
+    baking = NewFact(owner_id=alice.id, kind="user_specific", source="user",
+                     text="Alice bakes sourdough bread every Sunday")
+    await app.facts.add(baking, clock.now())
     fake.responder = responder
     clock.advance(hours=1)  # she is away: background jobs may run
     return app, alice
@@ -69,7 +66,8 @@ async def _research_app(make_app: AppFactory, clock: ManualClock, fake: FakeOpen
 async def test_research_with_every_source_unreachable_is_an_error_retried_with_backoff(
         make_app: AppFactory, clock: ManualClock, fake_openai: FakeOpenAI, web: WebSources,
         capsys: pytest.CaptureFixture[str]) -> None:
-    app, alice = await _research_app(make_app, clock, fake_openai, web)
+    # Two sources, both on the fake.
+    app, alice = await _research_app(make_app, clock, fake_openai, web.base_url, web.base_url)
     assert app.runner is not None
     research = app.runner.registry.get("research")
     base = timedelta(minutes=app.settings.cognition.job_retry_minutes)
@@ -117,25 +115,19 @@ async def test_research_with_every_source_unreachable_is_an_error_retried_with_b
 
 async def test_one_source_down_is_not_an_error(
         make_app: AppFactory, clock: ManualClock, fake_openai: FakeOpenAI,
-        web: WebSources) -> None:
+        web: WebSources, caplog: pytest.LogCaptureFixture) -> None:
     """Only when every source failed: with Wikipedia answering and the SearXNG address
-    refusing connections, the run is ok and says one search failed."""
+    refusing connections, the run is ok, and the source that failed is logged."""
     spare = await WebSources().start()
     dead = spare.base_url
     await spare.stop()  # nothing listens there any more: connection refused
-    app = await make_app(wikipedia_url=web.base_url, searxng_url=dead,
-                         disabled_jobs=("synthesis",))
-    await app.processor.handle(msg("I bake sourdough bread every Sunday", clock=clock))
-    alice = await app.persons.find("alice")
-    assert alice is not None and app.runner is not None
-    await app.facts.add(NewFact(owner_id=alice.id, kind="user_specific",
-                                text="Alice bakes sourdough bread every Sunday",
-                                source="user"), clock.now())
-    fake_openai.responder = responder
+    app, alice = await _research_app(make_app, clock, fake_openai, web.base_url, dead)
+    assert app.runner is not None
     web.pages["sourdough"] = [PAGE]
-    clock.advance(hours=1)
     report = await app.runner.run_job(app.runner.registry.get("research"), alice)
     assert report.status == "ok" and "1 discoveries kept" in report.detail, report.detail
+    failed = [r.getMessage() for r in caplog.records if "search provider failed" in r.getMessage()]
+    assert len(failed) == 1 and "SearXNG" in failed[0] and dead in failed[0]
 
 
 async def test_a_connected_service_that_refuses_makes_connector_sync_an_error(
