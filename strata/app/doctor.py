@@ -16,7 +16,9 @@ from strata.core.config import Settings
 from strata.core.errors import ModelBadResponseError, ModelError, StrataError
 from strata.core.private_files import missing_folders
 from strata.core.wording import counted
+from strata.memory.coordination.jobruns import JobRunRepo
 from strata.memory.domain.transcript import describe_store
+from strata.memory.engines.db import Database
 from strata.memory.engines.driver import sqlite_driver
 
 
@@ -54,7 +56,25 @@ async def _database(settings: Settings) -> list[Check]:
         return checks
     checks.append(Check(True, f"database {path} ({versions}; {counted(count, 'transcript row')}, "
                               f"dimension {settings.embed.dim})"))
-    return checks
+    return checks + await _jobs(settings)
+
+
+async def _jobs(settings: Settings) -> list[Check]:
+    """Background jobs failing now (every source of a research run unreachable, a connector
+    refusing): each one a failure, with its next retry; read only."""
+    db = await Database.open(settings.db.target, settings.embed.dim, read_only=True)
+    try:
+        failing = await JobRunRepo(db).failing()
+    finally:
+        await db.close()
+    if not failing:
+        return [Check(True, "background jobs: none failing")]
+    return [Check(False, f"background job {f.job} for {f.person}: failed "
+                         f"{counted(f.failures, 'time')} in a row ({f.error[:160]})"
+                         + (f"; next try after {f.retry_at:%Y-%m-%d %H:%M} UTC"
+                            if f.retry_at else ""),
+                  "see `strata jobs status`; check that its sources (addresses, network, "
+                  "logins) answer") for f in failing]
 
 
 def _not_yet(path: Path) -> Check:

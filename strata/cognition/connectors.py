@@ -40,6 +40,17 @@ class ConnectorError(StrataError):
     """A connected service could not be read (unreachable, not a calendar, too big)."""
 
 
+FAILED = "every source failed: "
+
+
+def every_source_failed(errors: Sequence[ConnectorError]) -> ConnectorError:
+    """One error for sources that all failed (research's, a person's connectors): nothing was
+    read, which is a failure to retry, not an empty result."""
+    first = str(errors[0]).removeprefix(FAILED) if errors else "no source answered"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return ConnectorError(f"{FAILED}{first}{more}")
+
+
 @dataclass(frozen=True, slots=True)
 class Contact:
     name: str
@@ -64,7 +75,10 @@ class Connector(Protocol):
 
     async def fetch(
         self, person: Person, identities: Sequence[str], now: datetime
-    ) -> SyncData | None: ...
+    ) -> SyncData | None:
+        """What the person's service holds now; None when they have none connected here.
+        Raises `ConnectorError` when the service failed or refused."""
+        ...
 
 
 async def read_source(target: str, timeout: float) -> bytes:

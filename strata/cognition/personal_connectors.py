@@ -28,7 +28,7 @@ from strata.cognition.connector_reads import (
     read_mail,
 )
 from strata.cognition.connector_secrets import Login, SecretBox, SecretError
-from strata.cognition.connectors import SyncData
+from strata.cognition.connectors import ConnectorError, SyncData
 from strata.core.config import Settings
 from strata.core.errors import StrataError
 from strata.core.ports import Clock
@@ -127,17 +127,17 @@ class PersonalConnector:
         except SecretError as exc:
             log.error("person %s: their %s login cannot be opened: %s", person.id, self.name,
                       exc)
-            await self.store.synced(person.id, self.name, now, error=(
-                f"the stored login can no longer be read; send /connect {self.name} again"))
-            return None
+            error = f"the stored login can no longer be read; send /connect {self.name} again"
+            await self.store.synced(person.id, self.name, now, error=error)
+            raise ConnectorError(f"{self.name}: {error}") from exc
         try:
             data = await self.reader.read(self.name, login, person, now)
         except StrataError as exc:
-            # One service failing does not hold back the person's others: its error (host
-            # only, never a login) is kept for /memory, and the next sync tries again.
+            # Its error (host only, never a login) is kept for /memory; the sync job goes
+            # on with the person's other services and fails only when all of them did.
             log.warning("person %s: their %s could not be read: %s", person.id, self.name, exc)
             await self.store.synced(person.id, self.name, now, error=str(exc))
-            return None
+            raise ConnectorError(f"{self.name}: {exc}") from exc
         await self.store.synced(person.id, self.name, now)
         return data
 

@@ -25,7 +25,7 @@ import defusedxml.ElementTree as SafeXML
 from defusedxml import DefusedXmlException
 
 from strata.bot.commands import CommandContext, CommandReply, CommandRouter
-from strata.cognition.connectors import ConnectorError, read_source
+from strata.cognition.connectors import ConnectorError, every_source_failed, read_source
 from strata.core.config import Settings
 from strata.memory.domain.persons import PersonRepo
 
@@ -48,7 +48,9 @@ class Finding:
 
 
 class SearchProvider(Protocol):
-    async def search(self, query: str, limit: int) -> list[Finding]: ...
+    async def search(self, query: str, limit: int) -> list[Finding]:
+        """Results for `query`; raises `ConnectorError` when nothing could be searched."""
+        ...
 
 
 def _clean(text: str, limit: int = 400) -> str:
@@ -167,15 +169,19 @@ class FeedProvider:
     async def search(self, query: str, limit: int) -> list[Finding]:
         wanted = terms(query)
         out: list[Finding] = []
+        failed: list[ConnectorError] = []
         for feed in self.feeds:
             log.info("research: reading feed %s", feed)
             try:
                 items = parse_feed(await read_source(feed, self.timeout), feed)
             except ConnectorError as exc:
                 log.warning("feed skipped: %s", exc)
+                failed.append(exc)
                 continue
             scored = [(len(wanted & terms(f"{i.title} {i.snippet}")), i) for i in items]
             out.extend(i for score, i in sorted(scored, key=lambda p: -p[0]) if score > 0)
+        if self.feeds and len(failed) == len(self.feeds):
+            raise every_source_failed(failed)
         return out[:limit]
 
 
@@ -186,18 +192,23 @@ class CombinedProvider:
         self.providers = list(providers)
 
     async def search(self, query: str, limit: int) -> list[Finding]:
+        """Raises `ConnectorError` when every provider failed (one failing is logged)."""
         seen: set[str] = set()
         out: list[Finding] = []
+        failed: list[ConnectorError] = []
         for provider in self.providers:
             try:
                 found = await provider.search(query, limit)
             except ConnectorError as exc:
                 log.warning("search provider failed: %s", exc)
+                failed.append(exc)
                 continue
             for f in found:
                 if f.url not in seen:
                     seen.add(f.url)
                     out.append(f)
+        if self.providers and len(failed) == len(self.providers):
+            raise every_source_failed(failed)
         return out
 
 

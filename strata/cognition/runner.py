@@ -40,6 +40,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timedelta
 
 from strata.cognition.backoff import retry_delay
+from strata.cognition.connectors import ConnectorError
 from strata.cognition.holds import Holds
 from strata.cognition.job_report import JobReport, held_back, skipped, waiting_retry
 from strata.cognition.registry import AnyJob, JobContext, JobRegistry
@@ -353,8 +354,9 @@ class Runner:
         except WriteRefusedError:
             raise
         except Exception as exc:  # task boundary: recorded and skipped, the others go on
-            if isinstance(exc, ModelError):
-                # An endpoint that is down or answered junk: expected, retried later, one line.
+            if isinstance(exc, ModelError | ConnectorError):
+                # An endpoint or a source that is down or answered junk: expected, retried
+                # later, one line.
                 log.warning("job %s for person %s failed (run %d): %s", job.name, person.id,
                             run_id, exc)
             else:

@@ -167,6 +167,11 @@ class RecallSettings(_Section):
     trim_margin: float = Field(default=0.5, ge=0)
     trim_after: int = Field(default=6, ge=0)
     channel_headings: bool = True
+    # The bot's own replies are context, never evidence about the person: they rank nothing,
+    # and show only as the lead-in to the person's next line, never as an answer to the
+    # person's question about themselves. True only where the assistant's rows are a
+    # person's words (the recall eval's second speaker).
+    assistant_as_evidence: bool = False
     # The abstention gate (strata.memory.domain.recall_gate): inject only if bias + cosine·z +
     # keyword·coverage − unknown_name·[a name the memory never mentions] − only_strangers·[and
     # none it does] > 0. Fitted on data; its features are scale-free, so no retuning for

@@ -111,8 +111,10 @@ QUERY_EMBED_SECONDS = 600.0
 
 def _settings_for(settings: Settings, target: str, options: EvalOptions,
                   assistant: str) -> Settings:
+    # The assistant side is the conversation's second person, not a bot: its words are
+    # evidence (a chat's bot replies are not, `assistant_as_evidence`).
     recall = settings.recall.model_copy(update={
-        "budget_tokens": options.budget, "enabled": True,
+        "budget_tokens": options.budget, "enabled": True, "assistant_as_evidence": True,
         "query_embed_seconds": max(settings.recall.query_embed_seconds, QUERY_EMBED_SECONDS)})
     episodes = settings.episodes.model_copy(update={"use_model": options.episodes == "llm"})
     # The assistant side is a person too: episodes name it as the bot's own name.

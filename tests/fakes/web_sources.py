@@ -5,12 +5,13 @@ REST page search, an RSS and an Atom feed, an ICS calendar and a vCard address b
 Content is set by the test (`results`, `pages`, `rss_items` or a raw `rss_body`, `ics`,
 `vcards`); every request path is recorded, and so is each request's User-Agent. With
 `vcard_login` set, the address book asks for that HTTP Basic login; `/moved` redirects to its
-`to` parameter.
+`to` parameter. With `down` set, every path answers 503 (a source that is unreachable).
 """
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Awaitable, Callable
 from typing import Any
 from xml.sax.saxutils import escape
 
@@ -30,6 +31,7 @@ class WebSources:
         self.vcards: bytes = b""
         self.vcard_login: tuple[str, str] | None = None
         self.requests: list[str] = []
+        self.down = False  # every path answers 503, as a source that is unreachable
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -38,7 +40,7 @@ class WebSources:
         return f"http://127.0.0.1:{self.port}"
 
     async def start(self) -> WebSources:
-        app = web.Application()
+        app = web.Application(middlewares=[self._outage])
         app.router.add_get("/search", self._search)
         app.router.add_get("/w/rest.php/v1/search/page", self._wiki_search)
         app.router.add_get("/feed.xml", self._rss)
@@ -57,6 +59,15 @@ class WebSources:
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+
+    @web.middleware
+    async def _outage(self, request: web.Request,
+                      handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+                      ) -> web.StreamResponse:
+        if self.down:
+            self.requests.append(str(request.rel_url))
+            return web.Response(status=503, text="service unavailable")
+        return await handler(request)
 
     def searches(self) -> list[str]:
         return [r for r in self.requests if r.startswith("/search")]

@@ -316,7 +316,9 @@ async def test_a_lost_key_asks_the_person_to_connect_again(
     alice = await person(app)
     clock.advance(hours=1)
     report = await run(app, "connector_sync", alice)
-    assert report.detail == "nothing to work on"  # neither opens; nothing half-read
+    # Neither opens, nothing half-read: every connected service failed, so the run did.
+    assert report.status == "error" and "send /connect calendar again" in report.detail
+    assert str(key) not in report.detail
     shown = await say(app, clock, "/memory")
     assert "send /connect calendar again" in shown
     assert "send /connect contacts again" in shown

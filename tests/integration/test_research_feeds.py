@@ -46,8 +46,9 @@ async def test_refused_feeds_store_nothing_and_leak_nothing(
     clock.advance(hours=1)
     report = await run(app, "research", alice)
 
-    assert report.status == "ok", report.detail
-    assert "nothing new found" in report.detail
+    # Every source refused: nothing was searched, so the run failed (and waits its retry).
+    assert report.status == "error", report.detail
+    assert "every source failed" in report.detail and "hunter2" not in report.detail
     assert web.requests == ["/feed.xml"]  # it was asked, and refused
     refused = [r.getMessage() for r in caplog.records if "feed skipped" in r.getMessage()]
     assert len(refused) == 2 and all("refused: the feed declares XML entities" in m

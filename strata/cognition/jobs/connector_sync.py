@@ -9,15 +9,24 @@ does nothing."""
 
 from __future__ import annotations
 
+import logging
 from typing import Protocol
 
-from strata.cognition.connectors import Connector, Contact, SyncData
+from strata.cognition.connectors import (
+    Connector,
+    ConnectorError,
+    Contact,
+    SyncData,
+    every_source_failed,
+)
 from strata.cognition.jobs.common import FactPorts, add_fact
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
 from strata.cognition.reminders import describe
 from strata.memory.domain.calendar import CalendarRepo
 from strata.memory.domain.connectors import MailHeaders
 from strata.memory.domain.persons import PersonRepo
+
+log = logging.getLogger(__name__)
 
 
 class ConnectorSyncPorts(FactPorts, Protocol):
@@ -47,10 +56,20 @@ class ConnectorSyncJob(BaseJob):
             return None
         identities = await s.persons.identities(ctx.person.id)
         found: list[SyncData] = []
+        failed: list[ConnectorError] = []
         for connector in s.connectors:
-            data = await connector.fetch(ctx.person, identities, ctx.now)
+            try:
+                data = await connector.fetch(ctx.person, identities, ctx.now)
+            except ConnectorError as exc:  # one service failing holds back none of the others
+                log.warning("person %s: connector %s failed: %s", ctx.person.id,
+                            connector.name, exc)
+                failed.append(exc)
+                continue
             if data is not None:
                 found.append(data)
+        if failed and not found:
+            # Every connected service failed: an error, retried with backoff, not "nothing".
+            raise every_source_failed(failed)
         if not found:
             return None
         ctx.scratch["data"] = found

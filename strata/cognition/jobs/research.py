@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Protocol
 
 from strata.bot.background import BACKGROUND_PLATFORM
+from strata.cognition.connectors import ConnectorError, every_source_failed
 from strata.cognition.jobs.common import FactPorts, TranscriptPorts, add_fact, live_facts
 from strata.cognition.prompts import read_json
 from strata.cognition.prompts import research as prompts
@@ -84,13 +85,23 @@ class ResearchJob(BaseJob):
         known = {f.url for f in await live_facts(ctx, ["discovery"]) if f.url}
         shown = await self._shown_before(ctx)
         fresh: list[Finding] = []
+        failed: list[ConnectorError] = []
         for query in queries:
-            for f in await s.search.search(query, s.settings.cognition.research_max_results):
+            try:
+                found = await s.search.search(query, s.settings.cognition.research_max_results)
+            except ConnectorError as exc:
+                failed.append(exc)  # logged by the provider; another query may still work
+                continue
+            for f in found:
                 if f.url not in known and f"— {f.url}\n" not in shown:
                     known.add(f.url)
                     fresh.append(f)
+        if queries and len(failed) == len(queries):
+            # Nothing was searched: a failure (retried with backoff), not "nothing new".
+            raise every_source_failed(failed)
+        partly = f" ({len(failed)} of them failed)" if failed else ""
         if not fresh:
-            return JobOutcome(f"{len(queries)} queries; nothing new found")
+            return JobOutcome(f"{len(queries)} queries{partly}; nothing new found")
         numbered = [(i + 1, f.title, f.url, f.snippet) for i, f in enumerate(fresh)]
         picked = read_json(
             await ctx.turn(SOURCE, prompts.select_prompt(portrait, numbered),
@@ -106,7 +117,7 @@ class ResearchJob(BaseJob):
             if await add_fact(ctx, "discovery", f"{f.title}: {pick.note.strip()} ({f.url})",
                               SOURCE, url=f.url):
                 stored += 1
-        return JobOutcome(f"{len(queries)} queries, {len(fresh)} new results, "
+        return JobOutcome(f"{len(queries)} queries{partly}, {len(fresh)} new results, "
                           f"{stored} discoveries kept")
 
     async def _shown_before(self, ctx: JobContext[ResearchPorts]) -> str:

@@ -53,6 +53,17 @@ class JobCursor:
     retry_at: datetime | None = None  # no new attempt before this (after a failure)
 
 
+@dataclass(frozen=True, slots=True)
+class JobFailure:
+    """A job failing for someone now: its failures in a row, the next try, the last error."""
+
+    job: str
+    person: str
+    failures: int
+    retry_at: datetime | None
+    error: str
+
+
 def _run(row: Row) -> JobRun:
     return JobRun(
         id=row["id"],
@@ -246,6 +257,18 @@ class JobRunRepo:
             out.append(JobSummary(r["job"], r["person_id"], int(r["runs"]), int(r["errors"] or 0),
                                   int(r["tokens"] or 0), _run(last)))
         return out
+
+    async def failing(self) -> list[JobFailure]:
+        """Every job whose last run for someone failed (until a run succeeds), for `doctor`."""
+        rows = await self.db.fetchall(
+            "SELECT c.job, p.name, c.failures, c.retry_at,"
+            " (SELECT r.error FROM job_runs r WHERE r.job = c.job AND r.person_id = c.person_id"
+            "  ORDER BY r.id DESC LIMIT 1) AS error"
+            " FROM job_cursors c JOIN persons p ON p.id = c.person_id"
+            " WHERE c.failures > 0 ORDER BY c.job, p.name")
+        return [JobFailure(r["job"], r["name"], int(r["failures"]),
+                           from_iso(r["retry_at"]) if r["retry_at"] else None,
+                           str(r["error"] or "")) for r in rows]
 
     async def totals_by_job(self) -> list[tuple[str, int, int, int]]:
         """(job, runs, failed runs, tokens) over every kept run of every person: what the

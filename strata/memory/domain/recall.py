@@ -209,7 +209,8 @@ class Recall:
         faded = leaf_weight < floor
         recency = recency_of(table.minutes, q.now, EPISODE_TAU_DAYS[LEAF])
         ws = window_scores(table, stems, q.vector, mask, recency, rank,
-                           np.nan_to_num(salience) if rank.w_salience else None)
+                           np.nan_to_num(salience) if rank.w_salience else None,
+                           self._scored(table, mask))
         # Extra candidates: left out when every row they cite is a live row that may be
         # quoted (a window); notes about rows left out as already shown still compete.
         every = [c for batch in found for c in batch]
@@ -245,6 +246,16 @@ class Recall:
                               faded=c.kind == EPISODE and c.recency < floor))
         return pack(table, fresh, units, extras, extra_scores, budget,
                     self.tuning), len(top) + len(extras)
+
+    def _scored(self, table: RowTable, mask: npt.NDArray[np.bool_]
+                ) -> npt.NDArray[np.bool_] | None:
+        """The rows whose words count (None: all of `mask`). The bot's replies, and the
+        person's questions about themselves that they answered, are no evidence about the
+        person; a question of the bot's that the person answered next is context, and counts
+        for the answer's window."""
+        if self.tuning.assistant_as_evidence:
+            return None
+        return mask & ~table.asked_bot & (~table.bot | table.lead_in)
 
     @staticmethod
     def _extra_score(c: Candidate, ws: WindowScores, rank: RankTuning) -> float:

@@ -70,7 +70,7 @@ def gate_features(table: RowTable, ws: WindowScores, query: str, stems: Sequence
     if ws.bm25_best <= 0:
         return ws.gate_z, 0.0
     best = int(np.argmax(ws.keyword))
-    rows = [int(m) for m in ws.members[best] if m >= 0]
+    rows = [int(m) for m in ws.members[best] if m >= 0 and ws.counts(int(m))]
     return ws.gate_z, keyword_coverage(table, rows, weights)
 
 

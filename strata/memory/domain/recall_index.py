@@ -28,7 +28,7 @@ import numpy as np
 
 from strata.core.clock import from_iso
 from strata.memory.domain.profiles import sources_with, wildcard_prefixes_with
-from strata.memory.domain.recall_table import RowTable, add_words, build_table
+from strata.memory.domain.recall_table import RowTable, add_words, asks, build_table
 from strata.memory.domain.recall_words import Postings
 from strata.memory.engines.db import Reads, Row, placeholders
 
@@ -70,6 +70,8 @@ class OwnerRows:
     vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
     has_vec: list[bool] = field(default_factory=list)
     settled: list[bool] = field(default_factory=list)  # the indexer has passed the row
+    bot: list[bool] = field(default_factory=list)  # the bot's own reply (role assistant)
+    asking: list[bool] = field(default_factory=list)  # the row asks (`recall_table.asks`)
     fingerprint: tuple[int, int, int] = (-1, -1, -1)
     table: RowTable | None = None
     position: dict[int, int] = field(default_factory=dict)
@@ -77,7 +79,8 @@ class OwnerRows:
     def rebuild(self) -> RowTable:
         self.table = build_table(self.ids, self.channel, self.minutes, self.texts,
                                  self.vectors[: len(self.ids)], np.asarray(self.has_vec, bool),
-                                 SESSION_GAP_MINUTES, (self.postings, self.lengths, self.surface))
+                                 SESSION_GAP_MINUTES, (self.postings, self.lengths, self.surface),
+                                 self.bot, self.asking)
         self.position = {rid: i for i, rid in enumerate(self.ids)}
         return self.table
 
@@ -205,6 +208,8 @@ class RowIndex:
         rows.channel.extend(int(r["channel_id"]) for r in new)
         rows.minutes.extend(minutes.tolist())
         rows.texts.extend(keyword_text(r, m) for r, m in zip(new, months, strict=True))
+        rows.bot.extend(r["role"] == "assistant" for r in new)
+        rows.asking.extend(asks(str(r["role"]), str(r["content"])) for r in new)
         blobs = [r["embedding"] for r in new]
         rows.has_vec.extend([False] * len(new))
         # A row that came with a vector is settled; one without waits for its channel's cursor.

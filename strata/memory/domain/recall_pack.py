@@ -64,7 +64,26 @@ def row_shares(table: RowTable, rows: Sequence[int], stems: Sequence[str],
         cos = (table.vectors[idx] @ vector.astype(np.float32)).astype(np.float64)
         semantic = np.where(table.has_vec[idx], (cos - ws.cos_mean) / spread, 0.0)
     score = tuning.w_keyword * keyword + tuning.w_semantic * semantic
+    if ws.counted is not None:  # the bot's words never make a row worth showing by itself
+        score = np.where(ws.counted[idx] & ~table.bot[idx], score, -math.inf)
     return {int(r): float(s) for r, s in zip(idx, score, strict=True)}
+
+
+def context_rows(table: RowTable, members: Sequence[int]) -> tuple[int, ...]:
+    """A window's members less what is neither evidence nor context: a bot reply is shown only
+    when it is the question the person answered in the next line shown (`RowTable.lead_in`),
+    never as an answer (about the person it is no evidence, and may be wrong); the person's
+    question about themselves that the bot answered is left out with it."""
+    kept = []
+    for k, r in enumerate(members):
+        if table.asked_bot[r]:
+            continue
+        if table.bot[r]:
+            after = members[k + 1] if k + 1 < len(members) else -1
+            if not table.lead_in[r] or after < 0 or after != int(table.next[r]):
+                continue
+        kept.append(r)
+    return tuple(kept)
 
 
 def shown_rows(members: Sequence[int], shares: Mapping[int, float],
@@ -97,6 +116,8 @@ def window_units(table: RowTable, ws: WindowScores, top: Sequence[int],
         core = i
         if shares is not None and math.isfinite(margin) and len(units) >= whole:
             members, core = shown_rows(members, shares, margin)
+        if ws.counted is not None:
+            members = context_rows(table, members)
         units.append(Unit(i, float(ws.score[i]), members, int(table.session[i]), core=core))
     return units
 

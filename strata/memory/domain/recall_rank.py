@@ -86,6 +86,11 @@ class WindowScores:
     cos_mean: float
     cos_top: float  # the semantic scale's 1: the mean of the `semantic_top` best cosines
     avg_len: float  # words per window
+    # The rows whose words and vectors count (`window_scores`' `scored`); None: all of them.
+    counted: npt.NDArray[np.bool_] | None = None
+
+    def counts(self, row: int) -> bool:
+        return self.counted is None or bool(self.counted[row])
 
 
 def idf_of(table: RowTable, stems: Sequence[str]) -> dict[str, float]:
@@ -112,19 +117,16 @@ def bm25_text(text: str, idf: dict[str, float], avg_len: float) -> float:
 
 def window_scores(table: RowTable, stems: Sequence[str], vector: F32 | None,
                   mask: npt.NDArray[np.bool_], recency: F64, tuning: RankTuning,
-                  salience: F64 | None = None) -> WindowScores:
+                  salience: F64 | None = None,
+                  scored: npt.NDArray[np.bool_] | None = None) -> WindowScores:
     """The signals of every window whose centre row is allowed by `mask` (`salience`: per
-    row, 0 where unknown; weighed by `w_salience`)."""
+    row, 0 where unknown; weighed by `w_salience`). `scored`: the rows whose words and vector
+    count (a subset of `mask`; the others may be shown as a window's members but add nothing
+    to its signals), all of `mask` when None; the bot's rows never centre a window."""
     n = table.n
     sentinel = n  # a padded row with no words and a zero vector
-    allowed = np.append(mask, False)
-    prev = np.where(table.prev >= 0, table.prev, sentinel)
-    nxt = np.where(table.next >= 0, table.next, sentinel)
-    prev = np.where(allowed[prev], prev, sentinel)
-    nxt = np.where(allowed[nxt], nxt, sentinel)
     centre = np.arange(n)
-    members = np.stack([np.where(prev == sentinel, -1, prev), centre,
-                        np.where(nxt == sentinel, -1, nxt)], axis=1)
+    members, prev, nxt, mask = _windows(table, mask, scored)
     idf = idf_of(table, stems)
     # Keyword: BM25 over the window's three rows.
     lengths = np.append(table.lengths, 0.0)
@@ -166,7 +168,28 @@ def window_scores(table: RowTable, stems: Sequence[str], vector: F32 | None,
         score = score + tuning.w_salience * salience
     valid = mask & ((keyword > 0) | ~np.isnan(cosine))
     return WindowScores(members, keyword, cosine, semantic, np.where(valid, score, -np.inf),
-                        valid, gate_z, bm25_best, idf, cos_mean, cos_top, avg)
+                        valid, gate_z, bm25_best, idf, cos_mean, cos_top, avg, scored)
+
+
+def _windows(table: RowTable, mask: npt.NDArray[np.bool_],
+             scored: npt.NDArray[np.bool_] | None) -> tuple[I64, I64, I64,
+                                                            npt.NDArray[np.bool_]]:
+    """(members, prev, next, centres): each window's rows allowed by `mask` (−1 where
+    absent), the neighbours whose signals count (`scored`; the table's length where none),
+    and the rows that may centre a window."""
+    sentinel = table.n
+    allowed = np.append(mask, False)
+    prev = np.where(table.prev >= 0, table.prev, sentinel)
+    nxt = np.where(table.next >= 0, table.next, sentinel)
+    prev = np.where(allowed[prev], prev, sentinel)
+    nxt = np.where(allowed[nxt], nxt, sentinel)
+    members = np.stack([np.where(prev == sentinel, -1, prev), np.arange(table.n),
+                        np.where(nxt == sentinel, -1, nxt)], axis=1)
+    if scored is None:
+        return members, prev, nxt, mask
+    counts = np.append(scored, False)
+    return (members, np.where(counts[prev], prev, sentinel), np.where(counts[nxt], nxt, sentinel),
+            scored & ~table.bot)
 
 
 def _semantic(sims: F32, norms: F64, has: npt.NDArray[np.bool_], prev: I64, nxt: I64,

@@ -12,6 +12,9 @@ from strata.memory.domain.recall_types import Candidate, channel_where
 from strata.memory.engines.db import Row
 
 ROW_TOKENS = 300
+# Who a bot reply is quoted as: the model reads it as its own earlier words, marked as such so
+# that it is never taken for what the person said (the prompt's preamble says so too).
+BOT_SPEAKER = "you (the bot)"
 
 
 def date_of(ts: str) -> str:
@@ -31,7 +34,7 @@ def row_line(row: Row) -> str:
     """A row as quoted lines, with who said it unless the text already begins with a name."""
     text = truncate_to_tokens(row["content"], ROW_TOKENS)
     if not NAMED.match(text):
-        who = "you" if row["role"] == "assistant" else (row["speaker"] or "they")
+        who = BOT_SPEAKER if row["role"] == "assistant" else (row["speaker"] or "they")
         text = f"{who}: {text}"
     return "\n".join("  > " + line for line in text.splitlines() if line.strip())
 

@@ -52,6 +52,13 @@ class RowTable:
     padded: F32 = field(default_factory=lambda: np.zeros((1, 1), np.float32))  # + a zero row
     window_norm: F64 = field(default_factory=lambda: np.zeros(0))  # |sum of a window's vectors|
     words: frozenset[str] = frozenset()  # every lower-cased word as written (names, unstemmed)
+    # The bot's own replies (role assistant), those of them that are a question the person
+    # answered next (context for the answer), and the person's questions about themselves
+    # that the bot answered: the bot's words are no evidence about the person, and neither is
+    # the question its answer was to (`speakers`; all False when not known).
+    bot: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
+    lead_in: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
+    asked_bot: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
 
     @property
     def n(self) -> int:
@@ -93,16 +100,45 @@ def add_words(postings: Postings, lengths: list[float], surface: set[str],
     surface.update(words)
 
 
+# A question about the person: first-person words ("What is my job?", "Do I like hiking?").
+_ABOUT_SELF = re.compile(r"\b(i|i'm|i’m|im|me|my|mine|myself)\b", re.IGNORECASE)
+
+
+def asks(role: str, text: str) -> bool:
+    """Whether a row asks: the bot anything, a person about themselves."""
+    if "?" not in text:
+        return False
+    return role == "assistant" or _ABOUT_SELF.search(text) is not None
+
+
+def speakers(bot: Sequence[bool], asking: Sequence[bool], prev: I64,
+             nxt: I64) -> tuple[npt.NDArray[np.bool_], ...]:
+    """(bot, lead_in, asked_bot) per row from who said it (`bot`) and whether it asks
+    (`asking`, as `asks` tells): a bot question the person answered next, not itself an
+    answer to the person's question; and a person's question about themselves that the bot
+    answered."""
+    is_bot = np.asarray(bot, dtype=bool).reshape(prev.shape)
+    asks_ = np.asarray(asking, dtype=bool).reshape(prev.shape)
+    person_asks = asks_ & ~is_bot
+    after_person = (nxt >= 0) & ~is_bot[np.maximum(nxt, 0)]
+    answers_person = (prev >= 0) & person_asks[np.maximum(prev, 0)]
+    lead_in = is_bot & asks_ & after_person & ~answers_person
+    asked_bot = person_asks & (nxt >= 0) & is_bot[np.maximum(nxt, 0)]
+    return is_bot, lead_in, asked_bot
+
+
 def build_table(ids: Sequence[int], channel: Sequence[int], minutes: Sequence[float],
                 texts: Sequence[str], vectors: F32, has_vec: npt.NDArray[np.bool_],
                 gap_minutes: float,
-                kept: tuple[Postings, Sequence[float], set[str]] | None = None) -> RowTable:
+                kept: tuple[Postings, Sequence[float], set[str]] | None = None,
+                bot: Sequence[bool] | None = None,
+                asking: Sequence[bool] | None = None) -> RowTable:
     """A `RowTable` from rows in id order (`texts` is what keyword search sees).
 
     `kept`: the rows' postings, lengths and surface words as `add_words` made them, kept by a
     caller that extends the table as rows arrive, so that only new rows are split into words.
     The table gets a copy: the caller's keep growing while a search may still rank this
-    table."""
+    table. `bot`: which rows are the bot's replies; `asking`: which ask (`asks`)."""
     ch = np.asarray(channel, dtype=np.int64)
     mins = np.asarray(minutes, dtype=np.float64)
     prev, nxt, session = link_neighbours(ch, mins, gap_minutes)
@@ -126,6 +162,9 @@ def build_table(ids: Sequence[int], channel: Sequence[int], minutes: Sequence[fl
     p = np.where(prev >= 0, prev, n)
     x = np.where(nxt >= 0, nxt, n)
     norm = np.linalg.norm(padded[p] + padded[:n] + padded[x], axis=1) if n else np.zeros(0)
+    none = [False] * n
+    is_bot, lead_in, asked = speakers(none if bot is None else bot,
+                                      none if asking is None else asking, prev, nxt)
     return RowTable(np.asarray(ids, dtype=np.int64), ch, session, mins, vecs,
                     np.asarray(has_vec, dtype=bool), prev, nxt, lengths, postings, padded,
-                    norm.astype(np.float64), frozenset(words))
+                    norm.astype(np.float64), frozenset(words), is_bot, lead_in, asked)

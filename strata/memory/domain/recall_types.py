@@ -60,6 +60,10 @@ class RecallTuning:
     trim_after: int = 6
     # State each channel once, in a heading above its items, instead of in every header.
     channel_headings: bool = True
+    # The assistant's rows are the bot's own replies: context, never evidence about the person
+    # (`strata.memory.domain.recall_pack.context_rows`). True only where the assistant side is
+    # a person's words (the LoCoMo eval).
+    assistant_as_evidence: bool = False
 
     @property
     def rank(self) -> RankTuning:
