@@ -100,6 +100,10 @@ def test_forget_and_wipe_leave_the_word_in_no_file(
         ("The weather is mild this week, no rain.", "You said:"),
         ("I still have to fix the bike.", "You said:"),
     ])
+    # Every background job over it, logging at INFO to the same file.
+    jobs = strata(["--log-level", "info", "--log-file", str(log), "jobs", "run", "--job", "all",
+                   "--user", "alice", "--force"], env)
+    assert "synthesis     alice            ok" in jobs.stdout, jobs.stdout + jobs.stderr
     data = json.loads(strata(["memory", "export", "--user", "alice"], env).stdout)
     # The word is in every layer before the forget: the checks below can fail.
     assert any(WORD in f["text"] for f in data["facts"]), data["facts"]
