@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -28,6 +28,7 @@ from strata.memory.domain.forget import Forgetter
 from strata.memory.domain.forget_plan import ForgetPlan
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
 from strata.memory.domain.transcript import TranscriptRepo
+from strata.memory.engines.backup_log import KeptCopy
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,17 @@ def fact_line(fact: Fact, where: str) -> str:
     """`#12 Lives in Lyon (2026-01-05, from our chat on console)`."""
     url = f" <{fact.url}>" if fact.url else ""
     return f"#{fact.id} {fact.text}{url} ({fact.valid_from.date().isoformat()}, {where})"
+
+
+def older_copies_note(copies: Sequence[KeptCopy], *, full: bool = False) -> str:
+    """" These backups made before still hold it: …" (the newest five; `full`: whole paths,
+    for the operator), or "" when Strata made none."""
+    if not copies:
+        return ""
+    names = ", ".join(f"{c.path if full else c.path.name} ({c.made:%Y-%m-%d %H:%M} UTC)"
+                      for c in copies[-5:])
+    more = f", and {len(copies) - 5} older" if len(copies) > 5 else ""
+    return f" These backups made before still hold it: {names}{more}."
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +250,7 @@ class MemoryCommands:
         text = f"Forgotten: {what}. It's gone from my memory for good."
         if plan.sources_kept:
             text += " " + wording.more
-        return CommandReply(text)
+        return CommandReply(text + older_copies_note(self.forgetter.older_copies()))
 
     # -- /export, /wipe ------------------------------------------------------------------------
 
@@ -270,6 +282,7 @@ class MemoryCommands:
             return CommandReply(
                 f"Done: I deleted everything I remembered about you ({report.rows} messages, "
                 f"{report.episodes} memories, {report.facts} facts). We start fresh."
+                + older_copies_note(self.forgetter.older_copies())
             )
         self._pending[pid] = _Pending("wipe", "", self.clock.now() + CONFIRM_TTL)
         return CommandReply(

@@ -61,6 +61,7 @@ def chat(env: dict[str, str], log: Path, lines: list[tuple[str, str]]) -> str:
         child.expect_exact(answer)
         out.append(str(child.before) + answer)
         child.expect_exact("you>")
+        out.append(str(child.before))
     child.sendcontrol("d")
     child.expect(pexpect.EOF)
     child.close()
@@ -115,16 +116,22 @@ def test_forget_and_wipe_leave_the_word_in_no_file(
     assert database_holds(env, WORD)
     assert files_holding(root / "logs", WORD) == []  # INFO logs never quote what was said
 
-    out = chat(env, log, [(f"/forget {WORD}", "/forget yes"), ("/forget yes", "Forgotten:")])
+    out = chat(env, log, [(f"/forget {WORD}", "/forget yes"),
+                          ("/forget yes", "gone from my memory for good.")])
     assert "1 fact" in out and "exchanges" in out, out
+    # The copy made before is named: it still holds the word (PostgreSQL: no Strata backups).
+    named = "These backups made before still hold it: before.db ("
+    assert (named in out) == (ENGINE == "sqlite"), out
     backup_after(env, root, "after-forget.db")
     held = files_holding(root, WORD)
     assert held == (["backups/before.db"] if ENGINE == "sqlite" else []), held
     assert not database_holds(env, WORD)
     assert KEEP in history.read_text() and database_holds(env, KEEP)  # the rest stays
 
-    chat(env, log, [(f"Tell {WORD} I said hi.", "You said:"), ("/wipe", "/wipe confirm"),
-                    ("/wipe confirm", "Done: I deleted everything")])
+    out = chat(env, log, [(f"Tell {WORD} I said hi.", "You said:"), ("/wipe", "/wipe confirm"),
+                          ("/wipe confirm", "Done: I deleted everything")])
+    named = "These backups made before still hold it: before.db ("
+    assert (named in out and "after-forget.db (" in out) == (ENGINE == "sqlite"), out
     backup_after(env, root, "after-wipe.db")
     older = {"backups/before.db", "backups/after-forget.db"}  # made before the wipe
     for word in (WORD, KEEP, "Gdansk", "family recipe"):

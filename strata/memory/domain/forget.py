@@ -40,6 +40,8 @@ from strata.memory.domain.forget_plan import (
     without_matching_sentences,
 )
 from strata.memory.domain.text import stem_prefix
+from strata.memory.engines import backup_log
+from strata.memory.engines.backup_log import KeptCopy
 from strata.memory.engines.db import Database, placeholders
 from strata.memory.engines.dialect import vector_deletes
 from strata.memory.engines.fts import terms
@@ -380,6 +382,12 @@ class Forgetter:
                     " WHERE channel_id = ?1",
                     (channel_id,),
                 )
+
+    def older_copies(self) -> list[KeptCopy]:
+        """The copies Strata made of the database before now (`strata.memory.engines.
+        backup_log`): they still hold what a forget deletes. None on PostgreSQL, whose
+        backups are the operator's (docs/operations.md)."""
+        return backup_log.copies_of(self.db.path) if self.db.engine == "sqlite" else []
 
     async def scrub(self) -> None:
         """Leave no deleted text where the engine can reach it (`Database.reclaim`: FTS5
