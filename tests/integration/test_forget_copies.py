@@ -163,6 +163,9 @@ def test_forget_from_another_door_rewrites_the_history_and_one_fact_is_exact(
 
     gone = strata(["memory", "forget", "--user", "alice", "--yes", WORD], env)
     assert gone.returncode == 0, gone.stderr
+    # Nowhere in the database either: the recall record (each query is the person's message)
+    # is cleared by this door too.
+    assert not database_holds(env, WORD)
     text = history.read_text()
     assert WORD not in text and KEEP in text, text
     # A chat started afterwards brings back the kept line with ↑, never the forgotten one.
