@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pexpect
+import pytest
 
+from strata.adapters.console.history import LiveFileHistory, history_file
+from strata.app.compose import App
+from strata.core.clock import ManualClock
+from strata.core.config import Settings
+from strata.core.types import InboundMessage
 from tests.conftest import ENGINE
 from tests.engine_views import stored_bytes_at
 from tests.fakes.openai_server import FakeOpenAI, Reply, last_user_text
@@ -179,3 +185,27 @@ def test_forget_from_another_door_rewrites_the_history_and_one_fact_is_exact(
     child.sendcontrol("d")
     child.expect(pexpect.EOF)
     child.close()
+
+
+async def test_resume_drops_the_paused_lines_from_the_history(
+        fake_openai: FakeOpenAI, settings: Settings, clock: ManualClock, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What was said while paused is not kept (`/resume` forgets it): not in the prompt
+    history either, where the other lines stay."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    folder = tmp_path / "data" / "strata" / "console-history"
+    folder.mkdir(parents=True)
+    history = LiveFileHistory(history_file(folder, "alice/default"))
+    app = await App.create(settings, clock=clock)
+    try:
+        for line in ("hello there", "/pause", f"my plan is {KEEP}", "/resume", "bye"):
+            history.store_string(line)  # what the terminal stores as each line is sent
+            clock.advance(seconds=30)
+            await app.processor.handle(InboundMessage(
+                platform="console", room_id="alice/default", sender_id="alice",
+                sender_name="alice", text=line, ts=clock.now()))
+        await app.processor.drain()
+    finally:
+        await app.close()
+    text = history.path.read_text()
+    assert KEEP not in text and "hello there" in text and "bye" in text, text
