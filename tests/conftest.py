@@ -153,9 +153,12 @@ def settings(fake_openai: FakeOpenAI, db_target: Path | str) -> Settings:
 
 
 @pytest.fixture
-def subprocess_env(fake_openai: FakeOpenAI, db_target: Path | str) -> dict[str, str]:
+def subprocess_env(fake_openai: FakeOpenAI, db_target: Path | str,
+                   tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
     env.update(strata_env(fake_openai, db_target))
+    # What Strata notes outside the database (the backups it made) stays in the test's folders.
+    env["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
     return env
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from strata.app.forgetting import ForgetEverywhere, console_history_folder
 from strata.app.model_wiring import Metered
-from strata.app.web.recall_log import ForgetClearsRecall
 from strata.bot.commands import CommandRouter
 from strata.bot.memory_commands import MemoryCommands
 from strata.bot.memory_tools import MemoryTools
@@ -159,6 +159,15 @@ class MemoryParts:
     after_turn: list[AfterTurn]
 
 
+def make_forgetter(db: Database, embedder: Embedder, repos: Repos,
+                   recall_log: RecallLogRepo | None = None) -> Forgetter:
+    """The forgetter of every door: memory tables, recall record and console history
+    (`strata.app.forgetting`)."""
+    return ForgetEverywhere(db, embedder, repos.facts, recall_log=recall_log or RecallLogRepo(db),
+                            channels=repos.channels, transcript=repos.transcript,
+                            history=console_history_folder())
+
+
 def build_memory(settings: Settings, db: Database, repos: Repos, embedder: Embedder,
                  chat: ChatModel, clock: Clock, metered: Metered,
                  recall_log: RecallLogRepo) -> MemoryParts:
@@ -189,7 +198,7 @@ def build_memory(settings: Settings, db: Database, repos: Repos, embedder: Embed
         recall=make_recall(settings, db, embedder, clock),
         row_indexer=row_indexer,
         cutter=cutter,
-        forgetter=ForgetClearsRecall(db, embedder, repos.facts, log=recall_log),
+        forgetter=make_forgetter(db, embedder, repos, recall_log),
         extractor=extractor,
         lifecycle=MemoryLifecycle(db, embedder, policy),
         after_turn=after_turn,

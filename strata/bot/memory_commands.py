@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -28,6 +28,7 @@ from strata.memory.domain.forget import Forgetter
 from strata.memory.domain.forget_plan import ForgetPlan
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
 from strata.memory.domain.transcript import TranscriptRepo
+from strata.memory.engines.backup_log import KeptCopy
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,35 @@ def fact_line(fact: Fact, where: str) -> str:
     """`#12 Lives in Lyon (2026-01-05, from our chat on console)`."""
     url = f" <{fact.url}>" if fact.url else ""
     return f"#{fact.id} {fact.text}{url} ({fact.valid_from.date().isoformat()}, {where})"
+
+
+def older_copies_note(copies: Sequence[KeptCopy], *, full: bool = False) -> str:
+    """" These backups made before still hold it: …" (the newest five; `full`: whole paths,
+    for the operator), or "" when Strata made none."""
+    if not copies:
+        return ""
+    names = ", ".join(f"{c.path if full else c.path.name} ({c.made:%Y-%m-%d %H:%M} UTC)"
+                      for c in copies[-5:])
+    more = f", and {len(copies) - 5} older" if len(copies) > 5 else ""
+    return f" These backups made before still hold it: {names}{more}."
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetWording:
+    """How a door tells the person to answer a forget that asks first (`ask`), and how to
+    forget the conversation a fact came from after `#ID` (`more`): chat commands, or the web
+    view's buttons."""
+
+    ask: str
+    more: str
+
+
+CHAT_WORDING = ForgetWording(
+    ask="Send /forget yes to forget all of it, /forget #id for just one fact, or /forget "
+        "cancel.",
+    more="What you said about it is still in our conversation: /forget <words> removes that "
+         "too.",
+)
 
 
 @dataclass
@@ -169,8 +199,16 @@ class MemoryCommands:
     async def forget(self, ctx: CommandContext) -> CommandReply:
         return await self.forget_for(ctx.person.id, ctx.args)
 
-    async def forget_for(self, pid: int, args: str) -> CommandReply:
-        """`/forget ARGS` for person `pid` (also the web view's forget button)."""
+    def asking(self, pid: int, action: str = "forget") -> bool:
+        """Whether `action` waits for the person's yes (the web view shows its buttons)."""
+        pending = self._pending.get(pid)
+        return pending is not None and pending.action == action and (
+            pending.expires >= self.clock.now())
+
+    async def forget_for(self, pid: int, args: str,
+                         wording: ForgetWording = CHAT_WORDING) -> CommandReply:
+        """`/forget ARGS` for person `pid` (also the web view's forget button, which words
+        its questions its own way)."""
         args = args.strip()
         if not args:
             return CommandReply("Tell me what to forget: /forget #12 for one fact (see "
@@ -185,14 +223,14 @@ class MemoryCommands:
             if pending is None:
                 return CommandReply("There is nothing waiting to be forgotten.")
             return await self._do_forget(
-                await self.forgetter.plan_words(pid, pending.query)
+                await self.forgetter.plan_words(pid, pending.query), wording
             )
         ident = args.removeprefix("#")
         if ident.isdigit():
             one = await self.forgetter.plan_fact(pid, int(ident))
             if one is None:
                 return CommandReply(f"I have no fact #{ident} about you (see /memory).")
-            return await self._do_forget(one)
+            return await self._do_forget(one, wording)
         plan = await self.forgetter.plan_words(pid, args)
         if plan.empty:
             return CommandReply("I don't remember anything matching that.")
@@ -200,17 +238,19 @@ class MemoryCommands:
             self._pending[pid] = _Pending("forget", args, self.clock.now() + CONFIRM_TTL)
             lines = [f"That matches {plan.describe()}."]
             lines += [f"  #{f.id} {f.text}" for f in plan.facts if f.live][:15]
-            lines.append("Send /forget yes to forget all of it, /forget #id for just one "
-                         "fact, or /forget cancel.")
+            lines.append(wording.ask)
             return CommandReply("\n".join(lines))
-        return await self._do_forget(plan)
+        return await self._do_forget(plan, wording)
 
-    async def _do_forget(self, plan: ForgetPlan) -> CommandReply:
+    async def _do_forget(self, plan: ForgetPlan, wording: ForgetWording) -> CommandReply:
         if plan.empty:
             return CommandReply("I don't remember anything matching that any more.")
         what = plan.describe()
         await self.forgetter.forget(plan)
-        return CommandReply(f"Forgotten: {what}. It's gone from my memory for good.")
+        text = f"Forgotten: {what}. It's gone from my memory for good."
+        if plan.sources_kept:
+            text += " " + wording.more
+        return CommandReply(text + older_copies_note(self.forgetter.older_copies()))
 
     # -- /export, /wipe ------------------------------------------------------------------------
 
@@ -242,6 +282,7 @@ class MemoryCommands:
             return CommandReply(
                 f"Done: I deleted everything I remembered about you ({report.rows} messages, "
                 f"{report.episodes} memories, {report.facts} facts). We start fresh."
+                + older_copies_note(self.forgetter.older_copies())
             )
         self._pending[pid] = _Pending("wipe", "", self.clock.now() + CONFIRM_TTL)
         return CommandReply(

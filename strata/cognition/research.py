@@ -62,10 +62,12 @@ USER_AGENT = "Strata/0.1 (open-source chat bot with memory; research for its use
 
 async def get_json(url: str, params: dict[str, str], *, timeout: float, what: str) -> Any:
     """GET `url` with `params` and decode its JSON; a `ConnectorError` naming `what` on any
-    failure. Logged first: every query that leaves the machine is in the log."""
+    failure. Logged first: every request that leaves the machine is in the log at INFO, its
+    query (words from the person's memory, which a forget cannot reach in a log) at DEBUG."""
     import aiohttp
 
-    log.info("research: asking %s for %r", url, params.get("q", ""))
+    log.info("research: asking %s", url)
+    log.debug("research: the query sent to %s: %r", url, params.get("q", ""))
     try:
         async with (
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout),

@@ -11,6 +11,7 @@ keep the cursor), so nothing here raises on bad input. A leaf module: `strata/me
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -18,6 +19,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
+log = logging.getLogger(__name__)
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
 # Braces inside prose ("{name}" in an apology) could precede the real object; trying a few
@@ -70,7 +72,10 @@ def read_model_json(reply: str, model: type[M]) -> ModelJson[M]:
     if data is None:
         data = _object(text)
     if data is None:
-        return ModelJson(None, f"no JSON object in {reply.strip()[:80]!r}")
+        # The reason goes to logs at WARNING, job reports and `jobs status`: it must not quote
+        # the reply (which may echo a person's words, out of a forget's reach); DEBUG may.
+        log.debug("no JSON object in the model's reply: %r", text[:200])
+        return ModelJson(None, f"no JSON object in the reply ({len(text)} characters)")
     try:
         return ModelJson(model.model_validate(data))
     except ValidationError as exc:

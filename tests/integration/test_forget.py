@@ -163,14 +163,25 @@ async def test_forget_by_id_and_recall_never_sees_it_again(app: App, fake_openai
     bobs = await app.facts.repo.for_owner((await app.persons.find("bob")).id)  # type: ignore[union-attr]
     stolen = await say(app, clock, "alice", f"/forget #{bobs[0].id}")
     assert "no fact" in stolen.reply and await app.facts.repo.get(bobs[0].id) is not None
+    rows = await app.transcript.for_owner(alice.id)
+    # A second fact from the same exchange: `/forget #id` must not take it along (issue 35,
+    # defect 5: `/forget #6` forgot two facts and an exchange, unasked).
+    grey = await app.facts.add(NewFact(alice.id, "user_specific", "Her cat is grey", "user",
+                                       row_ids=(rows[0].id,)), clock.now())
+    assert grey.fact_id is not None
+    before = await snapshot(app, alice.id)
     done = await say(app, clock, "alice", f"/forget #{ids['cat']}")
-    assert done.reply.startswith("Forgotten: 1 fact, 1 exchange"), done.reply
+    assert done.reply.startswith(f"Forgotten: fact #{ids['cat']}."), done.reply
+    assert "/forget <words>" in done.reply  # it says the conversation is kept, and how
     assert await app.facts.repo.get(ids["cat"]) is None
+    # Exactly that fact: the other facts, every exchange and every episode stay.
+    after = await snapshot(app, alice.id)
+    assert [f for f in before["facts"] if f[0] != ids["cat"]] == after["facts"]
+    for table in ("transcript", "episodes", "transcript_vec"):
+        assert after[table] == before[table], table
+    assert await app.facts.repo.get(grey.fact_id) is not None
     hits = await app.facts.search(alice.id, f"grey cat {TOKEN}")
     assert ids["cat"] not in [h.fact.id for h in hits]
-    contents = [r.content for r in await app.transcript.for_owner(alice.id)]
-    assert f"My cat is called {TOKEN}, she is grey." not in contents
-    assert f"{TOKEN} caught a mouse today!" in contents  # another exchange: not this fact's
 
 
 async def test_wipe_asks_then_leaves_no_trace(app: App, fake_openai: FakeOpenAI,

@@ -64,7 +64,7 @@ async def test_a_fresh_install_makes_a_discovery_from_wikipedia_and_research_off
                                 source="user"), clock.now())
     fake_openai.responder = responder
 
-    caplog.set_level(logging.INFO, logger="strata.cognition")
+    caplog.set_level(logging.DEBUG, logger="strata.cognition")
     for _ in range(12):  # a day of job checks, every two hours, while she is away
         clock.advance(hours=2)
         await app.runner.check_jobs([alice])
@@ -76,8 +76,10 @@ async def test_a_fresh_install_makes_a_discovery_from_wikipedia_and_research_off
     assert 1 <= len(wiki.wiki_searches()) <= 4
     assert wiki.wiki_searches()[0] == "/w/rest.php/v1/search/page?q=sourdough+bread&limit=5"
     assert all(ua.startswith("Strata/") for ua in wiki.user_agents)
-    sent = [r.getMessage() for r in caplog.records if "research: asking" in r.getMessage()]
-    assert sent and "'sourdough bread'" in sent[0] and wiki.base_url in sent[0]
+    # Every request is logged at INFO; its query (the person's words) only at DEBUG.
+    asked_at = {r.levelname: r.getMessage() for r in caplog.records
+                if r.getMessage().startswith("research:") and wiki.base_url in r.getMessage()}
+    assert "sourdough" not in asked_at["INFO"] and "'sourdough bread'" in asked_at["DEBUG"]
 
     shown = await app.processor.handle(msg("/memory", clock=clock))
     assert shown is not None and url in shown.reply

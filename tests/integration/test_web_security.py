@@ -131,7 +131,7 @@ async def test_a_post_without_the_csrf_token_is_refused(
             assert "alice's secret fact" in [f["text"] for f in data["facts"]]
             async with http.post(web.base + "/forget", data={**what, "csrf": csrf}) as resp:
                 assert resp.status == 200
-                assert "Forgotten: 1 fact" in await resp.text()
+                assert f"Forgotten: fact #{alice['fact']}." in await resp.text()
             assert await web.app.facts.repo.get(alice["fact"]) is None
 
 
@@ -148,12 +148,41 @@ async def test_forgetting_words_asks_first_as_forget_does(
             csrf = await signed_in(http, await web_link(app, clock))
             async with http.post(web.base + "/forget", data={"what": "tea", "csrf": csrf}) as r:
                 page = await r.text()
-            assert "Send /forget yes" in page and 'id="confirm"' in page
+            assert 'id="confirm"' in page and "yes, forget all of it" in page.lower()
+            message = page.split('<p id="message">', 1)[1].split("</p>", 1)[0]
+            assert "/forget" not in message and "Yes, forget all of it" in message  # its words
             assert len(await app.facts.repo.for_owner(who.id)) == 3  # nothing forgotten yet
             async with http.post(web.base + "/forget", data={"what": "yes", "csrf": csrf}) as r:
                 assert "Forgotten:" in await r.text()
         left = [f.text for f in await app.facts.repo.for_owner(who.id)]
         assert left == ["alice's secret fact"]
+
+
+async def test_forgetting_one_fact_forgets_exactly_it(
+        fake_openai: FakeOpenAI, db_target: Path | str, clock: ManualClock) -> None:
+    """`what=#ID` forgets that fact and nothing else: not another fact from the same exchange,
+    not the exchange (issue 35, defect 5: `what=#4` did)."""
+    async with web_app(fake_openai, db_target, clock) as web:
+        app = web.app
+        await say(app, clock, "My brother Tomasz lives in Gdansk")
+        who = await app.persons.find("alice")
+        assert who is not None
+        row = (await app.transcript.for_owner(who.id))[0]
+        facts = [await app.facts.add(NewFact(who.id, "user_specific", text, "user",
+                                             row_ids=(row.id,)), clock.now())
+                 for text in ("Has a brother named Tomasz", "Her brother lives in Gdansk")]
+        first, second = (f.fact_id for f in facts)
+        assert first is not None and second is not None
+        rows = await app.transcript.count(who.id)
+        async with client() as http:
+            csrf = await signed_in(http, await web_link(app, clock))
+            async with http.post(web.base + "/forget",
+                                 data={"what": f"#{first}", "csrf": csrf}) as r:
+                page = await r.text()
+        assert f"Forgotten: fact #{first}." in page, page
+        assert await app.facts.repo.get(first) is None
+        assert await app.facts.repo.get(second) is not None
+        assert await app.transcript.count(who.id) == rows
 
 
 async def test_stored_markup_is_text_under_a_strict_csp(

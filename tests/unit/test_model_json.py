@@ -42,7 +42,9 @@ def test_malformed_json_gives_a_reason() -> None:
     assert read.value is None
     assert "no JSON object" in read.reason
     prose = read_model_json("Just prose about hiking.", Answer)
-    assert prose.value is None and "hiking" in prose.reason
+    # The reason reaches logs and job reports: it never quotes the reply (issue 35).
+    assert prose.value is None and "hiking" not in prose.reason
+    assert prose.reason == "no JSON object in the reply (24 characters)"
     assert read_model_json("   ", Answer).reason == "empty reply"
 
 

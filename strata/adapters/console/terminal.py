@@ -1,5 +1,6 @@
 """The interactive `strata chat` prompt, on prompt_toolkit: line editing (arrow keys, Home/End,
-Ctrl-A/E/W…), history across runs (↑/↓, Ctrl-R) kept in a 0600 file, and multi-line paste
+Ctrl-A/E/W…), history across runs (↑/↓, Ctrl-R) kept in a 0600 file that forgetting reaches
+(`strata.adapters.console.history`), and multi-line paste
 (a terminal's bracketed paste arrives whole, newlines included, as one message). Ctrl-C clears
 the line, Ctrl-D on an empty line ends the chat. Only for a terminal: piped input is read line
 by line by `strata.adapters.console.adapter` without it.
@@ -12,9 +13,10 @@ from pathlib import Path
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import run_in_terminal
-from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.history import History, InMemoryHistory
 from prompt_toolkit.patch_stdout import patch_stdout
 
+from strata.adapters.console.history import LiveFileHistory
 from strata.core.private_files import private_dir, private_file
 
 PROMPT = "you> "
@@ -31,7 +33,8 @@ class TerminalPrompt:
                 # What the operator typed is as personal as the transcript: 0600 in a 0700
                 # folder, made before prompt_toolkit opens it (it would use the umask's mode).
                 private_dir(history.parent)
-                store = FileHistory(str(private_file(history)))
+                # Read again before each prompt: a forget may have rewritten it meanwhile.
+                store = LiveFileHistory(private_file(history))
             except OSError as exc:
                 self.unsaved = f"cannot keep the prompt history in {history.parent}: {exc}"
         self.session: PromptSession[str] = PromptSession(history=store)

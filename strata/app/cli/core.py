@@ -8,17 +8,16 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import signal
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
+from strata.app.forgetting import console_history_folder
 from strata.app.memory_wiring import Repos, open_db
 from strata.bot.visible import say, visible
 from strata.cognition.recurrence import describe_recurrence
 from strata.core.clock import ManualClock, SystemClock, from_iso
-from strata.core.config import Settings, default_db_path
+from strata.core.config import Settings
 from strata.core.errors import StrataError
 from strata.core.ports import Clock
 from strata.memory.domain.export import export_person
@@ -82,9 +81,10 @@ def console_adapter(args: argparse.Namespace, clock: Clock) -> ConsoleAdapter:
     """The terminal chat of `--user`/`--channel`, with its prompt history in the data folder
     (one file per user and channel: one person's lines never come back under another's ↑)."""
     from strata.adapters.console.adapter import ConsoleAdapter
+    from strata.adapters.console.history import history_file
+    from strata.adapters.console.mapping import room_ref
 
-    folder = default_db_path(os.environ).parent / "console-history"
-    history = folder / quote(f"{args.user}/{args.channel}", safe="")
+    history = history_file(console_history_folder(), room_ref(args.user, args.channel))
     return ConsoleAdapter(user=args.user, channel=args.channel, clock=clock, history=history)
 
 

@@ -19,10 +19,11 @@ from typing import Any
 from strata.app.cli.core import subgroup
 from strata.app.cli.memory import confirm
 from strata.bot.visible import say
+from strata.core.clock import SystemClock
 from strata.core.config import Settings, default_db_path
 from strata.core.errors import StrataError
 from strata.core.wording import counted
-from strata.memory.engines import backup
+from strata.memory.engines import backup, backup_log
 
 
 def _db_file(settings: Settings) -> Path:
@@ -54,6 +55,7 @@ async def cmd_db_backup(args: argparse.Namespace, settings: Settings) -> int:
     if target.exists():
         may_replace(f"{target} exists: replace it with the backup?", "--force", args.force)
     report = await asyncio.to_thread(backup.backup, _db_file(settings), target, replace=True)
+    backup_log.record(report.source, report.target, SystemClock().now())  # a forget names it
     say(f"backed up {report.source} to {report.target} ({report.bytes:,} bytes, "
           f"{_rows(report.transcript_rows)}, readable only by you); it passes the integrity "
           "checks")
@@ -66,6 +68,8 @@ async def cmd_db_restore(args: argparse.Namespace, settings: Settings) -> int:
         may_replace(f"replace the database {target} with {args.path}? (it is kept as "
                     f"{backup.kept_copy_name(target).name})", "--yes", args.yes)
     report, kept = await asyncio.to_thread(backup.restore, args.path, target)
+    if kept is not None:
+        backup_log.record(target, kept, SystemClock().now())
     say(f"restored {report.source} into {report.target} ({_rows(report.transcript_rows)})"
           + (f"; the database it replaced is kept as {kept}" if kept else ""))
     return 0
@@ -87,6 +91,7 @@ async def cmd_db_move(args: argparse.Namespace, settings: Settings) -> int:
     source = _db_file(settings)
     target = Path(args.path).expanduser() if args.path else default_db_path(os.environ)
     report = await asyncio.to_thread(backup.move, source, target)
+    backup_log.moved(source, report.target)
     say(f"moved {report.source} to {report.target} ({_rows(report.transcript_rows)}); "
           + ("it is the default place now" if not args.path
              else f"set STRATA_DB={report.target} to use it"))

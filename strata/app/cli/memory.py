@@ -14,13 +14,12 @@ import sys
 from typing import Any
 
 from strata.app.cli.core import _person_or_fail
-from strata.app.memory_wiring import Repos, open_db
+from strata.app.memory_wiring import Repos, make_forgetter, open_db
 from strata.app.model_wiring import make_embedder
-from strata.bot.memory_commands import fact_line
+from strata.bot.memory_commands import fact_line, older_copies_note
 from strata.bot.visible import say
 from strata.core.config import Settings
 from strata.core.wording import counted
-from strata.memory.domain.forget import Forgetter
 
 
 def confirm(question: str) -> bool:
@@ -39,7 +38,7 @@ async def cmd_memory_forget(args: argparse.Namespace, settings: Settings) -> int
     try:
         repos = Repos.over(db)
         person = await _person_or_fail(repos.persons, args.user)
-        forgetter = Forgetter(db, embedder, repos.facts)
+        forgetter = make_forgetter(db, embedder, repos)
         what = " ".join(args.what).strip()
         ident = what.removeprefix("#")
         if ident.isdigit():
@@ -59,7 +58,7 @@ async def cmd_memory_forget(args: argparse.Namespace, settings: Settings) -> int
             say("aborted: nothing forgotten", file=sys.stderr)
             return 1
         await forgetter.forget(plan)
-        say("forgotten")
+        say("forgotten." + older_copies_note(forgetter.older_copies(), full=True))
     finally:
         await embedder.close()
         await db.close()
@@ -79,9 +78,11 @@ async def cmd_memory_wipe(args: argparse.Namespace, settings: Settings) -> int:
         if not args.yes and not confirm(question):
             say("aborted: nothing deleted", file=sys.stderr)
             return 1
-        report = await Forgetter(db, embedder, repos.facts).wipe(person.id)
+        forgetter = make_forgetter(db, embedder, repos)
+        report = await forgetter.wipe(person.id)
         say(f"wiped {person.name}: {report.rows} rows, {report.episodes} episodes, "
-              f"{report.facts} facts, {report.other} other rows")
+            f"{report.facts} facts, {report.other} other rows."
+            + older_copies_note(forgetter.older_copies(), full=True))
     finally:
         await embedder.close()
         await db.close()

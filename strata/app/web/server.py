@@ -27,13 +27,21 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from strata.app.web.links import WebLinks, WebSession
 from strata.app.web.metrics import Metrics
 from strata.app.web.view import MemoryView
-from strata.bot.memory_commands import KIND_TITLES, MemoryCommands
+from strata.bot.memory_commands import KIND_TITLES, ForgetWording, MemoryCommands
 from strata.memory.domain.persons import PersonRepo
 
 log = logging.getLogger(__name__)
 
 HERE = Path(__file__).parent
 COOKIE = "strata_web"
+# A forget that asks first, and what `#ID` leaves, in the view's own words (its buttons, not
+# chat commands).
+WEB_WORDING = ForgetWording(
+    ask="Press “Yes, forget all of it” to go ahead, or Cancel; to forget only one fact, use its "
+        "own Forget button on your memory page.",
+    more="What you said about it is still in our conversation: “Forget everything matching” "
+         "on your memory page removes that too.",
+)
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 SECURITY_HEADERS = [
@@ -231,11 +239,12 @@ class WebServer:
         session, form = checked
         what = form.get("what")
         what = what if isinstance(what, str) else ""
-        # Exactly `/forget WHAT`: the same plan, the same confirmation when it is ambiguous.
-        reply = await self.commands.forget_for(session.person_id, what)
+        # Exactly `/forget WHAT`: the same plan, the same confirmation when it is ambiguous,
+        # asked with this page's buttons.
+        reply = await self.commands.forget_for(session.person_id, what, WEB_WORDING)
         context = await self._person_context(session)
         context.update(title="Forget", text=reply.text,
-                       confirm="Send /forget yes" in reply.text, what=what)
+                       confirm=self.commands.asking(session.person_id), what=what)
         return self._page(request, "forget.html", context)
 
     async def export(self, request: Request) -> Response:

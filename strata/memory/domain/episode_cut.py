@@ -361,8 +361,8 @@ class EpisodeCutter:
                                      max_tokens=SUMMARY_MAX_TOKENS, model=self.settings.model)
         parsed = episode_summary.parse(answer.text)
         if not grounded(parsed.summary, "\n".join(text for _, text in lines)):
-            raise ValueError(f"the summary is not about the conversation: "
-                             f"{parsed.summary[:80]!r}")
+            log.debug("episode summary off its conversation: %r", parsed.summary[:200])
+            raise ValueError("the summary is not about the conversation")
         return parsed
 
     async def _store(self, channel: _ChannelInfo, window: Window, cursor: int,

@@ -40,6 +40,8 @@ from strata.memory.domain.forget_plan import (
     without_matching_sentences,
 )
 from strata.memory.domain.text import stem_prefix
+from strata.memory.engines import backup_log
+from strata.memory.engines.backup_log import KeptCopy
 from strata.memory.engines.db import Database, placeholders
 from strata.memory.engines.dialect import vector_deletes
 from strata.memory.engines.fts import terms
@@ -83,7 +85,7 @@ class Forgetter:
 
     async def plan_words(self, person_id: int, words: str) -> ForgetPlan:
         """Everything of `person_id` that matches `words`."""
-        plan = ForgetPlan(person_id, words)
+        plan = ForgetPlan(person_id, words, by_words=True)
         patterns = matcher(words)
         if not patterns:
             return plan
@@ -126,21 +128,17 @@ class Forgetter:
         return plan
 
     async def plan_fact(self, person_id: int, fact_id: int) -> ForgetPlan | None:
-        """The fact `fact_id` of `person_id` with the turns it came from; None if not theirs."""
+        """Exactly the fact `fact_id` of `person_id`; None if not theirs. The conversation it
+        came from stays (`sources_kept` says whether any of it is stored): `#ID` names one
+        fact, and forgetting more than the person named would need their yes first."""
         fact = await self.facts.get(fact_id)
         if fact is None or fact.owner_id != person_id:
             return None
-        plan = ForgetPlan(person_id, f"#{fact_id}", facts=[fact])
         sources = await self.facts.sources(fact_id)
-        if sources.row_ids:
-            rows = await self.db.fetchall(
-                f"SELECT turn_id FROM transcript WHERE id IN ({placeholders(sources.row_ids)})"
-                " AND (owner_id = ? OR person_id = ?)",
-                [*sources.row_ids, person_id, person_id],
-            )
-            plan.turn_ids = {r[0] for r in rows}
-        await self._expand(plan, matcher(fact.text) if not plan.turn_ids else [])
-        return plan
+        kept = bool(sources.row_ids) and bool(await self.db.fetchval(
+            f"SELECT count(*) FROM transcript WHERE id IN ({placeholders(sources.row_ids)})",
+            list(sources.row_ids)))
+        return ForgetPlan(person_id, f"#{fact_id}", facts=[fact], sources_kept=kept)
 
     async def _expand(self, plan: ForgetPlan, patterns: Sequence[re.Pattern[str]]) -> None:
         """Rows of the planned turns, affected episodes and other tables, facts from them."""
@@ -384,6 +382,12 @@ class Forgetter:
                     " WHERE channel_id = ?1",
                     (channel_id,),
                 )
+
+    def older_copies(self) -> list[KeptCopy]:
+        """The copies Strata made of the database before now (`strata.memory.engines.
+        backup_log`): they still hold what a forget deletes. None on PostgreSQL, whose
+        backups are the operator's (docs/operations.md)."""
+        return backup_log.copies_of(self.db.path) if self.db.engine == "sqlite" else []
 
     async def scrub(self) -> None:
         """Leave no deleted text where the engine can reach it (`Database.reclaim`: FTS5

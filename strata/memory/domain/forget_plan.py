@@ -58,6 +58,11 @@ class ForgetPlan:
     compactions: dict[int, str] = field(default_factory=dict)  # row id -> redacted text
     generic: dict[str, list[int]] = field(default_factory=dict)  # table -> rowids
     channels: set[int] = field(default_factory=set)
+    # `query` is words (`plan_words`): what else keeps the person's words (the console's
+    # prompt history) drops what matches them too.
+    by_words: bool = False
+    # `#ID`: the conversation the fact came from is still stored (it is not forgotten).
+    sources_kept: bool = False
 
     @property
     def empty(self) -> bool:
@@ -71,6 +76,8 @@ class ForgetPlan:
 
     def describe(self) -> str:
         """One line: what would go."""
+        if self.query.startswith("#") and not self.by_words:  # `#ID`: exactly one fact
+            return f"fact {self.query}"
         parts = []
         if self.facts:
             parts.append(counted(len(self.facts), "fact"))

@@ -160,15 +160,17 @@ async def _model_summary(chat: ChatModel, children: Sequence[Episode], level: in
         log.warning("roll-up summary unusable (%s); writing an extractive parent", exc)
         return None
     parsed = prompt.parse_answer(completion.text)
+    # What the model wrote may quote a person's words: only DEBUG logs may carry it (a
+    # forget cannot reach a log file).
     if parsed is None:
-        log.warning("roll-up summary does not fit the schema (%r…); writing an extractive "
-                    "parent", completion.text[:80])
+        log.warning("roll-up summary does not fit the schema; writing an extractive parent")
+        log.debug("the roll-up answer: %r", completion.text[:200])
         return None
     # A model that ignores max_tokens must not store a huge summary either.
     summary, terms = parsed
     if not grounded(summary, "\n".join(texts)):
-        log.warning("roll-up summary is not about its memories (%r…); writing an extractive "
-                    "parent", summary[:80])
+        log.warning("roll-up summary is not about its memories; writing an extractive parent")
+        log.debug("the roll-up summary: %r", summary[:200])
         return None
     return truncate_to_tokens(summary, policy.summary_tokens), terms
 
