@@ -39,6 +39,7 @@ LAYERS = (*PERSON_LAYERS, *SUMMARY_LAYERS, "discovery")
 CLASSES = ("supported", "unsupported", "echo")
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’_-]*")
+_URL = re.compile(r"https?://\S+")
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 
 
@@ -162,11 +163,14 @@ def _vocab(layer: str, src: Sources) -> frozenset[str]:
 
 
 def _trap(sentence: str, ws: list[str], layer: str, trap: Trap) -> bool:
-    low = sentence.lower()
+    """Whether the sentence carries all of the trap's words and none of its frame (a frame
+    word starts a word; a frame of several words is found as a phrase)."""
     if not all(any(w.startswith(t) for w in ws) for t in trap.words):
         return False
+    low = " ".join(ws)
     frame = trap.frame + (BOT_FRAME if layer in SUMMARY_LAYERS else ())
-    return not any(f in low for f in frame)
+    return not any(f.strip() in low if " " in f.strip() else
+                   any(w.startswith(f.strip()) for w in ws) for f in frame)
 
 
 def _sentence(sentence: str, layer: str, src: Sources, echoes: Echoes) -> Verdict:
@@ -202,6 +206,7 @@ def _sentence(sentence: str, layer: str, src: Sources, echoes: Echoes) -> Verdic
 
 def classify(text: str, layer: str, src: Sources, echoes: Echoes) -> Verdict:
     """The item's class: its worst sentence's (echo, then unsupported, then supported)."""
+    text = _URL.sub(" ", text)  # a discovery's address is its citation, not a claim
     verdicts = [_sentence(s, layer, src, echoes) for s in sentences(text)] or [
         Verdict("supported", "empty")]
     return max(verdicts, key=lambda v: CLASSES.index(v.cls))

@@ -109,7 +109,9 @@ async def stored(app: App, owner: Owner) -> list[dict[str, Any]]:
 
 
 def _others(person: Person, cast: Sequence[Person]) -> set[str]:
-    """The distinctive words of everyone else's truth: names, planted values, trap values."""
+    """The distinctive words of everyone else's truth: their names and planted values (not
+    their traps' words: those are common words, and a trap's city is caught anyway as a name
+    the person's sources lack)."""
     out: set[str] = set()
     for other in cast:
         if other is person:
@@ -117,8 +119,6 @@ def _others(person: Person, cast: Sequence[Person]) -> set[str]:
         out.add(other.name.lower())
         for p in other.planted:
             out.update(w for w in p.words if len(w) >= 4)
-        for t in other.traps:
-            out.update(w for w in t.words if len(w) >= 4)
     return out
 
 
@@ -177,7 +177,10 @@ async def judge(app: App, cast: Sequence[Person], pages: Sequence[dict[str, str]
                 if r.kind is RowKind.MESSAGE and r.channel_id == channel.id]
         own = [r.content for r in rows if r.role is Role.USER]
         truth = [p.line for p in person.planted]
-        src = Sources.of(own + truth, [r.content for r in rows], [person.name], page_texts,
+        # A summary may date what it tells: the rows' days are among its sources.
+        days = sorted({r.ts.strftime("%Y-%m-%d %d %B %A %Y") for r in rows})
+        src = Sources.of(own + truth, [r.content for r in rows] + days, [person.name],
+                         page_texts,
                          person.traps, _others(person, cast))
         mine = await stored(app, owner)
         for item in mine:

@@ -53,6 +53,15 @@ def test_a_trap_is_unsupported_outside_its_frame() -> None:
                     ECHOES).cls == "supported"
 
 
+def test_a_discovery_rests_on_the_pages_it_cites() -> None:
+    src = Sources.of(OWN, OWN, ["Alice"], ["Cello: a bowed string instrument of the violin "
+                                           "family"], [], [])
+    found = "Cello: a bowed string instrument (http://127.0.0.1:8123/wiki/Cello)"
+    assert classify(found, "discovery", src, ECHOES).cls == "supported"
+    assert classify("Tuba: the largest brass instrument (http://x/wiki/Tuba)", "discovery",
+                    src, ECHOES).cls == "unsupported"
+
+
 def test_another_persons_truth_and_a_missing_name_are_unsupported() -> None:
     crossed = classify("Alice's dog Biscuit is old.", "episode", _src(), ECHOES)
     assert crossed.cls == "unsupported" and "another person's" in crossed.reason
