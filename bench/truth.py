@@ -95,7 +95,7 @@ async def _wrong_reply(app: App, clock: ManualClock, person: Person, item: Wrong
             await hook(channel, p, turn)
 
 
-async def _jobs(app: App, runs: Counter[str]) -> None:
+async def _jobs(app: App, runs: Counter[str], reports: list[dict[str, Any]]) -> None:
     """`strata jobs run --job all --force` at the clock's time: every job, every owner."""
     runner = app.runner
     assert runner is not None
@@ -109,6 +109,9 @@ async def _jobs(app: App, runs: Counter[str]) -> None:
             runs[f"{job.name}:{report.status}"] += 1
             if report.ran:
                 print(f"  {report.line()[:150]}", flush=True)
+                reports.append({"at": app.clock.now().isoformat(), "job": report.job,
+                                "owner": report.person, "status": report.status,
+                                "detail": report.detail, **report.details})
     await app.processor.drain()
 
 
@@ -135,6 +138,7 @@ async def live(app: App, clock: ManualClock, cast: list[Person]) -> dict[str, An
     """Every person's sessions, week by week, with every job after each week; the replies
 to the checked questions."""
     runs: Counter[str] = Counter()
+    reports: list[dict[str, Any]] = []  # what each job run did (its refusals, when counted)
     asks: list[dict[str, Any]] = []
     assert app.runner is not None
     await app.runner.start_up()
@@ -150,8 +154,8 @@ to the checked questions."""
         # The week's jobs, once everyone has been quiet for two hours.
         clock.advance(hours=2)
         print(f"jobs after week {w + 1} ({clock.now():%a %d %b %H:%M})", flush=True)
-        await _jobs(app, runs)
-    return {"job_runs": dict(sorted(runs.items())), "asks": asks}
+        await _jobs(app, runs, reports)
+    return {"job_runs": dict(sorted(runs.items())), "job_reports": reports, "asks": asks}
 
 
 def with_pages(settings: Settings, pages_url: str) -> Settings:
