@@ -11,7 +11,8 @@ An item is split into sentences; the item takes its worst sentence's class.
   person never used (one memory reaching another); or a trap's words without the frame that
   makes them true (the hypothetical city stored as home, the corrected year, the brother's
   job, the bot's own wrong answer: `bench.truth_people.Trap`); or a name or number its sources
-  lack; or fewer than `MIN_SUPPORT` of its content words are found in its sources.
+  lack; or fewer than `MIN_SUPPORT` of its content words are found in its sources; or, for a
+  pattern (a habit), fewer than two of the person's messages hold half its content words.
 - **supported**: otherwise (a sentence with no content words is supported: it claims nothing).
 
 The sources of a claim about the person (facts, patterns, reflections, portrait sentences) are
@@ -39,7 +40,10 @@ LAYERS = (*PERSON_LAYERS, *SUMMARY_LAYERS, "discovery")
 CLASSES = ("supported", "unsupported", "echo")
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’_-]*")
+_SUFFIXES = frozenset({"s", "es", "ed", "d", "ing", "ning", "er", "ers"})
+_POSSESSIVE = re.compile(r"['’]s$")
 _URL = re.compile(r"https?://\S+")
+_RELATED = re.compile(r"\(related tool: [\w-]+\)")
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 
 
@@ -70,7 +74,8 @@ BOT_FRAME = ("strata", "assistant", "bot", "said", "answer", "repl")
 
 
 def words(text: str) -> list[str]:
-    return [w.lower().strip("'’_-") for w in _WORD.findall(text)]
+    """Lower-case words, a possessive's "'s" dropped ("Alice's" is "alice")."""
+    return [_POSSESSIVE.sub("", w.lower()).strip("'’_-") for w in _WORD.findall(text)]
 
 
 def sentences(text: str) -> list[str]:
@@ -84,6 +89,9 @@ def content(ws: Iterable[str]) -> list[str]:
 def _near(word: str, vocab: frozenset[str]) -> bool:
     """`word` in `vocab`, or sharing a prefix of at least PREFIX letters with a word of it."""
     if word in vocab:
+        return True
+    # A short word and its inflections ("run", "runs", "running").
+    if any(word.startswith(v) and word[len(v):] in _SUFFIXES for v in vocab if len(v) >= 3):
         return True
     n = min(len(word), 6)
     if n < PREFIX:
@@ -129,6 +137,7 @@ class Sources:
     """What one person's items may rest on."""
 
     own: frozenset[str]  # the person's own words, name and planted truth
+    lines: tuple[frozenset[str], ...]  # each of the person's own messages, as words
     dialogue: frozenset[str]  # the whole conversation, both sides
     pages: frozenset[str]  # what research was served
     said_grams: frozenset[tuple[str, ...]]  # the conversation's word runs (not echoes)
@@ -138,12 +147,14 @@ class Sources:
     @classmethod
     def of(cls, own_lines: Iterable[str], dialogue_lines: Iterable[str], names: Iterable[str],
            pages: Iterable[str], traps: Sequence[Trap], others: Iterable[str]) -> Sources:
-        own = {w for line in own_lines for w in words(line)} | {n.lower() for n in names}
+        lines = tuple(frozenset(words(line)) for line in own_lines)
+        own = {w for line in lines for w in line} | {n.lower() for n in names}
         dialogue_words: list[str] = []
         for line in dialogue_lines:
             dialogue_words += [*words(line), "\n"]
         page_words = {w for p in pages for w in words(p)}
-        return cls(frozenset(own), frozenset(dialogue_words) | own, frozenset(page_words),
+        return cls(frozenset(own), lines, frozenset(dialogue_words) | own,
+                   frozenset(page_words),
                    frozenset(_grams(dialogue_words, ECHO_NGRAM)), tuple(traps),
                    frozenset(w for w in others if not _near(w, frozenset(own))))
 
@@ -187,8 +198,9 @@ def _sentence(sentence: str, layer: str, src: Sources, echoes: Echoes) -> Verdic
             return Verdict("unsupported", f"{trap.why}: {' '.join(trap.words)}")
     # Names and numbers: capitalised words after the first, and digits.
     raw = _WORD.findall(sentence)
-    named = [w.lower() for i, w in enumerate(raw)
-             if (w[0].isdigit() or (i > 0 and w[0].isupper())) and w.lower() not in META]
+    named = [_POSSESSIVE.sub("", w.lower()) for i, w in enumerate(raw)
+             if (w[0].isdigit() or (i > 0 and w[0].isupper()))]
+    named = [w for w in named if w not in META]
     missing = [w for w in named if not _near(w.strip("'’"), vocab)]
     if missing:
         return Verdict("unsupported", "name or number not in its sources: "
@@ -201,12 +213,20 @@ def _sentence(sentence: str, layer: str, src: Sources, echoes: Echoes) -> Verdic
         absent = [w for w in claim if w not in found]
         return Verdict("unsupported", f"{len(found)}/{len(claim)} content words in its "
                        "sources; not: " + ", ".join(absent[:8]))
+    if layer == "pattern":
+        # A habit is something done again and again: its words in two messages at least.
+        again = sum(1 for line in src.lines
+                    if sum(_near(w, line) for w in claim) / len(claim) >= MIN_SUPPORT)
+        if again < 2:
+            return Verdict("unsupported", f"a pattern from {again} message(s): not a habit")
     return Verdict("supported", f"{len(found)}/{len(claim)} content words in its sources")
 
 
 def classify(text: str, layer: str, src: Sources, echoes: Echoes) -> Verdict:
     """The item's class: its worst sentence's (echo, then unsupported, then supported)."""
-    text = _URL.sub(" ", text)  # a discovery's address is its citation, not a claim
+    # A discovery's address is its citation, and a pattern's "(related tool: X)" is added by
+    # the job's code: neither is the model's claim.
+    text = _RELATED.sub(" ", _URL.sub(" ", text))
     verdicts = [_sentence(s, layer, src, echoes) for s in sentences(text)] or [
         Verdict("supported", "empty")]
     return max(verdicts, key=lambda v: CLASSES.index(v.cls))

@@ -47,6 +47,15 @@ def test_the_prompts_placeholder_and_a_tool_name_are_echoes() -> None:
     assert classify("short statement about the person", "episode", said, ECHOES).cls != "echo"
 
 
+def test_a_pattern_needs_two_messages_and_the_jobs_tool_note_is_not_a_claim() -> None:
+    again = Sources.of([*OWN, "Did my run by the canal again."], OWN, ["Alice"], [], [], [])
+    assert classify("Alice works as a pharmacist.", "pattern", again, ECHOES).cls == "unsupported"
+    ran = Sources.of([*OWN, "I run by the canal.", "Did my run by the canal again."], OWN,
+                     ["Alice"], [], [], [])
+    assert classify("Alice runs by the canal (related tool: set_reminder)", "pattern", ran,
+                    ECHOES).cls == "supported"
+
+
 def test_a_trap_is_unsupported_outside_its_frame() -> None:
     assert classify("Alice lives in Oslo.", "fact", _src(), ECHOES).cls == "unsupported"
     assert classify("Alice would consider moving to Oslo.", "reflection", _src(),
