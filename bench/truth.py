@@ -1,7 +1,7 @@
 """Truthfulness of everything the model writes into memory, with the real default model.
 
-    python -m bench.truth                 # the full run (2 simulated weeks, about 20 min)
-    python -m bench.truth --quick         # 1 week, 2 people (cases a and c; about 5 min)
+    python -m bench.truth                 # 5 people, 2 simulated weeks
+    python -m bench.truth --quick         # 2 people (cases a and c), 1 week
     python -m bench.truth --out FILE      # default bench/results/truth_<model>[_quick].json
 
 The people of `bench.truth_people` (planted facts, habits and traps; generated from `--seed`)
@@ -225,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--rejudge needs --keep-db FOLDER (the kept run)")
     result = asyncio.run(run(args.seed, weeks, QUICK if args.quick else (), args.keep_db,
                              args.rejudge))
+    # With --rejudge this is the judging alone; the living's time is `lived.seconds`.
     result["seconds"] = round(time.monotonic() - started, 1)
+    result["rejudged"] = args.rejudge
     result["load_average"] = os.getloadavg()
     result["command"] = "python -m bench.truth " + shlex.join(argv or sys.argv[1:])
     model = result["endpoint"]["model"].replace("/", "_")

@@ -44,7 +44,7 @@ _SUFFIXES = frozenset({"s", "es", "ed", "d", "ing", "ning", "er", "ers"})
 _POSSESSIVE = re.compile(r"['’]s$")
 _URL = re.compile(r"https?://\S+")
 _RELATED = re.compile(r"\(related tool: [\w-]+\)")
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?;])[\"'”’)]*\s+|\n+")
 
 
 def _set(text: str) -> frozenset[str]:
@@ -179,7 +179,11 @@ def _trap(sentence: str, ws: list[str], layer: str, trap: Trap) -> bool:
     if not all(any(w.startswith(t) for w in ws) for t in trap.words):
         return False
     low = " ".join(ws)
-    frame = trap.frame + (BOT_FRAME if layer in SUMMARY_LAYERS else ())
+    # A summary may tell what the bot said, and what a question was about.
+    summary = layer in SUMMARY_LAYERS
+    if summary and trap.why == "asked":
+        return False
+    frame = trap.frame + (BOT_FRAME if summary and trap.why == "bot" else ())
     return not any(f.strip() in low if " " in f.strip() else
                    any(w.startswith(f.strip()) for w in ws) for f in frame)
 
@@ -200,7 +204,7 @@ def _sentence(sentence: str, layer: str, src: Sources, echoes: Echoes) -> Verdic
     raw = _WORD.findall(sentence)
     named = [_POSSESSIVE.sub("", w.lower()) for i, w in enumerate(raw)
              if (w[0].isdigit() or (i > 0 and w[0].isupper()))]
-    named = [w for w in named if w not in META]
+    named = [w for w in named if w not in META and w not in STOP]
     missing = [w for w in named if not _near(w.strip("'’"), vocab)]
     if missing:
         return Verdict("unsupported", "name or number not in its sources: "

@@ -122,12 +122,19 @@ def _others(person: Person, cast: Sequence[Person]) -> set[str]:
     return out
 
 
+def _keeps(item: dict[str, Any]) -> bool:
+    """Whether a stored item can count as keeping a planted fact: supported, or true but said
+    once and stored as a habit (the fact is kept, in the wrong layer)."""
+    return item["class"] == "supported" or item["reason"].startswith("a pattern from 1 ")
+
+
 async def _recall(app: App, person: Person, owner: Owner, channel: Channel,
                   facts: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each planted fact: stored as a live fact (its words in one), and brought back by
-    turn-zero recall when the person asks its question (its line in the block)."""
-    mine = [f["text"] for f in facts
-            if f["layer"] in ("fact", "pattern", "geo") and f.get("status") == "live"]
+    """Each planted fact: stored as a live fact, pattern or place that keeps it (its words in
+    one, see `_keeps`), and brought back by turn-zero recall when the person asks its
+    question (its line in the block)."""
+    mine = [f["text"] for f in facts if f["layer"] in ("fact", "pattern", "geo")
+            and f.get("status") == "live" and _keeps(f)]
     out = []
     for p in person.planted:
         outcome = await recall_once(app, channel, owner, p.question)
@@ -176,7 +183,7 @@ async def judge(app: App, cast: Sequence[Person], pages: Sequence[dict[str, str]
         rows = [r for r in await app.transcript.for_owner(owner.id)
                 if r.kind is RowKind.MESSAGE and r.channel_id == channel.id]
         own = [r.content for r in rows if r.role is Role.USER]
-        truth = [p.line for p in person.planted]
+        truth = [p.line for p in person.planted if p.line not in own]  # each line once
         # A summary may date what it tells: the rows' days are among its sources.
         days = sorted({r.ts.strftime("%Y-%m-%d %d %B %A %Y") for r in rows})
         src = Sources.of(own + truth, [r.content for r in rows] + days, [person.name],

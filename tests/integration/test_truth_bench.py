@@ -71,6 +71,18 @@ def test_a_discovery_rests_on_the_pages_it_cites() -> None:
                     src, ECHOES).cls == "unsupported"
 
 
+def test_a_summary_may_tell_a_question_but_not_make_a_quote_the_persons() -> None:
+    src = Sources.of(["My brother told me he moved to Cork.", "How does a heat pump work?"],
+                     ["My brother told me he moved to Cork.", "How does a heat pump work?",
+                      "A heat pump moves heat."],
+                     ["Dag"], [], [Trap(("cork",), "quoted", ("brother", "told")),
+                                   Trap(("heat", "pump"), "asked", ("ask",))], [])
+    assert classify("Dag asked Strata about moving to Cork.", "episode", src,
+                    ECHOES).cls == "unsupported"
+    assert classify("Dag's brother moved to Cork. Strata says a heat pump moves heat.",
+                    "episode", src, ECHOES).cls == "supported"
+
+
 def test_another_persons_truth_and_a_missing_name_are_unsupported() -> None:
     crossed = classify("Alice's dog Biscuit is old.", "episode", _src(), ECHOES)
     assert crossed.cls == "unsupported" and "another person's" in crossed.reason
