@@ -1,0 +1,138 @@
+"""`python -m bench.truth`: the classifier on planted items, and the harness end to end on a
+tiny cast with the fake model server (the real model runs in the benchmark itself)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from bench import truth
+from bench.truth_classify import Echoes, Sources, classify
+from bench.truth_judge import echoes_of, judge, table
+from bench.truth_people import Trap, people
+from strata.app.compose import App
+from strata.cognition.prompts import patterns
+from strata.core.clock import ManualClock
+from strata.core.config import Settings
+from strata.memory.domain.fact_types import NewFact
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.web_sources import WebSources
+
+OWN = ["I work as a pharmacist at the hospital.", "My sister Nadia lives in Porto.",
+       "If I moved to Oslo I'd learn to ski."]
+ECHOES = Echoes.of([patterns.INSTRUCTIONS], ["set_reminder"])
+
+
+def _src(dialogue: list[str] | None = None) -> Sources:
+    return Sources.of(OWN, OWN + (dialogue or []), ["Alice"], [],
+                      [Trap(("oslo",), "hypothetical", ("if", "would", "consider"))],
+                      ["biscuit", "tartu"])
+
+
+def test_a_claim_in_the_persons_words_is_supported() -> None:
+    verdict = classify("Alice works as a pharmacist.", "fact", _src(), ECHOES)
+    assert verdict.cls == "supported", verdict
+
+
+def test_an_invented_claim_is_unsupported() -> None:
+    verdict = classify("Alice enjoys hiking, cooking and video games.", "portrait", _src(),
+                       ECHOES)
+    assert verdict.cls == "unsupported" and "hiking" in verdict.reason
+
+
+def test_the_prompts_placeholder_and_a_tool_name_are_echoes() -> None:
+    assert classify("short statement about the person", "pattern", _src(), ECHOES).cls == "echo"
+    assert classify("Alice uses set_reminder for work.", "pattern", _src(), ECHOES).cls == "echo"
+    # Words the person said themselves are not an echo, even when a prompt has them too.
+    said = _src(["a short statement about the person and more"])
+    assert classify("short statement about the person", "episode", said, ECHOES).cls != "echo"
+
+
+def test_a_pattern_needs_two_messages_and_the_jobs_tool_note_is_not_a_claim() -> None:
+    again = Sources.of([*OWN, "Did my run by the canal again."], OWN, ["Alice"], [], [], [])
+    assert classify("Alice works as a pharmacist.", "pattern", again, ECHOES).cls == "unsupported"
+    ran = Sources.of([*OWN, "I run by the canal.", "Did my run by the canal again."], OWN,
+                     ["Alice"], [], [], [])
+    assert classify("Alice runs by the canal (related tool: set_reminder)", "pattern", ran,
+                    ECHOES).cls == "supported"
+
+
+def test_a_trap_is_unsupported_outside_its_frame() -> None:
+    assert classify("Alice lives in Oslo.", "fact", _src(), ECHOES).cls == "unsupported"
+    assert classify("Alice would consider moving to Oslo.", "reflection", _src(),
+                    ECHOES).cls == "supported"
+
+
+def test_a_discovery_rests_on_the_pages_it_cites() -> None:
+    src = Sources.of(OWN, OWN, ["Alice"], ["Cello: a bowed string instrument of the violin "
+                                           "family"], [], [])
+    found = "Cello: a bowed string instrument (http://127.0.0.1:8123/wiki/Cello)"
+    assert classify(found, "discovery", src, ECHOES).cls == "supported"
+    assert classify("Tuba: the largest brass instrument (http://x/wiki/Tuba)", "discovery",
+                    src, ECHOES).cls == "unsupported"
+
+
+def test_a_summary_may_tell_a_question_but_not_make_a_quote_the_persons() -> None:
+    src = Sources.of(["My brother told me he moved to Cork.", "How does a heat pump work?"],
+                     ["My brother told me he moved to Cork.", "How does a heat pump work?",
+                      "A heat pump moves heat."],
+                     ["Dag"], [], [Trap(("cork",), "quoted", ("brother", "told")),
+                                   Trap(("heat", "pump"), "asked", ("ask",))], [])
+    assert classify("Dag asked Strata about moving to Cork.", "episode", src,
+                    ECHOES).cls == "unsupported"
+    assert classify("Dag's brother moved to Cork. Strata says a heat pump moves heat.",
+                    "episode", src, ECHOES).cls == "supported"
+
+
+def test_another_persons_truth_and_a_missing_name_are_unsupported() -> None:
+    crossed = classify("Alice's dog Biscuit is old.", "episode", _src(), ECHOES)
+    assert crossed.cls == "unsupported" and "another person's" in crossed.reason
+    named = classify("Alice's sister lives in Manhattan.", "portrait", _src(), ECHOES)
+    assert named.cls == "unsupported" and "manhattan" in named.reason
+    # The worst sentence decides the item.
+    assert classify("Alice is a pharmacist. She loves hiking mountains.", "portrait", _src(),
+                    ECHOES).cls == "unsupported"
+
+
+async def test_the_harness_lives_judges_and_reports(
+        fake_openai: FakeOpenAI, settings: Settings, clock: ManualClock) -> None:
+    cast = people(11, 1, ("ordinary", "plain"))
+    pages = await WebSources().start()
+    pages.pages = {"": truth.PAGES}
+    app = await App.create(truth.with_pages(settings, pages.base_url), clock=clock)
+    try:
+        lived = await truth.live(app, clock, cast)
+        # What a writer that checks nothing would store: an invented claim and an echo.
+        alice = await app.persons.find("plain")
+        assert alice is not None
+        for text in ("Alice enjoys hiking and video games.",
+                     "short statement about the person"):
+            await app.facts.add(NewFact(alice.id, "behavioral_pattern", text, "user"),
+                                clock.now())
+        result = await judge(app, cast, truth.PAGES)
+    finally:
+        await app.close()
+        await pages.stop()
+    # Every person had their turns, and every job ran after the week.
+    assert sum(n for k, n in lived["job_runs"].items() if k.startswith("extract:")) == 2
+    assert [a["question"] for a in lived["asks"]] == ["What is my job?"]
+    by_text = {i["text"]: i for i in result["items"]}
+    assert by_text["Alice enjoys hiking and video games."]["class"] == "unsupported"
+    assert by_text["short statement about the person"]["class"] == "echo"
+    assert result["by_layer"]["pattern"]["echo"] >= 1
+    assert Counter(r["person"] for r in result["recall"]["rows"]) == {"ordinary": 1, "plain": 6}
+    # The person's own words are indexed and recalled: a line comes back for its question.
+    rows = {(r["person"], r["key"]): r for r in result["recall"]["rows"]}
+    assert rows[("plain", "sibling")]["turn_zero_line"]
+    assert set(result["cases"]) == {"a", "b", "c"}
+    # Case c reports what the block holds (the wrong reply was stored as the bot's answer).
+    c = result["cases"]["c"]
+    assert c["block_has_wrong_reply"] == ("software engineer" in c["block"])
+    assert c["block_has_person_line"] == ("pharmacist" in c["block"])
+    text = table({**result, "lived": lived})
+    assert "| pattern |" in text and "**no**" in text and "case c" in text
+
+
+def test_the_echo_corpus_reads_every_prompt(app: App) -> None:
+    echoes = echoes_of(app)
+    assert ("short", "statement", "about", "the") in echoes.grams
+    assert "set_reminder" in echoes.tools or echoes.tools
