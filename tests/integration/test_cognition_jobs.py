@@ -81,22 +81,22 @@ async def test_dmn_findings_are_recalled_for_the_same_person_only(
                                           else None)
     extracted = await run(app, "extract", alice)  # closes the paused conversation
     assert extracted.status == "ok" and "1 episodes cut" in extracted.detail, extracted.detail
-    fake_openai.reply("Alice worries that her sore knee could stop her Lyon marathon in April.")
+    fake_openai.reply("Alice's knee hurts before her Lyon marathon in April.")
     report = await run(app, "dmn", alice)
     assert report.status == "ok", report.detail
     await app.processor.drain()
     assert await facts_of(app, alice, "reflection") == [
-        "Alice worries that her sore knee could stop her Lyon marathon in April."]
+        "Alice's knee hurts before her Lyon marathon in April."]
 
     clock.advance(hours=1)
     # (Recall's gate abstains when most of a question's words never occur in the memory: the
     # question uses the words of what was said.)
     await say(app, clock, "what about my knee and the marathon?")
     sent = str(fake_openai.chat_requests()[-1]["messages"])
-    assert "sore knee could stop her Lyon marathon" in sent
+    assert "knee hurts before her Lyon marathon" in sent
     await say(app, clock, "what about my knee and the marathon?", user="bob")
     sent = str(fake_openai.chat_requests()[-1]["messages"])
-    assert "sore knee" not in sent and "Lyon" not in sent
+    assert "knee hurts" not in sent and "Lyon" not in sent
 
 
 async def test_research_is_grounded_new_and_at_most_once_in_six_hours(
@@ -202,11 +202,14 @@ async def test_pattern_match_maps_patterns_to_tools_and_skips_without_new_messag
         alice = await say(app, clock, "I need to remember to water the plants tonight")
         clock.advance(days=1)
 
+    rows = [r.id for r in await app.transcript.for_owner(alice.id) if r.role.value == "user"]
+
     def responder(body: dict[str, Any]) -> str | None:
         if "behavioural patterns" in str(body["messages"]):
             return json.dumps({"patterns": [
-                {"pattern": "Alice waters her plants every evening", "tool": "set_reminder"},
-                {"pattern": "Alice writes in the morning", "tool": "teleport"}]})
+                {"pattern": "Alice waters her plants every evening", "rows": rows,
+                 "tool": "set_reminder"},
+                {"pattern": "Alice writes in the morning", "rows": rows, "tool": "teleport"}]})
         return None
 
     fake_openai.responder = responder
@@ -216,7 +219,7 @@ async def test_pattern_match_maps_patterns_to_tools_and_skips_without_new_messag
         "Alice waters her plants every evening (related tool: set_reminder)",
         "Alice writes in the morning"]
     prompt = next(r for r in fake_openai.chat_requests() if "behavioural patterns" in str(r))
-    assert "[Mon 09:00] I need to remember" in str(prompt["messages"])
+    assert f"[{rows[0]} Mon 09:00] I need to remember" in str(prompt["messages"])
     again = await run(app, "patterns", alice)
     assert again.status == "skipped" and again.detail == "nothing new"
     assert calls_with(fake_openai, "behavioural patterns") == 1

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from strata.cognition.jobs.common import FactPorts, TranscriptPorts, add_fact
+from strata.cognition.ambient import PORTRAIT_KINDS
+from strata.cognition.jobs.common import FactPorts, TranscriptPorts, add_grounded, live_facts
 from strata.cognition.prompts import dmn as prompts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
+from strata.memory.domain import grounding
 from strata.memory.domain.episodes import EpisodeRepo
 from strata.memory.domain.portraits import PortraitRepo
 
@@ -75,9 +77,17 @@ class DmnJob(BaseJob):
         )
         reply_rows = [r.id for r in await s.transcript.by_turn(ctx.turn_id("main"))
                       if r.role.value == "assistant" and r.kind.value == "message"]
+        # A finding must trace to the episodes and facts it reflects on (the portrait is
+        # built from the facts, so those are its ground too).
+        ground = [*episodes, *(text for _, text in facts),
+                  *(f.text for f in await live_facts(ctx, PORTRAIT_KINDS))]
         kept = 0
         for finding in prompts.findings(reply):
-            if await add_fact(ctx, "reflection", finding, SOURCE, row_ids=reply_rows):
+            refusal = grounding.check_traced(finding, ground, layer=grounding.REFLECTIONS,
+                                             prompt=[prompts.INSTRUCTIONS, prompts.ASK],
+                                             names=[ctx.person.name])
+            if await add_grounded(ctx, "reflection", finding, SOURCE, refusal,
+                                  row_ids=reply_rows):
                 kept += 1
         return JobOutcome(f"reflected on {len(episodes)} episodes and {len(new_facts)} new "
                           f"facts; {kept} new findings: "

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from strata.memory.domain.recall_names import CALENDAR, names_in
@@ -62,6 +62,7 @@ NOT_SAID = "not in the person's words"
 UNTRACED = "not traced to facts or episodes"
 OFF_TOPIC = "not about its sources"
 MISATTRIBUTED = "attributed to the wrong speaker"
+NOT_ON_PAGE = "not on the fetched page"
 
 # A claim keeps at least this share of its content words from its evidence.
 CLAIM_SHARE = 0.5
@@ -129,9 +130,10 @@ def echo(text: str, prompt: Iterable[str] = (), sources: Sequence[str] = ()) -> 
     return None
 
 
-def _missing_specifics(text: str, sources: str) -> str | None:
-    """NAME, NUMBER or DATE when `text` carries one its sources lack."""
-    have = set(_surface(sources))
+def _missing_specifics(text: str, sources: str, known: Collection[str] = ()) -> str | None:
+    """NAME, NUMBER or DATE when `text` carries one its sources lack (`known`: names that need
+    no source, the person's own and the bot's)."""
+    have = set(_surface(sources)) | {w for name in known for w in _surface(name)}
     have |= {w.removesuffix("'s") for w in have}
     stems = set(tokens(sources))
     digits = set(_DIGITS.findall(sources))
@@ -157,15 +159,15 @@ def _content(text: str) -> set[str]:
             if t not in _FRAMING and not t.isdigit() and t not in calendar}
 
 
-def _share(text: str, sources: str) -> float:
-    words = _content(text)
+def _share(text: str, sources: str, known: Collection[str] = ()) -> float:
+    words = _content(text) - set(known)
     if not words:
         return 0.0
     return len(words & set(tokens(sources))) / len(words)
 
 
 def _supported(text: str, sources: Sequence[str], prompt: Iterable[str], share: float,
-               short: str) -> str | None:
+               short: str, known: Collection[str] = ()) -> str | None:
     if not text.strip() or not _surface(text):
         return EMPTY
     if not sources or not any(s.strip() for s in sources):
@@ -174,24 +176,33 @@ def _supported(text: str, sources: Sequence[str], prompt: Iterable[str], share: 
     if why:
         return why
     joined = "\n".join(sources)
-    why = _missing_specifics(text, joined)
+    why = _missing_specifics(text, joined, known)
     if why:
         return why
-    return short if _share(text, joined) < share else None
+    known_words = {t for name in known for t in tokens(name)}
+    return short if _share(text, joined, known_words) < share else None
 
 
 def check_claim(text: str, own_words: Sequence[str], *, layer: str,
-                prompt: Iterable[str] = ()) -> Refusal | None:
-    """A claim about the person, against the person's own lines it cites (never the bot's)."""
-    why = _supported(text, own_words, prompt, CLAIM_SHARE, NOT_SAID)
+                prompt: Iterable[str] = (), names: Collection[str] = ()) -> Refusal | None:
+    """A claim about the person, against the person's own lines it cites (never the bot's).
+    `names`: the person's own name(s), which the claim may use without their saying it."""
+    why = _supported(text, own_words, prompt, CLAIM_SHARE, NOT_SAID, names)
     return Refusal(layer, why, text) if why else None
 
 
 def check_traced(text: str, facts_or_episodes: Sequence[str], *, layer: str,
-                 prompt: Iterable[str] = ()) -> Refusal | None:
+                 prompt: Iterable[str] = (), names: Collection[str] = ()) -> Refusal | None:
     """A portrait or reflection sentence, against the stored facts and episodes it rests on."""
-    why = _supported(text, facts_or_episodes, prompt, CLAIM_SHARE, UNTRACED)
+    why = _supported(text, facts_or_episodes, prompt, CLAIM_SHARE, UNTRACED, names)
     return Refusal(layer, why, text) if why else None
+
+
+def check_discovery(note: str, page: Sequence[str], *, layer: str = DISCOVERIES,
+                    prompt: Iterable[str] = ()) -> Refusal | None:
+    """A research note, against the fetched result it keeps (title, snippet)."""
+    why = _supported(note, page, prompt, GROUNDED_SHARE, NOT_ON_PAGE)
+    return Refusal(layer, why, note) if why else None
 
 
 def sentences(text: str) -> list[str]:
@@ -200,10 +211,12 @@ def sentences(text: str) -> list[str]:
 
 
 def check_summary(text: str, sources: Sequence[str], *, layer: str, prompt: Iterable[str] = (),
-                  speakers: Mapping[str, Sequence[str]] | None = None) -> Refusal | None:
+                  speakers: Mapping[str, Sequence[str]] | None = None,
+                  names: Collection[str] = ()) -> Refusal | None:
     """A summary against what it summarises. `speakers` (name → that speaker's lines) turns on
-    the misattribution test."""
-    why = _supported(text, sources, prompt, GROUNDED_SHARE, OFF_TOPIC)
+    the misattribution test; speakers' names count as known."""
+    known = [*names, *(speakers or {})]
+    why = _supported(text, sources, prompt, GROUNDED_SHARE, OFF_TOPIC, known)
     if why is None:
         why = _invented_quote(text, sources)
     if why is None and speakers:
