@@ -16,7 +16,7 @@ from strata.core.types import Person, Role
 from strata.memory.domain import grounding as g
 from tests.fakes.openai_server import FakeOpenAI
 
-from .test_cognition_jobs import facts_of, run, say
+from .test_cognition_jobs import run, say
 
 AppFactory = Callable[..., Awaitable[App]]
 

@@ -67,11 +67,7 @@ NOT_ON_PAGE = "not on the fetched page"
 # A claim keeps at least this share of its content words from its evidence.
 CLAIM_SHARE = 0.5
 # Words that frame a claim rather than carry it ("the person usually mentions ...").
-_FRAMING = frozenset(stem(w) for w in """person user people someone usual usually often
-    regularly frequently typically tend tends habit habits habitually routine routines pattern
-    patterns repeatedly always sometimes mention mentions mentioned say says said talk talks
-    talked tell tells told write writes wrote message messages seem seems appear appears likely
-    also like likes really very much many each every time times""".split())
+_FRAMING = frozenset(stem(w) for w in ["person", "user", "people", "someone", "usual", "usually", "often", "regularly", "frequently", "typically", "tend", "tends", "habit", "habits", "habitually", "routine", "routines", "pattern", "patterns", "repeatedly", "always", "sometimes", "mention", "mentions", "mentioned", "say", "says", "said", "talk", "talks", "talked", "tell", "tells", "told", "write", "writes", "wrote", "message", "messages", "seem", "seems", "appear", "appears", "likely", "also", "like", "likes", "really", "very", "much", "many", "each", "every", "time", "times"])
 
 _DIGITS = re.compile(r"\d+")
 _WORDS = re.compile(r"[\w'’]+")
