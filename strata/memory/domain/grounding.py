@@ -26,12 +26,13 @@ memory is asked again, an invented one is trusted.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from strata.memory.domain.recall_names import CALENDAR, names_in
+from strata.memory.domain.recall_names import calendar_stems, names_in
 from strata.memory.domain.text import GROUNDED_SHARE, is_markup, stem, tokens
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,17 @@ NOT_ON_PAGE = "not on the fetched page"
 # A claim keeps at least this share of its content words from its evidence.
 CLAIM_SHARE = 0.5
 # Words that frame a claim rather than carry it ("the person usually mentions ...").
-_FRAMING = frozenset(stem(w) for w in ["person", "user", "people", "someone", "usual", "usually", "often", "regularly", "frequently", "typically", "tend", "tends", "habit", "habits", "habitually", "routine", "routines", "pattern", "patterns", "repeatedly", "always", "sometimes", "mention", "mentions", "mentioned", "say", "says", "said", "talk", "talks", "talked", "tell", "tells", "told", "write", "writes", "wrote", "message", "messages", "seem", "seems", "appear", "appears", "likely", "also", "like", "likes", "really", "very", "much", "many", "each", "every", "time", "times"])
+_FRAMING_WORDS = """person user people someone usual usually often regularly frequently
+    typically tend tends habit habits habitually routine routines pattern patterns repeatedly
+    always sometimes mention mentions mentioned say says said talk talks talked tell tells told
+    write writes wrote message messages seem seems appear appears likely also like likes really
+    very much many each every time times"""
+
+
+@functools.cache
+def _framing() -> frozenset[str]:
+    """The framing words' stems, made on first use (importing must not load the stemmer)."""
+    return frozenset(stem(w) for w in _FRAMING_WORDS.split())
 
 _DIGITS = re.compile(r"\d+")
 _WORDS = re.compile(r"[\w'’]+")
@@ -135,7 +146,7 @@ def _missing_specifics(text: str, sources: str, known: Collection[str] = ()) -> 
     digits = set(_DIGITS.findall(sources))
     if any(d not in digits for d in _DIGITS.findall(text)):
         return NUMBER
-    calendar = _calendar()
+    calendar = calendar_stems()
     if any(stem(w) in calendar and stem(w) not in stems for w in _surface(text)):
         return DATE
     if any(n not in have and stem(n) not in stems for n in names_in(text)
@@ -144,15 +155,12 @@ def _missing_specifics(text: str, sources: str, known: Collection[str] = ()) -> 
     return None
 
 
-def _calendar() -> frozenset[str]:
-    return frozenset(stem(w) for w in CALENDAR)
-
 
 def _content(text: str) -> set[str]:
     """The stems that carry `text`'s meaning: not framing, numbers or calendar words."""
-    calendar = _calendar()
+    calendar = calendar_stems()
     return {t for t in tokens(text)
-            if t not in _FRAMING and not t.isdigit() and t not in calendar}
+            if t not in _framing() and not t.isdigit() and t not in calendar}
 
 
 def _share(text: str, sources: str, known: Collection[str] = ()) -> float:
