@@ -238,6 +238,14 @@ def _invented_quote(text: str, sources: Sequence[str]) -> str | None:
     return None
 
 
+def by_speaker(lines: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """(speaker, text) lines grouped by speaker, for `check_summary`'s `speakers`."""
+    out: dict[str, list[str]] = {}
+    for speaker, text in lines:
+        out.setdefault(speaker, []).append(text)
+    return out
+
+
 def misattributed(text: str, speakers: Mapping[str, Sequence[str]]) -> str | None:
     """MISATTRIBUTED when a sentence names exactly one speaker and its content words come only
     from other speakers' lines, none from that speaker's own lines or from lines that mention
