@@ -131,10 +131,11 @@ async def _model_summary(db: Database, chat: ChatModel, channel_id: int, previou
         log.warning("channel %s: the model wrote an empty compaction summary; extractive "
                     "summary", channel_id)
         return ""
-    # The summary replaces the rows in every later prompt: it must not say what they lack.
-    sources = [previous or "", *(prompt.line(r) for r in chosen if r.kind is RowKind.MESSAGE)]
-    refusal = grounding.check_summary(summary, sources, layer=grounding.CONTINUITY,
-                                      prompt=[prompt.SYSTEM])
+    # The summary replaces the rows in every later prompt: it must not say what the text it
+    # was shown (the previous summary and the rows, as cut to the budget) lacks.
+    shown = [m.content or "" for m in messages]
+    refusal = grounding.check_summary(summary, shown[1:], layer=grounding.CONTINUITY,
+                                      prompt=shown[:1])
     if refusal is not None:
         log.warning("channel %s: compaction summary refused (%s); extractive summary",
                     channel_id, refusal.reason)

@@ -27,11 +27,6 @@ def _prefix(row: TranscriptRow) -> str:
     return f"[{row.ts:%Y-%m-%d %H:%M}] {who}: "
 
 
-def line(row: TranscriptRow) -> str:
-    """A row as the model saw it (dated, attributed): what its summary is checked against."""
-    return _prefix(row) + row.content
-
-
 def build_messages(
     previous: str | None, rows: Sequence[TranscriptRow], *, words: int = 250,
     budget_tokens: int | None = None,
