@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import subprocess
 import sys
 from datetime import timedelta
@@ -49,8 +50,9 @@ def responder(body: dict[str, Any]) -> str | None:
             "text": "Lives in Lyon", "modality": "assertion", "asserted_by_person": True,
             "evidence": "I live in Lyon", "confidence": 0.9}]})
     if "behavioural patterns" in text:
-        return json.dumps({"patterns": [{"pattern": "Alice climbs in the evening",
-                                         "tool": "set_reminder"}]})
+        cited = [int(n) for n in re.findall(r"\[(\d+) \w{3} \d\d:\d\d\]", text)]
+        return json.dumps({"patterns": [{"pattern": "Alice keeps talking about climbing",
+                                         "rows": cited, "tool": "set_reminder"}]})
     if "location habits" in text:
         return json.dumps({"places": [{"habit": "usually at the climbing gym on Monday evenings",
                                        "lat": 45.760, "lon": 4.840}]})
