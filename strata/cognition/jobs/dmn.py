@@ -1,9 +1,10 @@
 """The DMN (default-mode network): a reflective pass over the portrait, recent episodes and new
 facts.
 
-A background turn on the person's `dmn` channel (source `dmn`: its rows become episodes like
-anything the person says); each finding is also kept as a `reflection` fact citing the turn's
-reply, so later conversations of the same person recall it. Nothing is sent to chat.
+A background turn on the person's `dmn` channel (source `dmn`: its rows never become episodes
+or facts by themselves); each finding that the grounding rule traces to the episodes and facts
+it reflects on is kept as a `reflection` fact citing the turn's reply, so later conversations
+of the same person recall it; the others are refused and counted. Nothing is sent to chat.
 The channel runs no turn-zero recall (`strata.bot.background.seeds_memory`): the material is
 stated here — the portrait, the newest episodes not written from the DMN's own rows and the facts
 learned since the last run (reflections left out), so reflections do not feed reflections forever.
