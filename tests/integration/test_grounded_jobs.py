@@ -1,8 +1,8 @@
 """Every model-written memory goes through the grounding rule before it is stored
 (strata.memory.domain.grounding): the fake model answers what a small model really wrote (the
-prompt's placeholder, tool names, a portrait of someone else, a finding nobody said) beside one
-grounded item, and only the grounded item is stored, citing what it rests on; each refusal is
-counted per layer and reason."""
+prompt's placeholder, tool names, a portrait of someone else) beside grounded items, and only
+those are stored, citing what they rest on; each refusal is counted per layer and reason.
+(Places, reflections and discoveries: in test_cognition_jobs.py.)"""
 
 from __future__ import annotations
 
@@ -12,21 +12,14 @@ from typing import Any
 
 from strata.app.compose import App
 from strata.core.clock import ManualClock
-from strata.core.types import Location, Person, Role
+from strata.core.types import Person, Role
 from strata.memory.domain import grounding as g
 from strata.memory.domain.fact_types import NewFact
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.web_sources import WebSources
 
-from .test_cognition_jobs import facts_of, run, say
+from .test_cognition_jobs import refused, run, say
 
 AppFactory = Callable[..., Awaitable[App]]
-
-
-async def refused(app: App, person: Person) -> dict[tuple[str, str], int]:
-    assert app.services is not None
-    return {(c.layer, c.reason): c.count
-            for c in await app.services.refusals.for_owner(person.id)}
 
 
 async def own_rows(app: App, person: Person) -> list[int]:
@@ -91,75 +84,3 @@ async def test_a_portrait_keeps_only_the_sentences_its_facts_hold(
     kept = await app.services.portraits.latest(alice.id)
     assert kept is not None and kept.id == portrait.id
 
-
-async def test_a_reflection_must_trace_to_episodes_or_facts(
-        make_app: AppFactory, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
-    app = await make_app()
-    alice = await say(app, clock, "My marathon in Lyon is in April and my knee hurts")
-    clock.advance(hours=1)
-    fake_openai.responder = lambda body: ('{"facts": []}' if "DURABLE FACTS" in str(body)
-                                          else None)
-    assert (await run(app, "extract", alice)).status == "ok"
-    fake_openai.responder = None
-    fake_openai.reply("Alice seems to love hiking in the Alps every summer.\n"
-                      "Alice's knee hurts before her Lyon marathon in April.")
-    report = await run(app, "dmn", alice)
-    assert report.status == "ok", report.detail
-    assert await facts_of(app, alice, "reflection") == [
-        "Alice's knee hurts before her Lyon marathon in April."]
-    assert await refused(app, alice) == {(g.REFLECTIONS, g.NAME): 1}
-
-
-async def test_a_discovery_says_only_what_its_result_says(
-        make_app: AppFactory, clock: ManualClock, fake_openai: FakeOpenAI,
-        web: WebSources) -> None:
-    web.results["climbing"] = [
-        {"title": "Lyon bouldering contest", "url": "https://ex.org/contest",
-         "content": "A bouldering contest in Lyon on 20 January."},
-        {"title": "Chalk review", "url": "https://ex.org/chalk", "content": "Chalk compared."}]
-    app = await make_app(searxng_url=web.base_url)
-    alice = await say(app, clock, "hi")
-    assert app.services is not None
-    await app.services.portraits.save(alice.id, "Alice climbs and lives in Lyon.", "seed",
-                                      clock.now())
-
-    def responder(body: dict[str, Any]) -> str | None:
-        text = str(body["messages"])
-        if "choose up to three web search queries" in text:
-            return json.dumps({"queries": ["climbing Lyon"]})
-        if "Pick the results" in text:
-            return json.dumps({"findings": [
-                {"n": 1, "note": "A bouldering contest in Lyon on 3 March."},
-                {"n": 2, "note": "Chalk compared in a review."}]})
-        return None
-
-    fake_openai.responder = responder
-    clock.advance(hours=1)
-    report = await run(app, "research", alice)
-    assert report.status == "ok" and "1 discoveries kept" in report.detail, report.detail
-    assert [f.url for f in await app.facts.repo.for_owner(alice.id, kinds=["discovery"])] == [
-        "https://ex.org/chalk"]
-    assert await refused(app, alice) == {(g.DISCOVERIES, g.NUMBER): 1}
-
-
-async def test_a_place_habit_rests_on_what_was_written_there(
-        make_app: AppFactory, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
-    app = await make_app()
-    gym = Location(45.7601, 4.8402)
-    for _ in range(2):
-        clock.set(clock.now().replace(hour=19))
-        alice = await say(app, clock, "at the climbing gym", location=gym)
-        clock.advance(days=7)
-    await say(app, clock, "somewhere once", location=Location(10.0, 10.0))
-    fake_openai.responder = lambda body: json.dumps({"places": [
-        {"habit": "usually at the swimming pool on Monday evenings", "lat": 45.760,
-         "lon": 4.840},
-        {"habit": "somewhere once on Mondays", "lat": 10.0, "lon": 10.0},
-        {"habit": "at the climbing gym on Monday evenings", "lat": 45.760, "lon": 4.840}],
-    }) if "location habits" in str(body["messages"]) else None
-    clock.advance(hours=2)
-    report = await run(app, "geo", alice)
-    assert report.status == "ok", report.detail
-    assert await facts_of(app, alice, "place") == [
-        "at the climbing gym on Monday evenings (near 45.760, 4.840)"]
-    assert await refused(app, alice) == {(g.PLACES, g.NOT_SAID): 1, (g.PLACES, g.UNCITED): 1}
