@@ -1,16 +1,19 @@
 """Upgrade to the grounding refusal counts (SQLite migration 0025, PostgreSQL 0015): a person
 from before is kept, their refusals are then counted per layer and reason, and deleting the
 person (as /wipe does) takes the counts along. What the jobs wrote unchecked before is
-withdrawn (the portrait, job-written habits and places, reflections) and those jobs start
-over; facts from extraction stay."""
+withdrawn (the portrait, job-written habits and places, reflections, the DMN's episodes) and
+those jobs start over; facts from extraction and the person's episodes stay."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
+
 from strata.core.clock import to_iso
 from strata.core.types import ChannelKind
 from strata.memory.domain import grounding as g
+from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
 from strata.memory.domain.facts import FactRepo
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
 from strata.memory.domain.portraits import PortraitRepo
@@ -41,6 +44,10 @@ async def test_upgrade_adds_refusal_counts_per_person(empty_target: tuple[str, s
                 "INSERT INTO facts (owner_id, kind, text, source, channel_id, valid_from,"
                 " created_at, last_relevant_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (ada.id, kind, text, source, channel, to_iso(T0), to_iso(T0), to_iso(T0)))
+        vec = np.eye(1, TEST_DIM, dtype=np.float32)[0]
+        for source in ("dmn", "user"):
+            await EpisodeRepo(old).insert(NewEpisode(ada.id, ch.id, f"said in {source}", source,
+                                                     T0, T0, ()), vec, T0)
         for job in ("patterns", "synthesis", "decay"):
             await old.execute_write(
                 "INSERT INTO job_cursors (job, person_id, cursor) VALUES (?, ?, 'row:9')",
@@ -55,6 +62,8 @@ async def test_upgrade_adds_refusal_counts_per_person(empty_target: tuple[str, s
         assert [f.text for f in await FactRepo(db).for_owner(ada.id)] == ["Lives in Porto"]
         assert await db.fetchval("SELECT count(*) FROM facts WHERE status = 'retracted'") == 3
         assert [r[0] for r in await db.fetchall("SELECT job FROM job_cursors")] == ["decay"]
+        assert sorted((str(r[0]), r[1] is None) for r in await db.fetchall(
+            "SELECT source, tombstoned_at FROM episodes")) == [("dmn", False), ("user", True)]
         repo = RefusalRepo(db)
         echo = g.Refusal(g.PATTERNS, g.ECHO, "short statement about the person")
         await repo.record(ada.id, [echo, echo, g.Refusal(g.PORTRAIT, g.NAME, "Alice")], T0)

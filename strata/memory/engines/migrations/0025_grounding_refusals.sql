@@ -30,4 +30,9 @@ WHERE status = 'live' AND (
 
 DELETE FROM fact_vec WHERE fact_id IN (SELECT id FROM facts WHERE status = 'retracted');
 
+-- The DMN's raw replies no longer become episodes (its profile feeds facts only); the
+-- episodes made from them before are tombstoned (hidden from recall at once).
+UPDATE episodes SET tombstoned_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') || '.000000Z'
+WHERE source = 'dmn' AND tombstoned_at IS NULL;
+
 DELETE FROM job_cursors WHERE job IN ('patterns', 'geo', 'synthesis', 'dmn');

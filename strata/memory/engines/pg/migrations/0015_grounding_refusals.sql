@@ -22,4 +22,9 @@ WHERE status = 'live' AND (
 
 DELETE FROM fact_vec WHERE fact_id IN (SELECT id FROM facts WHERE status = 'retracted');
 
+-- The DMN's raw replies no longer become episodes (its profile feeds facts only); the
+-- episodes made from them before are tombstoned (hidden from recall at once).
+UPDATE episodes SET tombstoned_at = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+WHERE source = 'dmn' AND tombstoned_at IS NULL;
+
 DELETE FROM job_cursors WHERE job IN ('patterns', 'geo', 'synthesis', 'dmn');
