@@ -4,7 +4,7 @@ and the cognition jobs) call it with the item and what the item cites, and store
 when it passes. A refusal names its layer and reason; the writers count refusals per person
 (`strata.memory.domain.refusals`), and `log_refusal` logs the refused text at DEBUG.
 
-Three checks, one per kind of memory, and one echo test shared by all:
+Four checks, one per kind of memory, and one echo test shared by all:
 
 - `check_claim`: a claim about the person (a fact, a habit, a place) must be found in the
   person's OWN words it cites: every name, number and date of the claim, and at least half of
@@ -16,6 +16,8 @@ Three checks, one per kind of memory, and one echo test shared by all:
   number or date its sources lack, nor a quotation nobody said, must be about its sources
   (a quarter of its content words), and where speakers are known, must not give one speaker's
   words to another (`misattributed`, a cheap test: see its docstring for what it misses).
+- `check_discovery`: a research note must not carry a name, number or date its search
+  result lacks, and must be about it.
 - `echo`: text copied from the prompt, its examples or schema (a run of four words of the
   prompt the sources lack), a placeholder, a tool or field name, or JSON where prose belongs.
 
