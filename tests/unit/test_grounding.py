@@ -85,3 +85,15 @@ def test_a_refusal_is_logged_at_debug(caplog: pytest.LogCaptureFixture) -> None:
     assert refusal is not None
     g.log_refusal(refusal, 7)
     assert "short statement about the person" in caplog.text and "patterns" in caplog.text
+
+
+def test_content_share_and_a_stricter_summary_share() -> None:
+    assert g.content_share("Alice waters the plants every evening", "I water the plants",
+                           ["Alice"]) == pytest.approx(2 / 3)
+    # What the embedded 0.5B model wrote of "Hi! I live in Lyon and I work as a pharmacist."
+    window = ["ann: Hi! I live in Lyon and I work as a pharmacist."]
+    invented = ("Ann is an energetic pharmacist living in Lyon who has been using her passion "
+                "for pharmacy work for some time now.")
+    assert g.check_summary(invented, window, layer=g.EPISODES, names=["ann"]) is None
+    assert reason(g.check_summary(invented, window, layer=g.EPISODES, names=["ann"],
+                                  share=g.CLAIM_SHARE)) == g.OFF_TOPIC

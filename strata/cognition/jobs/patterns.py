@@ -71,10 +71,14 @@ class PatternMatchJob(BaseJob):
             # The person's own words, with the local day and part of day they were written
             # (a habit's "Tuesday evenings" comes from when, not what).
             said = [f"{local(r.ts, tz):%A} {part_of_day(r.ts, tz)}: {r.content}" for r in cited]
-            refusal = (grounding.check_claim(p.pattern, said, layer=grounding.PATTERNS,
-                                             prompt=shown, names=[ctx.person.name])
-                       if len(cited) >= 2 else
-                       grounding.Refusal(grounding.PATTERNS, grounding.UNCITED, p.pattern))
+            # A habit is something at least two of its messages say, each on its own.
+            holding = [line for line in said
+                       if grounding.content_share(p.pattern, line, [ctx.person.name])
+                       >= grounding.CLAIM_SHARE]
+            refusal = grounding.check_claim(p.pattern, said, layer=grounding.PATTERNS,
+                                            prompt=shown, names=[ctx.person.name])
+            if refusal is None and len(holding) < 2:
+                refusal = grounding.Refusal(grounding.PATTERNS, grounding.UNCITED, p.pattern)
             text = p.pattern.strip()
             if p.tool and p.tool in names:
                 text += f" (related tool: {p.tool})"

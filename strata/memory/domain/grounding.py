@@ -165,6 +165,12 @@ def _content(text: str) -> set[str]:
             if t not in _framing() and not t.isdigit() and t not in calendar}
 
 
+def content_share(text: str, source: str, names: Collection[str] = ()) -> float:
+    """The part of `text`'s content words (stems; not framing, numbers, calendar words or
+    `names`) that `source` holds: 0..1."""
+    return _share(text, source, {t for name in names for t in tokens(name)})
+
+
 def _share(text: str, sources: str, known: Collection[str] = ()) -> float:
     words = _content(text) - set(known)
     if not words:
@@ -218,11 +224,12 @@ def sentences(text: str) -> list[str]:
 
 def check_summary(text: str, sources: Sequence[str], *, layer: str, prompt: Iterable[str] = (),
                   speakers: Mapping[str, Sequence[str]] | None = None,
-                  names: Collection[str] = ()) -> Refusal | None:
+                  names: Collection[str] = (), share: float = GROUNDED_SHARE) -> Refusal | None:
     """A summary against what it summarises. `speakers` (name → that speaker's lines) turns on
-    the misattribution test; speakers' names count as known."""
+    the misattribution test; speakers' names count as known. `share`: the part of its content
+    words its sources must hold (a quarter by default, room for a long text's paraphrase)."""
     known = [*names, *(speakers or {})]
-    why = _supported(text, sources, prompt, GROUNDED_SHARE, OFF_TOPIC, known)
+    why = _supported(text, sources, prompt, share, OFF_TOPIC, known)
     if why is None:
         why = _invented_quote(text, sources)
     if why is None and speakers:
