@@ -91,6 +91,7 @@ def build_services(settings: Settings, clock: Clock, chat: ChatModel, embedder: 
         leases=repos.leases,
         cutter=memory.cutter,
         mail=repos.mail,
+        refusals=repos.refusals,
         connectors=[*configured_connectors(settings),
                     *personal_connectors(repos.connectors, cognition.box,
                                          cognition.reader)],

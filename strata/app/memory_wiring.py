@@ -36,6 +36,7 @@ from strata.memory.domain.linking import LinkCodes
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
 from strata.memory.domain.portraits import PortraitRepo
 from strata.memory.domain.recall import Recall, RecallTuning
+from strata.memory.domain.refusals import RefusalRepo
 from strata.memory.domain.reminders import ReminderRepo
 from strata.memory.domain.rollup import RollupPolicy
 from strata.memory.domain.row_vectors import RowIndexer
@@ -114,13 +115,14 @@ class Repos:
     agents: AgentRepo
     connectors: ConnectorStore
     mail: MailHeaders
+    refusals: RefusalRepo
 
     @classmethod
     def over(cls, db: Database) -> Repos:
         return cls(PersonRepo(db), ChannelRepo(db), TranscriptRepo(db), EpisodeRepo(db),
                    FactRepo(db), JobRunRepo(db), ReminderRepo(db), PortraitRepo(db),
                    CalendarRepo(db), LinkCodes(db), RunnerLeases(db), AgentRepo(db),
-                   ConnectorStore(db), MailHeaders(db))
+                   ConnectorStore(db), MailHeaders(db), RefusalRepo(db))
 
 
 @dataclass

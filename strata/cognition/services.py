@@ -32,6 +32,7 @@ from strata.memory.domain.facts import FactStore
 from strata.memory.domain.lifecycle import MemoryLifecycle
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
 from strata.memory.domain.portraits import PortraitRepo
+from strata.memory.domain.refusals import RefusalRepo
 from strata.memory.domain.reminders import ReminderRepo
 from strata.memory.domain.transcript import TranscriptRepo
 
@@ -58,6 +59,7 @@ class Services:
     lifecycle: MemoryLifecycle
     leases: RunnerLeases
     mail: MailHeaders
+    refusals: RefusalRepo
     cutter: EpisodeCutter | None = None
     connectors: list[Connector] = field(default_factory=list)
     search: SearchProvider | None = None

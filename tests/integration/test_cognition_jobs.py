@@ -15,6 +15,7 @@ from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
 from strata.core.types import Location, Person
+from strata.memory.domain import grounding as g
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.web_sources import WebSources
 
@@ -71,6 +72,13 @@ async def facts_of(app: App, person: Person, kind: str) -> list[str]:
     return [f.text for f in await app.facts.repo.for_owner(person.id, kinds=[kind])]
 
 
+async def refused(app: App, person: Person) -> dict[tuple[str, str], int]:
+    """What the grounding rule refused for `person`: (layer, reason) → count."""
+    assert app.services is not None
+    return {(c.layer, c.reason): c.count
+            for c in await app.services.refusals.for_owner(person.id)}
+
+
 async def test_dmn_findings_are_recalled_for_the_same_person_only(
         make_app: AppFactory, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
     app = await make_app()
@@ -81,22 +89,24 @@ async def test_dmn_findings_are_recalled_for_the_same_person_only(
                                           else None)
     extracted = await run(app, "extract", alice)  # closes the paused conversation
     assert extracted.status == "ok" and "1 episodes cut" in extracted.detail, extracted.detail
-    fake_openai.reply("Alice worries that her sore knee could stop her Lyon marathon in April.")
+    fake_openai.reply("Alice seems to love hiking in the Alps every summer.\n"
+                      "Alice's knee hurts before her Lyon marathon in April.")
     report = await run(app, "dmn", alice)
     assert report.status == "ok", report.detail
     await app.processor.drain()
     assert await facts_of(app, alice, "reflection") == [
-        "Alice worries that her sore knee could stop her Lyon marathon in April."]
+        "Alice's knee hurts before her Lyon marathon in April."]
+    assert await refused(app, alice) == {(g.REFLECTIONS, g.NAME): 1}  # the Alps: untraced
 
     clock.advance(hours=1)
     # (Recall's gate abstains when most of a question's words never occur in the memory: the
     # question uses the words of what was said.)
     await say(app, clock, "what about my knee and the marathon?")
     sent = str(fake_openai.chat_requests()[-1]["messages"])
-    assert "sore knee could stop her Lyon marathon" in sent
+    assert "knee hurts before her Lyon marathon" in sent
     await say(app, clock, "what about my knee and the marathon?", user="bob")
     sent = str(fake_openai.chat_requests()[-1]["messages"])
-    assert "sore knee" not in sent and "Lyon" not in sent
+    assert "knee hurts" not in sent and "Lyon" not in sent
 
 
 async def test_research_is_grounded_new_and_at_most_once_in_six_hours(
@@ -126,6 +136,7 @@ async def test_research_is_grounded_new_and_at_most_once_in_six_hours(
             return json.dumps({"findings": [
                 {"n": 1, "note": "a contest near her, she climbs"},
                 {"n": 3, "note": "a new gym in her city"},
+                {"n": 2, "note": "Chalk compared on 3 March"},
                 {"n": 9, "note": "not a result: must be dropped"}]})
         return None
 
@@ -137,6 +148,7 @@ async def test_research_is_grounded_new_and_at_most_once_in_six_hours(
     found = {f.url: f.text for f in await app.facts.repo.for_owner(alice.id, kinds=["discovery"])}
     assert set(found) == {"https://ex.org/contest", "https://ex.org/gym"}
     assert "a contest near her" in found["https://ex.org/contest"]
+    assert await refused(app, alice) == {(g.DISCOVERIES, g.NUMBER): 1}  # 3 March: not on it
     assert web.searches() == ["/search?q=climbing+Lyon&format=json"]
     # Nothing goes to chat: the transcript of her private channel is unchanged.
     assert [r.content for r in await app.transcript.for_channel(1)][-1] == "You said: hi"
@@ -202,11 +214,14 @@ async def test_pattern_match_maps_patterns_to_tools_and_skips_without_new_messag
         alice = await say(app, clock, "I need to remember to water the plants tonight")
         clock.advance(days=1)
 
+    rows = [r.id for r in await app.transcript.for_owner(alice.id) if r.role.value == "user"]
+
     def responder(body: dict[str, Any]) -> str | None:
         if "behavioural patterns" in str(body["messages"]):
             return json.dumps({"patterns": [
-                {"pattern": "Alice waters her plants every evening", "tool": "set_reminder"},
-                {"pattern": "Alice writes in the morning", "tool": "teleport"}]})
+                {"pattern": "Alice waters her plants every evening", "rows": rows,
+                 "tool": "set_reminder"},
+                {"pattern": "Alice writes in the morning", "rows": rows, "tool": "teleport"}]})
         return None
 
     fake_openai.responder = responder
@@ -216,7 +231,7 @@ async def test_pattern_match_maps_patterns_to_tools_and_skips_without_new_messag
         "Alice waters her plants every evening (related tool: set_reminder)",
         "Alice writes in the morning"]
     prompt = next(r for r in fake_openai.chat_requests() if "behavioural patterns" in str(r))
-    assert "[Mon 09:00] I need to remember" in str(prompt["messages"])
+    assert f"[{rows[0]} Mon 09:00] I need to remember" in str(prompt["messages"])
     again = await run(app, "patterns", alice)
     assert again.status == "skipped" and again.detail == "nothing new"
     assert calls_with(fake_openai, "behavioural patterns") == 1
@@ -237,8 +252,13 @@ async def test_geo_patterns_name_places_visited_repeatedly(
         if "location habits" in text:
             assert "Place 45.760, 4.840: 2 visits; Monday evening ×2" in text
             assert "Place 10.000" not in text  # visited once: no habit
-            return json.dumps({"places": [{"habit": "usually at the climbing gym on Monday "
-                                                    "evenings", "lat": 45.760, "lon": 4.840}]})
+            return json.dumps({"places": [
+                {"habit": "usually at the climbing gym on Monday evenings", "lat": 45.760,
+                 "lon": 4.840},
+                # Never written there, and a place seen once: refused.
+                {"habit": "usually at the swimming pool on Monday evenings", "lat": 45.760,
+                 "lon": 4.840},
+                {"habit": "somewhere once on Mondays", "lat": 10.0, "lon": 10.0}]})
         return None
 
     fake_openai.responder = responder
@@ -247,6 +267,7 @@ async def test_geo_patterns_name_places_visited_repeatedly(
     assert report.status == "ok", report.detail
     assert await facts_of(app, alice, "place") == [
         "usually at the climbing gym on Monday evenings (near 45.760, 4.840)"]
+    assert await refused(app, alice) == {(g.PLACES, g.NOT_SAID): 1, (g.PLACES, g.UNCITED): 1}
 
 
 async def test_synthesis_writes_the_portrait_used_in_every_prompt(

@@ -25,24 +25,24 @@ async def test_compaction_folds_previous_summary_and_keeps_the_tail(
         app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
     scope = await make_scope(app.db, "ann", clock.now())
     ids = [await add_turn(scope, n, clock.now()) for n in range(6)]  # ~6 × 110 tokens
-    fake_openai.reply("SUMMARY ONE: ann asked six questions.")
+    fake_openai.reply("Summary one: questions and answers.")
     first = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), POLICY)
     assert first.compacted and first.covers_to is not None
     # Whole turns only, and the newest talk stays verbatim above the watermark.
     assert first.covers_to in {turn[-1] for turn in ids}
     assert first.covers_to < ids[-1][-1]
     mark, rows = await history_since_watermark(app.transcript, scope.channel.id)
-    assert mark is not None and mark.content == "SUMMARY ONE: ann asked six questions."
+    assert mark is not None and mark.content == "Summary one: questions and answers."
     assert rows and rows[0].id == first.covers_to + 1 and rows[-1].id == ids[-1][-1]
     assert mark.id > rows[-1].id  # the tail was written before the summary, yet it is shown
 
     for n in range(6, 12):
         await add_turn(scope, n, clock.now())
-    fake_openai.reply("SUMMARY TWO")
+    fake_openai.reply("Summary two: more questions and answers.")
     second = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), POLICY)
     assert second.compacted
     sent = fake_openai.chat_requests()[-1]["messages"][-1]["content"]
-    assert "SUMMARY ONE: ann asked six questions." in sent  # folded in
+    assert "Summary one: questions and answers." in sent  # folded in
     assert "question 0:" not in sent  # already covered by the first summary
     assert f"question {len(ids) - 1}:" in sent or "question 6:" in sent
     found = await watermark(app.db, scope.channel.id)
@@ -63,7 +63,7 @@ async def test_failing_summary_leaves_the_watermark_an_empty_one_falls_back(
     scope = await make_scope(app.db, "cat", clock.now())
     for n in range(6):
         await add_turn(scope, n, clock.now())
-    fake_openai.reply("first summary")
+    fake_openai.reply("first summary of the questions")
     first = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), POLICY)
     for n in range(6, 12):
         await add_turn(scope, n, clock.now())
@@ -85,7 +85,7 @@ async def test_failing_summary_leaves_the_watermark_an_empty_one_falls_back(
     assert empty.covers_to > first.covers_to  # type: ignore[operator]
     moved = await watermark(app.db, scope.channel.id)
     assert moved is not None and moved[1] == empty.covers_to
-    assert "first summary" in moved[0].content
+    assert "first summary of the questions" in moved[0].content
     assert any(f"question {n}:" in moved[0].content for n in range(6, 12))
     assert len(moved[0].content.split()) <= POLICY.summary_words
 
@@ -129,7 +129,7 @@ async def test_pruning_keeps_cited_and_unreached_rows_and_drops_the_rest(
     nothing = await prune_channel(db, scope.channel.id, "user")
     assert nothing.limit == 0 and nothing.deleted == 0  # no watermark, nothing below it
 
-    fake_openai.reply("summary of everything")
+    fake_openai.reply("summary of every question and answer")
     policy = CompactionPolicy(trigger_tokens=10, keep_tokens=0, input_tokens=100_000)
     done = await compact_channel(db, app.chat, scope.channel.id, clock.now(), policy)
     assert done.covers_to == turns[7][-1]
@@ -212,10 +212,10 @@ async def test_after_turn_hook_waits_after_a_failure(app: App, fake_openai: Fake
     assert len(fake_openai.chat_requests()) == 1
     assert await watermark(app.db, scope.channel.id) is None
     clock.advance(minutes=11)
-    fake_openai.reply("a summary at last")
+    fake_openai.reply("a summary of the questions at last")
     await hook(scope.channel, scope.person, "t")
     found = await watermark(app.db, scope.channel.id)
-    assert found is not None and found[0].content == "a summary at last"
+    assert found is not None and found[0].content == "a summary of the questions at last"
 
 
 async def test_a_20_mb_message_never_goes_whole_into_the_compaction_request(
@@ -228,7 +228,7 @@ async def test_a_20_mb_message_never_goes_whole_into_the_compaction_request(
         scope.channel.id, scope.person.id, clock.now(), "user", Role.USER, big, "big")])
     for n in range(4):
         await add_turn(scope, n, clock.now())
-    fake_openai.reply("SUMMARY: a very long paste.")
+    fake_openai.reply("The person pasted lorem ipsum and asked questions.")
     result = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), POLICY)
     assert result.compacted and result.covers_to is not None and result.covers_to >= big_id
     (size,) = [n for path, n in fake_openai.sizes if path == "chat"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -170,7 +171,10 @@ async def test_a_stalled_model_answer_of_the_patterns_job_is_not_stored(
         def patterns(text: str) -> Callable[[dict[str, Any]], str | None]:
             def answer(body: dict[str, Any]) -> str | None:
                 if "behavioural patterns" in str(body["messages"]):
-                    return json.dumps({"patterns": [{"pattern": text, "tool": None}]})
+                    cited = [int(n) for n in re.findall(r"\[(\d+) \w{3} \d\d:\d\d\]",
+                                                        str(body["messages"]))]
+                    return json.dumps({"patterns": [{"pattern": text, "rows": cited,
+                                                     "tool": None}]})
                 return None
             return answer
 
@@ -199,9 +203,8 @@ async def test_a_stalled_model_answer_of_the_patterns_job_is_not_stored(
         replies = await two.db.fetchall(
             "SELECT content FROM transcript WHERE role = 'assistant' AND kind = 'message'"
             " AND turn_id LIKE 'job:patterns:%'")
-        assert [str(r[0]) for r in replies] == [
-            json.dumps({"patterns": [{"pattern": "Alice waters her plants every evening",
-                                      "tool": None}]})]
+        assert [json.loads(str(r[0]))["patterns"][0]["pattern"] for r in replies] == [
+            "Alice waters her plants every evening"]
         assert [s for _, s in await runs(two, "patterns")] == ["interrupted", "ok"]
         assert (await runs(two, "patterns"))[1][0] == r2.id
     finally:

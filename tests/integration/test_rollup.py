@@ -26,11 +26,11 @@ SIZES = (12, 12, 12, 5, 5, 4)
 
 
 def summarise(body: dict[str, Any]) -> str:
-    """A summary naming its count and quoting its first three memories (a model's summary
-    must be about its memories: `strata.memory.domain.text.grounded`)."""
+    """A summary quoting its first three memories (a model's summary must be about its
+    memories and carry no number they lack: `strata.memory.domain.grounding`)."""
     lines = body["messages"][-1]["content"].splitlines()
     quoted = "; ".join(line.partition(") ")[2] for line in lines[1:4])
-    return json.dumps({"summary": f"a topic gathering {len(lines) - 1} memories: {quoted}",
+    return json.dumps({"summary": f"a topic gathering memories: {quoted}",
                        "key_terms": ["topic"]})
 
 
@@ -93,7 +93,8 @@ async def test_fiftieth_leaf_triggers_a_round_noise_stays_apex(
         assert parent.started_at == min(k.started_at for k in kids)
         assert parent.ended_at == max(k.ended_at for k in kids)
         assert parent.channel_id == scope.channel.id
-        assert parent.summary.startswith(f"a topic gathering {len(kids)} memories: ")
+        assert parent.summary.startswith("a topic gathering memories: ")
+        assert parent.child_count == len(kids)
         assert parent.salience >= max(k.salience for k in kids) * 0.7
     # The parent's embedding is its own (of its summary), not a child's.
     own = await scope.episodes.embeddings(list(result.parents))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import subprocess
 import sys
 from datetime import timedelta
@@ -49,8 +50,9 @@ def responder(body: dict[str, Any]) -> str | None:
             "text": "Lives in Lyon", "modality": "assertion", "asserted_by_person": True,
             "evidence": "I live in Lyon", "confidence": 0.9}]})
     if "behavioural patterns" in text:
-        return json.dumps({"patterns": [{"pattern": "Alice climbs in the evening",
-                                         "tool": "set_reminder"}]})
+        cited = [int(n) for n in re.findall(r"\[(\d+) \w{3} \d\d:\d\d\]", text)]
+        return json.dumps({"patterns": [{"pattern": "Alice talks about climbing",
+                                         "rows": cited, "tool": "set_reminder"}]})
     if "location habits" in text:
         return json.dumps({"places": [{"habit": "usually at the climbing gym on Monday evenings",
                                        "lat": 45.760, "lon": 4.840}]})
@@ -93,8 +95,11 @@ async def test_a_simulated_day_shows_every_jobs_effect(
             }),
             "episodes": settings.episodes.model_copy(update={"use_model": False,
                                                               "window_turns": 1}),
+            # Alice's day is short: a low budget makes her own chat compact after a turn.
             "lifecycle": settings.lifecycle.model_copy(update={"leaf_round_at": 6,
-                                                                "min_cluster_size": 2}),
+                                                                "min_cluster_size": 2,
+                                                                "compact_tokens": 150,
+                                                                "compact_keep_tokens": 40}),
         })
         fake_openai.responder = responder
         day = clock.now().replace(hour=0, minute=0)  # Monday 5 January 2026, UTC

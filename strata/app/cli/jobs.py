@@ -5,7 +5,8 @@ of them are alive and which holds each person's jobs now. `jobs run --job NAME|a
 once, now (or as if at `--now`), through the same runner and job registry as `strata run`, and
 prints what each did. A named job runs past the idle gate (someone asked for it); `--job all`
 honours the gate, and `--force` also skips the jobs' minimum intervals and a failing job's
-backoff.
+backoff. Below the table, what the grounding rule refused to store, per person, layer and
+reason (`--json`: each job row's `refused`, for the layers that job writes).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from strata.core.identity import holder_gone
 from strata.core.ports import Clock
 from strata.core.types import OwnerKind
 from strata.memory.coordination.jobruns import JobCursor, JobSummary
+from strata.memory.domain import grounding as g
+from strata.memory.domain.refusals import RefusalCount
 
 
 def _clock(now: str | None) -> Clock:
@@ -98,13 +101,17 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
         holders = {owner: holder for owner, holder in (await repos.leases.holders(now)).items()
                    if not holder_gone(holder)}
         out: list[dict[str, Any]] = []
+        refused: list[tuple[str, RefusalCount]] = []
         for person in people:
             holder = holders.get(person.id)
             held_by = runner_names.get(holder, holder) if holder else None
             summary = {row.job: row for row in await runs.summary(person.id)}
+            counts = await repos.refusals.for_owner(person.id)
+            refused += [(person.name, c) for c in counts]
             for job in names + sorted(set(summary) - set(names)):
                 cursor = await runs.cursor(job, person.id)
-                out.append(_job_status(person.name, job, held_by, summary.get(job), cursor))
+                out.append(_job_status(person.name, job, held_by, summary.get(job), cursor)
+                           | {"refused": _refused_by(job, counts)})
     finally:
         await db.close()
     if args.json:
@@ -132,7 +139,24 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
         say(f"{r['person'][:12]:<12} {r['job']:<13} {r['runs']:>4} {r['errors']:>3} "
               f"{r['tokens']:>6}  {when:<16} {r['last_status'] or '-':<11} "
               f"{r['failures']:>5} {retry:<16} {(r['held_by'] or '-')[:14]:<14} {result}")
+    if refused:
+        say("\nrefused by the grounding rule (nothing stored; the text is logged at DEBUG):")
+        say(f"{'person':<12} {'layer':<12} {'count':>5}  {'last':<16} reason")
+        for name, c in refused:
+            say(f"{name[:12]:<12} {c.layer:<12} {c.count:>5}  "
+                f"{_minute(c.last_at.isoformat()):<16} {c.reason}")
     return 0
+
+
+# The job (a `jobs status` row) that writes each grounding layer.
+LAYER_JOBS = {g.FACTS: "extract", g.PATTERNS: "patterns", g.PLACES: "geo",
+              g.REFLECTIONS: "dmn", g.PORTRAIT: "synthesis", g.DISCOVERIES: "research",
+              g.CONTINUITY: "compact:turn", g.EPISODES: "consolidate", g.ROLLUP: "consolidate"}
+
+
+def _refused_by(job: str, counts: list[RefusalCount]) -> dict[str, int]:
+    """A job row's refusals: "layer: reason" → count, for the layers that job writes."""
+    return {f"{c.layer}: {c.reason}": c.count for c in counts if LAYER_JOBS.get(c.layer) == job}
 
 
 def _job_status(person: str, job: str, held_by: str | None, row: JobSummary | None,

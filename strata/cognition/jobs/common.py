@@ -11,15 +11,20 @@ from strata.cognition.registry import JobContext
 from strata.cognition.reminders import local
 from strata.memory.domain.fact_types import Fact, NewFact
 from strata.memory.domain.facts import FactStore
+from strata.memory.domain.grounding import Refusal
 from strata.memory.domain.profiles import sources_with
+from strata.memory.domain.refusals import RefusalRepo
 from strata.memory.domain.transcript import RowFilter, TranscriptRepo
 
 
 class FactPorts(Protocol):
-    """A job that reads or writes the person's facts."""
+    """A job that reads or writes the person's facts (and counts what grounding refused)."""
 
     @property
     def facts(self) -> FactStore: ...
+
+    @property
+    def refusals(self) -> RefusalRepo: ...
 
 
 class TranscriptPorts(Protocol):
@@ -50,6 +55,29 @@ async def add_fact(
         ctx.now,
     )
     return result.fact_id is not None
+
+
+async def add_grounded(
+    ctx: JobContext[F],
+    kind: str,
+    text: str,
+    source: str,
+    refusal: Refusal | None,
+    *,
+    row_ids: Sequence[int] = (),
+    url: str | None = None,
+) -> bool:
+    """`add_fact` for an item the grounding rule passed (`refusal` is None); a refused item is
+    counted and logged instead, and nothing is stored."""
+    if refusal is not None:
+        await refuse(ctx, [refusal])
+        return False
+    return await add_fact(ctx, kind, text, source, row_ids=row_ids, url=url)
+
+
+async def refuse(ctx: JobContext[F], refusals: Sequence[Refusal]) -> None:
+    """Count (and log at DEBUG) what the grounding rule refused for the job's person."""
+    await ctx.services.refusals.record(ctx.person.id, refusals, ctx.now)
 
 
 async def live_facts(ctx: JobContext[F], kinds: Sequence[str]) -> list[Fact]:

@@ -1,9 +1,10 @@
 """The DMN (default-mode network): a reflective pass over the portrait, recent episodes and new
 facts.
 
-A background turn on the person's `dmn` channel (source `dmn`: its rows become episodes like
-anything the person says); each finding is also kept as a `reflection` fact citing the turn's
-reply, so later conversations of the same person recall it. Nothing is sent to chat.
+A background turn on the person's `dmn` channel (source `dmn`: its rows never become episodes
+or facts by themselves); each finding that the grounding rule traces to the episodes and facts
+it reflects on is kept as a `reflection` fact citing the turn's reply, so later conversations
+of the same person recall it; the others are refused and counted. Nothing is sent to chat.
 The channel runs no turn-zero recall (`strata.bot.background.seeds_memory`): the material is
 stated here — the portrait, the newest episodes not written from the DMN's own rows and the facts
 learned since the last run (reflections left out), so reflections do not feed reflections forever.
@@ -13,9 +14,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from strata.cognition.jobs.common import FactPorts, TranscriptPorts, add_fact
+from strata.cognition.ambient import PORTRAIT_KINDS
+from strata.cognition.jobs.common import FactPorts, TranscriptPorts, add_grounded, live_facts
 from strata.cognition.prompts import dmn as prompts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
+from strata.memory.domain import grounding
 from strata.memory.domain.episodes import EpisodeRepo
 from strata.memory.domain.portraits import PortraitRepo
 
@@ -75,9 +78,17 @@ class DmnJob(BaseJob):
         )
         reply_rows = [r.id for r in await s.transcript.by_turn(ctx.turn_id("main"))
                       if r.role.value == "assistant" and r.kind.value == "message"]
+        # A finding must trace to the episodes and facts it reflects on (the portrait is
+        # built from the facts, so those are its ground too).
+        ground = [*episodes, *(text for _, text in facts),
+                  *(f.text for f in await live_facts(ctx, PORTRAIT_KINDS))]
         kept = 0
         for finding in prompts.findings(reply):
-            if await add_fact(ctx, "reflection", finding, SOURCE, row_ids=reply_rows):
+            refusal = grounding.check_traced(finding, ground, layer=grounding.REFLECTIONS,
+                                             prompt=[prompts.INSTRUCTIONS, prompts.ASK],
+                                             names=[ctx.person.name])
+            if await add_grounded(ctx, "reflection", finding, SOURCE, refusal,
+                                  row_ids=reply_rows):
                 kept += 1
         return JobOutcome(f"reflected on {len(episodes)} episodes and {len(new_facts)} new "
                           f"facts; {kept} new findings: "

@@ -12,7 +12,7 @@ from typing import Protocol
 from strata.cognition.jobs.common import (
     FactPorts,
     TranscriptPorts,
-    add_fact,
+    add_grounded,
     newest_row,
     part_of_day,
     sources_for,
@@ -21,6 +21,8 @@ from strata.cognition.prompts import geo as prompts
 from strata.cognition.prompts import read_json
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
 from strata.cognition.reminders import local
+from strata.core.types import Role
+from strata.memory.domain import grounding
 from strata.memory.domain.transcript import RowFilter
 
 
@@ -55,13 +57,15 @@ class GeoPatternsJob(BaseJob):
         repeated = {k: v for k, v in cells.items() if len(v) >= 2}
         if not repeated:
             return JobOutcome(f"{len(rows)} located messages; no place visited twice yet")
-        blocks = []
+        blocks, seen = [], {}
         for (lat, lon), visits in sorted(repeated.items(), key=lambda kv: -len(kv[1])):
             times = Counter(f"{local(v.ts, tz):%A} {part_of_day(v.ts, tz)}" for v in visits)
             said = [f"> {v.content[:160]}" for v in visits[-3:] if v.content.strip()]
             blocks.append(f"Place {lat:.3f}, {lon:.3f}: {len(visits)} visits; "
                           + ", ".join(f"{t} ×{n}" for t, n in times.most_common(4))
                           + ("\nThey wrote there:\n" + "\n".join(said) if said else ""))
+            # What a habit may rest on: when they were there, and what they wrote there.
+            seen[(lat, lon)] = [*times, *(v.content for v in visits if v.role is Role.USER)]
         reply = await ctx.turn(SOURCE, "\n\n".join(blocks), instructions=prompts.INSTRUCTIONS,
                                schema=prompts.Places)
         found = read_json(reply, prompts.Places).places
@@ -69,7 +73,10 @@ class GeoPatternsJob(BaseJob):
         for p in found:
             cell = (round(p.lat, 3), round(p.lon, 3))
             cited = [v.id for v in repeated.get(cell, [])]
-            if await add_fact(ctx, "place", f"{p.habit.strip()} (near {p.lat:.3f}, {p.lon:.3f})",
-                              "user", row_ids=cited):
+            refusal = grounding.check_claim(p.habit, seen.get(cell, []), layer=grounding.PLACES,
+                                            prompt=[prompts.INSTRUCTIONS],
+                                            names=[ctx.person.name])
+            if await add_grounded(ctx, "place", f"{p.habit.strip()} (near {p.lat:.3f}, "
+                                  f"{p.lon:.3f})", "user", refusal, row_ids=cited):
                 stored += 1
         return JobOutcome(f"{len(repeated)} places visited repeatedly; {stored} new place facts")

@@ -12,12 +12,18 @@ from typing import Protocol
 
 from strata.bot.background import BACKGROUND_PLATFORM
 from strata.cognition.connectors import ConnectorError, every_source_failed
-from strata.cognition.jobs.common import FactPorts, TranscriptPorts, add_fact, live_facts
+from strata.cognition.jobs.common import (
+    FactPorts,
+    TranscriptPorts,
+    add_grounded,
+    live_facts,
+)
 from strata.cognition.prompts import read_json
 from strata.cognition.prompts import research as prompts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
 from strata.cognition.research import Finding, SearchProvider
 from strata.core.config import Settings
+from strata.memory.domain import grounding
 from strata.memory.domain.persons import ChannelRepo
 from strata.memory.domain.portraits import PortraitRepo
 
@@ -114,8 +120,10 @@ class ResearchJob(BaseJob):
             if not 1 <= pick.n <= len(fresh):
                 continue  # not one of the results: ungrounded, dropped
             f = fresh[pick.n - 1]
-            if await add_fact(ctx, "discovery", f"{f.title}: {pick.note.strip()} ({f.url})",
-                              SOURCE, url=f.url):
+            refusal = grounding.check_discovery(pick.note, [f.title, f.snippet],
+                                                prompt=[prompts.SELECT_INSTRUCTIONS])
+            if await add_grounded(ctx, "discovery", f"{f.title}: {pick.note.strip()} ({f.url})",
+                                  SOURCE, refusal, url=f.url):
                 stored += 1
         return JobOutcome(f"{len(queries)} queries{partly}, {len(fresh)} new results, "
                           f"{stored} discoveries kept")

@@ -8,9 +8,10 @@ import hashlib
 from typing import Protocol
 
 from strata.cognition.ambient import PORTRAIT_KINDS
-from strata.cognition.jobs.common import FactPorts, live_facts
+from strata.cognition.jobs.common import FactPorts, live_facts, refuse
 from strata.cognition.prompts import synthesis as prompts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
+from strata.memory.domain import grounding
 from strata.memory.domain.portraits import PortraitRepo
 
 
@@ -48,8 +49,20 @@ class SynthesisJob(BaseJob):
                            previous.text if previous else None),
             instructions=prompts.INSTRUCTIONS,
         )
-        text = reply.strip()[: prompts.MAX_CHARS]
-        if not text:
-            return JobOutcome("the model wrote an empty portrait; kept the old one")
+        # Each sentence must trace to the facts it was written from; the others are refused
+        # (a portrait is in every prompt: one invented sentence is repeated forever).
+        shown = [prompts.INSTRUCTIONS]
+        texts = [f.text for f in facts]
+        kept, refused = [], []
+        for sentence in grounding.sentences(reply.strip()[: prompts.MAX_CHARS]):
+            why = grounding.check_traced(sentence, texts, layer=grounding.PORTRAIT,
+                                         prompt=shown, names=[ctx.person.name])
+            (refused.append(why) if why else kept.append(sentence))
+        await refuse(ctx, refused)
+        if not kept:
+            return JobOutcome(f"no sentence of the new portrait traced to the facts "
+                              f"({len(refused)} refused); kept the old one")
+        text = " ".join(kept)
         await s.portraits.save(ctx.person.id, text, ctx.inputs, ctx.now)
-        return JobOutcome(f"portrait refreshed from {len(facts)} facts: {text[:60]}…")
+        return JobOutcome(f"portrait refreshed from {len(facts)} facts ({len(refused)} "
+                          f"sentences refused): {text[:60]}…")

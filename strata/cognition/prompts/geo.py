@@ -1,4 +1,6 @@
-"""Geo patterns: location habits from the places a person shared."""
+"""Geo patterns: location habits from the places a person shared. Each habit names the place
+(its coordinates, as given) and is checked against when the person was there and what they
+wrote there (`strata.memory.domain.grounding.check_claim`)."""
 
 from __future__ import annotations
 
@@ -7,10 +9,13 @@ from pydantic import BaseModel, Field
 INSTRUCTIONS = (
     "You find location habits of one person. You get the places where they shared their "
     "location, each with how often and at which local days and times, and what they wrote "
-    "there. Describe each habit as one short statement, e.g. 'usually at the climbing gym on "
-    "Tuesday evenings'; name the place the way their messages do. Only places visited at "
-    "least twice. Answer only with JSON: "
-    '{"places": [{"habit": "...", "lat": 0.0, "lon": 0.0}]} — {"places": []} when there is none.'
+    "there. Describe each habit as one short statement that names the place the way their "
+    "messages do and the days or times they were there; nothing their messages do not say. "
+    "Only places visited at least twice. Answer only with JSON, with the place's coordinates "
+    "exactly as given. If the person wrote 'swimming laps at the pool' twice at place 48.100, "
+    "11.500 on Saturday mornings, the answer is {\"places\": [{\"habit\": \"swims laps at the "
+    "pool on Saturday mornings\", \"lat\": 48.100, \"lon\": 11.500}]}; with no habit, "
+    '{"places": []}.'
 )
 
 

@@ -27,7 +27,9 @@ from strata.core.errors import ModelBadResponseError, ModelError
 from strata.core.ports import ChatModel, Clock
 from strata.core.tokens import count_tokens
 from strata.core.types import Channel, Person, Role, RowKind, TranscriptRow
+from strata.memory.domain import grounding
 from strata.memory.domain.prompts import compaction as prompt
+from strata.memory.domain.refusals import RefusalRepo
 from strata.memory.domain.transcript import row_from_db, watermark
 from strata.memory.engines.db import Database
 
@@ -107,10 +109,12 @@ async def pending_rows(db: Database, channel_id: int, after_id: int) -> list[Tra
     return [row_from_db(r) for r in rows]
 
 
-async def _model_summary(chat: ChatModel, channel_id: int, previous: str | None,
-                         chosen: list[TranscriptRow], policy: CompactionPolicy) -> str:
-    """The model's summary, or "" when its answer is unusable (empty, malformed) or the request
-    was refused for good: the caller then writes the extractive one. A retryable failure
+async def _model_summary(db: Database, chat: ChatModel, channel_id: int, previous: str | None,
+                         chosen: list[TranscriptRow], policy: CompactionPolicy,
+                         now: datetime) -> str:
+    """The model's summary, or "" when its answer is unusable (empty, malformed, refused by the
+    grounding rule) or the request was refused for good: the caller then writes the extractive
+    one. A retryable failure
     raises `ModelError` (nothing is stored; the next check tries again)."""
     messages = prompt.build_messages(previous, chosen, words=policy.summary_words,
                                      budget_tokens=policy.input_tokens)
@@ -126,6 +130,17 @@ async def _model_summary(chat: ChatModel, channel_id: int, previous: str | None,
     if not summary:
         log.warning("channel %s: the model wrote an empty compaction summary; extractive "
                     "summary", channel_id)
+        return ""
+    # The summary replaces the rows in every later prompt: it must not say what the text it
+    # was shown (the previous summary and the rows, as cut to the budget) lacks.
+    shown = [m.content or "" for m in messages]
+    refusal = grounding.check_summary(summary, shown[1:], layer=grounding.CONTINUITY,
+                                      prompt=shown[:1])
+    if refusal is not None:
+        log.warning("channel %s: compaction summary refused (%s); extractive summary",
+                    channel_id, refusal.reason)
+        await RefusalRepo(db).record(chosen[0].owner_id, [refusal], now)
+        return ""
     return summary
 
 
@@ -149,7 +164,7 @@ async def compact_channel(
     summary = ""
     if policy.use_model:
         try:
-            summary = await _model_summary(chat, channel_id, previous, chosen, policy)
+            summary = await _model_summary(db, chat, channel_id, previous, chosen, policy, now)
         except ModelError as exc:
             log.warning("channel %s: compaction summary failed: %s", channel_id, exc)
             return CompactionResult(channel_id, pending, error=str(exc) or type(exc).__name__)

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -27,25 +25,21 @@ from datetime import datetime, timedelta
 from strata.core.errors import ModelError
 from strata.core.ports import ChatModel, Clock, Embedder
 from strata.core.retry import RetryPolicy
-from strata.core.tokens import truncate_to_tokens
 from strata.core.types import Channel, ChatMessage, Person, Role, RowKind, TranscriptRow
 from strata.memory.coordination.cursors import move_cursor, pending_channels, read_cursor
+from strata.memory.domain import grounding
+from strata.memory.domain.episode_draft import Draft, extractive_draft
 from strata.memory.domain.episodes import LEAF, NewEpisode, insert_episode
 from strata.memory.domain.persons import PersonRepo
 from strata.memory.domain.profiles import profile_for
 from strata.memory.domain.prompts import episode_summary
-from strata.memory.domain.text import grounded
+from strata.memory.domain.refusals import RefusalRepo
 from strata.memory.domain.transcript import TranscriptRepo
 from strata.memory.engines.db import Database, placeholders
-from strata.memory.engines.fts import terms
 
 log = logging.getLogger(__name__)
 
 PAGE_ROWS = 1000
-# An extractive episode is the window's own text: each line and the whole are capped so a
-# pasted document cannot make one episode eat a recall budget.
-EXTRACTIVE_LINE_TOKENS = 80
-EXTRACTIVE_TOKENS = 450
 SUMMARY_MAX_TOKENS = 500
 # A junk or ungrounded summary is asked for once more at once (the client retried the endpoint).
 SUMMARY_RETRY = RetryPolicy(retryable=lambda e: isinstance(e, ModelError | ValueError),
@@ -122,56 +116,6 @@ def cut_windows(
         # Only rows that never become episodes are left: pass over them.
         windows.append(Window((), last_seen))
     return windows
-
-
-def heuristic_salience(rows: Sequence[TranscriptRow]) -> float:
-    """A rough importance for extractive episodes: longer self-disclosure with concrete
-    details (numbers, dates) matters more than small talk. Always within 0.2–0.9."""
-    said = " ".join(r.content for r in rows if r.role is Role.USER)
-    words = len(said.split())
-    score = 0.25 + 0.35 * min(1.0, words / 150)
-    if re.search(r"\d", said):
-        score += 0.1
-    if re.search(r"\b(i|i'm|my|me|we|our)\b", said, re.IGNORECASE):
-        score += 0.1
-    if "!" in said:
-        score += 0.05
-    return round(min(max(score, 0.2), 0.9), 3)
-
-
-def key_terms(texts: Sequence[str], limit: int = 8) -> list[str]:
-    """The most frequent topic words of `texts` (stopwords and very short words dropped)."""
-    counts: Counter[str] = Counter()
-    for text in texts:
-        counts.update(t for t in terms(text, max_terms=200) if len(t) > 2 and not t.isdigit())
-    return [t for t, _ in counts.most_common(limit)]
-
-
-@dataclass(frozen=True, slots=True)
-class Draft:
-    """What a window's episode says, before it gets ids and an embedding."""
-
-    summary: str
-    salience: float
-    emotion: str
-    emotion_intensity: float
-    key_terms: tuple[str, ...]
-    method: str
-
-
-def extractive_draft(lines: Sequence[tuple[str, str]], rows: Sequence[TranscriptRow]) -> Draft:
-    text = "\n".join(
-        f"{speaker}: {truncate_to_tokens(' '.join(said.split()), EXTRACTIVE_LINE_TOKENS)}"
-        for speaker, said in lines
-    )
-    return Draft(
-        summary=truncate_to_tokens(text, EXTRACTIVE_TOKENS),
-        salience=heuristic_salience(rows),
-        emotion="neutral",
-        emotion_intensity=0.0,
-        key_terms=tuple(key_terms([said for _, said in lines])),
-        method="extractive",
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,7 +285,8 @@ class EpisodeCutter:
         chat = self.chat_for(rows[0].owner_id) if self.chat_for else self.chat
         messages = episode_summary.build_messages(lines)
         try:
-            parsed = await SUMMARY_RETRY.call(lambda: self._summary(chat, messages, lines))
+            parsed = await SUMMARY_RETRY.call(
+                lambda: self._summary(chat, messages, lines, rows[0].owner_id))
         except (ModelError, ValueError) as exc:
             log.warning("episode summary failed twice (%s); the extractive one is kept", exc)
             return extractive_draft(lines, rows)
@@ -355,14 +300,22 @@ class EpisodeCutter:
         )
 
     async def _summary(self, chat: ChatModel, messages: Sequence[ChatMessage],
-                       lines: Sequence[tuple[str, str]]) -> episode_summary.EpisodeSummary:
+                       lines: Sequence[tuple[str, str]],
+                       owner_id: int) -> episode_summary.EpisodeSummary:
         """One ask for the summary: the model's JSON, validated and about the conversation."""
         answer = await chat.complete(messages, schema=episode_summary.EpisodeSummary,
                                      max_tokens=SUMMARY_MAX_TOKENS, model=self.settings.model)
         parsed = episode_summary.parse(answer.text)
-        if not grounded(parsed.summary, "\n".join(text for _, text in lines)):
-            log.debug("episode summary off its conversation: %r", parsed.summary[:200])
-            raise ValueError("the summary is not about the conversation")
+        # A window is short: its summary keeps half its words from it (the embedded 0.5B
+        # model's "energetic pharmacist ... her passion" kept four in eleven).
+        refusal = grounding.check_summary(
+            parsed.summary, [f"{who}: {text}" for who, text in lines], layer=grounding.EPISODES,
+            prompt=[episode_summary.SYSTEM], speakers=grounding.by_speaker(lines),
+            share=grounding.CLAIM_SHARE)
+        if refusal is not None:
+            await RefusalRepo(self.db).record(owner_id, [refusal], self.clock.now())
+            # The summary itself only at DEBUG (log_refusal): INFO and above carry no words.
+            raise ValueError(f"the summary was refused ({refusal.reason})")
         return parsed
 
     async def _store(self, channel: _ChannelInfo, window: Window, cursor: int,

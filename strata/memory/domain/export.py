@@ -29,6 +29,7 @@ OWNED_TABLES: list[tuple[str, str]] = [
     ("job_runs", "person_id"),
     ("job_cursors", "person_id"),
     ("recall_log", "owner_id"),
+    ("grounding_refusals", "owner_id"),
 ]
 
 

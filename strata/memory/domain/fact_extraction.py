@@ -20,13 +20,14 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from strata.core.clock import to_iso
 from strata.core.errors import StrataError
 from strata.core.ports import ChatModel
 from strata.core.types import ChatMessage, OwnerKind
+from strata.memory.domain import grounding
 from strata.memory.domain.episodes import LEAF, Episode, episode_from_db
 from strata.memory.domain.fact_types import FACT_KINDS, PERSON_KINDS, NewFact, normalise_text
 from strata.memory.domain.facts import FactStore
@@ -40,6 +41,7 @@ from strata.memory.domain.prompts.facts import (
     build_messages,
     parse_answer,
 )
+from strata.memory.domain.refusals import RefusalRepo
 from strata.memory.engines.db import Database
 
 log = logging.getLogger(__name__)
@@ -150,6 +152,7 @@ class _Batch:
     episodes: list[Episode]
     excerpts: list[Excerpt]
     person_lines: dict[int, list[tuple[int, str]]]  # episode id -> (row id, text)
+    prompt: tuple[str, ...] = ()  # the instructions the model saw (for the echo test)
 
 
 class FactExtractor:
@@ -249,6 +252,8 @@ class FactExtractor:
             kinds,
             budget_tokens=self.input_tokens,
         )
+        shown = tuple(m.content or "" for m in messages if m.role == "system")
+        batch = replace(batch, prompt=shown)
         candidates = parse_answer(await complete(messages))
         # The person may have paused while the model was thinking: then nothing is kept, and
         # the cursor stays so the episodes are read after /resume.
@@ -319,6 +324,12 @@ class FactExtractor:
         if source_episode is None:
             report.reject("evidence not in the person's words")
             return
+        # The one grounding rule (strata.memory.domain.grounding): the fact's own text, not
+        # only its evidence, must be found in the person's lines it cites.
+        grounded = await self._ground(owner_id, cand, batch, source_episode.id, rows, now)
+        if grounded is not None:
+            report.reject(f"grounding: {grounded.reason}")
+            return
         new = NewFact(
             owner_id=owner_id,
             kind=cand.kind,
@@ -345,6 +356,20 @@ class FactExtractor:
             report.added.append(result.fact_id)
         report.superseded += result.superseded
         report.retracted += result.retracted
+
+    async def _ground(self, owner_id: int, cand: Candidate, batch: _Batch, episode_id: int,
+                      rows: Sequence[int], now: datetime) -> grounding.Refusal | None:
+        """The grounding rule's verdict on a candidate that passed the checks above (counted
+        and logged when it refuses)."""
+        cited = set(rows[:3])
+        said = [text for row_id, text in batch.person_lines.get(episode_id, [])
+                if row_id in cited]
+        person = await self.persons.get(owner_id)
+        refusal = grounding.check_claim(cand.text, said, layer=grounding.FACTS,
+                                        prompt=batch.prompt, names=[person.name] if person else [])
+        if refusal is not None:
+            await RefusalRepo(self.db).record(owner_id, [refusal], now)
+        return refusal
 
 
 def _evidence_in(cand: Candidate, batch: _Batch) -> tuple[Episode | None, list[int]]:

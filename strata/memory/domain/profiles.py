@@ -23,13 +23,15 @@ MUTED = SourceProfile()
 
 PROFILES: dict[str, SourceProfile] = {
     "user": SourceProfile(episodes=True, facts=True, geo=True, patterns=True, location=True),
-    "dmn": SourceProfile(episodes=True, facts=True),
     "external-agent:*": SourceProfile(episodes=True, facts=True),
-    # Background sources that write facts directly but never episodes: proactive research
+    # Background sources that write facts directly but never episodes: the DMN (its findings
+    # are `reflection` facts once the grounding rule traced them to episodes or facts; its
+    # raw reply, unchecked, must not become an episode or be read for facts), proactive research
     # (`discovery` facts with their URL) and connected services (`connector:calendar`,
     # `connector:contacts`, `connector:ics` for the operator's feeds: events and contacts as
     # facts). A service's data is never the person's own words, so no patterns, and never
     # their location (a calendar's "where" is a plan, not where they are).
+    "dmn": SourceProfile(facts=True),
     "research": SourceProfile(facts=True),
     "connector:*": SourceProfile(facts=True),
 }

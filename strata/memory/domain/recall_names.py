@@ -104,6 +104,12 @@ def _name_words(name: str) -> list[str]:
             if len(word) >= 3 and word not in CALENDAR and word not in STOPWORDS]
 
 
+def names_in(text: str) -> list[str]:
+    """The lower-cased words of `text` that may name someone or somewhere, read as `name_check`
+    reads a query (not a sentence's first word, not a month, weekday, initial or stopword)."""
+    return [word for w in _capitalised(text) for word in _name_words(w)]
+
+
 def strangers(query: str, table: RowTable, known: Collection[str] = ()) -> list[str]:
     """The names in the query that this memory never mentions, as written in the query."""
     return list(name_check(query, table, known).strangers)

@@ -35,6 +35,7 @@ from strata.core.clock import to_iso
 from strata.core.errors import ModelBadResponseError, ModelError, StrataError
 from strata.core.ports import ChatModel, Embedder
 from strata.core.tokens import count_tokens, share_budget, truncate_to_tokens
+from strata.memory.domain import grounding
 from strata.memory.domain.clustering import ClusterParams, cluster_labels
 from strata.memory.domain.compaction import (
     CompactionPolicy,
@@ -52,7 +53,7 @@ from strata.memory.domain.episodes import (
 )
 from strata.memory.domain.profiles import profile_for
 from strata.memory.domain.prompts import rollup as prompt
-from strata.memory.domain.text import grounded
+from strata.memory.domain.refusals import RefusalRepo
 from strata.memory.engines.db import Database, placeholders
 
 log = logging.getLogger(__name__)
@@ -139,8 +140,8 @@ def _salience(children: Sequence[Episode]) -> float:
     return min(1.0, 0.7 * top + 0.3 * mean + 0.01 * len(children))
 
 
-async def _model_summary(chat: ChatModel, children: Sequence[Episode], level: int,
-                         policy: RollupPolicy) -> tuple[str, str] | None:
+async def _model_summary(db: Database, chat: ChatModel, children: Sequence[Episode], level: int,
+                         policy: RollupPolicy, now: datetime) -> tuple[str, str] | None:
     """The model's (summary, key terms), or None when its answer does not fit the schema or
     the request was refused for good (the caller then writes the extractive parent)."""
     dates = [f"{c.started_at:%Y-%m-%d} – {c.ended_at:%Y-%m-%d}" for c in children]
@@ -168,9 +169,11 @@ async def _model_summary(chat: ChatModel, children: Sequence[Episode], level: in
         return None
     # A model that ignores max_tokens must not store a huge summary either.
     summary, terms = parsed
-    if not grounded(summary, "\n".join(texts)):
-        log.warning("roll-up summary is not about its memories; writing an extractive parent")
-        log.debug("the roll-up summary: %r", summary[:200])
+    refusal = grounding.check_summary(summary, [f"({d}) {t}" for d, t in lines],
+                                      layer=grounding.ROLLUP, prompt=[prompt.SYSTEM])
+    if refusal is not None:
+        log.warning("roll-up summary refused (%s); writing an extractive parent", refusal.reason)
+        await RefusalRepo(db).record(children[0].owner_id, [refusal], now)
         return None
     return truncate_to_tokens(summary, policy.summary_tokens), terms
 
@@ -199,7 +202,8 @@ async def write_parent(
         raise ValueError(f"{len(children)} children for one parent; at most "
                          f"{policy.max_children} fit in input_tokens={policy.input_tokens}")
     level = children[0].level + 1
-    parsed = await _model_summary(chat, children, level, policy) if policy.use_model else None
+    parsed = (await _model_summary(db, chat, children, level, policy, now)
+              if policy.use_model else None)
     if parsed is not None:
         (summary, terms), method = parsed, "llm"
     else:

@@ -87,12 +87,3 @@ _MARKUP = re.compile(r'^\s*[\[{<]|"\w+"\s*:')
 def is_markup(summary: str) -> bool:
     """Whether a model's summary is markup rather than prose: never stored as memory."""
     return bool(_MARKUP.search(summary))
-
-
-def grounded(summary: str, source: str) -> bool:
-    """Whether `summary` is about `source`: enough of its content words (stems) occur there.
-    Numbers are left out: a stray "13" says nothing about what a text is about."""
-    words = {w for w in tokens(summary) if not w.isdigit()}
-    if not words:
-        return False
-    return len(words & set(tokens(source))) / len(words) >= GROUNDED_SHARE

@@ -1,0 +1,99 @@
+"""The grounding rule (strata.memory.domain.grounding): what a model proposes is stored only
+when it is found in what it cites. Each case is one that a small model really produced."""
+
+from __future__ import annotations
+
+import pytest
+
+from strata.memory.domain import grounding as g
+
+PROMPT = ('Answer only with JSON: {"patterns": [{"pattern": "short statement about the '
+          'person", "tool": "name or null"}]}. Only patterns supported by at least two '
+          "messages; no one-off events.")
+SAID = ["I go climbing every Tuesday evening at the gym", "Tuesday again, climbing with Mia"]
+
+
+def reason(refusal: g.Refusal | None) -> str | None:
+    return refusal.reason if refusal else None
+
+
+@pytest.mark.parametrize(("claim", "why"), [
+    ("short statement about the person", g.ECHO),
+    ("set_reminder", g.ECHO),
+    ('{"pattern": "climbs"}', g.MARKUP),
+    ("Only patterns supported by at least two messages", g.ECHO),
+    ("...", g.EMPTY),
+    ("Goes climbing at the gym on Tuesday evenings", None),
+    ("Climbs with Mia on Tuesdays", None),
+    ("Climbs with Alice on Tuesdays", g.NAME),
+    ("Goes climbing on Friday evenings", g.DATE),
+    ("Climbs 3 times a week", g.NUMBER),
+    ("Enjoys hiking, cooking and video games", g.NOT_SAID),
+])
+def test_a_claim_must_be_in_the_persons_own_words(claim: str, why: str | None) -> None:
+    assert reason(g.check_claim(claim, SAID, layer=g.PATTERNS, prompt=[PROMPT])) == why
+
+
+def test_the_bots_words_are_not_evidence_and_nothing_cited_is_nothing() -> None:
+    assert reason(g.check_claim("Lives in Porto", [], layer=g.FACTS)) == g.UNCITED
+    # The assistant said Porto, the person did not: only the person's lines are passed.
+    assert reason(g.check_claim("Lives in Porto", ["I see, where do you live?"],
+                                layer=g.FACTS)) == g.NAME
+
+
+def test_a_portrait_sentence_traces_to_facts() -> None:
+    facts = ["My sister Nadia lives in Porto", "I work as a pharmacist"]
+    assert g.check_traced("Their sister Nadia lives in Porto.", facts, layer=g.PORTRAIT) is None
+    assert reason(g.check_traced("Their sister is Alice, from New York City.", facts,
+                                 layer=g.PORTRAIT)) == g.NAME
+    assert reason(g.check_traced("They enjoy hiking and cooking.", facts,
+                                 layer=g.PORTRAIT)) == g.UNTRACED
+    assert g.sentences("Works as a pharmacist. Sister Nadia lives in Porto.") == [
+        "Works as a pharmacist.", "Sister Nadia lives in Porto."]
+
+
+def test_a_summary_carries_no_name_number_date_or_quote_its_sources_lack() -> None:
+    rows = ["person: I have a dentist appointment on Monday at 9",
+            "assistant: Good luck at the dentist!"]
+    ok = "The person has a dentist appointment on Monday at 9."
+    assert g.check_summary(ok, rows, layer=g.CONTINUITY) is None
+    assert reason(g.check_summary("The dentist appointment is on Friday.", rows,
+                                  layer=g.CONTINUITY)) == g.DATE
+    assert reason(g.check_summary("The dentist appointment at 10 with Eve.", rows,
+                                  layer=g.CONTINUITY)) == g.NUMBER
+    assert reason(g.check_summary('The person said "please tell me about the dentist bill".',
+                                  rows, layer=g.CONTINUITY)) == g.QUOTE
+    assert reason(g.check_summary("They went sailing with Eve.", rows,
+                                  layer=g.CONTINUITY)) == g.NAME
+
+
+def test_one_speakers_facts_are_not_given_to_another() -> None:
+    speakers = {"Carol": ["I'm allergic to peanuts and I work as a nurse", "My dog Rex is old"],
+                "Bob": ["I'm her brother, visiting for the weekend"],
+                "Strata": ["Nice to meet you both!"]}
+    rows = [f"{name}: {line}" for name, lines in speakers.items() for line in lines]
+    wrong = "Bob is allergic to peanuts and works as a nurse."
+    right = "Carol is allergic to peanuts and works as a nurse; Bob is visiting."
+    assert reason(g.check_summary(wrong, rows, layer=g.EPISODES, speakers=speakers)) == \
+        g.MISATTRIBUTED
+    assert g.check_summary(right, rows, layer=g.EPISODES, speakers=speakers) is None
+
+
+def test_a_refusal_is_logged_at_debug(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("DEBUG", logger="strata.memory.domain.grounding")
+    refusal = g.check_claim("short statement about the person", SAID, layer=g.PATTERNS)
+    assert refusal is not None
+    g.log_refusal(refusal, 7)
+    assert "short statement about the person" in caplog.text and "patterns" in caplog.text
+
+
+def test_content_share_and_a_stricter_summary_share() -> None:
+    assert g.content_share("Alice waters the plants every evening", "I water the plants",
+                           ["Alice"]) == pytest.approx(2 / 3)
+    # What the embedded 0.5B model wrote of "Hi! I live in Lyon and I work as a pharmacist."
+    window = ["ann: Hi! I live in Lyon and I work as a pharmacist."]
+    invented = ("Ann is an energetic pharmacist living in Lyon who has been using her passion "
+                "for pharmacy work for some time now.")
+    assert g.check_summary(invented, window, layer=g.EPISODES, names=["ann"]) is None
+    assert reason(g.check_summary(invented, window, layer=g.EPISODES, names=["ann"],
+                                  share=g.CLAIM_SHARE)) == g.OFF_TOPIC
