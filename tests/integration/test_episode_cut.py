@@ -27,7 +27,7 @@ from tests.memory_helpers import (
 
 # Every test runs on SQLite and on PostgreSQL (tests/conftest.py).
 
-# Its summary is about the conversation (`strata.memory.domain.grounding.check_summary`): filler(0)'s words.
+# Its summary is about the conversation (`grounding.check_summary`): filler(0)'s words.
 GOOD = {"summary": f"Alice talked about {filler(0)}.", "salience": 0.8,
         "emotion": {"label": "joy", "intensity": 0.6}, "key_terms": ["garden", "Alice"]}
 
