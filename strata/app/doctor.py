@@ -16,9 +16,8 @@ from strata.core.config import Settings
 from strata.core.errors import ModelBadResponseError, ModelError, StrataError
 from strata.core.private_files import missing_folders
 from strata.core.wording import counted
-from strata.memory.coordination.jobruns import JobRunRepo
+from strata.memory.coordination.jobruns import failing_jobs
 from strata.memory.domain.transcript import describe_store
-from strata.memory.engines.db import Database
 from strata.memory.engines.driver import sqlite_driver
 
 
@@ -62,11 +61,7 @@ async def _database(settings: Settings) -> list[Check]:
 async def _jobs(settings: Settings) -> list[Check]:
     """Background jobs failing now (every source of a research run unreachable, a connector
     refusing): each one a failure, with its next retry; read only."""
-    db = await Database.open(settings.db.target, settings.embed.dim, read_only=True)
-    try:
-        failing = await JobRunRepo(db).failing()
-    finally:
-        await db.close()
+    failing = await failing_jobs(settings.db.target, settings.embed.dim)
     if not failing:
         return [Check(True, "background jobs: none failing")]
     return [Check(False, f"background job {f.job} for {f.person}: failed "

@@ -42,6 +42,7 @@ REPOSITORIES = {
 REPOSITORY_BUILDERS = {
     "strata/app/compose.py",
     "strata/app/memory_wiring.py",
+    "strata/memory/coordination/jobruns.py",
     "strata/memory/domain/map.py",
     "strata/memory/domain/recall.py",
     "strata/memory/domain/recall_sources.py",

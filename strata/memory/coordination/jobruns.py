@@ -278,3 +278,13 @@ class JobRunRepo:
             " sum(tokens) AS tokens FROM job_runs GROUP BY job ORDER BY job")
         return [(r["job"], int(r["runs"]), int(r["errors"] or 0), int(r["tokens"] or 0))
                 for r in rows]
+
+
+async def failing_jobs(path: str, dim: int) -> list[JobFailure]:
+    """The jobs failing now in the store at `path`, opened read-only as it is (doctor's
+    view: it opens no repository of its own)."""
+    db = await Database.open(path, dim, read_only=True)
+    try:
+        return await JobRunRepo(db).failing()
+    finally:
+        await db.close()
