@@ -92,7 +92,8 @@ CLAIMS = (
 _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+[\"'”’)]*|\n|$)")
 # A message asking to be reminded (not "remind me what her name is", a question).
 _ASKS_REMINDER = re.compile(
-    r"\b(?:remind\s+me(?!\s+(?:what|who|whom|whose|where|which|how|why|of\s+what)\b)"
+    r"\b(?:remind\s+me(?![\s,:;–—-]+(?:what|who|whom|whose|where|which|how|why|when|"
+    r"of\s+what)\b)"
     r"|(?:set|create|add|make|schedule)\s+(?:me\s+)?an?\s+(?:reminder|alarm))\b", re.I)
 # Up to the last sentence end followed by a space, or the last line break.
 _SETTLED = re.compile(r".*(?:[.!?][\"'”’)]*\s|\n)", re.S)

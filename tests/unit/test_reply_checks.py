@@ -111,3 +111,11 @@ def test_a_reminder_asked_for_and_not_set_is_said_whatever_the_reply() -> None:
     # An honest line already there is not said twice.
     said = check_reply("I've set a reminder.", (), (), asked="set an alarm for 7am")
     assert said.text == NOT_SET and said.caught == ("reminder",)
+
+
+def test_remind_me_what_is_a_question_not_a_reminder() -> None:
+    # The Matrix round trip's own question: nothing to correct in "Your cat is called Miso."
+    for asked in ("remind me, what is the name of the cat I adopted?",
+                  "Remind me: where did I park?", "remind me what my sister is called"):
+        checked = check_reply("Your cat is called Miso.", (), (), asked=asked)
+        assert checked.text == "Your cat is called Miso." and checked.caught == (), asked
