@@ -37,7 +37,7 @@ LABELS: tuple[Label, ...] = (
     ("I'm left-handed.", (("left",),)),
     ("I've been climbing at the Bloc gym for three years.", (("climb",),)),
     ("My favourite food is ramen.", (("ramen",),)),
-    ("I'm married and we have three kids.", (("kids",),)),
+    ("I'm married and we have three kids.", (("married",), ("kids",))),
     ("I volunteer at the food bank on Saturdays.", (("food bank",),)),
     ("I was born in 1988.", (("1988",),)),
     ("I can't stand horror movies.", (("horror",),)),
