@@ -19,11 +19,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.fact_labels import LABELS
+from bench.fact_labels import LABELS, Label
 from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
 from strata.core.config_sections import DbSettings
+from strata.core.errors import ModelError
 from strata.core.types import ChannelKind, NewRow, Role
 from strata.memory.domain.fact_extraction import model_completer
 from strata.memory.domain.plain_facts import plain_candidates
@@ -36,7 +37,8 @@ def _matches(text: str, expected: tuple[str, ...]) -> bool:
     return all(word in low for word in expected)
 
 
-async def _one(app: App, clock: ManualClock, i: int, utterance: str) -> list[str]:
+async def _one(app: App, clock: ManualClock, i: int,
+               utterance: str) -> tuple[list[str], str | None]:
     now = clock.now()
     person = await app.persons.get_or_create(f"console:u{i}", f"u{i}", now)
     channel = await app.channels.get_or_create(
@@ -47,11 +49,15 @@ async def _one(app: App, clock: ManualClock, i: int, utterance: str) -> list[str
         NewRow(channel.id, None, now, "user", Role.ASSISTANT, "I see.", f"t{i}")])
     assert app.cutter is not None
     await app.cutter.cut(channel.id, now + timedelta(hours=2))
-    report = await app.extractor.run(person.id, model_completer(app.chat),
-                                     now + timedelta(hours=2))
+    try:
+        report = await app.extractor.run(person.id, model_completer(app.chat),
+                                         now + timedelta(hours=2))
+        line, error = report.line(), None
+    except ModelError as exc:  # what the model-free path kept is still stored
+        line = error = str(exc)
     stored = [f.text for f in await app.facts.repo.for_owner(person.id)]
-    print(f"{i:3d} {utterance[:50]!r}: {report.line()}; stored {stored}", flush=True)
-    return stored
+    print(f"{i:3d} {utterance[:50]!r}: {line}; stored {stored}", flush=True)
+    return stored, error
 
 
 def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -72,16 +78,23 @@ def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def model_free(limit: int | None = None) -> dict[str, Any]:
+def model_free(limit: int | None = None, every: int = 1) -> dict[str, Any]:
     """The model-free path alone on the labels."""
     return score([{"expected": [" ".join(e) for e in expected],
                    "stored": [c.text for c in plain_candidates(0, utterance)]}
-                  for utterance, expected in LABELS[:limit]])
+                  for utterance, expected in labels(limit, every)])
 
 
-async def measure(settings: Settings, limit: int | None = None) -> dict[str, Any]:
-    """Extract from each labelled utterance with the chat model of `settings` (an endpoint
-    that answers: `bench.model_quality` starts the embedded one when none is configured)."""
+def labels(limit: int | None = None, every: int = 1) -> list[Label]:
+    """Every `every`-th label (a sample across all classes for a slow model), at most `limit`."""
+    return list(LABELS[::every][:limit])
+
+
+async def measure(settings: Settings, limit: int | None = None,
+                  every: int = 1) -> dict[str, Any]:
+    """Extract from each labelled utterance (or every `every`-th) with the chat model of
+    `settings` (an endpoint that answers: `bench.model_quality` starts the embedded one when
+    none is configured)."""
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="strata-facts-") as folder:
         effective = settings.model_copy(update={
@@ -91,13 +104,14 @@ async def measure(settings: Settings, limit: int | None = None) -> dict[str, Any
         app = await App.create(effective, clock=clock)
         try:
             started = time.monotonic()
-            for i, (utterance, expected) in enumerate(LABELS[:limit]):
-                stored = await _one(app, clock, i, utterance)
+            for i, (utterance, expected) in enumerate(labels(limit, every)):
+                stored, error = await _one(app, clock, i, utterance)
                 right = [s for s in stored if any(_matches(s, e) for e in expected)]
                 found = [e for e in expected if any(_matches(s, e) for s in stored)]
                 rows.append({"utterance": utterance,
                              "expected": [" ".join(e) for e in expected],
-                             "stored": stored, "right": len(right), "found": len(found)})
+                             "stored": stored, "right": len(right), "found": len(found),
+                             "model_error": error})
                 clock.advance(hours=3)
             seconds = time.monotonic() - started
         finally:
@@ -111,6 +125,7 @@ async def measure(settings: Settings, limit: int | None = None) -> dict[str, Any
         **score(rows),
         "seconds": round(seconds, 1),
         "seconds_per_utterance": round(seconds / len(rows), 1) if rows else None,
-        "model_free": model_free(limit),
+        "model_errors": sum(1 for r in rows if r["model_error"]),
+        "model_free": model_free(limit, every),
         "rows": rows,
     }
