@@ -65,6 +65,28 @@ async def test_the_assistants_words_are_never_evidence(app: App, fake_openai: Fa
                                "evidence not in the person's words": 2}
 
 
+async def test_quoting_part_of_a_hypothetical_is_still_a_hypothetical(
+        app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
+    # What the 0.5B model stored in bench.fact_quality before this check.
+    p, ch = await setup(app, clock)
+    ep = await episode(app, clock, p, ch, [
+        (Role.USER, "If I moved to Oslo, I'd need a warmer coat."),
+        (Role.ASSISTANT, "I see."),
+        (Role.USER, "I'm thinking about maybe becoming a teacher."),
+        (Role.USER, "I own a bakery lol"),
+    ])
+    fake_openai.reply(json.dumps({"facts": [
+        cand("Needs a warmer coat", "I'd need a warmer coat", episode=ep),
+        cand("I see.", "I'd need a warmer coat.", episode=ep),
+        cand("Is becoming a teacher", "I'm thinking about maybe becoming a teacher",
+             episode=ep),
+        cand("Owns a bakery", "I own a bakery", episode=ep),
+    ]}))
+    report = await extractor(app).run(p.id, model_completer(app.chat), clock.now())
+    assert await live_texts(app, p.id) == []
+    assert report.rejected == {"hypothetical": 2, "evidence from the assistant": 1, "joke": 1}
+
+
 async def test_speaker_labels_are_taken_off(app: App, fake_openai: FakeOpenAI,
                                             clock: ManualClock) -> None:
     p, ch = await setup(app, clock)

@@ -48,7 +48,7 @@ from strata.memory.domain.fact_types import (
 )
 from strata.memory.domain.facts import FactStore
 from strata.memory.domain.persons import PersonRepo
-from strata.memory.domain.plain_facts import lasting, plain_candidates
+from strata.memory.domain.plain_facts import context_problem, lasting, plain_candidates
 from strata.memory.domain.profiles import profile_for
 from strata.memory.domain.prompts.facts import (
     Candidate,
@@ -337,8 +337,15 @@ class FactExtractor:
             report.reject("evidence not in the person's words")
             return
         theirs = [text for rid, text in batch.person_lines[source_episode.id] if rid in rows]
-        if echoes_assistant(cand.evidence, theirs, batch.other_lines[source_episode.id]):
+        others = batch.other_lines[source_episode.id]
+        if echoes_assistant(cand.evidence, theirs, others) or echoes_assistant(
+                cand.text, theirs, others):
             report.reject("evidence from the assistant")
+            return
+        best_line = dict(batch.person_lines[source_episode.id])[rows[0]]
+        context = context_problem(cand.evidence, best_line)
+        if context is not None:  # the line around the quoted words is no assertion
+            report.reject(context)
             return
         new = NewFact(
             owner_id=owner_id,

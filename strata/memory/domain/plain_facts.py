@@ -332,6 +332,22 @@ def statement_problem(sentence: str) -> str | None:
     return None
 
 
+def context_problem(evidence: str, line: str) -> str | None:
+    """Why the person's `line` holding `evidence` makes it no assertion: a joke, or a sentence
+    with most of its words that is not a plain statement ("I'd need a warmer coat", quoted
+    from "If I moved to Oslo, I'd need a warmer coat", is a hypothetical). None: neither."""
+    if _JOKE.search(line):
+        return "joke"
+    wanted = {w for w in re.findall(r"\w+", evidence.lower()) if len(w) >= 3}
+    for sentence in sentences(line):
+        have = set(re.findall(r"\w+", sentence.lower()))
+        if wanted and len(wanted & have) * 2 >= len(wanted):
+            problem = statement_problem(sentence)
+            if problem:
+                return problem
+    return None
+
+
 def _facts_of(sentence: str) -> tuple[Found, bool]:
     """The facts a plain sentence states, and whether it is a correction."""
     body, correction = sentence, False
