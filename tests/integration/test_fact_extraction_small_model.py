@@ -87,6 +87,22 @@ async def test_quoting_part_of_a_hypothetical_is_still_a_hypothetical(
     assert report.rejected == {"hypothetical": 2, "evidence from the assistant": 1, "joke": 1}
 
 
+async def test_a_text_must_rest_on_its_evidence(app: App, fake_openai: FakeOpenAI,
+                                                 clock: ManualClock) -> None:
+    # What the 1.5B model stored in bench.fact_quality before this check.
+    p, ch = await setup(app, clock)
+    ep = await episode(app, clock, p, ch, [(Role.USER, "Good morning!"),
+                                            (Role.USER, "We had soup, I'm vegetarian.")])
+    fake_openai.reply(json.dumps({"facts": [
+        cand("Good morning!", "Good morning!", episode=ep),
+        cand("diet", "I'm vegetarian", attribute="diet", episode=ep),
+        cand("Is vegetarian", "I'm vegetarian", attribute="diet", episode=ep),
+    ]}))
+    report = await extractor(app).run(p.id, model_completer(app.chat), clock.now())
+    assert await live_texts(app, p.id) == ["Is vegetarian"]
+    assert report.rejected == {"small talk": 1, "text not in its evidence": 1}
+
+
 async def test_speaker_labels_are_taken_off(app: App, fake_openai: FakeOpenAI,
                                             clock: ManualClock) -> None:
     p, ch = await setup(app, clock)

@@ -144,3 +144,35 @@ def echoes_assistant(evidence: str, person_lines: Sequence[str],
         if copied - _runs(theirs.split(), RUN):
             return True
     return False
+
+
+_SMALL_TALK = re.compile(
+    r"^\W*(good (morning|night|evening|afternoon|day)|hi|hello|hey|thanks|thank you|ok|okay|"
+    r"bye|see you|lol|haha|wow|cool|nice|great|sure|yes|no|yeah|nope)\b[\W\s]*$",
+    re.IGNORECASE,
+)
+
+
+_COMMON = frozenset(("the", "and", "has", "had", "have", "was", "are", "for", "her", "his",
+                     "she", "him", "you", "not", "but", "who", "its", "with", "that", "this"))
+
+
+def text_problem(text: str, evidence: str) -> str | None:
+    """Why a fact's `text` does not rest on its `evidence` (None: it does). The evidence must
+    be more than small talk ("Good morning!"), and the text must share a word (not a common
+    one), or a number, with it: a model's "diet" for "I'm vegetarian" says nothing the
+    person said."""
+    if _SMALL_TALK.match(evidence):
+        return "small talk"
+    said = set(_words(evidence))
+    if not any(((len(w) >= 3 and w not in _COMMON) or w.isdigit()) and w in said
+               for w in _words(text)):
+        return "text not in its evidence"
+    return None
+
+
+def alike(a: str, b: str) -> bool:
+    """Whether at least half the longer words (4+ letters) of `b` are in `a`."""
+    words = {w for w in normalise_text(b).split() if len(w) >= 4}
+    have = set(normalise_text(a).split())
+    return bool(words) and len(words & have) * 2 >= len(words)

@@ -35,9 +35,11 @@ from strata.core.types import ChatMessage, OwnerKind
 from strata.memory.domain.episodes import LEAF, Episode, episode_from_db
 from strata.memory.domain.fact_evidence import (
     Speakers,
+    alike,
     echoes_assistant,
     evidence_problem,
     find_evidence,
+    text_problem,
 )
 from strata.memory.domain.fact_types import (
     FACT_KINDS,
@@ -306,7 +308,7 @@ class FactExtractor:
             lines = batch.person_lines.get(cand.episode or 0, [])
             rows = set(find_evidence(cand.evidence, lines))
             known = normalise_text(cand.text) in texts or any(
-                (cand.attribute and f.key == key) or (rows & cited and _alike(f.text, cand.text))
+                (cand.attribute and f.key == key) or (rows & cited and alike(f.text, cand.text))
                 for f, cited in by_model)
             if known:
                 report.duplicates += 1
@@ -336,16 +338,9 @@ class FactExtractor:
         if source_episode is None:
             report.reject("evidence not in the person's words")
             return
-        theirs = [text for rid, text in batch.person_lines[source_episode.id] if rid in rows]
-        others = batch.other_lines[source_episode.id]
-        if echoes_assistant(cand.evidence, theirs, others) or echoes_assistant(
-                cand.text, theirs, others):
-            report.reject("evidence from the assistant")
-            return
-        best_line = dict(batch.person_lines[source_episode.id])[rows[0]]
-        context = context_problem(cand.evidence, best_line)
-        if context is not None:  # the line around the quoted words is no assertion
-            report.reject(context)
+        problem = _line_problem(cand, batch, source_episode.id, rows)
+        if problem is not None:
+            report.reject(problem)
             return
         new = NewFact(
             owner_id=owner_id,
@@ -375,11 +370,18 @@ class FactExtractor:
         report.retracted += result.retracted
 
 
-def _alike(a: str, b: str) -> bool:
-    """Whether at least half the longer words (4+ letters) of `b` are in `a`."""
-    words = {w for w in normalise_text(b).split() if len(w) >= 4}
-    have = set(normalise_text(a).split())
-    return bool(words) and len(words & have) * 2 >= len(words)
+def _line_problem(cand: Candidate, batch: _Batch, episode_id: int,
+                  rows: Sequence[int]) -> str | None:
+    """Why the lines that hold the candidate's evidence do not carry it: the evidence or the
+    text echoes the assistant, the line around the quoted words is no assertion, or the text
+    does not rest on them."""
+    lines = dict(batch.person_lines[episode_id])
+    theirs = [lines[r] for r in rows]
+    others = batch.other_lines[episode_id]
+    if echoes_assistant(cand.evidence, theirs, others) or echoes_assistant(
+            cand.text, theirs, others):
+        return "evidence from the assistant"
+    return context_problem(cand.evidence, theirs[0]) or text_problem(cand.text, cand.evidence)
 
 
 def _evidence_in(cand: Candidate, batch: _Batch) -> tuple[Episode | None, list[int]]:
