@@ -89,8 +89,8 @@ async def part_answers(settings: Settings, folder: Path, budget: int,
             "notes_coverage": answer_quality.notes_coverage(picked, blocks, turns)}
 
 
-async def part_facts(settings: Settings) -> dict[str, Any]:
-    return await fact_quality.measure(settings)
+async def part_facts(settings: Settings, every: int) -> dict[str, Any]:
+    return await fact_quality.measure(settings, every=every)
 
 
 async def part_summaries(settings: Settings) -> dict[str, Any]:
@@ -142,7 +142,7 @@ async def part_lived(settings: Settings, folder: Path, budget: int,
 
 
 async def run(parts: list[str], budget: int, answer_budget: int, limit: int | None,
-              lived_sessions: int, from_end: bool, command: str) -> str:
+              lived_sessions: int, from_end: bool, command: str, facts_every: int = 1) -> str:
     """Run `parts` with the configured or embedded model; the model's name."""
     settings = load_settings(None)
     cache = default_db_path(os.environ).parent / "models"
@@ -155,7 +155,7 @@ async def run(parts: list[str], budget: int, answer_budget: int, limit: int | No
             if part == "answers":
                 result = await part_answers(effective, folder, answer_budget, limit, from_end)
             elif part == "facts":
-                result = await part_facts(effective)
+                result = await part_facts(effective, facts_every)
             elif part == "summaries":
                 result = await part_summaries(effective)
             elif part == "lived":
@@ -251,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-end", action="store_true",
                         help="answers: work from the end of the question list (a second "
                              "process sharing the answers with a first one)")
+    parser.add_argument("--facts-every", type=int, default=1,
+                        help="facts: only every Nth labelled utterance (a slow model's sample)")
     parser.add_argument("--limit", type=int, default=None,
                         help="answers: only the first N sampled questions (a trial run)")
     args = parser.parse_args(argv)
@@ -262,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     model = args.model
     if parts:
         model = asyncio.run(run(parts, args.budget, args.answer_budget, args.limit,
-                                args.lived_sessions, args.from_end, command))
+                                args.lived_sessions, args.from_end, command,
+                                args.facts_every))
     report, text = assemble(model)
     write_json(RESULTS / f"model_quality_{model.replace('/', '_')}.json", report)
     print(text)

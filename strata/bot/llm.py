@@ -203,12 +203,12 @@ class OpenAIChatModel:
         max_tokens: int | None = None,
         schema: type[BaseModel] | None = None,
     ) -> Completion:
-        """One answer. With `schema`, the answer is asked for as JSON of that shape
-        (`response_format` json_schema: llama.cpp, Ollama, vLLM and OpenAI constrain the
-        output to it); the caller still validates it, since not every server obeys."""
+        """One answer. With `schema`, JSON of that shape (`response_format` json_schema:
+        llama.cpp, Ollama, vLLM and OpenAI constrain the output to it), sampled greedily (a
+        default 0.8 makes a small model stray); the caller still validates it."""
         req = self._request(messages, tools, model, max_tokens)
         if schema is not None:
-            req["response_format"] = self._format(schema)
+            req["response_format"], req["temperature"] = self._format(schema), 0.0
         try:
             return await self._complete(req)
         except ModelRequestError:

@@ -96,6 +96,7 @@ async def test_quotes_questions_and_hypotheticals_do_not_become_facts(
     body = fake_openai.chat_requests()[-1]
     assert body["response_format"]["type"] == "json_schema"
     assert body["response_format"]["json_schema"]["name"] == "FactsSchema"
+    assert body["temperature"] == 0  # a JSON task: greedy, not the server's default 0.8
     assert body["messages"][0]["content"] == system_prompt(
         ["user_specific", "behavioral_pattern", "place", "document", "discovery"])
     assert "person> What if I moved to Oslo?" in body["messages"][1]["content"]

@@ -198,3 +198,14 @@ async def test_facts_part_scores_what_the_extractor_stores(
     assert report["rows"][0]["stored"] == ["Lives in Lyon"]
     assert (report["stored_facts"], report["precision"], report["recall"]) == (1, 1.0, 1.0)
     assert report["negatives"] == 0
+
+
+async def test_facts_part_survives_a_failed_answer_and_keeps_plain_facts(
+        fake_openai: FakeOpenAI, settings: Settings) -> None:
+    fake_openai.reply("Sure! Lives in Lyon.")  # no JSON: the extractor raises
+    report = await fact_quality.measure(settings, limit=1)
+    assert report["rows"][0]["stored"] == ["Lives in Lyon"]  # read without the model
+    assert report["model_errors"] == 1 and "not {" in report["rows"][0]["model_error"]
+    assert report["model_free"]["stored_facts"] == 1
+    assert [u for u, _ in fact_quality.labels(every=40)] == [LABELS[i][0] for i in (0, 40, 80,
+                                                                                   120)]

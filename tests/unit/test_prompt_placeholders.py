@@ -16,6 +16,7 @@ import pytest
 import strata.cognition.prompts
 import strata.memory.domain.prompts
 from strata.memory.domain import grounding
+from strata.memory.domain.fact_types import FACT_KINDS
 
 PACKAGES = (strata.cognition.prompts, strata.memory.domain.prompts)
 # A string value in example JSON: "key": "value", or a list item ["value", ...].
@@ -49,6 +50,8 @@ def test_no_prompt_carries_a_copyable_placeholder(name: str, text: str) -> None:
     for match in _VALUE.finditer(text):
         value = match.group(1) if match.group(1) is not None else match.group(2)
         assert not _DESCRIPTION.search(value), f"{name}: placeholder {value!r}"
+        if value in FACT_KINDS or re.fullmatch(r"[a-z]+(?:_[a-z]+)*", value):
+            continue  # a kind, attribute or tool: an identifier field, never memory text
         assert grounding.echo(value) is None, f"{name}: placeholder {value!r}"
 
 

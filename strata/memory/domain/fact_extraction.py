@@ -6,9 +6,15 @@ nothing runs while the person has paused memory. The model answers with JSON
 (`strata.memory.domain.prompts.facts`); besides the prompt's rules, code drops every candidate that
 is not a durable assertion by the person: its `modality` must be "assertion", `asserted_by_person`
 true, its `evidence` must be found in what the person actually said in the episode, and that
-evidence must not read as a question, a hypothetical or reported speech. An explicit
-correction retracts the fact it corrects at once; a new value for the same subject/attribute
-(or a fact the model says it replaces) supersedes the old one.
+evidence must not read as a question, a hypothetical or reported speech, nor carry the
+assistant's words or another speaker's label (`fact_speakers`). Whether a fact lasts is
+decided by code where it can tell (`plain_facts.lasting`: a small model marks "I play the
+cello" as passing), else by the model. Plain first-person statements are also read without the
+model (`plain_facts`), so a person's basic facts are kept even when the model fails or misses
+them; those candidates pass the same checks, after the model's, so that their wording wins on a
+shared subject/attribute. An explicit correction retracts the fact it corrects at once; a new
+value for the same subject/attribute (or a fact the model says it replaces) supersedes the old
+one.
 
 The model call is a parameter (`Complete`), so the cognition job can route it through a
 background turn and tests through the fake server. Imports `bot` leaf modules and `memory`.
@@ -18,20 +24,33 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from strata.core.clock import to_iso
-from strata.core.errors import StrataError
+from strata.core.errors import ModelError, StrataError
 from strata.core.ports import ChatModel
 from strata.core.types import ChatMessage, OwnerKind
 from strata.memory.domain import grounding
 from strata.memory.domain.episodes import LEAF, Episode, episode_from_db
-from strata.memory.domain.fact_types import FACT_KINDS, PERSON_KINDS, NewFact, normalise_text
+from strata.memory.domain.fact_batch import Batch, evidence_in, line_problem
+from strata.memory.domain.fact_evidence import (
+    Speakers,
+    alike,
+    evidence_problem,
+    find_evidence,
+)
+from strata.memory.domain.fact_types import (
+    FACT_KINDS,
+    PERSON_KINDS,
+    NewFact,
+    normalise_key,
+    normalise_text,
+)
 from strata.memory.domain.facts import FactStore
 from strata.memory.domain.persons import PersonRepo
+from strata.memory.domain.plain_facts import lasting
 from strata.memory.domain.profiles import profile_for
 from strata.memory.domain.prompts.facts import (
     Candidate,
@@ -50,78 +69,20 @@ log = logging.getLogger(__name__)
 Complete = Callable[[Sequence[ChatMessage]], Awaitable[str]]
 
 MIN_CONFIDENCE = 0.5
-# Share of the evidence's words that must occur in the person's own lines of the episode.
-EVIDENCE_OVERLAP = 0.6
 MAX_KNOWN_FACTS = 80
 MAX_LINE_CHARS = 600
-
-_WORDS = re.compile(r"\w+", re.UNICODE)
-_QUESTION = re.compile(r"\?\s*$")
-_HYPOTHETICAL = re.compile(
-    r"\b(what if|suppose|supposing|imagine|if i|if we|i might|i may|maybe i|perhaps i|"
-    r"i wonder|would i|should i|could i|someday|one day i)\b",
-    re.IGNORECASE,
-)
-# "<someone> said/told/…": the person relays another's words or views ("I said" is fine).
-_REPORTED = re.compile(
-    r"\b(\w+)\s+(said|says|told|tells|thinks|think|believes|claims|reckons|wrote|writes)\b",
-    re.IGNORECASE,
-)
-_REPORTED_OTHER = re.compile(r"\baccording to\b", re.IGNORECASE)
-
 
 def model_completer(chat: ChatModel, *, model: str | None = None,
                     max_tokens: int | None = None) -> Complete:
     """A `Complete` that asks `chat` directly for JSON of the facts answer's shape."""
 
     async def complete(messages: Sequence[ChatMessage]) -> str:
+        # A JSON schema makes the client sample greedily (temperature 0).
         answer = await chat.complete(messages, model=model, max_tokens=max_tokens,
                                      schema=FactsSchema)
         return answer.text
 
     return complete
-
-
-def evidence_problem(evidence: str) -> str | None:
-    """Why `evidence` does not read as an assertion in the person's own voice, or None."""
-    if not evidence.strip():
-        return "no evidence"
-    if _QUESTION.search(evidence):
-        return "question"
-    if _HYPOTHETICAL.search(evidence):
-        return "hypothetical"
-    if _REPORTED_OTHER.search(evidence):
-        return "quote"
-    for who, _verb in _REPORTED.findall(evidence):
-        if who.lower() not in ("i", "i've", "we"):
-            return "quote"
-    return None
-
-
-def _words(text: str) -> list[str]:
-    return [w.lower() for w in _WORDS.findall(text)]
-
-
-def find_evidence(evidence: str, lines: Sequence[tuple[int, str]]) -> list[int]:
-    """Ids of the person's lines that contain `evidence` (by word overlap), best first.
-
-    Empty when the person never said it: the candidate is then not theirs to assert.
-    """
-    wanted = _words(evidence)
-    if not wanted:
-        return []
-    norm = normalise_text(evidence)
-    scored = []
-    for row_id, text in lines:
-        if norm and norm in normalise_text(text):
-            scored.append((1.0, row_id))
-            continue
-        have = set(_words(text))
-        share = sum(1 for w in wanted if w in have) / len(wanted)
-        if share >= EVIDENCE_OVERLAP:
-            scored.append((share, row_id))
-    scored.sort(key=lambda s: (-s[0], s[1]))
-    return [r for _, r in scored]
 
 
 @dataclass
@@ -133,9 +94,12 @@ class ExtractionReport:
     retracted: list[int] = field(default_factory=list)
     rejected: dict[str, int] = field(default_factory=dict)
     skipped: str | None = None
+    # Every refusal, for the person's refusal counts (`jobs status`) and the DEBUG log.
+    refusals: list[grounding.Refusal] = field(default_factory=list)
 
-    def reject(self, why: str) -> None:
+    def reject(self, why: str, text: str = "") -> None:
         self.rejected[why] = self.rejected.get(why, 0) + 1
+        self.refusals.append(grounding.Refusal(grounding.FACTS, why, text))
 
     def line(self) -> str:
         if self.skipped:
@@ -145,14 +109,6 @@ class ExtractionReport:
             f"{self.duplicates} already known, {len(self.superseded)} superseded, "
             f"{len(self.retracted)} retracted; rejected {self.rejected or 'none'}"
         )
-
-
-@dataclass(frozen=True, slots=True)
-class _Batch:
-    episodes: list[Episode]
-    excerpts: list[Excerpt]
-    person_lines: dict[int, list[tuple[int, str]]]  # episode id -> (row id, text)
-    prompt: tuple[str, ...] = ()  # the instructions the model saw (for the echo test)
 
 
 class FactExtractor:
@@ -220,12 +176,14 @@ class FactExtractor:
     ) -> ExtractionReport:
         """Read up to `max_episodes` new episodes of `owner_id` with one model call."""
         async with self._locks.setdefault(owner_id, asyncio.Lock()):
-            return await self._run(owner_id, complete, now, max_episodes)
+            report = ExtractionReport()
+            try:
+                return await self._run(owner_id, complete, now, max_episodes, report)
+            finally:  # also when the model failed after the plain facts were routed
+                await RefusalRepo(self.db).record(owner_id, report.refusals, now)
 
-    async def _run(
-        self, owner_id: int, complete: Complete, now: datetime, max_episodes: int
-    ) -> ExtractionReport:
-        report = ExtractionReport()
+    async def _run(self, owner_id: int, complete: Complete, now: datetime, max_episodes: int,
+                   report: ExtractionReport) -> ExtractionReport:
         person = await self.persons.get(owner_id)
         if person is None or person.kind is not OwnerKind.PERSON:
             report.skipped = "not a person"
@@ -242,7 +200,7 @@ class FactExtractor:
             await self._advance(owner_id, episodes)
             report.skipped = "only muted sources"
             return report
-        batch = await self._batch(usable)
+        batch = await self._batch(usable, person.name)
         known = (await self.store.repo.for_owner(owner_id))[-MAX_KNOWN_FACTS:]
         kinds = PERSON_KINDS if all(e.source == "user" for e in usable) else FACT_KINDS
         messages = build_messages(
@@ -254,22 +212,36 @@ class FactExtractor:
         )
         shown = tuple(m.content or "" for m in messages if m.role == "system")
         batch = replace(batch, prompt=shown)
-        candidates = parse_answer(await complete(messages))
+        plain = batch.plain()
+        try:
+            candidates = parse_answer(await complete(messages))
+        except ModelError:
+            # The model failed: the plainly stated facts are kept all the same, and the cursor
+            # stays, so the batch is read again (those facts are then already known).
+            if plain and not await self._paused(owner_id):
+                await self._route_plain(owner_id, plain, batch, kinds, now, report)
+                log.info("fact extraction for owner %s without the model: %s", owner_id,
+                         report.line())
+            raise
         # The person may have paused while the model was thinking: then nothing is kept, and
         # the cursor stays so the episodes are read after /resume.
-        person = await self.persons.get(owner_id)
-        if person is None or person.paused:
+        if await self._paused(owner_id):
             report.skipped = "memory is paused"
             return report
         report.episodes = len(episodes)
         for cand in candidates:
             await self._route(owner_id, cand, batch, kinds, now, report)
+        await self._route_plain(owner_id, plain, batch, kinds, now, report)
         await self._advance(owner_id, episodes)
         log.info("fact extraction for owner %s: %s", owner_id, report.line())
         return report
 
-    async def _batch(self, episodes: Sequence[Episode]) -> _Batch:
-        excerpts, person_lines = [], {}
+    async def _paused(self, owner_id: int) -> bool:
+        person = await self.persons.get(owner_id)
+        return person is None or person.paused
+
+    async def _batch(self, episodes: Sequence[Episode], person_name: str) -> Batch:
+        excerpts, person_lines, other_lines = [], {}, {}
         for ep in episodes:
             rows = await self.db.fetchall(
                 "SELECT t.id, t.role, t.content FROM episode_rows er"
@@ -281,17 +253,21 @@ class FactExtractor:
             # (DMN, an external agent) the rows are the agent's own findings.
             own_role = "user" if ep.source == "user" else "assistant"
             lines = []
-            mine = []
+            mine, others = [], []
             for r in rows:
                 text = str(r["content"])[:MAX_LINE_CHARS]
                 who = "person" if r["role"] == "user" else "assistant"
                 lines.append((who, text))
                 if r["role"] == own_role:
                     mine.append((int(r["id"]), text))
+                else:
+                    others.append(text)
             excerpts.append(Excerpt(ep.id, ep.started_at.date().isoformat(), ep.summary,
                                     tuple(lines)))
             person_lines[ep.id] = mine
-        return _Batch(list(episodes), excerpts, person_lines)
+            other_lines[ep.id] = others
+        speakers = Speakers.of(person_name, [ep.summary for ep in episodes])
+        return Batch(list(episodes), excerpts, person_lines, other_lines, speakers)
 
     def _refusal(self, cand: Candidate, kinds: Sequence[str]) -> str | None:
         """Why a candidate is not a fact to store (None: it may be)."""
@@ -299,7 +275,10 @@ class FactExtractor:
             return cand.modality
         if not cand.asserted_by_person:
             return "not asserted by the person"
-        if not cand.durable:
+        # A small model marks lasting facts ("I play the cello") as passing: code decides
+        # where it can tell, the model only where code cannot.
+        durable = lasting(cand.evidence)
+        if not (cand.durable if durable is None else durable):
             return "not durable"
         if cand.kind not in kinds:
             return "kind"
@@ -307,28 +286,59 @@ class FactExtractor:
             return "low confidence"
         return evidence_problem(cand.evidence)
 
+    async def _route_plain(self, owner_id: int, plain: Sequence[Candidate], batch: Batch,
+                           kinds: Sequence[str], now: datetime,
+                           report: ExtractionReport) -> None:
+        """Route the model-free candidates. One is already known when its text is live, or
+        the model's fact of this run has its subject/attribute or was read from the same line
+        and shares most of its words (the model's wording stays; no near-copy is added)."""
+        by_model = [(f, set((await self.store.repo.sources(f.id)).row_ids))
+                    for f in await self.store.repo.for_owner(owner_id) if f.id in report.added]
+        for cand in plain:
+            texts = {normalise_text(f.text) for f in await self.store.repo.for_owner(owner_id)}
+            key = (normalise_key(cand.subject), normalise_key(cand.attribute))
+            lines = batch.person_lines.get(cand.episode or 0, [])
+            rows = set(find_evidence(cand.evidence, lines))
+            known = normalise_text(cand.text) in texts or any(
+                (cand.attribute and f.key == key) or (rows & cited and alike(f.text, cand.text))
+                for f, cited in by_model)
+            if known:
+                report.duplicates += 1
+            else:
+                await self._route(owner_id, cand, batch, kinds, now, report)
+
     async def _route(
         self,
         owner_id: int,
         cand: Candidate,
-        batch: _Batch,
+        batch: Batch,
         kinds: Sequence[str],
         now: datetime,
         report: ExtractionReport,
     ) -> None:
-        refusal = self._refusal(cand, kinds)
-        if refusal is not None:
-            report.reject(refusal)
+        evidence = batch.speakers.evidence(cand.evidence)
+        if evidence is None:
+            report.reject("evidence from the assistant", cand.text)
             return
-        source_episode, rows = _evidence_in(cand, batch)
+        cand = cand.model_copy(update={"evidence": evidence,
+                                       "text": batch.speakers.strip(cand.text)})
+        refusal = self._refusal(cand, kinds) or ("no text" if not cand.text else None)
+        if refusal is not None:
+            report.reject(refusal, cand.text)
+            return
+        source_episode, rows = evidence_in(cand, batch)
         if source_episode is None:
-            report.reject("evidence not in the person's words")
+            report.reject("evidence not in the person's words", cand.text)
+            return
+        problem = line_problem(cand, batch, source_episode.id, rows)
+        if problem is not None:
+            report.reject(problem, cand.text)
             return
         # The one grounding rule (strata.memory.domain.grounding): the fact's own text, not
         # only its evidence, must be found in the person's lines it cites.
         grounded = await self._ground(owner_id, cand, batch, source_episode.id, rows, now)
         if grounded is not None:
-            report.reject(f"grounding: {grounded.reason}")
+            report.reject(f"grounding: {grounded.reason}", cand.text)
             return
         new = NewFact(
             owner_id=owner_id,
@@ -357,30 +367,12 @@ class FactExtractor:
         report.superseded += result.superseded
         report.retracted += result.retracted
 
-    async def _ground(self, owner_id: int, cand: Candidate, batch: _Batch, episode_id: int,
+    async def _ground(self, owner_id: int, cand: Candidate, batch: Batch, episode_id: int,
                       rows: Sequence[int], now: datetime) -> grounding.Refusal | None:
-        """The grounding rule's verdict on a candidate that passed the checks above (counted
-        and logged when it refuses)."""
+        """The grounding rule's verdict on a candidate that passed the checks above."""
         cited = set(rows[:3])
         said = [text for row_id, text in batch.person_lines.get(episode_id, [])
                 if row_id in cited]
         person = await self.persons.get(owner_id)
-        refusal = grounding.check_claim(cand.text, said, layer=grounding.FACTS,
-                                        prompt=batch.prompt, names=[person.name] if person else [])
-        if refusal is not None:
-            await RefusalRepo(self.db).record(owner_id, [refusal], now)
-        return refusal
-
-
-def _evidence_in(cand: Candidate, batch: _Batch) -> tuple[Episode | None, list[int]]:
-    """The episode whose person lines hold the candidate's evidence (the one it names first),
-    with the rows that hold it; (None, []) when none does."""
-    episode_ids = [e.id for e in batch.episodes]
-    if cand.episode in episode_ids:  # look in the named episode first
-        episode_ids.remove(cand.episode)
-        episode_ids.insert(0, cand.episode)
-    for eid in episode_ids:
-        rows = find_evidence(cand.evidence, batch.person_lines.get(eid, []))
-        if rows:
-            return next(e for e in batch.episodes if e.id == eid), rows
-    return None, []
+        return grounding.check_claim(cand.text, said, layer=grounding.FACTS,
+                                     prompt=batch.prompt, names=[person.name] if person else [])
