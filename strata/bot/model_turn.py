@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from strata.bot.context_window import ContextWindow
-from strata.bot.reply_checks import ReplyChecks, settled
+from strata.bot.reply_checks import ReplyChecks, Settled
 from strata.bot.tools import ToolContext, ToolRegistry, WordsRequest
 from strata.bot.turn_options import TurnOptions
 from strata.bot.turn_prompt import TurnPrompt
@@ -193,11 +193,11 @@ def _guarded(on_partial: PartialCallback, performed: set[str],
              framing: list[str]) -> PartialCallback:
     """`on_partial` given only the finished, checked sentences of the text so far (`performed`
     is read at each call: it grows with the turn's tool rounds)."""
-    last = ""
+    last, checked = "", Settled(performed, framing)
 
     async def watch(text: str) -> None:
         nonlocal last
-        shown = settled(text, performed, framing)
+        shown = checked.feed(text)
         if shown and shown != last:
             last = shown
             await on_partial(shown)

@@ -158,13 +158,36 @@ def check_reply(text: str, performed: Collection[str], framing: Iterable[str], *
     return Checked(cleaned or fallback, tuple(caught))
 
 
+class Settled:
+    """What of a reply still being streamed may be shown: its finished sentences, checked as
+    the whole reply will be, so that what is shown is the start of what is sent. Each new
+    stretch of finished sentences is checked once (a long reply streamed in thousands of
+    pieces costs one pass over it, not one per piece)."""
+
+    def __init__(self, performed: Collection[str], framing: Iterable[str]) -> None:
+        self.performed = performed  # read at each stretch: it grows with the tool rounds
+        self.framing = list(framing)
+        self.done = 0  # how much of the (left-stripped) text is checked
+        self.shown = ""
+
+    def feed(self, text: str) -> str:
+        body = text.lstrip()
+        finished = _SETTLED.match(body, self.done)
+        if finished is not None:
+            stretch = body[self.done:finished.end()]
+            self.done = finished.end()
+            checked = check_reply(stretch, self.performed, self.framing, fallback="").text
+            if checked:  # with the stretch's own line breaks and spaces around it
+                lead = stretch[:len(stretch) - len(stretch.lstrip())]
+                self.shown += lead + checked + stretch[len(stretch.rstrip()):]
+            elif stretch.isspace():  # a paragraph's break, arrived on its own
+                self.shown += stretch
+        return self.shown.rstrip()
+
+
 def settled(text: str, performed: Collection[str], framing: Iterable[str]) -> str:
-    """What of a reply still being streamed may be shown: its finished sentences, checked
-    as the whole reply will be, so that what is shown is the start of what is sent."""
-    finished = _SETTLED.match(text.lstrip())
-    if finished is None:
-        return ""
-    return check_reply(finished.group(0), performed, framing, fallback="").text
+    """The finished sentences of `text`, checked (`Settled` for a text that grows)."""
+    return Settled(performed, framing).feed(text)
 
 
 @dataclass

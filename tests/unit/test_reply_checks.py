@@ -119,3 +119,19 @@ def test_remind_me_what_is_a_question_not_a_reminder() -> None:
                   "Remind me: where did I park?", "remind me what my sister is called"):
         checked = check_reply("Your cat is called Miso.", (), (), asked=asked)
         assert checked.text == "Your cat is called Miso." and checked.caught == (), asked
+
+
+def test_a_streamed_reply_is_shown_as_it_will_be_sent_piece_by_piece() -> None:
+    from strata.bot.reply_checks import Settled
+
+    text = ("Hello there. How are you?\n\nI've set a reminder for 9. " + "Más texto aquí. " * 400
+            + "\n\nThe end")
+    shown, stream = [], Settled((), ())
+    for cut in range(0, len(text) + 1, 3):  # a long reply in many small pieces
+        shown.append(stream.feed(text[:cut]))
+    final = check_reply(text + "\n", (), ()).text
+    assert all(final.startswith(s) for s in shown)  # nothing shown that the reply takes back
+    assert shown[-1] == final.removesuffix("The end").rstrip()
+    assert "I did not set a reminder" in shown[-1]
+    # Each finished stretch is checked once: the stream's position only moves forward.
+    assert stream.done == len(text) - len("The end")
