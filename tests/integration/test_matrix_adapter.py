@@ -368,7 +368,10 @@ async def test_429_from_a_strict_homeserver_is_survived(
     synapse_strict: Synapse, start_bot: StartBot, people: Callable[[str], Human],
     fake_openai: FakeOpenAI,
 ) -> None:
-    fake_openai.responder = lambda body: f"answer to {last_user_text(body)}"
+    # Several sentences: a streamed reply is shown a finished sentence at a time, so each
+    # answer is sent and then edited, and the strict homeserver's limits are met.
+    more = " It has a second sentence. And a third one. And a fourth, to be sure."
+    fake_openai.responder = lambda body: f"answer to {last_user_text(body)}.{more}"
     bot = await start_bot(server=synapse_strict)
     alice = Human(synapse_strict, "Alice")
     try:
@@ -377,7 +380,7 @@ async def test_429_from_a_strict_homeserver_is_survived(
         for q in questions:
             await alice.say(room, q)
         await wait_turns(bot, 3, deadline=40)
-        want = [f"answer to {q}" for q in questions]
+        want = [f"answer to {q}.{more}" for q in questions]
         await alice.sync_until(lambda: alice.bot_texts(room, bot.bot.user_id) == want,
                                deadline=30)
         assert bot.stats["rate_limited"] >= 1, bot.stats
