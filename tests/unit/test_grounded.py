@@ -1,6 +1,11 @@
-"""A model's summary must be about its source: `strata.memory.domain.text.grounded`."""
+"""A model's summary must be about its source (`strata.memory.domain.grounding.check_summary`,
+which replaced `text.grounded`): the same cases, through the one grounding rule."""
 
-from strata.memory.domain.text import grounded
+from strata.memory.domain import grounding
+
+
+def grounded(summary: str, source: str) -> bool:
+    return grounding.check_summary(summary, [source], layer=grounding.EPISODES) is None
 
 
 def test_a_summary_is_grounded_when_enough_of_its_words_come_from_the_source() -> None:
@@ -10,3 +15,4 @@ def test_a_summary_is_grounded_when_enough_of_its_words_come_from_the_source() -
     assert not grounded("{#13}. [The people at the beach],", source)
     assert not grounded("", source)
     assert not grounded("The the and of", source)  # no content word at all
+    assert not grounded("Ron and Mia hiked near Bergen in June.", source)  # a name it lacks
