@@ -79,6 +79,26 @@ async def refused(app: App, person: Person) -> dict[tuple[str, str], int]:
             for c in await app.services.refusals.for_owner(person.id)}
 
 
+async def test_a_dmn_finding_resting_on_a_question_or_the_bots_reply_is_refused(
+        make_app: AppFactory, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+    """The bench's laundering (bench/truth.py): a reflection on an episode whose summary tells
+    a question and the bot's answer is not a finding about the person."""
+    app = await make_app()
+    fake_openai.reply("Heavy rain is forecast in Berlin tomorrow.")
+    alice = await say(app, clock, "Will it rain in Berlin tomorrow?")
+    await say(app, clock, "If I moved to Oslo I would buy a boat")
+    clock.advance(hours=1)
+    fake_openai.responder = lambda body: ('{"facts": []}' if "DURABLE FACTS" in str(body)
+                                          else None)
+    assert (await run(app, "extract", alice)).status == "ok"
+    fake_openai.reply("Alice expects heavy rain in Berlin tomorrow.\n"
+                      "Alice is moving to Oslo and will buy a boat.")
+    report = await run(app, "dmn", alice)
+    assert report.status == "ok", report.detail
+    assert await facts_of(app, alice, "reflection") == []
+    assert sum((await refused(app, alice)).values()) == 2
+
+
 async def test_dmn_findings_are_recalled_for_the_same_person_only(
         make_app: AppFactory, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
     app = await make_app()

@@ -2,9 +2,10 @@
 facts.
 
 A background turn on the person's `dmn` channel (source `dmn`: its rows never become episodes
-or facts by themselves); each finding that the grounding rule traces to the episodes and facts
-it reflects on is kept as a `reflection` fact citing the turn's reply, so later conversations
-of the same person recall it; the others are refused and counted. Nothing is sent to chat.
+or facts by themselves); each finding that the grounding rule traces to the person's own words
+in the episodes it reflects on, or to their facts, is kept as a `reflection` fact citing the
+turn's reply, so later conversations of the same person recall it; the others are refused and
+counted. Nothing is sent to chat.
 The channel runs no turn-zero recall (`strata.bot.background.seeds_memory`): the material is
 stated here — the portrait, the newest episodes not written from the DMN's own rows and the facts
 learned since the last run (reflections left out), so reflections do not feed reflections forever.
@@ -20,6 +21,7 @@ from strata.cognition.prompts import dmn as prompts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
 from strata.memory.domain import grounding
 from strata.memory.domain.episodes import EpisodeRepo
+from strata.memory.domain.fact_evidence import evidence_problem
 from strata.memory.domain.portraits import PortraitRepo
 
 
@@ -78,9 +80,16 @@ class DmnJob(BaseJob):
         )
         reply_rows = [r.id for r in await s.transcript.by_turn(ctx.turn_id("main"))
                       if r.role.value == "assistant" and r.kind.value == "message"]
-        # A finding must trace to the episodes and facts it reflects on (the portrait is
-        # built from the facts, so those are its ground too).
-        ground = [*episodes, *(text for _, text in facts),
+        # A finding is a claim about the person: it must trace to the person's own words in
+        # the episodes it reflects on, and to the facts (themselves checked against the
+        # person's words; the portrait is built from them). Not to the episode summaries:
+        # they also tell what the bot said, and a small model's reflection on them laundered
+        # questions, hypotheticals and the bot's replies into "findings" (bench/truth.py).
+        # Only what the person asserted: a question, a hypothetical or someone else's words
+        # is no ground for a finding about them (evidence_problem, as for facts).
+        own = [line for line in await s.episodes.recent_own_lines(
+            ctx.person.id, except_source=SOURCE, episodes=RECENT) if evidence_problem(line) is None]
+        ground = [*own, *(text for _, text in facts),
                   *(f.text for f in await live_facts(ctx, PORTRAIT_KINDS))]
         kept = 0
         for finding in prompts.findings(reply):

@@ -224,6 +224,20 @@ class EpisodeRepo:
         )
         return [str(r["summary"]) for r in rows][::-1]
 
+    async def recent_own_lines(self, owner_id: int, *, except_source: str, episodes: int,
+                               limit: int = 200) -> list[str]:
+        """The person's own messages cited by their `episodes` latest live episodes not from
+        `except_source`, oldest first: what a reflection on those episodes may rest on (a
+        summary also tells what the bot said, which is no evidence about the person)."""
+        rows = await self.db.fetchall(
+            "SELECT t.content FROM episode_rows er JOIN transcript t ON t.id = er.row_id"
+            " WHERE er.episode_id IN (SELECT id FROM episodes WHERE owner_id = ?"
+            " AND tombstoned_at IS NULL AND source != ? ORDER BY ended_at DESC, id DESC"
+            " LIMIT ?) AND t.role = 'user' AND t.kind = 'message' ORDER BY t.id DESC LIMIT ?",
+            (owner_id, except_source, episodes, limit),
+        )
+        return [str(r["content"]) for r in rows][::-1]
+
     async def apex_counts(self, owner_id: int) -> list[ApexCount]:
         """Per channel and level, an owner's live episodes with no parent yet."""
         rows = await self.db.fetchall(
