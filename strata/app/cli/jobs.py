@@ -117,6 +117,16 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         say(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
+    _say_runners(runners, dead)
+    if not out:
+        say("no people yet: nobody has talked to Strata in this database")
+        return 0
+    _say_jobs(out)
+    _say_refused(refused)
+    return 0
+
+
+def _say_runners(runners: list[Any], dead: list[Any]) -> None:
     if runners:
         say("runners: " + ", ".join(
             f"{r.name} (since {_minute(r.started_at.isoformat())})" for r in runners))
@@ -127,9 +137,9 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
         say("presumed dead: " + ", ".join(
             f"{r.name} (process {r.id.split(':')[1]} no longer runs on this host; its lease "
             f"ends {_minute(r.lease_until.isoformat())})" for r in dead))
-    if not out:
-        say("no people yet: nobody has talked to Strata in this database")
-        return 0
+
+
+def _say_jobs(out: list[dict[str, Any]]) -> None:
     say(f"{'person':<12} {'job':<13} {'runs':>4} {'err':>3} {'tokens':>6}  {'last run':<16} "
           f"{'status':<11} {'fails':>5} {'next retry':<16} {'held by':<14} result")
     for r in out:
@@ -139,13 +149,15 @@ async def cmd_jobs_status(args: argparse.Namespace, settings: Settings) -> int:
         say(f"{r['person'][:12]:<12} {r['job']:<13} {r['runs']:>4} {r['errors']:>3} "
               f"{r['tokens']:>6}  {when:<16} {r['last_status'] or '-':<11} "
               f"{r['failures']:>5} {retry:<16} {(r['held_by'] or '-')[:14]:<14} {result}")
+
+
+def _say_refused(refused: list[tuple[str, RefusalCount]]) -> None:
     if refused:
         say("\nrefused by the grounding rule (nothing stored; the text is logged at DEBUG):")
         say(f"{'person':<12} {'layer':<12} {'count':>5}  {'last':<16} reason")
         for name, c in refused:
             say(f"{name[:12]:<12} {c.layer:<12} {c.count:>5}  "
                 f"{_minute(c.last_at.isoformat()):<16} {c.reason}")
-    return 0
 
 
 # The job (a `jobs status` row) that writes each grounding layer.
