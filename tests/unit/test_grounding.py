@@ -97,3 +97,22 @@ def test_content_share_and_a_stricter_summary_share() -> None:
     assert g.check_summary(invented, window, layer=g.EPISODES, names=["ann"]) is None
     assert reason(g.check_summary(invented, window, layer=g.EPISODES, names=["ann"],
                                   share=g.CLAIM_SHARE)) == g.OFF_TOPIC
+
+
+def test_an_episode_summary_may_not_tell_a_hypothetical_or_a_quote_as_fact() -> None:
+    # bench/truth.py's two unsupported episodes, in small: Dag's wish and his brother's news.
+    lines = [("Dag", "If I moved to Oslo I would buy a boat"), ("Strata", "Oslo is lovely."),
+             ("Dag", "My brother said he got a chef job in Cork"),
+             ("Dag", "I work as a nurse in Tartu")]
+    sources = [f"{who}: {text}" for who, text in lines]
+
+    def verdict(summary: str) -> str | None:
+        refusal = g.check_summary(summary, sources, layer=g.EPISODES,
+                                  speakers=g.by_speaker(lines), share=g.CLAIM_SHARE)
+        return refusal.reason if refusal else None
+
+    assert verdict("Dag and Strata discuss his plans to move to Oslo.") == g.UNFRAMED
+    assert verdict("Dag discusses a move to Cork for a chef job.") == g.UNFRAMED
+    assert verdict("Dag works as a nurse in Tartu.") is None
+    assert verdict("Dag wonders what he would do if he moved to Oslo.") is None
+    assert verdict("Dag says his brother got a chef job in Cork.") is None

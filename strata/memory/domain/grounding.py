@@ -34,6 +34,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from strata.memory.domain.fact_evidence import evidence_problem
 from strata.memory.domain.recall_names import calendar_stems, names_in
 from strata.memory.domain.text import GROUNDED_SHARE, is_markup, stem, tokens
 
@@ -66,6 +67,7 @@ UNTRACED = "not traced to facts or episodes"
 OFF_TOPIC = "not about its sources"
 MISATTRIBUTED = "attributed to the wrong speaker"
 NOT_ON_PAGE = "not on the fetched page"
+UNFRAMED = "a question, hypothetical or quote told as fact"
 
 # A claim keeps at least this share of its content words from its evidence.
 CLAIM_SHARE = 0.5
@@ -233,7 +235,7 @@ def check_summary(text: str, sources: Sequence[str], *, layer: str, prompt: Iter
     if why is None:
         why = _invented_quote(text, sources)
     if why is None and speakers:
-        why = misattributed(text, speakers)
+        why = misattributed(text, speakers) or unframed(text, sources)
     return Refusal(layer, why, text) if why else None
 
 
@@ -275,4 +277,29 @@ def misattributed(text: str, speakers: Mapping[str, Sequence[str]]) -> str | Non
                                      for line in lines)))
         if len(words & others) >= 2 and not words & (own | about):
             return MISATTRIBUTED
+    return None
+
+
+# Words that keep a sentence's frame: it tells a question, a wish or someone's words as such.
+_FRAME = re.compile(
+    r"\b(if|would|might|could|maybe|perhaps|consider\w*|wonder\w*|ask\w*|question\w*|"
+    r"hypothetical\w*|imagin\w*|dream\w*|idea|said|says|told|tells|according|quot\w*|"
+    r"whether|wants? to know|curious)\b", re.IGNORECASE)
+
+
+def unframed(text: str, sources: Sequence[str]) -> str | None:
+    """UNFRAMED when a sentence's content words come from a question, a hypothetical or
+    someone else's reported words and from no plain statement, and the sentence keeps none of
+    that frame ("Dag plans to move to Oslo" of "if I moved to Oslo I'd buy a boat"). Which
+    lines are framed is read as for facts (`fact_evidence.evidence_problem`)."""
+    framed: set[str] = set()
+    plain: set[str] = set()
+    for line in sources:
+        said = line.split(":", 1)[-1]
+        (framed if evidence_problem(said) is not None else plain).update(tokens(said))
+    for sentence in sentences(text):
+        if _FRAME.search(sentence):
+            continue
+        if (_content(sentence) & framed) - plain:
+            return UNFRAMED
     return None
