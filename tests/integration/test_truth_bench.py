@@ -20,6 +20,9 @@ from tests.fakes.web_sources import WebSources
 OWN = ["I work as a pharmacist at the hospital.", "My sister Nadia lives in Porto.",
        "If I moved to Oslo I'd learn to ski."]
 ECHOES = Echoes.of([patterns.INSTRUCTIONS], ["set_reminder"])
+# Words of the patterns prompt as a model copies them (its placeholder is gone since the
+# grounding rule: what is left to copy is the instructions' own wording).
+COPIED = "a regular time they write"
 
 
 def _src(dialogue: list[str] | None = None) -> Sources:
@@ -40,11 +43,11 @@ def test_an_invented_claim_is_unsupported() -> None:
 
 
 def test_the_prompts_placeholder_and_a_tool_name_are_echoes() -> None:
-    assert classify("short statement about the person", "pattern", _src(), ECHOES).cls == "echo"
+    assert classify(COPIED, "pattern", _src(), ECHOES).cls == "echo"
     assert classify("Alice uses set_reminder for work.", "pattern", _src(), ECHOES).cls == "echo"
     # Words the person said themselves are not an echo, even when a prompt has them too.
-    said = _src(["a short statement about the person and more"])
-    assert classify("short statement about the person", "episode", said, ECHOES).cls != "echo"
+    said = _src([f"{COPIED} and more"])
+    assert classify(COPIED, "episode", said, ECHOES).cls != "echo"
 
 
 def test_a_pattern_needs_two_messages_and_the_jobs_tool_note_is_not_a_claim() -> None:
@@ -104,8 +107,7 @@ async def test_the_harness_lives_judges_and_reports(
         # What a writer that checks nothing would store: an invented claim and an echo.
         alice = await app.persons.find("plain")
         assert alice is not None
-        for text in ("Alice enjoys hiking and video games.",
-                     "short statement about the person"):
+        for text in ("Alice enjoys hiking and video games.", COPIED):
             await app.facts.add(NewFact(alice.id, "behavioral_pattern", text, "user"),
                                 clock.now())
         result = await judge(app, cast, truth.PAGES)
@@ -117,7 +119,7 @@ async def test_the_harness_lives_judges_and_reports(
     assert [a["question"] for a in lived["asks"]] == ["What is my job?"]
     by_text = {i["text"]: i for i in result["items"]}
     assert by_text["Alice enjoys hiking and video games."]["class"] == "unsupported"
-    assert by_text["short statement about the person"]["class"] == "echo"
+    assert by_text[COPIED]["class"] == "echo"
     assert result["by_layer"]["pattern"]["echo"] >= 1
     assert Counter(r["person"] for r in result["recall"]["rows"]) == {"ordinary": 1, "plain": 6}
     # The person's own words are indexed and recalled: a line comes back for its question.
@@ -134,5 +136,5 @@ async def test_the_harness_lives_judges_and_reports(
 
 def test_the_echo_corpus_reads_every_prompt(app: App) -> None:
     echoes = echoes_of(app)
-    assert ("short", "statement", "about", "the") in echoes.grams
+    assert ("a", "regular", "time", "they") in echoes.grams
     assert "set_reminder" in echoes.tools or echoes.tools

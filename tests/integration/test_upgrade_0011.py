@@ -50,8 +50,9 @@ def previous_schema(path: Path) -> None:
                      " timezone, state, deliveries, created_at, turn_id)"
                      " VALUES (?, 1, 1, 'reminder', ?, ?, 'UTC', ?, ?, ?, ?)",
                      (rid, f"text {rid}", T0, state, int(state == "delivered"), T0, f"t{rid}"))
+    # (extract: migration 0025 resets the cursors of the jobs whose old output it withdraws)
     conn.execute("INSERT INTO job_cursors (job, person_id, cursor, last_ok_at, last_check)"
-                 " VALUES ('dmn', 1, 'row:7', ?, 'ran')", (T0,))
+                 " VALUES ('extract', 1, 'row:7', ?, 'ran')", (T0,))
     conn.execute("COMMIT")
     conn.close()
 
