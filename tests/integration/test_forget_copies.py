@@ -9,6 +9,7 @@ model server answers over real HTTP; its `remember` tool call stores the fact.""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -124,7 +125,8 @@ def test_forget_and_wipe_leave_the_word_in_no_file(
 
     out = chat(env, log, [(f"/forget {WORD}", "/forget yes"),
                           ("/forget yes", "gone from my memory for good.")])
-    assert "1 fact" in out and "exchanges" in out, out
+    # The remember tool's fact, and the extract job's model-free reading of the same line.
+    assert re.search(r"\b[12] facts?\b", out) and "exchanges" in out, out
     # The copy made before is named: it still holds the word (PostgreSQL: no Strata backups).
     named = "These backups made before still hold it: before.db ("
     assert (named in out) == (ENGINE == "sqlite"), out
