@@ -54,7 +54,10 @@ _SPECIAL = {"identities", "channels", "transcript", "episodes", "facts", "fact_s
 # What forgetting and wiping delete from or rewrite: vacuumed afterwards on PostgreSQL.
 SCRUBBED_TABLES = (*(t for t, _ in OWNED_TABLES), "persons", "link_codes", "connectors",
                    "episode_rows",
-                   "transcript_vec", "episode_vec", "fact_vec")
+                   "transcript_vec", "episode_vec", "fact_vec",
+                   # A queued turn carries its message until it is answered and deleted; the
+                   # deleted row's old version stays in PostgreSQL's pages until a VACUUM.
+                   "turn_queue")
 # Per-channel "last row handled" cursors (strata.memory.coordination.cursors).
 CURSOR_TABLES = ("episode_cursors", "transcript_vec_cursors")
 MAX_EXTRACTIVE_CHARS = 1200
