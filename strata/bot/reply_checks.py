@@ -63,7 +63,9 @@ CLAIMS = (
             r"|\b(?:reminders?|alarms?)\b[^.!?\n]{0,30}\b(?:is|are|has been|have been|was)\s+"
             r"(?:now\s+)?(?:set|created|scheduled|added)\b"
             rf"|{_WILL}(?:remind|ping|notify|nudge|alert|message)\s+you\b"
-            r"|\bhere(?:'s|’s| is)\s+(?:a|your)\s+reminder\b|\breminder\s+(?:set|created)\b"
+            r"|\bhere(?:'s|’s| is)\s+(?:a|your)\s+reminder\b"
+            # "Reminder #2 set for …": a small model copies the tool's own confirmation.
+            r"|\breminder\s+(?:#\s*\d+\s+)?(?:set|created|scheduled)\b"
             rf"|{_DID}scheduled\b", re.I),
         frozenset({"set_reminder", "schedule_prompt"}),
         "(I did not set a reminder just now: say “remind me in 10 minutes to …” or use /remind.)"),
@@ -89,6 +91,10 @@ CLAIMS = (
         "(I did not store that as a fact just now; /memory shows what I keep about you.)"),
 )
 
+# Fixed wording of the prompt's ambient snapshot and of the reminder tool's confirmation,
+# which a small model copies into a reply (seen with the embedded 0.5B in `strata chat`).
+_LEAK = re.compile(r"\(before this conversation turn\)|\bupcoming reminders and scheduled "
+                   r"prompts\b|/reminders lists your reminders", re.I)
 _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+[\"'”’)]*|\n|$)")
 # A message asking to be reminded (not "remind me what her name is", a question).
 _ASKS_REMINDER = re.compile(
@@ -135,7 +141,7 @@ def check_reply(text: str, performed: Collection[str], framing: Iterable[str], *
     kept: list[str] = []
     caught: list[str] = []
     for sentence in sentences(text):
-        if _grams(sentence) & echo:
+        if _grams(sentence) & echo or _LEAK.search(sentence):
             caught.append("echo")
             kept.append("\n" if sentence.endswith("\n") else "")
             continue

@@ -135,3 +135,20 @@ def test_a_streamed_reply_is_shown_as_it_will_be_sent_piece_by_piece() -> None:
     assert "I did not set a reminder" in shown[-1]
     # Each finished stretch is checked once: the stream's position only moves forward.
     assert stream.done == len(text) - len("The end")
+
+
+def test_a_copied_tool_confirmation_and_the_ambient_snapshot_are_caught() -> None:
+    # Qwen2.5-Coder-0.5B in `strata chat`, answering "I work as a pharmacist" after a reminder
+    # had been set by code: it copied the confirmation's form and the prompt's ambient lines.
+    reply = ('Reminder #2 set for Mon 7 Dec 09:15: "Stay hydrated." '
+             "/reminders lists your reminders.\n"
+             "They last wrote just now (before this conversation turn).\n"
+             "Upcoming reminders and scheduled prompts:\n")
+    checked = check_reply(reply, (), ())
+    assert "Reminder #2 set" not in checked.text and "Upcoming" not in checked.text
+    assert "before this conversation turn" not in checked.text
+    assert "I did not set a reminder" in checked.text
+    assert "reminder" in checked.caught and "echo" in checked.caught
+    # The real confirmation, when the tool ran, stands.
+    done = check_reply("Reminder #1 set for Mon 7 Dec 09:08 (UTC): stretch.", ("set_reminder",), ())
+    assert done.text == "Reminder #1 set for Mon 7 Dec 09:08 (UTC): stretch."
