@@ -39,10 +39,13 @@ WAIT = 40.0
 
 
 def expected(tag: str) -> str:
-    # Several sentences: a reply streams a finished sentence at a time (reply_checks.Settled),
-    # so a one-sentence answer would be sent once and no fault could land mid-stream.
-    return (f"Answer for {tag}: everything is fine. Here are a few more words to stream. "
-            "And a few more, so the reply is edited while it streams.")
+    if tag.endswith("-cut"):
+        # Several sentences: a reply streams a finished sentence at a time
+        # (reply_checks.Settled), so a one-sentence answer is sent once, never edited, and
+        # no fault could land mid-stream. The other faults hit a reply's only send.
+        return (f"Answer for {tag}: everything is fine. Here are a few more words to stream. "
+                "And a few more, so the reply is edited while it streams.")
+    return f"Answer for {tag}: everything is fine, and here are a few more words to stream."
 
 
 def answer(body: dict[str, Any]) -> str:

@@ -10,8 +10,10 @@ Imports `strata.adapters.*` and nio.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
+import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +34,8 @@ from strata.core.errors import PlatformError
 from strata.core.types import ReplyKey
 
 log = logging.getLogger(__name__)
+# The waits before a failed send (with a txnId) is tried again.
+SEND_RETRY_WAITS = (0.5, 1.5)
 
 OWN_REMEMBERED = 5000  # the bot's own event ids kept to recognise replies to it
 
@@ -69,7 +73,10 @@ class Outbox:
             # Only the first message quotes the question: the one with no message before it.
             nonlocal quoted
             quote = None if quoted else reply_to
-            event_id = await self.send(room.room_id, reply_content(text, in_reply_to=quote), txn)
+            # A txnId of our own even when the turn gives none: a send retried after a 5xx
+            # (`send`) then cannot show the message twice.
+            event_id = await self.send(room.room_id, reply_content(text, in_reply_to=quote),
+                                       txn or uuid.uuid4().hex)
             quoted = True
             return event_id
 
@@ -108,10 +115,19 @@ class Outbox:
             log.warning("matrix: could not send a notice to %s", room_id, exc_info=True)
 
     async def send(self, room_id: str, content: dict[str, Any], txn: str | None = None) -> str:
-        """One event; a repeated `txn` (same device) returns the event it sent first."""
-        resp = await self.client().room_send(
-            room_id, "m.room.message", content, tx_id=txn, ignore_unverified_devices=True
-        )
+        """One event; a repeated `txn` (same device) returns the event it sent first, so a send
+        with a `txn` that failed other than by a rate limit (a 502 from a proxy) is tried again,
+        after each of `SEND_RETRY_WAITS`: a reply's only message is not lost to one bad answer."""
+        for wait in (*SEND_RETRY_WAITS, None):
+            resp = await self.client().room_send(
+                room_id, "m.room.message", content, tx_id=txn, ignore_unverified_devices=True
+            )
+            if (not isinstance(resp, RoomSendError) or txn is None or wait is None
+                    or retry_after(resp) is not None):
+                break
+            log.warning("matrix: sending to %s failed (%s); trying again in %.1f s", room_id,
+                        resp.message, wait)
+            await asyncio.sleep(wait)
         if isinstance(resp, RoomSendError):
             wait = retry_after(resp)
             if wait is not None:
