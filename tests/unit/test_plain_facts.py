@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from strata.memory.domain.plain_facts import lasting, plain_candidates, statement_problem
+from strata.memory.domain.plain_facts import lasting, plain_candidates
+from strata.memory.domain.statement_kind import statement_problem
 
 
 def facts(text: str) -> list[tuple[str, str, str]]:

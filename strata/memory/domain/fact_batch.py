@@ -14,8 +14,9 @@ from strata.memory.domain.fact_evidence import (
     find_evidence,
     text_problem,
 )
-from strata.memory.domain.plain_facts import context_problem, plain_candidates
+from strata.memory.domain.plain_facts import plain_candidates
 from strata.memory.domain.prompts.facts import Candidate, Excerpt
+from strata.memory.domain.statement_kind import context_problem
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,50 +11,28 @@ skipped when it reads as a joke ("lol", "just kidding", "/s"); a sentence is ski
 a question, a hypothetical or wish ("if I moved…", "I'd love to…"), reported speech ("my boss
 said…"), negated (except "I don't eat/drink…", a diet), or about a passing moment ("today",
 "right now"). "Actually …" / "No, …" before a statement makes it a correction. Imports
-`memory.domain.prompts` only.
+`memory.domain.prompts` and `statement_kind` only; whether a sentence
+is a plain statement at all is `statement_kind`'s.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from strata.memory.domain.prompts.facts import Candidate
+from strata.memory.domain.statement_kind import (
+    is_joke,
+    is_passing,
+    sentences,
+    statement_problem,
+)
 
 KIND = "user_specific"
 CONFIDENCE = 0.8
 
-_SENTENCES = re.compile(r"[^.!?\n]+[.!?]*")
-_JOKE = re.compile(
-    r"\b(lol|lmao|rofl|haha\w*|hehe\w*|jk|just kidding|kidding|joking|yeah right|as if)\b"
-    r"|/s\b|[\U0001F602\U0001F923\U0001F61C\U0001F643\U0001F609\U0001F60F]"
-    r"|^\s*sure,? and\b",
-    re.IGNORECASE,
-)
-_QUESTION_START = re.compile(
-    r"^(do|does|did|am|is|are|was|were|can|could|should|would|will|shall|may|have|has|"
-    r"what|what's|where|when|why|who|whom|which|how)\b",
-    re.IGNORECASE,
-)
-_HYPOTHETICAL = re.compile(
-    r"\b(if|unless|suppose|supposing|imagine|pretend|maybe|perhaps|might|i may|would|could|"
-    r"should|wish|hope|someday|one day|thinking about|thinking of|considering|"
-    r"plan to|planning|want to|wanna|going to|gonna|in another life|i'd|i'll|will)\b",
-    re.IGNORECASE,
-)
-_REPORTED = re.compile(
-    r"\b(said|say|says|saying|told|tell|tells|telling|think|thinks|thought|believe|believes|"
-    r"claim|claims|claimed|reckon|reckons|according|apparently|heard|calls me|called me)\b"
-    r"|[\"“”«»]",
-    re.IGNORECASE,
-)
 _NEGATION = re.compile(r"\b(not|never|no longer|anymore|any more|nobody|nothing)\b|n't\b",
                        re.IGNORECASE)
-_TRANSIENT = re.compile(
-    r"\b(today|tonight|right now|at the moment|this (morning|afternoon|evening|week|"
-    r"weekend)|yesterday|tomorrow|just got|for now)\b",
-    re.IGNORECASE,
-)
 _CORRECTION = re.compile(r"^(actually|no|nope|sorry|correction|i mean|wait)\b[,:]?\s*",
                          re.IGNORECASE)
 _AND_I = re.compile(r",?\s+and\s+(?=(?:i|i'm|i've|my)\b)", re.IGNORECASE)
@@ -307,45 +285,12 @@ def _habit(m: re.Match[str]) -> Found:
 
 
 
-def sentences(text: str) -> Iterator[str]:
-    for m in _SENTENCES.finditer(text):
-        if m.group(0).strip():
-            yield m.group(0).strip()
+
 
 
 def _clauses(sentence: str) -> list[str]:
     """"I'm allergic to peanuts and I work as a pharmacist" states two things."""
     return [c for c in _AND_I.split(sentence) if c.strip()]
-
-
-def statement_problem(sentence: str) -> str | None:
-    """Why `sentence` is not a plain statement of the person's own (None: it is one)."""
-    body = sentence.rstrip()
-    if body.endswith("?") or _QUESTION_START.search(body):
-        return "question"
-    if _HYPOTHETICAL.search(body):
-        return "hypothetical"
-    if _REPORTED.search(body):
-        return "quote"
-    if _TRANSIENT.search(body):
-        return "passing"
-    return None
-
-
-def context_problem(evidence: str, line: str) -> str | None:
-    """Why the person's `line` holding `evidence` makes it no assertion: a joke, or a sentence
-    with most of its words that is not a plain statement ("I'd need a warmer coat", quoted
-    from "If I moved to Oslo, I'd need a warmer coat", is a hypothetical). None: neither."""
-    if _JOKE.search(line):
-        return "joke"
-    wanted = {w for w in re.findall(r"\w+", evidence.lower()) if len(w) >= 3}
-    for sentence in sentences(line):
-        have = set(re.findall(r"\w+", sentence.lower()))
-        if wanted and len(wanted & have) * 2 >= len(wanted):
-            problem = statement_problem(sentence)
-            if problem:
-                return problem
-    return None
 
 
 def _facts_of(sentence: str) -> tuple[Found, bool]:
@@ -373,7 +318,7 @@ def _facts_of(sentence: str) -> tuple[Found, bool]:
 
 def plain_candidates(episode_id: int, text: str) -> list[Candidate]:
     """Candidates for the facts `text` (one line of the person's) states plainly."""
-    if _JOKE.search(text):
+    if is_joke(text):
         return []
     out = []
     for sentence in sentences(text):
@@ -393,7 +338,7 @@ def lasting(evidence: str) -> bool | None:
     """Whether the statement `evidence` is lasting, where code can tell: False for a
     passing moment ("today", "right now"), True for a plain statement of a lasting kind
     (where one lives, works, family, pets, health, diet…), None when code cannot tell."""
-    if _TRANSIENT.search(evidence):
+    if is_passing(evidence):
         return False
     if any(_facts_of(s)[0] for s in sentences(evidence) if not statement_problem(s)):
         return True
