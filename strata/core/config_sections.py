@@ -182,6 +182,9 @@ class RecallSettings(_Section):
     gate_unknown_name: float = Field(default=2.577, ge=0)
     # Added when the query names nobody the memory mentions besides its strangers.
     gate_only_strangers: float = Field(default=1.5, ge=0)
+    # Added when the query calls something a known person's ("John's team") that memory never
+    # ties to them: a question about another John.
+    gate_unowned: float = Field(default=0.0, ge=0)
     skip_recent_rows: int = Field(default=20, ge=0)
     keyword_scan: int = Field(default=2000, gt=0)
     # The query's embedding may take this long; after that recall uses keywords only.

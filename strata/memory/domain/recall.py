@@ -51,6 +51,7 @@ from strata.memory.domain.recall_index import OWNERS_KEPT, OwnerRows, RowIndex, 
 from strata.memory.domain.recall_leaves import LeafIndex, leaf_signals, mark_faded, no_leaves
 from strata.memory.domain.recall_names import name_check
 from strata.memory.domain.recall_pack import pack, shares_for, window_units
+from strata.memory.domain.recall_profiles import ProfileCache
 from strata.memory.domain.recall_rank import (
     RankTuning,
     WindowScores,
@@ -109,6 +110,7 @@ class Recall:
         self.pool = ReaderPool(db, size=4)
         self.index = RowIndex(self.pool, db.dim)
         self.leaves = LeafIndex(self.pool, OWNERS_KEPT)
+        self.profiles = ProfileCache(OWNERS_KEPT)  # what each owner's memory ties to a name
         self.repo = EpisodeRepo(db)
         self.sources: list[CandidateSource] = (
             list(sources) if sources is not None else [EpisodeSource(db, self.pool)]
@@ -230,7 +232,11 @@ class Recall:
             cover = max(cover, *(text_coverage(c.text, weights) for c in extras))
         # A name said only in rows since pruned lives on in the notes: not a stranger.
         noted = {w for c in extras for w in surface_words(c.text)}
-        if gate_logit(z, cover, name_check(q.text, table, noted), rank) < 0:
+        names = name_check(q.text, table, noted)
+        unowned = self.profiles.penalty(q.owner_id, table, rows.texts, q.text,
+                                        [c.text for c in extras], self.tuning.gate_unowned
+                                        ) if names.familiar else 0.0
+        if gate_logit(z, cover, names, rank, unowned) < 0:
             return [], len(top) + len(extras)
         wanted = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})
         fresh_rows = await self.index.texts(q.owner_id, [int(table.ids[i]) for i in wanted])

@@ -17,16 +17,21 @@ they mean the same in any memory and with any embedding model:
   real chats most names a person mentions are not in memory yet;
 - `only_strangers`: and it names nobody this memory does mention: a question about someone
   this memory has never heard of ("What is Nate's favorite dish?"), not about a person it
-  knows beside a new word ("What European countries has Maria been to?").
+  knows beside a new word ("What European countries has Maria been to?");
+- `unowned`: it calls something a person this memory knows has ("John's team", "his
+  basketball career") that the memory never ties to that person
+  (`strata.memory.domain.recall_profiles`): a question about another John.
 
 Inject only when `gate_bias + gate_cosine · z + gate_keyword · coverage − gate_unknown_name ·
-stranger − gate_only_strangers · only_strangers > 0`. The first four coefficients come from
+stranger − gate_only_strangers · only_strangers − gate_unowned · unowned > 0`. The first four
+coefficients come from
 logistic regression of the tuning conversations' own questions against questions about other
 conversations and the same with their names swapped for this memory's people (so that no name
 can give them away), checked leaving one conversation out; the bias is set for a
 false-injection rate under 0.10 (docs/recall.md, `bench/recall_gate.py`). `gate_only_strangers`
 is the smallest round penalty that silences every tuning question that names only strangers
-(docs/recall.md, round eleven).
+(docs/recall.md, round eleven); `gate_unowned` the largest that silences none of the tuning
+conversations' own questions (docs/recall.md, "The other John").
 """
 
 from __future__ import annotations
@@ -74,13 +79,16 @@ def gate_features(table: RowTable, ws: WindowScores, query: str, stems: Sequence
     return ws.gate_z, keyword_coverage(table, rows, weights)
 
 
-def gate_logit(z: float, coverage: float, names: NameCheck, tuning: RankTuning) -> float:
+def gate_logit(z: float, coverage: float, names: NameCheck, tuning: RankTuning,
+               unowned: float = 0.0) -> float:
     """Inject only when this is above 0. A query that names someone or something this memory
     never mentions (`names.stranger`) pays a penalty that enough coverage or a best window far
     enough out outweighs, not a veto; one that names nobody this memory knows besides
-    (`names.only_strangers`) pays `gate_only_strangers` more. Without vectors (the embedder is
-    down, or nothing is embedded yet) the cosine feature counts as 0."""
+    (`names.only_strangers`) pays `gate_only_strangers` more; `unowned` is the penalty of a
+    query that calls something a known person's that memory never ties to them
+    (`strata.memory.domain.recall_profiles`, 0 when it does not). Without vectors (the embedder
+    is down, or nothing is embedded yet) the cosine feature counts as 0."""
     z_term = 0.0 if math.isnan(z) else tuning.gate_cosine * z
     return (tuning.gate_bias + z_term + tuning.gate_keyword * coverage
             - tuning.gate_unknown_name * float(names.stranger)
-            - tuning.gate_only_strangers * float(names.only_strangers))
+            - tuning.gate_only_strangers * float(names.only_strangers) - unowned)

@@ -46,6 +46,9 @@ class RecallTuning:
     gate_keyword: float = 5.47
     gate_unknown_name: float = 2.577
     gate_only_strangers: float = 1.5
+    # Added when the query calls something a known person's that memory never ties to them
+    # (strata.memory.domain.recall_profiles.unowned).
+    gate_unowned: float = 0.0
     cost_power: float = 0.5
     redundancy: float = 0.3
     semantic_top: int = 1
