@@ -223,20 +223,8 @@ class Recall:
         top = [int(i) for i in order if ws.valid[i]]
         if not top and not extras:
             return [], 0
-        # The gate: how far the best window stands out, and how much of the query one passage
-        # of memory holds (a note counts as such a passage).
-        z, cover = gate_features(table, ws, q.text, stems)
         extra_scores = [self._extra_score(c, ws, rank) for c in extras]
-        if extras:
-            weights = gate_idf(table, stems)
-            cover = max(cover, *(text_coverage(c.text, weights) for c in extras))
-        # A name said only in rows since pruned lives on in the notes: not a stranger.
-        noted = {w for c in extras for w in surface_words(c.text)}
-        names = name_check(q.text, table, noted)
-        unowned = self.profiles.penalty(q.owner_id, table, rows.texts, q.text,
-                                        [c.text for c in extras], self.tuning.gate_unowned
-                                        ) if names.familiar else 0.0
-        if gate_logit(z, cover, names, rank, unowned) < 0:
+        if not self._gate_opens(q, stems, rows, table, ws, extras):
             return [], len(top) + len(extras)
         wanted = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})
         fresh_rows = await self.index.texts(q.owner_id, [int(table.ids[i]) for i in wanted])
@@ -252,6 +240,22 @@ class Recall:
                               faded=c.kind == EPISODE and c.recency < floor))
         return pack(table, fresh, units, extras, extra_scores, budget,
                     self.tuning), len(top) + len(extras)
+
+    def _gate_opens(self, q: RecallQuery, stems: list[str], rows: OwnerRows, table: RowTable,
+                    ws: WindowScores, extras: list[Candidate]) -> bool:
+        """The gate: how far the best window stands out, and how much of the query one passage
+        of memory holds (a note counts as such a passage)."""
+        z, cover = gate_features(table, ws, q.text, stems)
+        if extras:
+            weights = gate_idf(table, stems)
+            cover = max(cover, *(text_coverage(c.text, weights) for c in extras))
+        # A name said only in rows since pruned lives on in the notes: not a stranger.
+        noted = {w for c in extras for w in surface_words(c.text)}
+        names = name_check(q.text, table, noted)
+        unowned = self.profiles.penalty(q.owner_id, table, rows.texts, q.text,
+                                        [c.text for c in extras], self.tuning.gate_unowned
+                                        ) if names.familiar else 0.0
+        return gate_logit(z, cover, names, self.tuning.rank, unowned) >= 0
 
     def _scored(self, table: RowTable, mask: npt.NDArray[np.bool_]
                 ) -> npt.NDArray[np.bool_] | None:
