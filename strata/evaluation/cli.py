@@ -36,10 +36,13 @@ async def cmd_eval_recall(args: argparse.Namespace, settings: Settings) -> int:
     options = EvalOptions(budget=args.budget, limit_convs=args.limit_convs,
                           conversations=args.conversations,
                           episodes=args.episodes, abstention_per_conv=args.abstention,
-                          consolidate=args.consolidate, db_url=args.db_url)
+                          consolidate=args.consolidate, db_url=args.db_url,
+                          assistant_is_bot=args.assistant_is_bot)
     recall = fts_baseline if args.method == "fts" else recall_once
     if args.baseline and args.lived:
         raise StrataError("--baseline runs with the static eval only, not with --lived")
+    if args.assistant_is_bot and args.lived:
+        raise StrataError("--assistant-is-bot runs with the static eval only, not with --lived")
     if args.lived:
         from strata.evaluation.lived import format_lived, run_lived_eval
 
@@ -162,6 +165,9 @@ def register(sub: Any) -> None:
                      help="also run this reference on the same memory and questions and report "
                           "it beside recall (fts5: the rows by keyword rank, same budget)")
     rec.add_argument("--details", help="write one JSON line per question here")
+    rec.add_argument("--assistant-is-bot", action="store_true",
+                     help="the assistant side is the bot (a person-and-bot chat): its replies "
+                          "are not evidence, as in a real chat (default: a second person)")
     rec.add_argument("--consolidate", action="store_true",
                      help="run a full consolidate + decay pass after ingesting, before asking")
     rec.add_argument("--lived", action="store_true",

@@ -80,6 +80,9 @@ class EvalOptions:
     # A PostgreSQL server (`postgresql://…`) to run on instead of a SQLite file: each
     # conversation gets a fresh database there, dropped afterwards.
     db_url: str | None = None
+    # The assistant side is the bot, not a second person (a person-and-bot chat such as
+    # bench/heldout/paraphrase): recall treats its replies as in a real chat, not as evidence.
+    assistant_is_bot: bool = False
 
 
 class Progress:
@@ -112,9 +115,10 @@ QUERY_EMBED_SECONDS = 600.0
 def _settings_for(settings: Settings, target: str, options: EvalOptions,
                   assistant: str) -> Settings:
     # The assistant side is the conversation's second person, not a bot: its words are
-    # evidence (a chat's bot replies are not, `assistant_as_evidence`).
+    # evidence (a chat's bot replies are not, `assistant_as_evidence`), unless it is the bot.
     recall = settings.recall.model_copy(update={
-        "budget_tokens": options.budget, "enabled": True, "assistant_as_evidence": True,
+        "budget_tokens": options.budget, "enabled": True,
+        "assistant_as_evidence": not options.assistant_is_bot,
         "query_embed_seconds": max(settings.recall.query_embed_seconds, QUERY_EMBED_SECONDS)})
     episodes = settings.episodes.model_copy(update={"use_model": options.episodes == "llm"})
     # The assistant side is a person too: episodes name it as the bot's own name.

@@ -280,3 +280,36 @@ async def test_eval_stops_when_a_question_gets_no_vector(
             await recall_once(app, channel, person, "sourdough bread")
     finally:
         await app.close()
+
+
+def test_eval_recall_with_the_assistant_as_the_bot(tmp_path: Path,
+                                                   subprocess_env: dict[str, str]) -> None:
+    """`--assistant-is-bot`: a person-and-bot chat (such as bench/heldout/paraphrase) is asked
+    as recall runs in a real chat, where the bot's replies are not evidence about the person."""
+    turns, _ = write_data(tmp_path)
+    questions = tmp_path / "bot_questions.jsonl"
+    # Only the assistant's reply A:D1:4 holds these words.
+    questions.write_text(json.dumps(
+        {"conv": "A", "qid": "A:q0", "question": "strong yeast", "category": "single_hop",
+         "evidence": ["A:D1:4"], "asked_at": "2025-04-12T18:01:30Z"}) + "\n")
+    cited: dict[bool, list[str]] = {}
+    with FakeOpenAI(dim=1024) as wide:
+        env = dict(subprocess_env, **strata_env(wide, tmp_path / "unused.db"))
+        for bot in (False, True):
+            out = tmp_path / f"bot_{bot}.json"
+            details = tmp_path / f"bot_{bot}.jsonl"
+            run = strata(["eval", "recall", "--turns", str(turns), "--questions",
+                          str(questions), "--conversations", "0", "--abstention", "0",
+                          "--no-progress", "--out", str(out), "--details", str(details),
+                          *(["--assistant-is-bot"] if bot else [])], env)
+            assert run.returncode == 0, run.stderr
+            cited[bot] = json.loads(details.read_text().splitlines()[0])["cited"]
+            if bot:
+                assert "--assistant-is-bot" in json.loads(out.read_text())["command"]
+        lived = strata(["eval", "recall", "--turns", str(turns), "--questions", str(questions),
+                        "--assistant-is-bot", "--lived"], env)
+    assert lived.returncode != 0 and "--assistant-is-bot" in lived.stderr
+    # By default the assistant side is a person, whose words are evidence; as the bot, its
+    # reply is never quoted.
+    assert "A:D1:4" in cited[False]
+    assert "A:D1:4" not in cited[True]
