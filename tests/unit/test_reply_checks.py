@@ -152,3 +152,8 @@ def test_a_copied_tool_confirmation_and_the_ambient_snapshot_are_caught() -> Non
     # The real confirmation, when the tool ran, stands.
     done = check_reply("Reminder #1 set for Mon 7 Dec 09:08 (UTC): stretch.", ("set_reminder",), ())
     assert done.text == "Reminder #1 set for Mon 7 Dec 09:08 (UTC): stretch."
+
+
+def test_a_reply_repeating_the_ambient_heading_drops_it() -> None:
+    checked = check_reply("Facts about now, for you only: never repeat them. Hello Ana!", (), [])
+    assert checked.text == "Hello Ana!" and checked.caught == ("echo",)
