@@ -2,6 +2,7 @@
 
     python -m bench.truth                 # 5 people, 2 simulated weeks
     python -m bench.truth --quick         # 2 people (cases a and c), 1 week
+    python -m bench.truth --case c        # only case c's person, up to its question
     python -m bench.truth --out FILE      # default bench/results/truth_<model>[_quick].json
 
 The people of `bench.truth_people` (planted facts, habits and traps; generated from `--seed`)
@@ -19,9 +20,11 @@ brought back by turn-zero recall when the person asks the planted question.
 The issue's runs are cases of the same run: (a) "ordinary" says three messages, then every job
 runs; (b) four people share the memory and nothing of one may reach another; (c) "What is my
 job?" is asked after the bot once answered it wrongly: recall must bring back the person's
-line and the reply must carry it. The result file holds every item with its class and reason;
-the table printed at the end is what docs/benchmarks.md shows. Exit status 0 (the numbers are
-the result; the issue's targets are printed beside them).
+line and the reply must carry it (`--case c` lives through that person's weeks alone, with the
+jobs between the weeks but not after the last: a few minutes). The result file holds every
+item with its class and reason; the table printed at the end is what docs/benchmarks.md
+shows. Exit status 0 (the numbers are the result; the issue's targets are printed beside
+them).
 """
 
 from __future__ import annotations
@@ -134,9 +137,10 @@ async def _session(app: App, clock: ManualClock, person: Person,
     return asks
 
 
-async def live(app: App, clock: ManualClock, cast: list[Person]) -> dict[str, Any]:
-    """Every person's sessions, week by week, with every job after each week; the replies
-to the checked questions."""
+async def live(app: App, clock: ManualClock, cast: list[Person],
+               last_jobs: bool = True) -> dict[str, Any]:
+    """Every person's sessions, week by week, with every job after each week (after the last
+    only with `last_jobs`); the replies to the checked questions."""
     runs: Counter[str] = Counter()
     reports: list[dict[str, Any]] = []  # what each job run did (its refusals, when counted)
     asks: list[dict[str, Any]] = []
@@ -151,6 +155,8 @@ to the checked questions."""
             for person in cast:
                 if w < len(person.weeks) and s < len(person.weeks[w]):
                     asks += await _session(app, clock, person, person.weeks[w][s])
+        if w == weeks - 1 and not last_jobs:
+            break
         # The week's jobs, once everyone has been quiet for two hours.
         clock.advance(hours=2)
         print(f"jobs after week {w + 1} ({clock.now():%a %d %b %H:%M})", flush=True)
@@ -166,7 +172,7 @@ def with_pages(settings: Settings, pages_url: str) -> Settings:
 
 
 async def run(seed: int, weeks: int, only: tuple[str, ...], keep_db: Path | None,
-              rejudge: bool = False) -> dict[str, Any]:
+              rejudge: bool = False, last_jobs: bool = True) -> dict[str, Any]:
     """Live through the cast and judge (or, with `rejudge`, judge again the database and
     replies a run kept in `keep_db`)."""
     settings = load_settings(None)
@@ -190,7 +196,7 @@ async def run(seed: int, weeks: int, only: tuple[str, ...], keep_db: Path | None
                         clock.set(START + timedelta(days=7 * weeks))
                     else:
                         started = time.monotonic()
-                        lived = await live(app, clock, cast)
+                        lived = await live(app, clock, cast, last_jobs)
                         lived["seconds"] = round(time.monotonic() - started, 1)
                         # Kept beside the database, so `--rejudge` can judge it again.
                         write_json(folder / "lived.json", lived)
@@ -212,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="one simulated week, only the people of cases a and c (about 5 min)")
     ap.add_argument("--weeks", type=int, default=None, help="simulated weeks (default 2)")
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--case", choices=["c"], default=None,
+                    help="only the people of this case, and no jobs after the last week")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--keep-db", type=Path, default=None,
                     help="keep the run's database in this folder (default: a temporary one)")
@@ -223,15 +231,19 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     if args.rejudge and args.keep_db is None:
         ap.error("--rejudge needs --keep-db FOLDER (the kept run)")
-    result = asyncio.run(run(args.seed, weeks, QUICK if args.quick else (), args.keep_db,
-                             args.rejudge))
+    only = QUICK if args.quick else ()
+    if args.case:
+        only = tuple(p.talk for p in people(args.seed, weeks) if args.case in p.cases)
+    result = asyncio.run(run(args.seed, weeks, only, args.keep_db, args.rejudge,
+                             last_jobs=args.case is None))
     # With --rejudge this is the judging alone; the living's time is `lived.seconds`.
     result["seconds"] = round(time.monotonic() - started, 1)
     result["rejudged"] = args.rejudge
     result["load_average"] = os.getloadavg()
     result["command"] = "python -m bench.truth " + shlex.join(argv or sys.argv[1:])
     model = result["endpoint"]["model"].replace("/", "_")
-    out = args.out or RESULTS / f"truth_{model}{'_quick' if args.quick else ''}.json"
+    tag = ("_quick" if args.quick else "") + (f"_case_{args.case}" if args.case else "")
+    out = args.out or RESULTS / f"truth_{model}{tag}.json"
     write_json(out, result)
     print(table(result))
     print(f"written {out} in {result['seconds']:.0f} s")

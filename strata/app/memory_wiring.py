@@ -14,6 +14,7 @@ from strata.app.model_wiring import Metered
 from strata.bot.commands import CommandRouter
 from strata.bot.memory_commands import MemoryCommands
 from strata.bot.memory_tools import MemoryTools
+from strata.bot.remember_command import RememberCommand
 from strata.bot.tools import ToolRegistry
 from strata.core.config import Settings
 from strata.core.ports import AfterTurn, ChatModel, Clock, ContextSource, Embedder
@@ -214,10 +215,11 @@ def register_memory_controls(commands: CommandRouter, tools: ToolRegistry, setti
     """The memory tools the model may call (`facts.tools`) and /memory, /forget and friends,
     which let the after-turn work in flight settle first (`settle`)."""
     if settings.facts.tools:
-        MemoryTools(memory.facts, repos.transcript, clock).register(tools)
+        MemoryTools(memory.facts, repos.transcript, clock, repos.refusals).register(tools)
     memory_commands = MemoryCommands(
         repos.persons, repos.channels, memory.forgetter, clock, repos.transcript, repos.episodes,
         context=lambda: context, settle=settle, connectors=repos.connectors,
     )
     memory_commands.register(commands)
+    RememberCommand(memory.facts, clock).register(commands)
     return memory_commands

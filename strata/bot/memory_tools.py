@@ -4,7 +4,11 @@ They act on the channel's memory scope (`channel.owner_id`: the person in a priv
 room in a shared one) and at once, which is how an explicit correction ("no, I moved to
 Lyon") retracts the wrong fact before the next turn. Recalled facts carry their ids
 (`fact #12`), which the model passes back here. While memory is paused nothing new is stored
-(retracting still works: it only removes). Each tool's arguments are a pydantic model
+(retracting still works: it only removes). What the model asks to `remember` (or a
+correction's new text) is a claim about the person, checked by the grounding rule against the
+person's own recent lines in the channel before it is stored; a refusal is counted by reason
+(layer `remember`, `strata jobs status`) and the tool says it stored nothing, so the reply may
+not claim it did (`strata.bot.reply_checks`). Each tool's arguments are a pydantic model
 (`strata.bot.tool_args`): its schema is what the model sees, and arguments that do not fit come back
 as an error naming the field. Imports `bot` modules and `memory`.
 """
@@ -12,6 +16,7 @@ as an error naming the field. Imports `bot` modules and `memory`.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
@@ -20,14 +25,26 @@ from strata.bot.tool_args import RowId, ToolArgs, add_tool
 from strata.bot.tools import ToolContext, ToolRegistry
 from strata.core.errors import MutedSourceError, UnknownKindError
 from strata.core.ports import Clock
-from strata.core.types import Role
+from strata.core.types import Role, RowKind, TranscriptRow
+from strata.memory.domain import grounding
 from strata.memory.domain.fact_types import FACT_KINDS, NewFact
 from strata.memory.domain.facts import FactStore
+from strata.memory.domain.refusals import RefusalRepo
+from strata.memory.domain.statement_kind import sentences, statement_problem
 from strata.memory.domain.transcript import TranscriptRepo
 
 log = logging.getLogger(__name__)
 
 PAUSED = "memory is paused (/pause): nothing was stored"
+# The grounding layer of the facts the model asks to keep (its refusals, in `jobs status`).
+REMEMBER_LAYER = "remember"
+# How many of the channel's newest rows hold the person's lines a claim may rest on: this
+# turn's message and the few before it ("I'm a pharmacist." … "remember that, please").
+RECENT_ROWS = 12
+# A sentence that asks to keep something is the person's word even when it is not a plain
+# statement ("please remember I'll be in Lisbon in May").
+_ASKS_TO_KEEP = re.compile(r"(remember|note|don't forget|do not forget|keep in mind)",
+                           re.IGNORECASE)
 KIND_HELP = f"one of {', '.join(FACT_KINDS)}; use note when unsure"
 
 FactText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
@@ -68,10 +85,12 @@ SEARCH = ("search_memory", "Search the facts remembered about this person.")
 
 
 class MemoryTools:
-    def __init__(self, facts: FactStore, transcript: TranscriptRepo, clock: Clock) -> None:
+    def __init__(self, facts: FactStore, transcript: TranscriptRepo, clock: Clock,
+                 refusals: RefusalRepo | None = None) -> None:
         self.facts = facts
         self.transcript = transcript
         self.clock = clock
+        self.refusals = refusals
 
     def register(self, registry: ToolRegistry) -> None:
         # Shared: each acts on the channel's owner, which in a group is the room's own scope.
@@ -80,19 +99,45 @@ class MemoryTools:
         add_tool(registry, *FORGET, FactIdArgs, self.forget, shared=True)
         add_tool(registry, *SEARCH, SearchArgs, self.search, shared=True)
 
-    async def _user_rows(self, ctx: ToolContext) -> tuple[int, ...]:
-        rows = await self.transcript.by_turn(ctx.turn_id)
-        return tuple(r.id for r in rows if r.role is Role.USER)
+    async def _own_lines(self, ctx: ToolContext) -> list[TranscriptRow]:
+        """The person's own recent messages in the channel (never the bot's, nor another
+        person's in a room), this turn's included."""
+        rows = await self.transcript.for_channel(ctx.channel.id, limit=RECENT_ROWS, newest=True)
+        return [r for r in rows if r.role is Role.USER and r.kind is RowKind.MESSAGE
+                and r.person_id == ctx.person.id]
+
+    async def _grounded(self, ctx: ToolContext, text: str) -> tuple[int, ...] | str:
+        """The rows `text` rests on, or why it is refused: it must be found in the person's
+        own recent lines, their questions, hypotheticals and quotes left out (unless they ask
+        to keep it)."""
+        lines = await self._own_lines(ctx)
+        said = {r.id: [s for s in sentences(r.content)
+                       if statement_problem(s) is None or _ASKS_TO_KEEP.search(s)]
+                for r in lines}
+        refusal = grounding.check_claim(
+            text, [s for ss in said.values() for s in ss], layer=REMEMBER_LAYER,
+            prompt=[REMEMBER[1], *RememberArgs.model_json_schema()["properties"]],
+            names=[ctx.person.name])
+        if refusal is not None:
+            if self.refusals is not None:
+                await self.refusals.record(ctx.channel.owner_id, [refusal], self.clock.now())
+            return refusal.reason
+        cited = [r.id for r in lines
+                 if grounding.content_share(text, " ".join(said[r.id]), [ctx.person.name]) > 0]
+        return tuple(cited or (r.id for r in lines if r.turn_id == ctx.turn_id))
 
     async def remember(self, ctx: ToolContext, args: RememberArgs) -> str:
         if ctx.person.paused:
             # An error: the turn's reply may not say it remembered (`strata.bot.reply_checks`).
             return f"error: {PAUSED}"
+        cited = await self._grounded(ctx, args.text)
+        if isinstance(cited, str):
+            return _not_said(cited)
         new = NewFact(
             owner_id=ctx.channel.owner_id, kind=args.kind or "note", text=args.text,
             source=ctx.channel.source, attribute=args.attribute,
             subject="self", confidence=0.9, channel_id=ctx.channel.id,
-            row_ids=await self._user_rows(ctx),
+            row_ids=cited,
         )
         try:
             result = await self.facts.add(new, self.clock.now())
@@ -118,10 +163,13 @@ class MemoryTools:
         if ctx.person.paused or not text:
             await self.facts.retract(old.owner_id, [old.id], self.clock.now())
             return f"fact #{old.id} withdrawn" + (f"; {PAUSED}" if ctx.person.paused else "")
+        cited = await self._grounded(ctx, text)
+        if isinstance(cited, str):  # the old fact stays: nothing the person said replaces it
+            return _not_said(cited)
         new = NewFact(
             owner_id=old.owner_id, kind=old.kind, text=text, source=ctx.channel.source,
             subject=old.subject, attribute=old.attribute, confidence=0.9,
-            channel_id=ctx.channel.id, row_ids=await self._user_rows(ctx),
+            channel_id=ctx.channel.id, row_ids=cited,
         )
         try:
             result = await self.facts.add(new, self.clock.now(), replaces=[old.id],
@@ -152,3 +200,8 @@ class MemoryTools:
         return "\n".join(f"fact #{h.fact.id} ({h.fact.kind}, since "
                          f"{h.fact.valid_from.date().isoformat()}): {h.fact.text}"
                          for h in hits)
+
+
+def _not_said(reason: str) -> str:
+    return (f"error: nothing was stored: {reason} (keep only what the person said, in their "
+            "words; they can type /remember and the words to keep anything as typed)")

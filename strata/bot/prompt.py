@@ -22,9 +22,14 @@ MEMORY_PREAMBLE = (
     "words win."
 )
 PORTRAIT_HEADING = "Who this person is (your portrait of them):"
+# Over the ambient snapshot (the time, reminders coming up, …): unframed, the embedded 0.5B
+# answered "I work as a pharmacist" with the snapshot's lines or a reminder
+# (`bench.model_history`).
+AMBIENT_HEADING = ("Facts about now, for you only: never repeat them; mention one only if the "
+                   "person asks about it.")
 CONTINUITY_HEADING = "Summary of your earlier conversation in this channel:"
 # The prompt's own wording, which a reply must never repeat (`strata.bot.reply_checks`).
-FRAMING = (MEMORY_PREAMBLE, PORTRAIT_HEADING, CONTINUITY_HEADING)
+FRAMING = (MEMORY_PREAMBLE, PORTRAIT_HEADING, CONTINUITY_HEADING, AMBIENT_HEADING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +113,7 @@ def build_messages(
         )
     context = []
     if parts.ambient:
-        context.append(parts.ambient.strip())
+        context.append(f"{AMBIENT_HEADING}\n{parts.ambient.strip()}")
     if parts.recalled:
         context.append(MEMORY_PREAMBLE + "\n" + parts.recalled.strip())
     if context:

@@ -63,7 +63,7 @@ CLAIMS = (
             r"|\b(?:reminders?|alarms?)\b[^.!?\n]{0,30}\b(?:is|are|has been|have been|was)\s+"
             r"(?:now\s+)?(?:set|created|scheduled|added)\b"
             rf"|{_WILL}(?:remind|ping|notify|nudge|alert|message)\s+you\b"
-            r"|\bhere(?:'s|’s| is)\s+(?:a|your)\s+reminder\b"
+            r"|\bhere(?:'s|’s| is)\s+(?:a|your)\s+(?:\w+\s+)?reminder\b"
             # "Reminder #2 set for …": a small model copies the tool's own confirmation.
             r"|\breminder\s+(?:#\s*\d+\s+)?(?:set|created|scheduled)\b"
             rf"|{_DID}scheduled\b", re.I),
@@ -93,7 +93,7 @@ CLAIMS = (
 
 # Fixed wording of the prompt's ambient snapshot and of the reminder tool's confirmation,
 # which a small model copies into a reply (seen with the embedded 0.5B in `strata chat`).
-_LEAK = re.compile(r"\(before this conversation turn\)|\bupcoming reminders and scheduled "
+_LEAK = re.compile(r"\bbefore this conversation turn\b|\bupcoming reminders and scheduled "
                    r"prompts\b|/reminders lists your reminders", re.I)
 _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+[\"'”’)]*|\n|$)")
 # A message asking to be reminded (not "remind me what her name is", a question).

@@ -15,6 +15,7 @@ through `run` like a model's, so it is checked and recorded the same way.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,19 @@ class ToolContext:
         """Whether the turn is in a shared room: a tool that runs there acts on the room's
         scope only, and says nothing of the speaker's private memory."""
         return self.channel.kind is ChannelKind.SHARED
+
+
+# The id of a tool call read from the words by code: the turn's reply is code's too, which
+# the model's history leaves out (`strata.bot.history_view`).
+WORDS_CALL_PREFIX = "words-"
+
+
+def words_call_id() -> str:
+    return f"{WORDS_CALL_PREFIX}{uuid.uuid4().hex[:12]}"
+
+
+def is_words_call(call_id: str) -> bool:
+    return call_id.startswith(WORDS_CALL_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)

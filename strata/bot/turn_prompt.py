@@ -2,8 +2,10 @@
 portrait and ambient snapshot (`ContextSource`), turn-zero recall (`Recaller`) and the
 message itself, each fitted to the model's context window; `strata.bot.prompt` lays them out.
 
-History is trimmed before memory: it gets what the window leaves after the reply, the fixed
-parts and recall's whole budget.
+The history is what `strata.bot.history_view` shows the model of the channel (not the bot's
+code-written replies, nor its answers to the person's questions about themselves where recall
+runs). It is trimmed before memory: it gets what the window leaves after the reply, the
+fixed parts and recall's whole budget.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 
 from strata.bot.background import seeds_memory
 from strata.bot.context_window import ContextWindow, messages_cost, tools_cost
+from strata.bot.history_view import model_history
 from strata.bot.prompt import PromptParts, build_messages, history_in_prompt
 from strata.bot.tools import ToolRegistry
 from strata.bot.turn_options import TurnOptions
@@ -64,9 +67,9 @@ class TurnPrompt:
         """The messages for the model. `held_back` are the channel's turns accepted but not
         yet answered: their rows wait for their own turns (the message goes last in its own
         turn's prompt, nowhere earlier)."""
-        src = await self._sources(msg, person, channel, turn_id, options, held_back)
         recall_on = (self.recaller is not None and seeds_memory(channel)
                      and self.settings.recall.enabled)
+        src = await self._sources(msg, person, channel, turn_id, options, held_back, recall_on)
         history_tokens = self._history_budget(msg, src, options, recall_on)
         recalled = None
         if recall_on:
@@ -90,10 +93,12 @@ class TurnPrompt:
 
     async def _sources(
         self, msg: InboundMessage, person: Person, channel: Channel, turn_id: str,
-        options: TurnOptions, held_back: Collection[str],
+        options: TurnOptions, held_back: Collection[str], recall_on: bool,
     ) -> _Sources:
         mark, all_rows = await history_since_watermark(self.transcript, channel.id)
-        rows = [r for r in all_rows if r.turn_id != turn_id and r.turn_id not in held_back]
+        rows = model_history(
+            [r for r in all_rows if r.turn_id != turn_id and r.turn_id not in held_back],
+            recall_on=recall_on)
         own = [r.id for r in all_rows if r.turn_id == turn_id]
         if not options.history:
             mark, rows = None, []

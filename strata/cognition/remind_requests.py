@@ -15,7 +15,7 @@ import uuid
 from datetime import datetime
 
 from strata.bot.commands import CommandContext, CommandReply, CommandRouter
-from strata.bot.tools import ToolContext, ToolRegistry, WordsRequest
+from strata.bot.tools import ToolContext, ToolRegistry, WordsRequest, words_call_id
 from strata.cognition.recurrence import local
 from strata.cognition.remind_words import ReminderRequest, read_message, read_spec
 from strata.cognition.reminders import ReminderArgs, ReminderPorts, ReminderTools
@@ -63,7 +63,7 @@ class RemindWords:
         if not request.text:
             return WordsRequest(None, lambda _: ASK_WHAT)
         args = arguments(request).model_dump(exclude_defaults=True)
-        call = ToolCall(f"words-{uuid.uuid4().hex[:12]}", "set_reminder", json.dumps(args))
+        call = ToolCall(words_call_id(), "set_reminder", json.dumps(args))
         return WordsRequest(call, lambda result: confirmation(result, request.text))
 
     async def remind(self, ctx: CommandContext) -> CommandReply:

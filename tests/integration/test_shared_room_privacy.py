@@ -63,7 +63,8 @@ async def _private_memory(app: App, clock: ManualClock, fake: FakeOpenAI) -> dic
         ("schedule_prompt", {"prompt": "summarise my diary PAPAYA", "at": "08:00"}),
         ("remember", {"text": "allergic to penicillin QUINCE", "kind": "user_specific"}),
     ]), "noted")
-    await p.handle(msg("remind me about the biopsy, and I am allergic to penicillin",
+    # The person says the marker: the `remember` tool keeps only what they said.
+    await p.handle(msg("remind me about the biopsy, and I am allergic to penicillin QUINCE",
                        clock=clock))
     for text in ("my sister Rosalind TAMARIND moved to Oslo", "she works at a hospital there"):
         clock.advance(minutes=1)

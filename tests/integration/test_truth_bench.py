@@ -138,3 +138,18 @@ def test_the_echo_corpus_reads_every_prompt(app: App) -> None:
     echoes = echoes_of(app)
     assert ("a", "regular", "time", "they") in echoes.grams
     assert "set_reminder" in echoes.tools or echoes.tools
+
+
+async def test_case_c_alone_lives_its_person_with_no_jobs_after_the_last_week(
+        fake_openai: FakeOpenAI, settings: Settings, clock: ManualClock) -> None:
+    """`--case c`: only case c's person, the jobs between weeks, none after the question."""
+    cast = [p for p in people(11, 2) if "c" in p.cases]
+    assert [p.talk for p in cast] == ["plain"]
+    app = await App.create(settings, clock=clock)
+    try:
+        lived = await truth.live(app, clock, cast, last_jobs=False)
+    finally:
+        await app.close()
+    # One week's jobs (the first), not the second's.
+    assert sum(n for k, n in lived["job_runs"].items() if k.startswith("extract:")) == 1
+    assert [a["question"] for a in lived["asks"]] == ["What is my job?"]

@@ -1,6 +1,7 @@
 from datetime import UTC, datetime
 
 from strata.bot.prompt import (
+    AMBIENT_HEADING,
     MEMORY_PREAMBLE,
     PromptParts,
     budget_history,
@@ -66,3 +67,11 @@ def test_huge_message_is_truncated_for_the_model() -> None:
                           message_tokens=1000)
     assert len(msgs[-1].content or "") < 5000
     assert "truncated" in (msgs[-1].content or "")
+
+
+def test_the_ambient_snapshot_is_framed_as_the_models_own_notes() -> None:
+    """Unframed, the 0.5B answered with the snapshot's lines (bench.model_history)."""
+    parts = PromptParts(persona="P", message="I work as a pharmacist",
+                        ambient="Upcoming reminders and scheduled prompts:\n- #1 in 2 min: stretch")
+    context = build_messages(parts, history_tokens=100)[-2].content or ""
+    assert context.startswith(AMBIENT_HEADING + "\nUpcoming reminders")

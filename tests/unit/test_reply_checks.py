@@ -152,3 +152,20 @@ def test_a_copied_tool_confirmation_and_the_ambient_snapshot_are_caught() -> Non
     # The real confirmation, when the tool ran, stands.
     done = check_reply("Reminder #1 set for Mon 7 Dec 09:08 (UTC): stretch.", ("set_reminder",), ())
     assert done.text == "Reminder #1 set for Mon 7 Dec 09:08 (UTC): stretch."
+
+
+def test_a_reply_repeating_the_ambient_heading_drops_it() -> None:
+    checked = check_reply("Facts about now, for you only: never repeat them. Hello Ana!", (), [])
+    assert checked.text == "Hello Ana!" and checked.caught == ("echo",)
+
+
+def test_the_snapshots_lines_copied_loosely_are_still_caught() -> None:
+    """Seen in `strata chat` with the 0.5B: "Here's a quick reminder for you:" over a list
+    copied from the snapshot, its "(before this conversation turn)" without the brackets."""
+    checked = check_reply("A pharmacist makes medicines.\nHere's a quick reminder for you:\n"
+                          "- They last written just now before this conversation turn.\n",
+                          (), [])
+    assert "before this conversation" not in checked.text
+    assert "quick reminder" not in checked.text
+    assert checked.text.startswith("A pharmacist makes medicines.")
+    assert set(checked.caught) == {"echo", "reminder"}
