@@ -111,7 +111,7 @@ class Recall:
         self.leaves = LeafIndex(self.pool, OWNERS_KEPT)
         self.repo = EpisodeRepo(db)
         self.sources: list[CandidateSource] = (
-            list(sources) if sources is not None else [EpisodeSource(db, self.pool)]
+            list(sources) if sources is not None else [EpisodeSource(db, self.pool, self.leaves)]
         )
 
     async def close(self) -> None:

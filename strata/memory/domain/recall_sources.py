@@ -11,6 +11,7 @@ from datetime import datetime
 from strata.core.clock import from_iso
 from strata.memory.domain.decay import episode_weight
 from strata.memory.domain.episodes import EpisodeRepo, as_blob, cited_rows_by_episode, cosines
+from strata.memory.domain.recall_leaves import LeafIndex
 from strata.memory.domain.recall_render import date_of
 from strata.memory.domain.recall_types import Candidate, RecallQuery, channel_where
 from strata.memory.engines.db import Database, Reads, placeholders
@@ -50,6 +51,8 @@ class EpisodeSource:
 
     db: Database
     reads: Reads | None = None
+    # The leaves' citations recall keeps already: a leaf's rows need no statement then.
+    leaves: LeafIndex | None = None
     kind: str = "episode"
     repo: EpisodeRepo = field(init=False)
 
@@ -75,6 +78,8 @@ class EpisodeSource:
         ids = list(cos.keys() | bm25.keys())
         if not ids:
             return []
+        known = self.leaves.known(query.owner_id) if self.leaves is not None else {}
+        kept = {i: known[i] for i in ids if i in known}
         rows, cited = await asyncio.gather(
             reads.fetchall(
                 "SELECT e.id, e.level, e.summary, e.salience, e.started_at, e.ended_at,"
@@ -84,8 +89,10 @@ class EpisodeSource:
                 " AND e.tombstoned_at IS NULL",
                 [*ids, query.owner_id],
             ),
-            cited_rows_by_episode(reads, ids),  # a parent's: through its kept children
+            # A parent's: through its kept children.
+            cited_rows_by_episode(reads, [i for i in ids if i not in kept]),
         )
+        cited.update((i, rows_of.tolist()) for i, rows_of in kept.items())
         out = []
         for r in rows:
             start, end = date_of(r["started_at"]), date_of(r["ended_at"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -59,6 +60,10 @@ class RowTable:
     bot: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
     lead_in: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
     asked_bot: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
+    # What ranking derives from the rows alone, per choice of rows left out
+    # (`strata.memory.domain.recall_rank.frame_of`); a table's rows never change.
+    frames: dict[tuple[bytes, bytes | None], Any] = field(default_factory=dict, repr=False,
+                                                          compare=False)
 
     @property
     def n(self) -> int:
