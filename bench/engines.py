@@ -15,6 +15,8 @@ Measured per engine, in the same run, over the same data:
 rows, episodes and facts), default tuning, for `--queries` queries of each of the `--recall-persons`
 people. A person's first search loads their rows into recall's in-memory row index (`cold`, one per
   person); the person's following searches are `warm` (what a person in an ongoing chat pays).
+  `statements`: the mean number of statements per cold and per warm search
+  (bench/recall_statements.py).
   Query vectors are precomputed (noisy copies of the person's rows), so nothing is embedded.
 - `vec_knn`: the engine's owner-filtered kNN over `transcript_vec` (`Dialect.knn_sql`), the
   k = 40 nearest rows, and `knn_exact`: the share of them that are the exact top 40.
@@ -84,6 +86,7 @@ from bench.recall_latency import (  # noqa: E402 - after the path set-up
     time_numpy,
     vocabulary,
 )
+from bench.recall_statements import Statements  # noqa: E402
 from bench.report import write_report  # noqa: E402
 from bench.storage import HashEmbedder  # noqa: E402
 from strata.core.clock import ManualClock  # noqa: E402
@@ -251,19 +254,28 @@ async def measure_recall(store: Store, queries: Sequence[PersonQueries], dim: in
     cold: list[float] = []
     warm: list[float] = []
     items = 0
+    statements = Statements()
+    statements.watch(store.db)
+    statements.watch(recall.pool)
+    counted: dict[str, list[int]] = {"cold": [], "warm": []}
     try:
         for p, pq in enumerate(tqdm(queries, desc=f"recall {store.engine}", unit="person",
                                     file=sys.stderr)):
             owner = store.persons[p].id
             for n, (text, vec) in enumerate([pq.queries[0], *pq.queries]):
+                statements.count = 0
                 start = time.perf_counter()
                 result = await recall.search(owner, text, NOW, vector=vec)
                 (cold if n == 0 else warm).append((time.perf_counter() - start) * 1000)
+                counted["cold" if n == 0 else "warm"].append(statements.count)
                 items += len(result.items) if n else 0
     finally:
+        statements.close()
         await recall.close()
     return {"cold": stats(cold), "warm": stats(warm), "cold_searches": len(cold),
-            "warm_searches": len(warm), "mean_items": round(items / max(len(warm), 1), 2)}
+            "warm_searches": len(warm), "mean_items": round(items / max(len(warm), 1), 2),
+            # Statements per search (each read the database answers once).
+            "statements": {k: round(sum(v) / max(len(v), 1), 2) for k, v in counted.items()}}
 
 
 async def measure_knn(store: Store, queries: Sequence[PersonQueries]) -> dict[str, Any]:
