@@ -102,3 +102,34 @@ def test_a_frame_is_kept_per_choice_of_rows_left_out() -> None:
     assert after
     assert all(other.prev[r] == t.n for r in after)
     assert all(frame_of(t, everything, None).prev[r] == t.prev[r] for r in after)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_table_built_on_the_previous_one_equals_one_built_anew(seed: int) -> None:
+    """Rows arrive and earlier rows get their vectors: summing again only the windows that
+    changed gives every window's norm bit for bit as summing all of them does."""
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(2, 400)), 0
+    m = int(rng.integers(1, n))
+    ids = list(range(5, 5 + 2 * n, 2))
+    channel = rng.integers(1, 4, size=n).tolist()
+    minutes = np.cumsum(rng.choice([1.0, 90.0], size=n, p=[0.85, 0.15])).tolist()
+    texts = ["w"] * n
+    vecs = rng.normal(size=(n, 384)).astype(np.float32)
+    has = rng.random(n) < 0.8
+    before_vecs = vecs[:m].copy()
+    before_vecs[~has[:m]] = 0.0
+    before = build_table(ids[:m], channel[:m], minutes[:m], texts[:m], before_vecs,
+                         has[:m], 60.0)
+    # Rows of the old table without a vector got one since; new rows come with theirs.
+    touched = np.flatnonzero(~has[:m]).tolist()
+    grown = build_table(ids, channel, minutes, texts, vecs, np.ones(n, bool), 60.0,
+                        previous=(before, touched))
+    anew = build_table(ids, channel, minutes, texts, vecs, np.ones(n, bool), 60.0)
+    assert np.array_equal(grown.window_norm, anew.window_norm)
+    assert grown.window_norm.dtype == anew.window_norm.dtype
+    # Told nothing changed, a changed vector would be missed: the rows given are what counts.
+    if touched:
+        stale = build_table(ids, channel, minutes, texts, vecs, np.ones(n, bool), 60.0,
+                            previous=(before, []))
+        assert not np.array_equal(stale.window_norm, anew.window_norm)

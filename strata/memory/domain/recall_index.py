@@ -76,12 +76,15 @@ class OwnerRows:
     exact: bool = True  # every loaded row is covered by `fingerprint` (`RowIndex.table`)
     table: RowTable | None = None
     position: dict[int, int] = field(default_factory=dict)
+    touched: list[int] = field(default_factory=list)  # rows whose vector came since `table`
 
     def rebuild(self) -> RowTable:
+        previous = (self.table, self.touched) if self.table is not None else None
         self.table = build_table(self.ids, self.channel, self.minutes, self.texts,
                                  self.vectors[: len(self.ids)], np.asarray(self.has_vec, bool),
                                  SESSION_GAP_MINUTES, (self.postings, self.lengths, self.surface),
-                                 self.bot, self.asking)
+                                 self.bot, self.asking, previous)
+        self.touched = []
         self.position = {rid: i for i, rid in enumerate(self.ids)}
         return self.table
 
@@ -259,6 +262,7 @@ class RowIndex:
             rows.vectors[index[usable]] = mat[usable] / norm[usable, None]
         for i, ok in zip(where, usable.tolist(), strict=True):
             rows.has_vec[i] = ok
+        rows.touched.extend(where)
 
     async def _settle_vectors(self, rows: OwnerRows, cursors: dict[int, int]) -> int:
         """Load the vectors of rows the row indexer has passed (`cursors`: each channel's

@@ -96,7 +96,7 @@ class WindowScores:
 
 
 SPARSE_SHARE = 8  # a stem in more than 1/8 of the rows is scored over all windows
-FRAMES_KEPT = 4  # frames per table: the bot's searches leave out one channel at a time
+FRAMES_KEPT = 2  # per table: a turn's searches share one; a new row makes a new table
 
 
 @dataclass(frozen=True, slots=True)
