@@ -4,7 +4,7 @@ The store is bench/engines.py's (SQLite, `--persons` people × `--memories` rows
 searches are `Recall.search` as the bot builds it. Printed: the engine's own statements that
 recall's candidate sources run (episode and fact kNN, the row index's freshness check), timed
 alone, then cProfile's top entries (cumulative time) of `--searches` warm searches and of one
-first search of another person.
+first search of another person (`--cpu`: in CPU time, steadier on a shared machine).
 
     python bench/recall_profile.py
 """
@@ -60,14 +60,15 @@ async def main_async(args: argparse.Namespace) -> None:
             try:
                 text, vec = pq.queries[0]
                 await recall.search(owner, text, engines.NOW, vector=vec)  # the cold one
-                warm = cProfile.Profile()
+                timer = time.process_time if args.cpu else time.perf_counter
+                warm = cProfile.Profile(timer)
                 warm.enable()
                 for text, vec in pq.queries:
                     await recall.search(owner, text, engines.NOW, vector=vec)
                 warm.disable()
                 print(f"\n{len(pq.queries)} warm searches:")
                 pstats.Stats(warm).sort_stats("cumulative").print_stats(r"strata/memory/", args.top)
-                cold = cProfile.Profile()
+                cold = cProfile.Profile(timer)
                 cold.enable()
                 await recall.search(store.persons[1].id, text, engines.NOW, vector=vec)
                 cold.disable()
@@ -85,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--searches", type=int, default=30)
     parser.add_argument("--top", type=int, default=15, help="profile entries printed")
+    parser.add_argument("--cpu", action="store_true",
+                        help="profile the process's CPU time (all threads), not the wall clock:"
+                        " steadier when other jobs share the cores")
     asyncio.run(main_async(parser.parse_args(argv)))
     return 0
 
