@@ -56,8 +56,8 @@ import platform
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -245,12 +245,35 @@ async def populate(stores: Sequence[Store], args: argparse.Namespace,
 # -- measuring ----------------------------------------------------------------------------------
 
 
+def bot_recall(db: Database, vectors: dict[str, Any], dim: int) -> Recall:
+    """Recall as the bot builds it (rows, episodes and facts), default tuning, answering the
+    queries in `vectors` (text → vector) without an embedder."""
+    recall = Recall(db, PrecomputedEmbedder(vectors, dim), ManualClock(NOW), RecallTuning())
+    recall.add_source(FactCandidates(FactRepo(db), ChannelRepo(db)))
+    return recall
+
+
+@asynccontextmanager
+async def sqlite_store(persons: int, memories: int, queries: int
+                       ) -> AsyncIterator[tuple[Store, list[PersonQueries], int]]:
+    """A populated SQLite store in a temporary folder (`populate`), its people's queries and
+    the vectors' dimension; closed and removed afterwards."""
+    args = parse_args(["--persons", str(persons), "--memories", str(memories), "--queries",
+                       str(queries), "--engines", "sqlite"])
+    with tempfile.TemporaryDirectory(prefix="strata-bench-") as tmp:
+        db = await Database.open(Path(tmp) / "bench.db", args.dim)
+        try:
+            store = Store("sqlite", db)
+            found, _ = await populate([store], args, Loads())
+            yield store, found, args.dim
+        finally:
+            await db.close()
+
+
 async def measure_recall(store: Store, queries: Sequence[PersonQueries], dim: int
                          ) -> dict[str, Any]:
     """Cold (first search of a person: loads the row index) and warm recall searches."""
-    table = {text: vec for pq in queries for text, vec in pq.queries}
-    recall = Recall(store.db, PrecomputedEmbedder(table, dim), ManualClock(NOW), RecallTuning())
-    recall.add_source(FactCandidates(FactRepo(store.db), ChannelRepo(store.db)))
+    recall = bot_recall(store.db, {text: vec for pq in queries for text, vec in pq.queries}, dim)
     cold: list[float] = []
     warm: list[float] = []
     items = 0
