@@ -15,6 +15,8 @@ Measured per engine, in the same run, over the same data:
 rows, episodes and facts), default tuning, for `--queries` queries of each of the `--recall-persons`
 people. A person's first search loads their rows into recall's in-memory row index (`cold`, one per
   person); the person's following searches are `warm` (what a person in an ongoing chat pays).
+  `statements`: the mean number of statements per cold and per warm search
+  (bench/recall_statements.py).
   Query vectors are precomputed (noisy copies of the person's rows), so nothing is embedded.
 - `vec_knn`: the engine's owner-filtered kNN over `transcript_vec` (`Dialect.knn_sql`), the
   k = 40 nearest rows, and `knn_exact`: the share of them that are the exact top 40.
@@ -54,8 +56,8 @@ import platform
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -84,6 +86,7 @@ from bench.recall_latency import (  # noqa: E402 - after the path set-up
     time_numpy,
     vocabulary,
 )
+from bench.recall_statements import Statements  # noqa: E402
 from bench.report import write_report  # noqa: E402
 from bench.storage import HashEmbedder  # noqa: E402
 from strata.core.clock import ManualClock  # noqa: E402
@@ -242,28 +245,60 @@ async def populate(stores: Sequence[Store], args: argparse.Namespace,
 # -- measuring ----------------------------------------------------------------------------------
 
 
+def bot_recall(db: Database, vectors: dict[str, Any], dim: int) -> Recall:
+    """Recall as the bot builds it (rows, episodes and facts), default tuning, answering the
+    queries in `vectors` (text → vector) without an embedder."""
+    recall = Recall(db, PrecomputedEmbedder(vectors, dim), ManualClock(NOW), RecallTuning())
+    recall.add_source(FactCandidates(FactRepo(db), ChannelRepo(db)))
+    return recall
+
+
+@asynccontextmanager
+async def sqlite_store(persons: int, memories: int, queries: int
+                       ) -> AsyncIterator[tuple[Store, list[PersonQueries], int]]:
+    """A populated SQLite store in a temporary folder (`populate`), its people's queries and
+    the vectors' dimension; closed and removed afterwards."""
+    args = parse_args(["--persons", str(persons), "--memories", str(memories), "--queries",
+                       str(queries), "--engines", "sqlite"])
+    with tempfile.TemporaryDirectory(prefix="strata-bench-") as tmp:
+        db = await Database.open(Path(tmp) / "bench.db", args.dim)
+        try:
+            store = Store("sqlite", db)
+            found, _ = await populate([store], args, Loads())
+            yield store, found, args.dim
+        finally:
+            await db.close()
+
+
 async def measure_recall(store: Store, queries: Sequence[PersonQueries], dim: int
                          ) -> dict[str, Any]:
     """Cold (first search of a person: loads the row index) and warm recall searches."""
-    table = {text: vec for pq in queries for text, vec in pq.queries}
-    recall = Recall(store.db, PrecomputedEmbedder(table, dim), ManualClock(NOW), RecallTuning())
-    recall.add_source(FactCandidates(FactRepo(store.db), ChannelRepo(store.db)))
+    recall = bot_recall(store.db, {text: vec for pq in queries for text, vec in pq.queries}, dim)
     cold: list[float] = []
     warm: list[float] = []
     items = 0
+    statements = Statements()
+    statements.watch(store.db)
+    statements.watch(recall.pool)
+    counted: dict[str, list[int]] = {"cold": [], "warm": []}
     try:
         for p, pq in enumerate(tqdm(queries, desc=f"recall {store.engine}", unit="person",
                                     file=sys.stderr)):
             owner = store.persons[p].id
             for n, (text, vec) in enumerate([pq.queries[0], *pq.queries]):
+                statements.count = 0
                 start = time.perf_counter()
                 result = await recall.search(owner, text, NOW, vector=vec)
                 (cold if n == 0 else warm).append((time.perf_counter() - start) * 1000)
+                counted["cold" if n == 0 else "warm"].append(statements.count)
                 items += len(result.items) if n else 0
     finally:
+        statements.close()
         await recall.close()
     return {"cold": stats(cold), "warm": stats(warm), "cold_searches": len(cold),
-            "warm_searches": len(warm), "mean_items": round(items / max(len(warm), 1), 2)}
+            "warm_searches": len(warm), "mean_items": round(items / max(len(warm), 1), 2),
+            # Statements per search (each read the database answers once).
+            "statements": {k: round(sum(v) / max(len(v), 1), 2) for k, v in counted.items()}}
 
 
 async def measure_knn(store: Store, queries: Sequence[PersonQueries]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ The store is bench/engines.py's (SQLite, `--persons` people × `--memories` rows
 searches are `Recall.search` as the bot builds it. Printed: the engine's own statements that
 recall's candidate sources run (episode and fact kNN, the row index's freshness check), timed
 alone, then cProfile's top entries (cumulative time) of `--searches` warm searches and of one
-first search of another person.
+first search of another person (`--cpu`: in CPU time, steadier on a shared machine).
 
     python bench/recall_profile.py
 """
@@ -16,7 +16,6 @@ import asyncio
 import cProfile
 import pstats
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,58 +24,42 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import engines  # noqa: E402
-from strata.core.clock import ManualClock  # noqa: E402
 from strata.memory.domain.episodes import as_blob  # noqa: E402
-from strata.memory.domain.fact_recall import FactCandidates  # noqa: E402
-from strata.memory.domain.facts import FactRepo  # noqa: E402
-from strata.memory.domain.persons import ChannelRepo  # noqa: E402
-from strata.memory.domain.recall import Recall  # noqa: E402
-from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
-from strata.memory.engines.db import Database  # noqa: E402
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    bench_args = engines.parse_args(["--persons", str(args.persons), "--memories",
-                                     str(args.memories), "--queries", str(args.searches),
-                                     "--engines", "sqlite"])
-    with tempfile.TemporaryDirectory(prefix="strata-profile-") as tmp:
-        db = await Database.open(Path(tmp) / "profile.db", bench_args.dim)
+    async with engines.sqlite_store(args.persons, args.memories, args.searches) as (
+            store, queries, dim):
+        db = store.db
+        owner, pq = store.persons[0].id, queries[0]
+        for table, key, k in (("episode_vec", "episode_id", 120), ("fact_vec", "fact_id", 40)):
+            sql = db.dialect.knn_sql(table, key)
+            ms = []
+            for _, vec in pq.queries:
+                start = time.perf_counter()
+                await db.fetchall(sql, (as_blob(vec), owner, k))
+                ms.append((time.perf_counter() - start) * 1000)
+            print(f"{table} kNN (k = {k}): median {sorted(ms)[len(ms) // 2]:.2f} ms")
+        recall = engines.bot_recall(db, {t: v for q in queries for t, v in q.queries}, dim)
         try:
-            store = engines.Store("sqlite", db)
-            queries, _ = await engines.populate([store], bench_args, engines.Loads())
-            owner, pq = store.persons[0].id, queries[0]
-            for table, key, k in (("episode_vec", "episode_id", 120), ("fact_vec", "fact_id", 40)):
-                sql = db.dialect.knn_sql(table, key)
-                ms = []
-                for _, vec in pq.queries:
-                    start = time.perf_counter()
-                    await db.fetchall(sql, (as_blob(vec), owner, k))
-                    ms.append((time.perf_counter() - start) * 1000)
-                print(f"{table} kNN (k = {k}): median {sorted(ms)[len(ms) // 2]:.2f} ms")
-            vectors = {text: vec for q in queries for text, vec in q.queries}
-            recall = Recall(db, engines.PrecomputedEmbedder(vectors, bench_args.dim),
-                            ManualClock(engines.NOW), RecallTuning())
-            recall.add_source(FactCandidates(FactRepo(db), ChannelRepo(db)))
-            try:
-                text, vec = pq.queries[0]
-                await recall.search(owner, text, engines.NOW, vector=vec)  # the cold one
-                warm = cProfile.Profile()
-                warm.enable()
-                for text, vec in pq.queries:
-                    await recall.search(owner, text, engines.NOW, vector=vec)
-                warm.disable()
-                print(f"\n{len(pq.queries)} warm searches:")
-                pstats.Stats(warm).sort_stats("cumulative").print_stats(r"strata/memory/", args.top)
-                cold = cProfile.Profile()
-                cold.enable()
-                await recall.search(store.persons[1].id, text, engines.NOW, vector=vec)
-                cold.disable()
-                print("\na person's first search:")
-                pstats.Stats(cold).sort_stats("cumulative").print_stats(r"strata/memory/", args.top)
-            finally:
-                await recall.close()
+            text, vec = pq.queries[0]
+            await recall.search(owner, text, engines.NOW, vector=vec)  # the cold one
+            timer = time.process_time if args.cpu else time.perf_counter
+            warm = cProfile.Profile(timer)
+            warm.enable()
+            for text, vec in pq.queries:
+                await recall.search(owner, text, engines.NOW, vector=vec)
+            warm.disable()
+            print(f"\n{len(pq.queries)} warm searches:")
+            pstats.Stats(warm).sort_stats("cumulative").print_stats(r"strata/memory/", args.top)
+            cold = cProfile.Profile(timer)
+            cold.enable()
+            await recall.search(store.persons[1].id, text, engines.NOW, vector=vec)
+            cold.disable()
+            print("\na person's first search:")
+            pstats.Stats(cold).sort_stats("cumulative").print_stats(r"strata/memory/", args.top)
         finally:
-            await db.close()
+            await recall.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--searches", type=int, default=30)
     parser.add_argument("--top", type=int, default=15, help="profile entries printed")
+    parser.add_argument("--cpu", action="store_true",
+                        help="profile the process's CPU time (all threads), not the wall clock:"
+                        " steadier when other jobs share the cores")
     asyncio.run(main_async(parser.parse_args(argv)))
     return 0
 

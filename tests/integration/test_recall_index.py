@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import numpy as np
@@ -10,10 +11,14 @@ import numpy as np
 from strata.core.clock import ManualClock
 from strata.core.types import Channel, Person, RowKind
 from strata.memory.domain.episodes import EpisodeRepo, NewEpisode, insert_episode
+from strata.memory.domain.facts import FactRepo
+from strata.memory.domain.forget import Forgetter
 from strata.memory.domain.recall_index import RowIndex
 from strata.memory.domain.recall_leaves import LeafIndex, leaf_signals
-from strata.memory.engines.db import Database
-from tests.memory_helpers import channel, filler, person, turn, turns
+from strata.memory.engines.db import Database, Params, Row, placeholders
+from strata.memory.engines.dialect import Dialect
+from tests.fakes.openai_server import FakeOpenAI
+from tests.memory_helpers import channel, embedder_for, filler, person, turn, turns
 
 
 async def episode(db: Database, owner: Person, ch: Channel, rows: list[int],
@@ -70,3 +75,68 @@ async def test_a_row_recall_never_sees_leaves_the_table_as_it_is(db: Database,
     _, fresh = await RowIndex(db, db.dim).table(alice.id)
     assert grown.postings == fresh.postings and grown.words == fresh.words
     np.testing.assert_array_equal(grown.ids, fresh.ids)
+
+
+async def test_a_forgotten_row_never_comes_back_from_the_cache(
+        db: Database, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+    """/forget deletes the person's turns: the next search's table is what a fresh load
+    gives, without the forgotten rows or any word only they held, while rows said since
+    (and a tool row) are there as usual."""
+    alice = await person(db, "alice", clock)
+    ch = await channel(db, alice, "alice/g", clock)
+    await turns(db, ch, alice, [filler(i) for i in range(4)], clock)
+    secret = await turn(db, ch, alice, "my sister Zenobia teaches violin", clock, reply="Oh!")
+    await turns(db, ch, alice, [filler(i) for i in range(4, 6)], clock)
+    index = RowIndex(db, db.dim)
+    _, before = await index.table(alice.id)
+    assert "zenobia" in before.words and "zenobia" in before.postings
+    forgetter = Forgetter(db, embedder_for(fake_openai), FactRepo(db))
+    plan = await forgetter.plan_words(alice.id, "Zenobia")
+    assert set(secret) <= plan.row_ids
+    await forgetter.forget(plan)
+    await turn(db, ch, alice, "looked it up", clock, kind=RowKind.TOOL_CALL)
+    said = await turn(db, ch, alice, "the tram was late again", clock)
+    _, after = await index.table(alice.id)
+    _, fresh = await RowIndex(db, db.dim).table(alice.id)
+    assert "zenobia" not in after.words and "zenobia" not in after.postings
+    assert not set(secret) & set(after.ids.tolist())
+    assert said[0] in after.ids.tolist()
+    np.testing.assert_array_equal(after.ids, fresh.ids)
+    assert after.postings == fresh.postings and after.words == fresh.words
+    np.testing.assert_array_equal(after.vectors, fresh.vectors)
+
+
+class RowLandsAfterTheLook:
+    """Reads that, right after one look at the owner's rows, let a turn be written: the load
+    that follows brings a row the look did not count."""
+
+    def __init__(self, db: Database, write: Callable[[], Awaitable[list[int]]]) -> None:
+        self.db = db
+        self.write: Callable[[], Awaitable[list[int]]] | None = write
+        self.landed: list[int] = []
+
+    @property
+    def dialect(self) -> Dialect:
+        return self.db.dialect
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        rows = await self.db.fetchall(sql, params)
+        if self.write is not None and "AS cv ON" in sql:
+            write, self.write = self.write, None
+            self.landed = await write()
+        return rows
+
+
+async def test_a_row_deleted_after_a_load_the_look_did_not_count_is_noticed(
+        db: Database, clock: ManualClock) -> None:
+    alice = await person(db, "alice", clock)
+    ch = await channel(db, alice, "alice/r", clock)
+    await turns(db, ch, alice, [filler(i) for i in range(3)], clock)
+    reads = RowLandsAfterTheLook(db, lambda: turn(db, ch, alice, "a quokka smiled", clock))
+    index = RowIndex(reads, db.dim)
+    _, first = await index.table(alice.id)
+    assert reads.landed and reads.landed[0] in first.ids.tolist()
+    await db.execute_write(f"DELETE FROM transcript WHERE id IN ({placeholders(reads.landed)})",
+                           reads.landed)
+    _, after = await index.table(alice.id)
+    assert "quokka" not in after.postings and reads.landed[0] not in after.ids.tolist()

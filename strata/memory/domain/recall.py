@@ -113,7 +113,7 @@ class Recall:
         self.profiles = ProfileCache(OWNERS_KEPT)  # what each owner's memory ties to a name
         self.repo = EpisodeRepo(db)
         self.sources: list[CandidateSource] = (
-            list(sources) if sources is not None else [EpisodeSource(db, self.pool)]
+            list(sources) if sources is not None else [EpisodeSource(db, self.pool, self.leaves)]
         )
 
     async def close(self) -> None:

@@ -73,16 +73,29 @@ class OwnerRows:
     bot: list[bool] = field(default_factory=list)  # the bot's own reply (role assistant)
     asking: list[bool] = field(default_factory=list)  # the row asks (`recall_table.asks`)
     fingerprint: tuple[int, int, int] = (-1, -1, -1)
+    exact: bool = True  # every loaded row is covered by `fingerprint` (`RowIndex.table`)
     table: RowTable | None = None
     position: dict[int, int] = field(default_factory=dict)
+    touched: list[int] = field(default_factory=list)  # rows whose vector came since `table`
 
     def rebuild(self) -> RowTable:
+        previous = (self.table, self.touched) if self.table is not None else None
         self.table = build_table(self.ids, self.channel, self.minutes, self.texts,
                                  self.vectors[: len(self.ids)], np.asarray(self.has_vec, bool),
                                  SESSION_GAP_MINUTES, (self.postings, self.lengths, self.surface),
-                                 self.bot, self.asking)
+                                 self.bot, self.asking, previous)
+        self.touched = []
         self.position = {rid: i for i, rid in enumerate(self.ids)}
         return self.table
+
+
+@dataclass(frozen=True, slots=True)
+class Look:
+    """What one look at an owner's rows found (`RowIndex._look`)."""
+
+    fingerprint: tuple[int, int, int]  # rows of every kind, newest id, sum of the cursors
+    added: int  # rows of every kind after the id asked about
+    cursors: dict[int, int]  # channel → its last row with a vector
 
 
 NAMED = re.compile(r"^[\w .'’-]{1,40}: ")
@@ -135,18 +148,22 @@ class RowIndex:
         return (f"t.owner_id = ? AND t.kind = 'message' AND t.role IN ('user', 'assistant')"
                 f" AND {allowed}", params)
 
-    async def _fingerprint(self, owner_id: int) -> tuple[int, int, int]:
-        """How many rows the owner has and the newest id, of every kind (the owner index
-        alone answers: ids are never reused, so any row added or deleted changes it), and
-        the sum of their channels' row-vector cursors."""
+    async def _look(self, owner_id: int, since: int) -> Look:
+        """One statement: how many rows the owner has and the newest id, of every kind (the
+        owner index alone answers: ids are never reused, so any row added or deleted changes
+        them), how many have come after id `since`, and the row-vector cursors of the
+        owner's channels."""
         rows = await self.reads.fetchall(
             "SELECT (SELECT count(*) FROM transcript WHERE owner_id = ?),"
             " (SELECT coalesce(max(id), 0) FROM transcript WHERE owner_id = ?),"
-            " (SELECT coalesce(sum(v.last_row_id), 0) FROM transcript_vec_cursors v"
-            "  JOIN channels c ON c.id = v.channel_id WHERE c.owner_id = ?)",
-            [owner_id, owner_id, owner_id])
+            " (SELECT count(*) FROM transcript WHERE owner_id = ? AND id > ?),"
+            " cv.channel_id, cv.last_row_id FROM (SELECT 1 AS one) AS o LEFT JOIN"
+            " (SELECT v.channel_id, v.last_row_id FROM transcript_vec_cursors v"
+            "  JOIN channels c ON c.id = v.channel_id WHERE c.owner_id = ?) AS cv ON 1 = 1",
+            [owner_id, owner_id, owner_id, since, owner_id])
+        cursors = {int(r[3]): int(r[4]) for r in rows if r[3] is not None}
         r = rows[0]
-        return int(r[0]), int(r[1]), int(r[2])
+        return Look((int(r[0]), int(r[1]), sum(cursors.values())), int(r[2]), cursors)
 
     async def _count(self, owner_id: int) -> int:
         """How many recallable rows the owner has."""
@@ -158,20 +175,27 @@ class RowIndex:
         """The owner's rows, fresh as of now."""
         lock = self._locks.setdefault(owner_id, asyncio.Lock())
         async with lock:
-            fp = await self._fingerprint(owner_id)
             cached = self._owners.get(owner_id)
-            if cached is not None and cached.fingerprint == fp and cached.table is not None:
+            look = await self._look(owner_id, cached.fingerprint[1] if cached else 0)
+            fp = look.fingerprint
+            if (cached is not None and cached.fingerprint == fp and cached.exact
+                    and cached.table is not None):
                 self._owners.move_to_end(owner_id)
                 return cached, cached.table
             rows = cached if cached is not None else OwnerRows(owner_id, self.dim)
-            last = rows.ids[-1] if rows.ids else 0
-            new = await self._rows_after(owner_id, last)
-            if cached is not None and len(rows.ids) + len(new) != await self._count(owner_id):
+            if cached is not None and cached.exact and fp[0] != cached.fingerprint[0] + look.added:
                 rows = OwnerRows(owner_id, self.dim)  # something was deleted: start over
+            new = await self._rows_after(owner_id, rows.ids[-1] if rows.ids else 0)
+            if (rows is cached and not cached.exact
+                    and len(rows.ids) + len(new) != await self._count(owner_id)):
+                rows = OwnerRows(owner_id, self.dim)
                 new = await self._rows_after(owner_id, 0)
             self._append(rows, new)
-            settled = await self._settle_vectors(rows)
+            settled = await self._settle_vectors(rows, look.cursors)
             rows.fingerprint = fp
+            # A row newer than the look came in with this load: the next look's counts do not
+            # cover it (were it deleted, they would not tell), so the next load counts.
+            rows.exact = not new or int(new[-1]["id"]) <= fp[1]
             if rows is cached and not new and not settled and rows.table is not None:
                 table = rows.table  # only rows recall never sees came (a tool row)
             else:
@@ -238,13 +262,11 @@ class RowIndex:
             rows.vectors[index[usable]] = mat[usable] / norm[usable, None]
         for i, ok in zip(where, usable.tolist(), strict=True):
             rows.has_vec[i] = ok
+        rows.touched.extend(where)
 
-    async def _settle_vectors(self, rows: OwnerRows) -> int:
-        """Load the vectors of rows the row indexer has passed since the last look; return
-        how many rows were settled."""
-        cursors = {int(r[0]): int(r[1]) for r in await self.reads.fetchall(
-            "SELECT v.channel_id, v.last_row_id FROM transcript_vec_cursors v"
-            " JOIN channels c ON c.id = v.channel_id WHERE c.owner_id = ?", (rows.owner_id,))}
+    async def _settle_vectors(self, rows: OwnerRows, cursors: dict[int, int]) -> int:
+        """Load the vectors of rows the row indexer has passed (`cursors`: each channel's
+        last indexed row) since the last look; return how many rows were settled."""
         todo = [i for i, done in enumerate(rows.settled)
                 if not done and rows.ids[i] <= cursors.get(rows.channel[i], 0)]
         for start in range(0, len(todo), CHUNK):

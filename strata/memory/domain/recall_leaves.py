@@ -68,6 +68,12 @@ class LeafIndex:
                              [cited[i] for i in ids])
 
 
+    def known(self, owner_id: int) -> dict[int, I64]:
+        """The citations of the owner's live leaves as of their last `citations` (a leaf
+        tombstoned since may still be there; nothing that is not a leaf ever is)."""
+        return self._cited.get(owner_id, {})
+
+
 async def no_leaves() -> LeafCitations:
     return LeafCitations()
 

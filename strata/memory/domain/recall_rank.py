@@ -29,6 +29,7 @@ The row table is `strata.memory.domain.recall_table`, the names a query mentions
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from strata.memory.domain.recall_table import F32, F64, I64, RowTable
+from strata.memory.domain.recall_words import Posting
 from strata.memory.domain.text import coverage, tokens
 
 BM25_K1 = 1.2
@@ -93,6 +95,25 @@ class WindowScores:
         return self.counted is None or bool(self.counted[row])
 
 
+SPARSE_SHARE = 8  # a stem in more than 1/8 of the rows is scored over all windows
+FRAMES_KEPT = 2  # per table: a turn's searches share one; a new row makes a new table
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """What ranking needs of one table and one choice of rows left out and rows that count,
+    whatever the query (`frame_of`)."""
+
+    members: I64  # (n, 3): prev, centre, next; −1 where absent
+    prev: I64  # the neighbours whose signals count; the table's length where none
+    nxt: I64
+    centres: npt.NDArray[np.bool_]  # the rows that may centre a window
+    avg: float  # words per window
+    norm: F64  # each window's BM25 length norm
+    norms: F64  # |sum of the window's counted vectors|
+    has: npt.NDArray[np.bool_]  # centres with a vector
+
+
 def idf_of(table: RowTable, stems: Sequence[str]) -> dict[str, float]:
     n = max(table.n, 1)
     return {t: math.log(1.0 + (n - len(table.postings.get(t, ())) + 0.5)
@@ -124,25 +145,12 @@ def window_scores(table: RowTable, stems: Sequence[str], vector: F32 | None,
     count (a subset of `mask`; the others may be shown as a window's members but add nothing
     to its signals), all of `mask` when None; the bot's rows never centre a window."""
     n = table.n
-    sentinel = n  # a padded row with no words and a zero vector
-    centre = np.arange(n)
-    members, prev, nxt, mask = _windows(table, mask, scored)
+    f = frame_of(table, mask, scored)
+    mask = f.centres
     idf = idf_of(table, stems)
-    # Keyword: BM25 over the window's three rows.
-    lengths = np.append(table.lengths, 0.0)
-    wlen = lengths[prev] + lengths[centre] + lengths[nxt]
-    avg = float(wlen[mask].mean()) if mask.any() else 1.0
     bm25 = np.zeros(n, dtype=np.float64)
-    k1, b = BM25_K1, BM25_B
-    norm = k1 * (1 - b + b * wlen / max(avg, 1.0))
     for t in stems:
-        post = table.postings.get(t)
-        if not post:
-            continue
-        tf = np.zeros(n + 1, dtype=np.float64)
-        tf[post.rows] = post.counts
-        wtf = tf[prev] + tf[centre] + tf[nxt]
-        bm25 += idf[t] * wtf * (k1 + 1) / (wtf + norm)
+        _add_bm25(bm25, table, f, table.postings.get(t), idf[t])
     bm25 = np.where(mask, bm25, 0.0)
     bm25_best = float(bm25.max()) if n else 0.0
     keyword = bm25 / bm25_best if bm25_best > 0 else np.zeros(n)
@@ -150,25 +158,77 @@ def window_scores(table: RowTable, stems: Sequence[str], vector: F32 | None,
     cosine = np.full(n, np.nan)
     gate_z = cos_mean = cos_top = float("nan")
     if vector is not None and table.has_vec.any():
-        norms = table.window_norm.copy()
-        # Windows whose neighbour is left out (already in the prompt) have another sum.
-        changed = np.flatnonzero((prev != np.where(table.prev >= 0, table.prev, sentinel))
-                                 | (nxt != np.where(table.next >= 0, table.next, sentinel)))
-        if changed.size:
-            v = table.padded
-            norms[changed] = np.linalg.norm(v[prev[changed]] + v[changed] + v[nxt[changed]],
-                                            axis=1)
-        has = (norms > 0) & mask
         cosine, semantic, gate_z, cos_mean, cos_top = _semantic(
-            table.padded @ vector.astype(np.float32), norms, has, prev, nxt,
+            table.padded @ vector.astype(np.float32), f.norms, f.has, f.prev, f.nxt,
             tuning.semantic_top)
     score = (tuning.w_keyword * keyword + tuning.w_semantic * semantic
              + tuning.w_recency * recency)
     if salience is not None and tuning.w_salience:
         score = score + tuning.w_salience * salience
     valid = mask & ((keyword > 0) | ~np.isnan(cosine))
-    return WindowScores(members, keyword, cosine, semantic, np.where(valid, score, -np.inf),
-                        valid, gate_z, bm25_best, idf, cos_mean, cos_top, avg, scored)
+    return WindowScores(f.members, keyword, cosine, semantic, np.where(valid, score, -np.inf),
+                        valid, gate_z, bm25_best, idf, cos_mean, cos_top, f.avg, scored)
+
+
+def _add_bm25(bm25: F64, table: RowTable, f: Frame, post: Posting | None, idf: float) -> None:
+    """Add one stem's BM25 to the windows that hold it, in place. A rare stem touches only
+    the windows around its rows (a row's windows are its own and its neighbours'): every
+    other window would add exactly 0.0, so the sums are those of adding to all of them."""
+    if not post:
+        return
+    n = table.n
+    rows = post.rows
+    if len(rows) * SPARSE_SHARE > n:  # a common stem: all windows at once is cheaper
+        tf = np.zeros(n + 1, dtype=np.float64)
+        tf[rows] = post.counts
+        wtf = tf[f.prev] + tf[:n] + tf[f.nxt]
+        bm25 += idf * wtf * (BM25_K1 + 1) / (wtf + f.norm)
+        return
+    near = np.concatenate([rows, table.next[rows], table.prev[rows]])
+    near = np.unique(near[near >= 0])
+    last = len(rows) - 1
+
+    def tf_of(x: I64) -> F64:  # the stem's count in row x (the sentinel row holds none)
+        at = np.minimum(np.searchsorted(rows, x), last)
+        return np.where(rows[at] == x, post.counts[at], 0.0)
+
+    wtf = tf_of(f.prev[near]) + tf_of(near) + tf_of(f.nxt[near])
+    bm25[near] += idf * wtf * (BM25_K1 + 1) / (wtf + f.norm[near])
+
+
+def frame_of(table: RowTable, mask: npt.NDArray[np.bool_],
+             scored: npt.NDArray[np.bool_] | None) -> Frame:
+    """`Frame` of the table for `mask` and `scored`, kept on the table: a warm search does
+    not redo what depends only on the rows and on which of them are left out."""
+    key = (mask.tobytes(), None if scored is None else scored.tobytes())
+    found = table.frames.get(key)
+    if found is None:
+        found = _frame(table, mask, scored)
+        if len(table.frames) >= FRAMES_KEPT:
+            table.frames.pop(next(iter(table.frames)))
+        table.frames[key] = found
+    return found
+
+
+def _frame(table: RowTable, mask: npt.NDArray[np.bool_],
+           scored: npt.NDArray[np.bool_] | None) -> Frame:
+    n = table.n
+    sentinel = n  # a padded row with no words and a zero vector
+    centre = np.arange(n)
+    members, prev, nxt, mask = _windows(table, mask, scored)
+    lengths = np.append(table.lengths, 0.0)
+    wlen = lengths[prev] + lengths[centre] + lengths[nxt]
+    avg = float(wlen[mask].mean()) if mask.any() else 1.0
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * wlen / max(avg, 1.0))
+    norms = table.window_norm.copy()
+    # Windows whose neighbour is left out (already in the prompt) have another sum.
+    changed = np.flatnonzero((prev != np.where(table.prev >= 0, table.prev, sentinel))
+                             | (nxt != np.where(table.next >= 0, table.next, sentinel)))
+    if changed.size:
+        v = table.padded
+        norms[changed] = np.linalg.norm(v[prev[changed]] + v[changed] + v[nxt[changed]],
+                                        axis=1)
+    return Frame(members, prev, nxt, mask, avg, norm, norms, (norms > 0) & mask)
 
 
 def _windows(table: RowTable, mask: npt.NDArray[np.bool_],
@@ -239,7 +299,7 @@ def quotable(table: RowTable, mask: npt.NDArray[np.bool_],
     total = sum(counts)
     if not total or not table.n:
         return [False] * len(cited)
-    ids = np.fromiter((r for c in cited for r in c), np.int64, total)
+    ids = np.fromiter(itertools.chain.from_iterable(cited), np.int64, total)
     at = np.minimum(np.searchsorted(table.ids, ids), table.n - 1)
     ok = (table.ids[at] == ids) & mask[at]
     bad = np.bincount(np.repeat(np.arange(len(cited)), counts)[~ok], minlength=len(cited))

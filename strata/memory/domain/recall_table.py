@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -59,6 +60,10 @@ class RowTable:
     bot: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
     lead_in: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
     asked_bot: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
+    # What ranking derives from the rows alone, per choice of rows left out
+    # (`strata.memory.domain.recall_rank.frame_of`); a table's rows never change.
+    frames: dict[tuple[bytes, bytes | None], Any] = field(default_factory=dict, repr=False,
+                                                          compare=False)
 
     @property
     def n(self) -> int:
@@ -132,13 +137,16 @@ def build_table(ids: Sequence[int], channel: Sequence[int], minutes: Sequence[fl
                 gap_minutes: float,
                 kept: tuple[Postings, Sequence[float], set[str]] | None = None,
                 bot: Sequence[bool] | None = None,
-                asking: Sequence[bool] | None = None) -> RowTable:
+                asking: Sequence[bool] | None = None,
+                previous: tuple[RowTable, Sequence[int]] | None = None) -> RowTable:
     """A `RowTable` from rows in id order (`texts` is what keyword search sees).
 
     `kept`: the rows' postings, lengths and surface words as `add_words` made them, kept by a
     caller that extends the table as rows arrive, so that only new rows are split into words.
     The table gets a copy: the caller's keep growing while a search may still rank this
-    table. `bot`: which rows are the bot's replies; `asking`: which ask (`asks`)."""
+    table. `bot`: which rows are the bot's replies; `asking`: which ask (`asks`).
+    `previous`: the table these rows extend (its rows first, in order) and the rows whose
+    vectors changed since: only the windows that changed are summed again."""
     ch = np.asarray(channel, dtype=np.int64)
     mins = np.asarray(minutes, dtype=np.float64)
     prev, nxt, session = link_neighbours(ch, mins, gap_minutes)
@@ -161,10 +169,36 @@ def build_table(ids: Sequence[int], channel: Sequence[int], minutes: Sequence[fl
     n = len(texts)
     p = np.where(prev >= 0, prev, n)
     x = np.where(nxt >= 0, nxt, n)
-    norm = np.linalg.norm(padded[p] + padded[:n] + padded[x], axis=1) if n else np.zeros(0)
+    norm = _window_norms(padded, p, x, prev, nxt, ids, previous)
     none = [False] * n
     is_bot, lead_in, asked = speakers(none if bot is None else bot,
                                       none if asking is None else asking, prev, nxt)
     return RowTable(np.asarray(ids, dtype=np.int64), ch, session, mins, vecs,
                     np.asarray(has_vec, dtype=bool), prev, nxt, lengths, postings, padded,
-                    norm.astype(np.float64), frozenset(words), is_bot, lead_in, asked)
+                    norm, frozenset(words), is_bot, lead_in, asked)
+
+
+def _window_norms(padded: F32, p: I64, x: I64, prev: I64, nxt: I64, ids: Sequence[int],
+                  previous: tuple[RowTable, Sequence[int]] | None) -> F64:
+    """|sum of each window's vectors| (`p`, `x`: the neighbours, the zero row where none).
+    With `previous` (a table whose rows come first, and the rows whose vectors changed
+    since) only the windows of new rows, of rows whose neighbours or vectors changed, and of
+    their neighbours are summed; a row's sum and norm are the same computed alone or with
+    all the others, so the result is the whole computation's, bit for bit."""
+    n = p.shape[0]
+    if not n:
+        return np.zeros(0)
+    old = previous[0] if previous is not None else None
+    m = old.n if old is not None else 0
+    if old is None or m > n or not np.array_equal(old.ids, np.asarray(ids[:m], np.int64)):
+        return np.linalg.norm(padded[p] + padded[:n] + padded[x], axis=1).astype(np.float64)
+    redo = np.ones(n, dtype=bool)
+    redo[:m] = (old.prev != prev[:m]) | (old.next != nxt[:m])
+    touched = np.asarray(previous[1] if previous is not None else (), dtype=np.int64)
+    for near in (touched, prev[touched], nxt[touched]):
+        redo[near[near >= 0]] = True
+    norm = np.empty(n, dtype=np.float64)
+    norm[:m] = old.window_norm
+    at = np.flatnonzero(redo)
+    norm[at] = np.linalg.norm(padded[p[at]] + padded[at] + padded[x[at]], axis=1)
+    return norm

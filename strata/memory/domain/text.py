@@ -15,6 +15,7 @@ start of a word or as a substring is `stem_prefix`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -45,6 +46,7 @@ def query_stems(text: str, limit: int = 32) -> list[str]:
     return list(dict.fromkeys(tokens(text)))[:limit]
 
 
+@functools.lru_cache(maxsize=4096)  # a fact search asks it for every fact and query term
 def word_pattern(term: str) -> re.Pattern[str]:
     """A word starting with the stem of `term` (`stem_prefix`), case-insensitive.
 
