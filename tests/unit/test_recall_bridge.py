@@ -20,8 +20,8 @@ def test_a_question_naming_a_kind_of_fact_gets_the_words_stating_one() -> None:
                      "Tell me about my career"):
         bridges = bridges_for(query_stems(question))
         assert bridges, question
-        words = next(iter(bridges.values()))
-        assert {"pharmacist", "carpent", "teacher"} <= words
+        [bridge] = set(bridges.values())
+        assert {"pharmacist", "carpent", "teacher"} <= bridge.names and "work" in bridge.cues
     for question in ("Where did I go hiking?", "Where do I live?", "What do I do for a living?"):
         assert bridges_for(query_stems(question)) == {}, question
 
@@ -33,7 +33,7 @@ def test_no_everyday_word_states_a_job() -> None:
                 "designed engine research account consult develop lecture mechanical "
                 "photograph programme translate")
     [job] = bridges_for(["job"]).values()
-    assert not set(tokens(everyday)) & job
+    assert not set(tokens(everyday)) & job.names
 
 
 def test_bridged_stems_keep_the_questions_first_and_are_deterministic() -> None:

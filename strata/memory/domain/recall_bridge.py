@@ -26,11 +26,27 @@ from strata.memory.domain.text import coverage, tokens
 
 @dataclass(frozen=True, slots=True)
 class Bridge:
-    """A kind of fact: the question words asking for it and the words stating one."""
+    """A kind of fact: the question words asking for it, the words stating one on their own,
+    and the names of its values ("pharmacist"), which state one only beside a cue ("work",
+    "position"): "the doctor confirmed it" names a profession and states no job."""
 
     kind: str
     asks: frozenset[str]  # stems
-    states: frozenset[str]  # stems
+    states: frozenset[str]
+    names: frozenset[str]
+    cues: frozenset[str]
+
+    @property
+    def words(self) -> frozenset[str]:
+        return self.states | self.names | self.cues
+
+    def stated_in(self, table: RowTable, row: int) -> bool:
+        """Whether the row states a fact of this kind."""
+
+        def has(words: frozenset[str]) -> bool:
+            return any(row in table.postings.get(w, ()) for w in words)
+
+        return has(self.states) or (has(self.names) and has(self.cues))
 
 
 def _stems(words: Sequence[str]) -> frozenset[str]:
@@ -51,35 +67,33 @@ _AMBIGUOUS = frozenset((
 
 BRIDGES: tuple[Bridge, ...] = (
     Bridge("job",
-           _stems(("job", "jobs", "occupation", "profession", "career", "employer")),
-           _stems(("job", "occupation", "profession", "career", "employed", "hired",
-                   *sorted(PROFESSIONS - _AMBIGUOUS)))),
+           asks=_stems(("job", "jobs", "occupation", "profession", "career", "employer")),
+           states=_stems(("job", "occupation", "profession", "career", "employed")),
+           names=_stems(sorted(PROFESSIONS - _AMBIGUOUS)),
+           # "I work as a pharmacist", "I started as a carpenter", "a position as a nurse".
+           cues=_stems(("work", "works", "worked", "started", "position", "hired"))),
 )
 
 
-def bridges_for(stems: Sequence[str]) -> dict[str, frozenset[str]]:
-    """{a question stem that asks for a kind of fact: the stems stating one}."""
-    out: dict[str, frozenset[str]] = {}
-    for b in BRIDGES:
-        for s in stems:
-            if s in b.asks:
-                out[s] = out.get(s, frozenset()) | b.states
-    return out
+def bridges_for(stems: Sequence[str]) -> dict[str, Bridge]:
+    """{a question stem that asks for a kind of fact: that kind's bridge}."""
+    return {s: b for b in BRIDGES for s in stems if s in b.asks}
 
 
-def bridged_stems(stems: Sequence[str], bridges: Mapping[str, frozenset[str]]) -> list[str]:
+def bridged_stems(stems: Sequence[str], bridges: Mapping[str, Bridge]) -> list[str]:
     """`stems`, then the bridges' words (sorted, so the same question searches the same)."""
-    extra = sorted({w for words in bridges.values() for w in words})
+    extra = sorted({w for b in bridges.values() for w in b.words})
     return list(dict.fromkeys([*stems, *extra]))
 
 
 def bridged_coverage(table: RowTable, rows: Sequence[int], weights: Mapping[str, float],
-                     bridges: Mapping[str, frozenset[str]]) -> float:
+                     bridges: Mapping[str, Bridge]) -> float:
     """The gate's coverage of `weights` (the question's stems) by `rows`, a bridged stem
-    counting as found where a word stating its kind is."""
+    counting as found in a row that states a fact of its kind."""
 
     def found(term: str) -> bool:
-        return any(r in table.postings.get(w, ()) for w in {term, *bridges.get(term, ())}
-                   for r in rows)
+        bridge = bridges.get(term)
+        return any(r in table.postings.get(term, ())
+                   or (bridge is not None and bridge.stated_in(table, r)) for r in rows)
 
     return coverage(weights, found)

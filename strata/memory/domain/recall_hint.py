@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from strata.memory.domain.recall_bridge import bridged_coverage, bridged_stems
+from strata.memory.domain.recall_bridge import Bridge, bridged_coverage, bridged_stems
 from strata.memory.domain.recall_gate import gate_idf
 from strata.memory.domain.recall_rank import RankTuning, window_scores
 from strata.memory.domain.recall_table import F64, RowTable
@@ -60,10 +60,10 @@ class GateWords:
     stating its kind is (`strata.memory.domain.recall_bridge`)."""
 
     stems: tuple[str, ...]
-    bridges: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    bridges: Mapping[str, Bridge] = field(default_factory=dict)
 
 
-def gate_words(asked: Sequence[str], also: Sequence[str], bridges: Mapping[str, frozenset[str]],
+def gate_words(asked: Sequence[str], also: Sequence[str], bridges: Mapping[str, Bridge],
                hint_coverage: bool) -> GateWords | None:
     """What the gate reads for a search with hints `also` and `bridges` (None: the ranking's
     own words, as without either). `hint_coverage`: a hint's words count too."""
