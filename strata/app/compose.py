@@ -293,7 +293,8 @@ def turn_processor(settings: Settings, repos: Repos, memory: MemoryParts,
     recaller: Recaller = memory.recall
     if settings.recall.hypothetical:  # recall searches with a hypothetical line too
         recaller = HypotheticalRecall(memory.recall, HypotheticalTurn(
-            metered("chat:hypothetical"), settings.recall.hypothetical_seconds))
+            metered("chat:hypothetical"), settings.recall.hypothetical_seconds),
+            always=settings.recall.hypothetical_always)
     return TurnProcessor(
         settings=settings,
         persons=repos.persons,

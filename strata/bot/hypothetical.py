@@ -149,16 +149,26 @@ class HintedRecaller(Protocol):
 @dataclass
 class HypotheticalRecall:
     """A `strata.core.ports.Recaller`: the turn's recall, searching with the question's
-    hypothetical line too."""
+    hypothetical line too. `always` False (the default): only when the question alone brings
+    nothing back, so a question memory answers in its own words costs no model call, and its
+    block is not moved by a line the model made up."""
 
     inner: HintedRecaller
     writer: HypotheticalTurn
+    always: bool = False
 
     async def recall(
         self, *, channel: Channel, person: Person, query: str,
         shown_from_row_id: int | None = None,
     ) -> str | None:
+        if not self.always:
+            block = await self.inner.recall(channel=channel, person=person, query=query,
+                                            shown_from_row_id=shown_from_row_id)
+            if block is not None or not asks(query):
+                return block
         line = await self.writer.line(channel.owner_id, query, channel.model)
+        if line is None and not self.always:
+            return None  # the question alone found nothing, and there is nothing more
         return await self.inner.recall(channel=channel, person=person, query=query,
                                        shown_from_row_id=shown_from_row_id,
                                        also=(line,) if line else ())

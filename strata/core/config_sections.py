@@ -192,6 +192,8 @@ class RecallSettings(_Section):
     # Within hypothetical_seconds, or recall goes on with the question alone.
     hypothetical: bool = False
     hypothetical_seconds: float = Field(default=4.0, gt=0)
+    # Only when the question alone brings nothing back (false), or for every question.
+    hypothetical_always: bool = False
     # Whether the line's words count for the gate's keyword coverage (off: only the
     # question's own words do, so a made-up line cannot open the gate by itself).
     hint_coverage: bool = False

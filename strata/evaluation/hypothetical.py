@@ -59,9 +59,15 @@ class FileLines:
 
 def hinted_recall(lines: FileLines) -> RecallFn:
     """Turn-zero recall searching with each question's hypothetical line, written by the
-    eval app's chat model (the configured one, or the embedded default) and kept in `lines`."""
+    eval app's chat model (the configured one, or the embedded default) and kept in `lines`;
+    as in the turn, only when the question alone brings nothing back unless `[recall]
+    hypothetical_always`. The latency is the last search's."""
 
     async def run(app: App, channel: Channel, person: Person, query: str) -> RecallOutcome:
+        if not app.settings.recall.hypothetical_always:  # as the turn does by default
+            alone = await recall_once(app, channel, person, query)
+            if alone.block is not None or not asks(query):
+                return alone
         writer = HypotheticalTurn(lambda _owner: app.chat, LINE_SECONDS, lines)
         line = await writer.line(channel.owner_id, query)
         if line is None and asks(query) and lines.get(channel.owner_id, query) is None:

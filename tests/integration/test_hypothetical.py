@@ -76,6 +76,15 @@ async def test_the_line_brings_back_what_the_person_said_and_is_never_stored(
     assert len(fake_openai.chat_requests()) == 1
 
 
+async def test_a_question_memory_answers_in_its_own_words_costs_no_line(
+        hinted_app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
+    owner = await _remembers_the_beagle(hinted_app, clock)
+    await hinted_app.processor.handle(inbound("What did we call the beagle puppy?", clock))
+    assert len(fake_openai.chat_requests()) == 1  # the reply only: no line was needed
+    [record] = await hinted_app.recall_log.recent(owner)
+    assert record.block is not None and BEAGLE in record.block
+
+
 async def test_a_statement_gets_no_line(hinted_app: App, fake_openai: FakeOpenAI,
                                         clock: ManualClock) -> None:
     await hinted_app.processor.handle(inbound("I repainted the hallway today.", clock))
