@@ -25,6 +25,7 @@ if str(ROOT) not in sys.path:
 
 import numpy as np  # noqa: E402
 
+from bench.report import write_report  # noqa: E402
 from strata.app.compose import App  # noqa: E402
 from strata.bot.embedded import model_endpoints  # noqa: E402
 from strata.bot.hypothetical import HypotheticalTurn, asks  # noqa: E402
@@ -74,14 +75,14 @@ async def main_async(args: argparse.Namespace) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", required=True)
-    parser.add_argument("--n", type=int, default=40)
+    parser.add_argument("--n", type=int, default=40, help="lines timed (after the first)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    result = asyncio.run(main_async(args))
-    result["command"] = "python bench/hypothetical_latency.py " + " ".join(sys.argv[1:])
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    result = {"command": "python bench/hypothetical_latency.py " + " ".join(sys.argv[1:]),
+              **asyncio.run(main_async(args))}
     print(f"{result['lines']} lines: p50 {result['p50_s']} s, p95 {result['p95_s']} s, "
           f"load average {result['loadavg']}")
+    write_report(args.out, result)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ matches nothing specific leaves recall silent, and a question asking for a kind 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import pytest
@@ -16,17 +15,12 @@ from strata.core.clock import ManualClock
 from strata.memory.domain.recall import Recall
 from strata.memory.domain.recall_types import RecallResult, RecallTuning
 from strata.memory.engines.db import Database
-from tests.fakes.openai_server import FakeOpenAI
-from tests.memory_helpers import channel, embedder_for, filler, person, row_indexer, turn, turns
+from tests.integration import test_recall
+from tests.memory_helpers import channel, filler, person, row_indexer, turn, turns
+
+emb = test_recall.emb  # the fixture: the fake server's hashed embedder
 
 BEAGLE = "We finally adopted a beagle puppy, we call him Biscuit."
-
-
-@pytest.fixture
-async def emb(fake_openai: FakeOpenAI) -> AsyncIterator[OpenAIEmbedder]:
-    embedder = embedder_for(fake_openai)
-    yield embedder
-    await embedder.close()
 
 
 async def _memory(db: Database, clock: ManualClock, said: str | None) -> int:
