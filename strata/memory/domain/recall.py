@@ -170,7 +170,7 @@ class Recall:
         `vector`: the query's embedding if the caller already has it (else it is computed);
         rows of `skip_channel_id` after `skip_after_row_id` are left out (already in the
         prompt). `also`: lines in the words the answer may have been said in (a hypothetical
-        turn); they widen the search, never the gate (`strata.memory.domain.recall_hint`).
+        turn); they widen the search, not the gate's words (`strata.memory.domain.recall_hint`).
         """
         also = clean_hints(also)
         now = now or self.clock.now()

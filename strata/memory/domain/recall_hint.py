@@ -3,10 +3,11 @@
 path asks the chat model for (`strata.bot.hypothetical`). Memory never calls a model: it only
 searches with what it is given.
 
-A hint widens what recall looks for, never what counts as found: the windows are ranked with
+A hint widens what recall looks for, not what counts as found: the windows are ranked with
 the question's words and the hint's, and with the mean of their vectors, but the gate's
-keyword coverage and its name checks read the question's own words (`gate_stems`), so a hint
-cannot vouch for itself: a line the model made up that matches nothing specific stays silent.
+keyword coverage and its name checks read the question's own words (`GateWords`; unless
+`hint_coverage`), so a hint cannot vouch for itself: a line the model made up that matches
+nothing specific stays silent. Only the mean vector standing out can open the gate.
 Pure (numpy, no I/O).
 """
 
