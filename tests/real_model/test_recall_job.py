@@ -11,6 +11,7 @@ import random
 import uuid
 
 from strata.app.compose import App
+from strata.bot.hypothetical import HypotheticalTurn
 from strata.core.clock import ManualClock
 from strata.core.types import ChannelKind, NewRow, Role
 from strata.evaluation.synth import DID, FELT, REACTIONS, SMALL_TALK, WHEN
@@ -51,3 +52,23 @@ async def test_what_is_my_job_brings_back_the_line_that_said_it(
         block = result.render() or ""
         assert said in result.items[0].text, block  # brought back, first
         assert other not in block  # one person's memory never reaches another
+
+
+async def test_the_small_models_line_is_one_short_line_and_only_a_search_aid(
+        lane_app: App, lane_clock: ManualClock) -> None:
+    """The hypothetical turn with a real small model (SmolLM2 in this lane): whatever it
+    writes is one short line or nothing, recall with it still brings the person's words back,
+    and nothing is stored."""
+    alice = await _chat(lane_app, lane_clock, "alice", "I work as a pharmacist", 1)
+    assert lane_app.row_indexer is not None and lane_app.recall is not None
+    await lane_app.row_indexer.index_all()
+    lane_clock.advance(days=2)
+    before = await lane_app.transcript.for_owner(alice)
+    writer = HypotheticalTurn(lambda _owner: lane_app.chat, seconds=120)
+    line = await writer.line(alice, QUESTION)
+    assert line is None or (line.strip() and "\n" not in line and len(line) <= 200
+                            and not line.endswith("?")), line
+    result = await lane_app.recall.search(alice, QUESTION, lane_clock.now(),
+                                          also=(line,) if line else ())
+    assert "pharmacist" in (result.render() or "")
+    assert await lane_app.transcript.for_owner(alice) == before  # the line is stored nowhere
