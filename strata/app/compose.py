@@ -45,6 +45,7 @@ from strata.app.web.recall_log import RecordingRecaller
 from strata.bot.claims import ChannelClaims
 from strata.bot.commands import CommandRouter
 from strata.bot.context_window import ContextWindow, fitted_settings, model_window
+from strata.bot.hypothetical import HypotheticalRecall, HypotheticalTurn
 from strata.bot.link import LinkCommand
 from strata.bot.llm import OpenAIChatModel, OpenAIEmbedder, load_sdk
 from strata.bot.memory_commands import MemoryCommands
@@ -59,7 +60,7 @@ from strata.cognition.runner import Runner
 from strata.cognition.services import Services
 from strata.core.config import Settings
 from strata.core.identity import ProcessIdentity, this_process
-from strata.core.ports import Adapter, ChatModel, Clock
+from strata.core.ports import Adapter, ChatModel, Clock, Recaller
 from strata.memory.coordination.leases import Leases
 from strata.memory.coordination.turn_queue import TurnQueue
 from strata.memory.domain.episode_cut import EpisodeCutter
@@ -289,6 +290,11 @@ def turn_processor(settings: Settings, repos: Repos, memory: MemoryParts,
                    window: ContextWindow | None, claims: ChannelClaims,
                    queue: TurnQueue) -> TurnProcessor:
     """The turn processor with all its parts; `chat` is the timed model."""
+    recaller: Recaller = memory.recall
+    if settings.recall.hypothetical:  # recall searches with a hypothetical line too
+        recaller = HypotheticalRecall(memory.recall, HypotheticalTurn(
+            metered("chat:hypothetical"), settings.recall.hypothetical_seconds),
+            always=settings.recall.hypothetical_always)
     return TurnProcessor(
         settings=settings,
         persons=repos.persons,
@@ -298,7 +304,7 @@ def turn_processor(settings: Settings, repos: Repos, memory: MemoryParts,
         clock=clock,
         commands=commands,
         tools=tools,
-        recaller=RecordingRecaller(memory.recall, recall_log, clock,
+        recaller=RecordingRecaller(recaller, recall_log, clock,
                                    metrics.recall_seconds.observe),
         context=context,
         after_turn=memory.after_turn,

@@ -69,7 +69,8 @@ def make_lifecycle_policy(settings: Settings) -> LifecyclePolicy:
 
 def recall_tuning(settings: Settings) -> RecallTuning:
     """Recall's knobs from the `[recall]` section."""
-    return RecallTuning(**settings.recall.model_dump(exclude={"enabled"}))
+    return RecallTuning(**settings.recall.model_dump(
+        exclude={"enabled", "hypothetical", "hypothetical_seconds", "hypothetical_always"}))
 
 
 def make_recall(settings: Settings, db: Database, embedder: Embedder, clock: Clock) -> Recall:

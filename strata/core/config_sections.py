@@ -189,6 +189,20 @@ class RecallSettings(_Section):
     keyword_scan: int = Field(default=2000, gt=0)
     # The query's embedding may take this long; after that recall uses keywords only.
     query_embed_seconds: float = Field(default=10.0, gt=0)
+    # The hypothetical turn (strata.bot.hypothetical): before recall, the chat model writes
+    # the line the person would have said if the answer were in memory, and recall searches
+    # with the question and that line. Off by default: one more model call per question.
+    # Within hypothetical_seconds, or recall goes on with the question alone.
+    hypothetical: bool = False
+    hypothetical_seconds: float = Field(default=4.0, gt=0)
+    # Only when the question alone brings nothing back (false), or for every question.
+    hypothetical_always: bool = False
+    # Whether the line's words count for the gate's keyword coverage (off: only the
+    # question's own words do, so a made-up line cannot open the gate by itself).
+    hint_coverage: bool = False
+    # A question asking for a kind of fact by name ("What is my job?") is searched with the
+    # words that state one (the professions the fact reader knows), and the gate counts them.
+    fact_bridges: bool = True
 
     @model_validator(mode="before")
     @classmethod

@@ -20,6 +20,7 @@ from strata.evaluation.recall import (
     BASELINES,
     EPISODE_MODES,
     EvalOptions,
+    RecallFn,
     fts_baseline,
     recall_once,
     run_eval,
@@ -38,7 +39,13 @@ async def cmd_eval_recall(args: argparse.Namespace, settings: Settings) -> int:
                           episodes=args.episodes, abstention_per_conv=args.abstention,
                           consolidate=args.consolidate, db_url=args.db_url,
                           assistant_is_bot=args.assistant_is_bot)
-    recall = fts_baseline if args.method == "fts" else recall_once
+    recall: RecallFn = fts_baseline if args.method == "fts" else recall_once
+    if args.hypothetical:
+        if args.method == "fts":
+            raise StrataError("--hypothetical is a way of recall, not of --method fts")
+        from strata.evaluation.hypothetical import FileLines, hinted_recall
+
+        recall = hinted_recall(FileLines(Path(args.hypothetical)))
     if args.baseline and args.lived:
         raise StrataError("--baseline runs with the static eval only, not with --lived")
     if args.assistant_is_bot and args.lived:
@@ -168,6 +175,10 @@ def register(sub: Any) -> None:
     rec.add_argument("--assistant-is-bot", action="store_true",
                      help="the assistant side is the bot (a person-and-bot chat): its replies "
                           "are not evidence, as in a real chat (default: a second person)")
+    rec.add_argument("--hypothetical", metavar="FILE", default=None,
+                     help="recall also searches with the chat model's hypothetical line for"
+                          " each question ([recall] hypothetical); the lines are kept in FILE"
+                          " (JSON), so a rerun asks the model nothing again")
     rec.add_argument("--consolidate", action="store_true",
                      help="run a full consolidate + decay pass after ingesting, before asking")
     rec.add_argument("--lived", action="store_true",

@@ -168,17 +168,19 @@ IngestFn = Callable[[App, ManualClock, Channel, Person, Sequence[EvalTurn]],
                     Awaitable[dict[int, str]]]
 
 
-async def recall_once(app: App, channel: Channel, person: Person, query: str) -> RecallOutcome:
+async def recall_once(app: App, channel: Channel, person: Person, query: str,
+                      also: Sequence[str] = ()) -> RecallOutcome:
     """One turn-zero recall (strata.memory.domain.recall) over the person's memory at the clock's
     time.
 
     The search turn zero runs, read only: nothing is touched, so every question sees the same
     memory whatever was asked before it, and no row is left out as "already in the prompt's
     history" (as if the question came in a new chat of the same person). The latency counted
-    is recall's own: the query is embedded first, outside the timing.
+    is recall's own: the query is embedded first, outside the timing. `also`: extra lines
+    to search with (a hypothetical turn, `strata.evaluation.hypothetical`).
     """
     assert app.recall is not None
-    vector = await app.recall.embed_query(query)
+    vector = await app.recall.embed_query(query, also)
     if vector is None and query.strip():
         # Recall would go on with keywords only (and has logged why): a figure made so is not
         # the one asked for, so the eval stops instead of reporting it.
@@ -186,7 +188,8 @@ async def recall_once(app: App, channel: Channel, person: Person, query: str) ->
                           " the warning above); the eval stops rather than report keyword-only"
                           " recall as recall")
     start = time.perf_counter()
-    result = await app.recall.search(channel.owner_id, query, app.clock.now(), vector=vector)
+    result = await app.recall.search(channel.owner_id, query, app.clock.now(), vector=vector,
+                                     also=also)
     elapsed = (time.perf_counter() - start) * 1000.0
     block = result.render()
     quoted = frozenset(r for i in result.items if i.kind == "window" for r in i.cited_rows)

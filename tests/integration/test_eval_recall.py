@@ -313,3 +313,30 @@ def test_eval_recall_with_the_assistant_as_the_bot(tmp_path: Path,
     # reply is never quoted.
     assert "A:D1:4" in cited[False]
     assert "A:D1:4" not in cited[True]
+
+
+def test_eval_recall_with_the_hypothetical_line_keeps_the_lines(
+        tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    """`--hypothetical FILE`: the chat model's line for each question that asks something is
+    kept in FILE, so a rerun asks the model nothing; a FILE that is no such map is refused."""
+    turns, questions = write_data(tmp_path)
+    lines = tmp_path / "lines.json"
+    args = ["eval", "recall", "--turns", str(turns), "--questions", str(questions),
+            "--abstention", "2", "--no-progress", "--hypothetical", str(lines),
+            "--out", str(tmp_path / "report.json")]
+    with FakeOpenAI(dim=1024) as wide:
+        env = dict(subprocess_env, **strata_env(wide, tmp_path / "unused.db"),
+                   STRATA_RECALL_HYPOTHETICAL_ALWAYS="true")
+        wide.reply("Bob baked a lemon cake.")
+        first = strata(args, env)
+        assert first.returncode == 0, first.stderr
+        assert len(wide.chat_requests()) == 1  # one question asks: "What did Bob bake?"
+        wide.clear()
+        again = strata(args, env)
+        assert again.returncode == 0, again.stderr
+        assert wide.chat_requests() == []  # every line came from the file
+        assert json.loads(lines.read_text()) == {"What did Bob bake?": "Bob baked a lemon cake."}
+        lines.write_text('["not", "a", "map"]')
+        bad = strata(args, env)
+    assert json.loads((tmp_path / "report.json").read_text())["questions"] == 5
+    assert bad.returncode != 0 and "--hypothetical" in bad.stderr

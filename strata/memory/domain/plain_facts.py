@@ -64,6 +64,8 @@ _PROFESSIONS = frozenset((
     "surgeon", "tailor", "teacher", "therapist", "translator", "vet", "veterinarian",
     "waiter", "waitress", "writer",
 ))
+# Public: recall's fact bridges state a job in these words (`recall_bridge`).
+PROFESSIONS = _PROFESSIONS
 _CONDITIONS = (r"(?:type [12] )?(?i:diabetes|asthma|epilepsy|coeliac disease|celiac disease|"
                r"migraines|arthritis|eczema|adhd|autism|dyslexia|tinnitus|psoriasis)")
 _TRAITS = (r"(?i:lactose intolerant|gluten intolerant|colou?r-?blind|left-handed|"

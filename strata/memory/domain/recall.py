@@ -34,6 +34,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
@@ -45,8 +46,18 @@ from strata.core.tokens import truncate_to_tokens
 from strata.core.types import Channel, Person
 from strata.memory.domain.decay import EPISODE_TAU_DAYS
 from strata.memory.domain.episodes import LEAF, EpisodeRepo
+from strata.memory.domain.recall_bridge import bridged_stems, bridges_for
 from strata.memory.domain.recall_focus import focus
 from strata.memory.domain.recall_gate import gate_features, gate_idf, gate_logit
+from strata.memory.domain.recall_hint import (
+    GateWords,
+    clean_hints,
+    gate_words,
+    hinted_stems,
+    hinted_text,
+    mean_vector,
+    own_coverage,
+)
 from strata.memory.domain.recall_index import OWNERS_KEPT, OwnerRows, RowIndex, recency_of
 from strata.memory.domain.recall_leaves import LeafIndex, leaf_signals, mark_faded, no_leaves
 from strata.memory.domain.recall_names import name_check
@@ -80,6 +91,16 @@ from strata.memory.engines.readers import ReaderPool
 log = logging.getLogger(__name__)
 
 QUERY_TOKENS = 512
+
+
+@dataclass(frozen=True, slots=True)
+class _GateScope:
+    """What the gate needs when a hint or a bridge widened the ranking: the question's own
+    words (`gate`, None when nothing widened it), and the rows and recency it ranked over."""
+
+    gate: GateWords | None
+    mask: npt.NDArray[np.bool_]
+    recency: npt.NDArray[np.float64]
 
 
 def _drop(loading: asyncio.Future[tuple[OwnerRows, RowTable]] | None) -> None:
@@ -125,13 +146,19 @@ class Recall:
             raise ValueError(f"a candidate source of kind {source.kind!r} is already there")
         self.sources.append(source)
 
-    async def embed_query(self, text: str) -> npt.NDArray[np.float32] | None:
-        """The query's vector, or None (keyword search only) when the embedder fails."""
+    async def embed_query(self, text: str, also: Sequence[str] = ()
+                          ) -> npt.NDArray[np.float32] | None:
+        """The query's vector, or None (keyword search only) when the embedder fails. With
+        `also` (hints, `strata.memory.domain.recall_hint`): the mean of the query's vector and
+        theirs, embedded in one call."""
         if not text.strip():
             return None
+        texts = [truncate_to_tokens(t, QUERY_TOKENS) for t in (text, *clean_hints(also))]
         try:
             async with asyncio.timeout(self.tuning.query_embed_seconds):
-                return (await self.embedder.embed([truncate_to_tokens(text, QUERY_TOKENS)]))[0]
+                first, *rest = await self.embedder.embed(texts)
+                hints = [v for v in rest if v is not None]
+                return mean_vector([first, *hints]) if first is not None and hints else first
         except ModelError as exc:
             log.warning("recall: query embedding failed, keyword search only: %s", exc)
         except TimeoutError:
@@ -149,13 +176,16 @@ class Recall:
         vector: npt.NDArray[np.float32] | None = None,
         skip_channel_id: int | None = None,
         skip_after_row_id: int = 0,
+        also: Sequence[str] = (),
     ) -> RecallResult:
         """Search `owner_id`'s memory for `query` (read only: nothing is touched).
 
         `vector`: the query's embedding if the caller already has it (else it is computed);
         rows of `skip_channel_id` after `skip_after_row_id` are left out (already in the
-        prompt).
+        prompt). `also`: lines in the words the answer may have been said in (a hypothetical
+        turn); they widen the search, not the gate's words (`strata.memory.domain.recall_hint`).
         """
+        also = clean_hints(also)
         now = now or self.clock.now()
         budget = self.tuning.budget_tokens if budget is None else budget
         loading: asyncio.Future[tuple[OwnerRows, RowTable]] | None = None
@@ -163,16 +193,17 @@ class Recall:
             # A person's first search loads their rows while the query is being embedded.
             loading = asyncio.ensure_future(self.index.table(owner_id)) if budget > 0 else None
             try:
-                vector = await self.embed_query(query)
+                vector = await self.embed_query(query, also)
             except BaseException:  # cancelled (the turn's deadline): the load goes too
                 _drop(loading)
                 raise
         started = time.perf_counter()
+        words = hinted_text(query, also)
         q = RecallQuery(
             owner_id=owner_id,
             text=query,
-            terms=tuple(terms(query)),
-            match=self.db.dialect.keyword_query(query),
+            terms=tuple(terms(words)),
+            match=self.db.dialect.keyword_query(words),
             vector=vector,
             now=now,
             k=self.tuning.candidates,
@@ -182,9 +213,13 @@ class Recall:
         )
         items: list[RecallItem] = []
         considered = 0
-        stems = query_stems(query)
+        asked = query_stems(query)
+        bridges = bridges_for(asked) if self.tuning.fact_bridges else {}
+        stems = bridged_stems(hinted_stems(asked, also), bridges)
         if budget > 0 and (stems or vector is not None):
-            items, considered = await self._search(q, stems, budget, loading)
+            items, considered = await self._search(
+                q, stems, budget, loading,
+                gate_words(asked, also, bridges, self.tuning.hint_coverage))
         else:
             _drop(loading)
         elapsed = (time.perf_counter() - started) * 1000
@@ -192,8 +227,8 @@ class Recall:
 
     async def _search(self, q: RecallQuery, stems: list[str], budget: int,
                       loading: Awaitable[tuple[OwnerRows, RowTable]] | None = None,
-                      ) -> tuple[list[RecallItem], int]:
-        """`loading`: the owner's rows, being loaded already."""
+                      gate: GateWords | None = None) -> tuple[list[RecallItem], int]:
+        """`loading`: the owner's rows, being loaded already; `gate`: see `gate_words`."""
         rank = self.tuning.rank
         floor = self.tuning.decay_floor
         (rows, table), found, leaves = await asyncio.gather(
@@ -224,7 +259,7 @@ class Recall:
         if not top and not extras:
             return [], 0
         extra_scores = [self._extra_score(c, ws, rank) for c in extras]
-        if not self._gate_opens(q, stems, rows, table, ws, extras):
+        if not self._gate_opens(q, stems, rows, table, ws, extras, _GateScope(gate, mask, recency)):
             return [], len(top) + len(extras)
         wanted = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})
         fresh_rows = await self.index.texts(q.owner_id, [int(table.ids[i]) for i in wanted])
@@ -242,12 +277,16 @@ class Recall:
                     self.tuning), len(top) + len(extras)
 
     def _gate_opens(self, q: RecallQuery, stems: list[str], rows: OwnerRows, table: RowTable,
-                    ws: WindowScores, extras: list[Candidate]) -> bool:
+                    ws: WindowScores, extras: list[Candidate], scope: _GateScope) -> bool:
         """The gate: how far the best window stands out, and how much of the query one passage
         of memory holds (a note counts as such a passage)."""
         z, cover = gate_features(table, ws, q.text, stems)
+        gate = scope.gate
+        if gate is not None:  # a hint or a bridge widened the ranking: the question's words
+            cover = own_coverage(table, gate, q.text, scope.mask, scope.recency,
+                                 self.tuning.rank, ws.counted)
         if extras:
-            weights = gate_idf(table, stems)
+            weights = gate_idf(table, stems if gate is None else gate.stems)
             cover = max(cover, *(text_coverage(c.text, weights) for c in extras))
         # A name said only in rows since pruned lives on in the notes: not a stranger.
         noted = {w for c in extras for w in surface_words(c.text)}
@@ -301,7 +340,7 @@ class Recall:
 
     async def recall(
         self, *, channel: Channel, person: Person, query: str,
-        shown_from_row_id: int | None = None,
+        shown_from_row_id: int | None = None, also: Sequence[str] = (),
     ) -> str | None:
         """The quoted memory block for a turn in `channel`, or None. The owner is the
         channel's: the person for private and background channels, the room for a room.
@@ -318,6 +357,7 @@ class Recall:
             now,
             skip_channel_id=channel.id,
             skip_after_row_id=skip_after,
+            also=also,
         )
         if result.items:
             await self.touch(result, now)

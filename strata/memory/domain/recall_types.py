@@ -56,6 +56,14 @@ class RecallTuning:
     skip_recent_rows: int = 20
     keyword_scan: int = 2000
     query_embed_seconds: float = 10.0  # then keyword search only (a hanging embedder)
+    # With a hint (`Recall.search`'s `also`): whether the hint's words count for the gate's
+    # keyword coverage too. Off: the gate reads the question's own words
+    # (`strata.memory.domain.recall_hint`).
+    hint_coverage: bool = False
+    # A question asking for a kind of fact by name ("job") is searched with the words that
+    # state one ("pharmacist"), which count as its word for the gate
+    # (`strata.memory.domain.recall_bridge`).
+    fact_bridges: bool = True
     # Display: the best `trim_after` windows are shown whole; any other shows only its rows
     # within `trim_margin` of its best row's own score (strata.memory.domain.recall_pack; inf:
     # whole).
