@@ -15,6 +15,7 @@ conversations answered by the chat model three ways, scored by token F1 and answ
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import time
@@ -40,6 +41,7 @@ SEED = 22
 ANSWER_TOKENS = 32
 
 Ask = Callable[[Sequence[ChatMessage]], Any]
+Key = tuple[str, str, str]  # (qid, condition, prompt key)
 
 
 def sample(questions: Sequence[EvalQuestion], convs: Sequence[str],
@@ -55,6 +57,34 @@ def sample(questions: Sequence[EvalQuestion], convs: Sequence[str],
             picked = set(id(q) for q in rng.sample(pool, min(n, len(pool))))
             out += [q for q in pool if id(q) in picked]
     return out
+
+
+def answer_order(picked: Sequence[EvalQuestion], limit: int | None = None,
+                 seed: int = SEED) -> list[EvalQuestion]:
+    """The order questions are asked in, and with `limit` the first ones only: each
+    (conversation, category) shuffled with `seed`, then interleaved by the share of its own
+    list each question stands at, so any first N hold every conversation and category in
+    proportion (a run stopped early, or a `--limit` trial, is a fair sample, not the first
+    conversation's first categories)."""
+    rng = random.Random(seed)
+    strata_: dict[tuple[str, str], list[EvalQuestion]] = {}
+    for q in picked:
+        strata_.setdefault((q.conv, q.category), []).append(q)
+    keyed = []
+    for n, (_key, group) in enumerate(sorted(strata_.items())):
+        group = list(group)
+        rng.shuffle(group)
+        keyed += [((k + 0.5) / len(group), n, q) for k, q in enumerate(group)]
+    ordered = [q for _share, _n, q in sorted(keyed, key=lambda x: (x[0], x[1]))]
+    return ordered if limit is None else ordered[:limit]
+
+
+def prompt_key(msgs: Sequence[ChatMessage], model: str) -> str:
+    """What an answer is cached under: the exact messages, the model and the answer length,
+    so an answer is reused only for the very prompt it answered (a changed block, preamble or
+    data set asks again instead of merging with old answers)."""
+    blob = json.dumps([model, ANSWER_TOKENS, [m.to_api() for m in msgs]], sort_keys=True)
+    return hashlib.sha1(blob.encode("utf-8")).hexdigest()[:16]
 
 
 def gold_block(q: EvalQuestion, turns: dict[str, EvalTurn]) -> str:
@@ -116,54 +146,58 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def done_keys(path: Path) -> set[tuple[str, str]]:
-    """(qid, condition) pairs already in the details file."""
-    return {(r["qid"], r["condition"]) for r in read_records(path)}
+def done_keys(path: Path) -> set[Key]:
+    """(qid, condition, prompt key) of the answers already in the details file (an answer
+    written before prompts were keyed has none, and is asked again)."""
+    return {(r["qid"], r["condition"], r.get("prompt", "")) for r in read_records(path)}
 
 
-async def answer_all(chat: OpenAIChatModel, picked: Sequence[EvalQuestion],
+async def answer_all(chat: OpenAIChatModel, ordered: Sequence[EvalQuestion],
                      blocks: dict[str, str], turns: Sequence[EvalTurn], details: Path,
-                     log: Callable[[str], None] = print, from_end: bool = False) -> None:
-    """Ask every (question, condition) not yet in `details`, appending one line each, in a
-    seeded shuffled order: a run stopped early has answered a fair share of every
-    conversation and category, not the first ones only. `from_end`: the same order
-    backwards, so a second process (its own model server) can share the work; the done
-    lines are read again before each question, so the two stop where they meet."""
+                     log: Callable[[str], None] = print,
+                     from_end: bool = False) -> list[dict[str, Any]]:
+    """Ask every (question, condition) of `ordered` (`answer_order`) whose exact prompt has no
+    answer in `details` yet, appending one line each, and return this run's answers, one per
+    (question, condition), whichever run wrote them. `from_end`: the same order backwards, so
+    a second process (its own model server) can share the work; the done lines are read
+    again before each question, so the two stop where they meet."""
     by_id = {t.turn_id: t for t in turns}
-    picked = list(picked)
-    random.Random(SEED).shuffle(picked)
-    if from_end:
-        picked.reverse()
-    people = {c: speakers([t for t in turns if t.conv == c]) for c in {q.conv for q in picked}}
+    order = list(ordered)[::-1] if from_end else list(ordered)
+    people = {c: speakers([t for t in turns if t.conv == c]) for c in {q.conv for q in order}}
     details.parent.mkdir(parents=True, exist_ok=True)
     if details.is_file() and not details.read_bytes().endswith(b"\n"):
         with details.open("a", encoding="utf-8") as fh:
             fh.write("\n")  # end a line torn by a stopped run, so the next one stands alone
+    wanted: list[Key] = []
     with details.open("a", encoding="utf-8") as fh:
-        for i, q in enumerate(picked):
+        for i, q in enumerate(order):
             notes = {"memory": blocks.get(q.qid, ""), "none": None,
                      "gold": gold_block(q, by_id)}
             # Read again: a second process may have answered it meanwhile.
             done = done_keys(details)
             for condition in CONDITIONS:
-                if (q.qid, condition) in done:
+                msgs = messages(q.question, q.asked_at, people[q.conv], notes[condition])
+                key = (q.qid, condition, prompt_key(msgs, chat.model))
+                wanted.append(key)
+                if key in done:
                     continue
                 started = time.monotonic()
-                reply = await chat.complete(
-                    messages(q.question, q.asked_at, people[q.conv], notes[condition]),
-                    max_tokens=ANSWER_TOKENS)
+                reply = await chat.complete(msgs, max_tokens=ANSWER_TOKENS)
                 seconds = time.monotonic() - started
                 text = " ".join(reply.text.split())
                 record = {"qid": q.qid, "conv": q.conv, "category": q.category,
-                          "condition": condition, "question": q.question, "gold": q.answer,
-                          "answer": text, "f1": round(token_f1(text, q.answer), 4),
+                          "condition": condition, "prompt": key[2], "question": q.question,
+                          "gold": q.answer, "answer": text,
+                          "f1": round(token_f1(text, q.answer), 4),
                           "coverage": round(answer_coverage(q.answer, text), 4),
                           "prompt_tokens": reply.usage.prompt_tokens,
                           "seconds": round(seconds, 1)}
                 fh.write(json.dumps(record) + "\n")
                 fh.flush()
-                log(f"{i + 1}/{len(picked)} {q.qid} {condition}: {seconds:.1f} s "
+                log(f"{i + 1}/{len(order)} {q.qid} {condition}: {seconds:.1f} s "
                     f"f1 {record['f1']:.2f} {text[:60]!r}")
+    found = {(r["qid"], r["condition"], r.get("prompt", "")): r for r in read_records(details)}
+    return [found[k] for k in wanted if k in found]
 
 
 def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
