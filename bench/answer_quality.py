@@ -9,8 +9,10 @@ conversations answered by the chat model three ways, scored by token F1 and answ
    records the exact block turn-zero recall injects for each sampled question.
 3. The answers: the model gets a terse system prompt (today's date, "answer with a short
    phrase") with (a) that recall block, (b) nothing, (c) the gold evidence turns quoted the way
-   recall quotes rows; the question is the user message. Each answer is one JSON line appended
-   to the details file as soon as it exists, so a stopped run resumes where it was.
+   recall quotes rows, (a) and (c) under the chat's memory preamble; the question is the user
+   message. Each answer is one JSON line appended to the details file as soon as it exists,
+   keyed by its exact prompt, so a stopped run resumes where it was and a changed prompt is
+   asked again.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 
 from bench.quality_scores import token_f1
 from strata.bot.llm import OpenAIChatModel
+from strata.bot.prompt import MEMORY_PREAMBLE
 from strata.core.config import Settings
 from strata.core.types import ChatMessage
 from strata.evaluation.recall import EvalOptions, run_eval
@@ -99,12 +102,13 @@ def gold_block(q: EvalQuestion, turns: dict[str, EvalTurn]) -> str:
 
 def messages(question: str, asked_at: datetime, people: tuple[str, str],
              notes: str | None) -> list[ChatMessage]:
-    """The terse answer prompt; `notes` None: no memory at all."""
+    """The terse answer prompt; `notes` None: no memory at all. Notes come under the chat's
+    own memory preamble (`strata.bot.prompt.MEMORY_PREAMBLE`), as a turn's recall does."""
     head = (f"Today is {asked_at:%d %B %Y}. You answer questions about the conversations of "
             f"{people[0]} and {people[1]}. Reply with a short phrase only (a few words, no "
             "sentence), using exact words from the notes when you can. If you are not sure, "
             "give your best guess.")
-    system = head if notes is None else head + "\n\nNotes:\n" + notes
+    system = head if notes is None else head + "\n\n" + MEMORY_PREAMBLE + "\n" + notes
     return [ChatMessage("system", system), ChatMessage("user", question)]
 
 

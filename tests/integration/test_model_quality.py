@@ -16,6 +16,7 @@ from bench.fact_labels import LABELS
 from bench.model_quality import answers_folder, part_file, table
 from bench.quality_scores import entities, kept, normalize_answer, retention, token_f1
 from strata.bot.llm import OpenAIChatModel
+from strata.bot.prompt import MEMORY_PREAMBLE
 from strata.core.config import Settings
 from strata.core.types import Role
 from strata.evaluation.recall_data import EvalQuestion, EvalTurn
@@ -96,8 +97,8 @@ async def test_answers_three_ways_resumably(fake_openai: FakeOpenAI, tmp_path: P
         assert [r["f1"] for r in first] == [1.0, 0.0, 0.8]
         systems = [body["messages"][0]["content"] for path, body in fake_openai.requests
                    if path == "chat"]
-        assert "Lake Tahoe" in systems[0] and "Notes:" in systems[0]
-        assert "Notes:" not in systems[1]
+        assert "Lake Tahoe" in systems[0] and MEMORY_PREAMBLE in systems[0]
+        assert MEMORY_PREAMBLE not in systems[1] and MEMORY_PREAMBLE in systems[2]
         # The gold notes quote the evidence turn as stored, under its date.
         assert "Caroline: On 8 May we went camping at Lake Tahoe." in systems[2]
         assert "Today is 07 June 2023" in systems[1]
