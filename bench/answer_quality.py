@@ -38,8 +38,10 @@ from strata.memory.domain.recall_render import render_span
 
 CONDITIONS = ("memory", "none", "gold")
 # Per conversation: how many questions of each category (LoCoMo's conversations 3-4 hold
-# 107-111 single-hop, 26-40 temporal, 31-37 multi-hop and 11-14 open-domain questions).
-SAMPLE = {"single_hop": 35, "multi_hop": 20, "temporal": 20, "open_domain": 5}
+# 107-111 single-hop, 26-40 temporal, 31-37 multi-hop and 11-14 open-domain questions; the
+# generated chats of `strata.evaluation.synth` have "update" questions too, and their
+# unanswerable "absent" ones are left out as LoCoMo's adversarial ones are).
+SAMPLE = {"single_hop": 35, "multi_hop": 20, "temporal": 20, "open_domain": 5, "update": 5}
 SEED = 22
 ANSWER_TOKENS = 32
 
@@ -190,8 +192,8 @@ async def answer_all(chat: OpenAIChatModel, ordered: Sequence[EvalQuestion],
                 seconds = time.monotonic() - started
                 text = " ".join(reply.text.split())
                 record = {"qid": q.qid, "conv": q.conv, "category": q.category,
-                          "condition": condition, "prompt": key[2], "question": q.question,
-                          "gold": q.answer, "answer": text,
+                          "condition": condition, "prompt": key[2], "gold": q.answer,
+                          "answer": text,
                           "f1": round(token_f1(text, q.answer), 4),
                           "coverage": round(answer_coverage(q.answer, text), 4),
                           "prompt_tokens": reply.usage.prompt_tokens,
