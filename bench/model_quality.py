@@ -7,12 +7,15 @@ shows.
     python -m bench.model_quality --parts answers          # one part; the others are kept
 
 Parts (each writes its own file under bench/results/model_quality/<model>/, read back by the
-final report, so a part can be rerun alone and a long one resumes):
+final report, so a part can be rerun alone and a long one resumes; the answers part keeps its
+recall blocks and every model answer under answers/<data folder>/, each answer keyed by its
+exact prompt, so a rerun asks only what changed and two data folders never mix):
 - facts: precision and recall of fact extraction on the labelled set (bench.fact_quality);
 - summaries: the share of the source's names, places, dates and numbers kept by the model's
   episode summaries and by the extractive fallback (bench.summary_quality);
 - answers: LoCoMo questions of the held-out conversations 3-4 answered with Strata's recall
-  block, with no memory and with the gold evidence (bench.answer_quality);
+  block, with no memory and with the gold evidence (bench.answer_quality); `--conversations
+  0,1,2` measures the tuning ones instead, `--limit N` a proportional share of the questions;
 - lived: one conversation replayed with `--lived`, episodes written by the model against the
   extractive ones (`strata eval recall --lived`'s code), compared by bench.lived_compare.
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import hashlib
 import json
 import os
 import shlex
@@ -45,6 +49,7 @@ from strata.evaluation.lived import run_lived_eval
 from strata.evaluation.recall import EvalOptions, write_json
 from strata.evaluation.recall_data import EvalQuestion, EvalTurn, load_questions, load_turns
 from strata.evaluation.recall_metrics import answer_record
+from strata.memory.domain import recall_render
 
 RESULTS = Path(__file__).parent / "results"
 PARTS = ("facts", "summaries", "answers", "lived")
@@ -62,27 +67,59 @@ def _folder(model: str) -> Path:
     return RESULTS / "model_quality" / model.replace("/", "_")
 
 
-async def part_answers(settings: Settings, folder: Path, budget: int,
-                       limit: int | None, from_end: bool) -> dict[str, Any]:
-    turns = load_turns(LOCOMO / "turns.jsonl")
-    questions = load_questions(LOCOMO / "questions.jsonl")
+def data_key(data: Path) -> str:
+    """A LoCoMo folder's own name in the results: its base name and a hash of its full path,
+    so two folders never share (and merge) cached blocks and answers."""
+    path = str(data.expanduser().resolve())
+    return f"{data.name}-{hashlib.sha1(path.encode('utf-8')).hexdigest()[:8]}"
+
+
+def recall_code_key() -> str:
+    """A hash of the recall code (`strata/memory/domain/recall*.py`): the cached blocks are
+    rebuilt when what chooses or renders them changes."""
+    digest = hashlib.sha1()
+    for f in sorted(Path(recall_render.__file__).parent.glob("recall*.py")):
+        digest.update(f.read_bytes())
+    return digest.hexdigest()[:10]
+
+
+def answers_folder(folder: Path, data: Path) -> Path:
+    """Where the answer part keeps the blocks and answers of one data folder."""
+    return folder / "answers" / data_key(data)
+
+
+def _convs_label(positions: Sequence[int]) -> str:
+    return "c" + "-".join(map(str, positions))
+
+
+async def part_answers(settings: Settings, folder: Path, budget: int, limit: int | None,
+                       from_end: bool, positions: tuple[int, ...] = HELD_OUT,
+                       data: Path = LOCOMO) -> dict[str, Any]:
+    turns = load_turns(data / "turns.jsonl")
+    questions = load_questions(data / "questions.jsonl")
     convs = list(dict.fromkeys(t.conv for t in turns))
-    picked = answer_quality.sample(questions, [convs[i] for i in HELD_OUT])
-    blocks_file = folder / f"answers_recall_blocks_b{budget}.json"
+    picked = answer_quality.answer_order(
+        answer_quality.sample(questions, [convs[i] for i in positions]), limit)
+    where = answers_folder(folder, data)
+    label = _convs_label(positions)
+    blocks_file = where / f"blocks_{label}_b{budget}_{recall_code_key()}.json"
+    blocks: dict[str, str] = {}
     if blocks_file.is_file():
         blocks = json.loads(blocks_file.read_text(encoding="utf-8"))
-    else:
-        blocks = await answer_quality.recall_blocks(settings, turns, picked, HELD_OUT, budget)
+    missing = [q for q in picked if q.qid not in blocks]
+    if missing:  # a longer run than the one that wrote the file
+        blocks |= await answer_quality.recall_blocks(settings, turns, missing, positions,
+                                                     budget)
         write_json(blocks_file, blocks)
-    details = folder / "answers.jsonl"
+    details = where / f"answers_{label}.jsonl"
     chat = make_chat_model(settings)
     try:
-        await answer_quality.answer_all(chat, picked[:limit], blocks, turns, details,
-                                        from_end=from_end)
+        records = await answer_quality.answer_all(chat, picked, blocks, turns, details,
+                                                  from_end=from_end)
     finally:
         await chat.close()
-    records = answer_quality.read_records(details)
-    return {"conversations": [convs[i] for i in HELD_OUT], "sample": answer_quality.SAMPLE,
+    return {"conversations": [convs[i] for i in positions], "data": str(data),
+            "sample": answer_quality.SAMPLE, "limit": limit,
             "budget_tokens": budget, "answer_tokens": answer_quality.ANSWER_TOKENS,
             "details": str(details.relative_to(RESULTS.parent.parent)),
             **answer_quality.summarize(records),
@@ -142,7 +179,8 @@ async def part_lived(settings: Settings, folder: Path, budget: int,
 
 
 async def run(parts: list[str], budget: int, answer_budget: int, limit: int | None,
-              lived_sessions: int, from_end: bool, command: str, facts_every: int = 1) -> str:
+              lived_sessions: int, from_end: bool, command: str, facts_every: int = 1,
+              positions: tuple[int, ...] = HELD_OUT) -> str:
     """Run `parts` with the configured or embedded model; the model's name."""
     settings = load_settings(None)
     cache = default_db_path(os.environ).parent / "models"
@@ -153,7 +191,8 @@ async def run(parts: list[str], budget: int, answer_budget: int, limit: int | No
         for part in parts:
             started = time.monotonic()
             if part == "answers":
-                result = await part_answers(effective, folder, answer_budget, limit, from_end)
+                result = await part_answers(effective, folder, answer_budget, limit, from_end,
+                                            positions)
             elif part == "facts":
                 result = await part_facts(effective, facts_every)
             elif part == "summaries":
@@ -167,8 +206,16 @@ async def run(parts: list[str], budget: int, answer_budget: int, limit: int | No
             result["command"] = command
             result["endpoint"] = {"model": model, "base_url": effective.llm.base_url,
                                   "embedder": effective.embed.model}
-            write_json(folder / f"{part}.json", result)
+            write_json(folder / part_file(part, positions), result)
         return model
+
+
+def part_file(part: str, positions: tuple[int, ...] = HELD_OUT) -> str:
+    """A part's results file: the answers on other conversations than the held-out ones
+    (a tuning run) go to their own file, never into the published table."""
+    if part == "answers" and positions != HELD_OUT:
+        return f"answers_{_convs_label(positions)}.json"
+    return f"{part}.json"
 
 
 def _headline(data: dict[str, Any]) -> dict[str, Any]:
@@ -254,7 +301,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--facts-every", type=int, default=1,
                         help="facts: only every Nth labelled utterance (a slow model's sample)")
     parser.add_argument("--limit", type=int, default=None,
-                        help="answers: only the first N sampled questions (a trial run)")
+                        help="answers: only the first N sampled questions, every conversation "
+                             "and category in proportion (a trial run)")
+    parser.add_argument("--conversations", default=",".join(map(str, HELD_OUT)),
+                        help="answers: LoCoMo conversation positions (default the held-out "
+                             "3,4; others, e.g. 0,1,2 for tuning, write answers_c0-1-2.json)")
     args = parser.parse_args(argv)
     parts = [p for p in args.parts.split(",") if p]
     unknown = [p for p in parts if p not in PARTS]
@@ -265,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     if parts:
         model = asyncio.run(run(parts, args.budget, args.answer_budget, args.limit,
                                 args.lived_sessions, args.from_end, command,
-                                args.facts_every))
+                                args.facts_every,
+                                tuple(int(c) for c in args.conversations.split(","))))
     report, text = assemble(model)
     write_json(RESULTS / f"model_quality_{model.replace('/', '_')}.json", report)
     print(text)

@@ -46,7 +46,7 @@ from strata.evaluation.recall_data import (
 )
 from strata.evaluation.recall_metrics import Answer, abstention_sample, quoted_in, summarize
 from strata.memory.domain.janitor import decay_pass
-from strata.memory.domain.recall_render import render_span
+from strata.memory.domain.recall_render import priced_span, render_span
 from strata.memory.domain.rollup import consolidate_owner
 
 log = logging.getLogger(__name__)
@@ -200,21 +200,21 @@ async def recall_once(app: App, channel: Channel, person: Person, query: str,
 async def fts_baseline(app: App, channel: Channel, person: Person, query: str) -> RecallOutcome:
     """The keyword reference (`--baseline fts5`): the owner's rows by the engine's own keyword
     rank (FTS5 bm25 on SQLite), each quoted under its date header as recall quotes a span,
-    filling the budget in rank order, counted the way recall's block is (the rendered text,
+    filling the budget in rank order, priced the way recall prices a span (`priced_span`,
     headers included). No gate: it always injects what it finds."""
     budget = app.settings.recall.budget_tokens
     start = time.perf_counter()
     hits = await app.transcript.search(channel.owner_id, query, limit=200)
     used, rows, parts = 0, set(), []
     for row, _score in hits:
-        text = render_span([{"content": row.content, "role": row.role.value, "speaker": None,
-                             "ts": row.ts.isoformat()}], provenance=False)
-        cost = count_tokens(text + "\n")
+        quoted = [{"content": row.content, "role": row.role.value, "speaker": None,
+                   "ts": row.ts.isoformat()}]
+        cost = count_tokens(priced_span(quoted, provenance=False) + "\n")
         if used + cost > budget:
             continue
         used += cost
         rows.add(row.id)
-        parts.append(text)
+        parts.append(render_span(quoted, provenance=False))
     return RecallOutcome("\n".join(parts) if parts else None, used, frozenset(rows),
                          (time.perf_counter() - start) * 1000.0, frozenset(rows))
 

@@ -6,7 +6,6 @@ summary, and the summary part through the app's own episode cutter."""
 from __future__ import annotations
 
 import json
-import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,9 +13,10 @@ import pytest
 
 from bench import answer_quality, fact_quality, summary_quality
 from bench.fact_labels import LABELS
-from bench.model_quality import table
+from bench.model_quality import answers_folder, part_file, table
 from bench.quality_scores import entities, kept, normalize_answer, retention, token_f1
 from strata.bot.llm import OpenAIChatModel
+from strata.bot.prompt import MEMORY_PREAMBLE
 from strata.core.config import Settings
 from strata.core.types import Role
 from strata.evaluation.recall_data import EvalQuestion, EvalTurn
@@ -97,8 +97,8 @@ async def test_answers_three_ways_resumably(fake_openai: FakeOpenAI, tmp_path: P
         assert [r["f1"] for r in first] == [1.0, 0.0, 0.8]
         systems = [body["messages"][0]["content"] for path, body in fake_openai.requests
                    if path == "chat"]
-        assert "Lake Tahoe" in systems[0] and "Notes:" in systems[0]
-        assert "Notes:" not in systems[1]
+        assert "Lake Tahoe" in systems[0] and MEMORY_PREAMBLE in systems[0]
+        assert MEMORY_PREAMBLE not in systems[1] and MEMORY_PREAMBLE in systems[2]
         # The gold notes quote the evidence turn as stored, under its date.
         assert "Caroline: On 8 May we went camping at Lake Tahoe." in systems[2]
         assert "Today is 07 June 2023" in systems[1]
@@ -106,15 +106,16 @@ async def test_answers_three_ways_resumably(fake_openai: FakeOpenAI, tmp_path: P
         # A second run asks only what is missing: the first question is not asked again.
         fake_openai.clear()
         fake_openai.reply("the museum", "a zoo", "The museum.")
-        await answer_quality.answer_all(chat, questions, blocks, turns, details,
-                                        log=lambda _: None)
+        records = await answer_quality.answer_all(chat, questions, blocks, turns, details,
+                                                  log=lambda _: None)
         asked = [body for path, body in fake_openai.requests
                  if path == "chat"]
         assert len(asked) == 3
         assert all(b["messages"][1]["content"] == questions[1].question for b in asked)
     finally:
         await chat.close()
-    records = [json.loads(line) for line in details.read_text().splitlines()]
+    assert [(r["qid"], r["condition"]) for r in records] == [
+        (q.qid, c) for q in questions for c in answer_quality.CONDITIONS]
     summary = answer_quality.summarize(records)
     overall = summary["overall"]
     assert overall["questions"] == 2
@@ -143,6 +144,62 @@ def test_summary_counts_only_questions_with_every_condition() -> None:
     assert overall["gold"]["coverage"] == 1.0
 
 
+def test_a_limited_run_is_every_conversation_and_category_in_proportion() -> None:
+    # Two conversations, the first with many more single-hop questions, in file order: a
+    # limit taken before the shuffle was nearly all conv a's single-hop questions.
+    qs = [EvalQuestion(conv, f"{conv}:{cat}:{i}", "?", cat, (f"{conv}:D1:1",), T0, "x")
+          for conv, cats in (("a", {"single_hop": 12, "temporal": 4}),
+                             ("b", {"single_hop": 6, "temporal": 2}))
+          for cat, n in cats.items() for i in range(n)]
+    first = answer_quality.answer_order(qs, limit=8)
+    assert {(q.conv, q.category) for q in first} == {("a", "single_hop"), ("a", "temporal"),
+                                                     ("b", "single_hop"), ("b", "temporal")}
+    assert sum(q.conv == "a" for q in first) in (5, 6)  # two thirds of the questions
+    whole = answer_quality.answer_order(qs)
+    assert sorted(q.qid for q in whole) == sorted(q.qid for q in qs)
+    assert whole[:8] == first == answer_quality.answer_order(qs, limit=8)  # seeded
+    assert whole != qs
+
+
+def test_two_data_folders_never_share_answers(tmp_path: Path) -> None:
+    one, other = tmp_path / "locomo", tmp_path / "elsewhere" / "locomo"
+    one.mkdir()
+    other.mkdir(parents=True)
+    model = tmp_path / "results"
+    assert answers_folder(model, one) != answers_folder(model, other)
+    # The same folder however it is spelled.
+    assert answers_folder(model, one) == answers_folder(model, other / ".." / ".." / "locomo")
+    assert answers_folder(model, one).name.startswith("locomo-")
+    assert part_file("answers", (0, 1, 2)) == "answers_c0-1-2.json"
+    assert part_file("answers") == "answers.json"
+
+
+async def test_an_answer_is_reused_only_for_its_exact_prompt(
+        fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    chat = OpenAIChatModel(base_url=fake_openai.base_url, model=fake_openai.model,
+                           api_key="test", max_retries=0)
+    details = tmp_path / "answers.jsonl"
+    questions, turns = _questions()[:1], _turns()
+    fake_openai.reply("Yosemite", "a zoo", "Lake Tahoe")
+    try:
+        await answer_quality.answer_all(chat, questions, {"conv-x:q0": "old notes"}, turns,
+                                        details, log=lambda _: None)
+        # Other notes for the memory answer (another data folder's block, a changed render):
+        # only that answer is asked again, and the run's answers are the new one's.
+        fake_openai.clear()
+        fake_openai.reply("Lake Tahoe")
+        records = await answer_quality.answer_all(
+            chat, questions, {"conv-x:q0": "Caroline: camping at Lake Tahoe"}, turns, details,
+            log=lambda _: None)
+        assert len(fake_openai.chat_requests()) == 1
+    finally:
+        await chat.close()
+    assert [(r["condition"], r["answer"]) for r in records] == [
+        ("memory", "Lake Tahoe"), ("none", "a zoo"), ("gold", "Lake Tahoe")]
+    assert len(answer_quality.read_records(details)) == 4  # the old answer stays, unused
+    assert answer_quality.summarize(records)["overall"]["memory"]["f1"] == 1.0
+
+
 async def test_summaries_part_scores_model_and_extractive(
         fake_openai: FakeOpenAI, settings: Settings) -> None:
     summary = {"summary": "Caroline went camping at Lake Tahoe on 8 May with Melanie.",
@@ -169,21 +226,20 @@ async def test_a_second_process_takes_the_other_end_and_torn_lines_are_asked_aga
                            api_key="test", max_retries=0)
     details = tmp_path / "answers.jsonl"
     questions, turns = _questions(), _turns()
-    order = list(questions)
-    random.Random(answer_quality.SEED).shuffle(order)
+    order = answer_quality.answer_order(questions)
     # A process stopped while writing left a torn line for the last question's first answer.
     details.write_text('{"qid": "' + order[-1].qid + '", "condition": "mem')
     fake_openai.reply("a", "b", "c")
     try:
-        await answer_quality.answer_all(chat, questions[:2], {}, turns, details,
+        await answer_quality.answer_all(chat, order, {}, turns, details,
                                         log=lambda _: None, from_end=True)
         # From the end, one question at a time: the last of the shuffled order first.
         first = fake_openai.chat_requests()[0]["messages"][1]["content"]
         assert first == order[-1].question
     finally:
         await chat.close()
-    assert answer_quality.done_keys(details) >= {(order[-1].qid, c)
-                                                 for c in answer_quality.CONDITIONS}
+    assert {(q, c) for q, c, _key in answer_quality.done_keys(details)} >= {
+        (order[-1].qid, c) for c in answer_quality.CONDITIONS}
 
 
 async def test_facts_part_scores_what_the_extractor_stores(

@@ -105,7 +105,7 @@ async def test_fact_from_three_weeks_and_200_turns_ago_in_another_channel(
     assert fact_rows[0] in result.cited_row_ids
     block = await recall.recall(channel=console, person=alice, query="what does Beatrix teach?")
     assert block is not None and "Lisbon" in block and "telegram" in block
-    assert "2026-01-05" in block  # quoted with its date
+    assert "5 January 2026" in block  # quoted with its date
 
 
 async def test_each_channel_is_named_once_above_its_quoted_rows(
@@ -136,13 +136,13 @@ async def test_each_channel_is_named_once_above_its_quoted_rows(
         for line in block.splitlines():
             if line.startswith("From the "):
                 under = line
-            elif line.startswith("  > alice: the violin"):
-                text = line.removeprefix("  > alice: ")
+            elif line.startswith("alice: the violin"):
+                text = line.removeprefix("alice: ")
                 ch = telegram if text in said[telegram] else console
                 assert text in said[ch] and under == f"From the private chat on {ch.platform}:"
                 quoted += 1
-            elif line.startswith("- "):
-                assert line[2:12].startswith("2026-") and "private chat" not in line
+            elif line[:1].isdigit():  # a span's date, as a person writes it
+                assert line.endswith(" 2026") and "private chat" not in line
         assert quoted >= 1
     assert len(headings) == 2  # with room enough, both channels
 
@@ -281,11 +281,11 @@ async def test_compaction_tool_and_muted_rows_are_never_recalled(
     await turn(db, ch, alice, "zebra in the zoo", clock)
     await index(db, emb, clock)
     result = await recall_for(db, emb, clock).search(alice.id, "zebra", clock.now())
-    # Quoted as a window of the transcript: the channel in a heading, the date, then who said
-    # what.
+    # Quoted as a window of the transcript: the channel in a heading, the date as a person
+    # writes it, then who said what.
     assert [i.text for i in result.items] == ["zebra in the zoo"]
     assert result.render() == ("From the private chat on console:\n"
-                               "- 2026-01-05:\n  > alice: zebra in the zoo")
+                               "5 January 2026\nalice: zebra in the zoo")
 
 
 async def test_recency_breaks_ties_and_duplicates_collapse(
