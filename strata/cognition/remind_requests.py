@@ -19,7 +19,7 @@ from strata.bot.tools import ToolContext, ToolRegistry, WordsRequest
 from strata.cognition.recurrence import local
 from strata.cognition.remind_words import ReminderRequest, read_message, read_spec
 from strata.cognition.reminders import ReminderArgs, ReminderPorts, ReminderTools
-from strata.core.types import Person, ToolCall
+from strata.core.types import WORDS_CALL_PREFIX, Person, ToolCall
 
 USAGE = ("Say when, then what, in your own time zone (/timezone shows it): "
          "/remind in 2 minutes stretch, /remind tomorrow at 9 call mum, "
@@ -63,7 +63,8 @@ class RemindWords:
         if not request.text:
             return WordsRequest(None, lambda _: ASK_WHAT)
         args = arguments(request).model_dump(exclude_defaults=True)
-        call = ToolCall(f"words-{uuid.uuid4().hex[:12]}", "set_reminder", json.dumps(args))
+        call = ToolCall(f"{WORDS_CALL_PREFIX}{uuid.uuid4().hex[:12]}", "set_reminder",
+                        json.dumps(args))
         return WordsRequest(call, lambda result: confirmation(result, request.text))
 
     async def remind(self, ctx: CommandContext) -> CommandReply:

@@ -15,7 +15,9 @@ Four checks, one per kind of memory, and one echo test shared by all:
 - `check_summary`: a summary (continuity, episode, roll-up parent) must not carry a name,
   number or date its sources lack, nor a quotation nobody said, must be about its sources
   (a quarter of its content words), and where speakers are known, must not give one speaker's
-  words to another (`misattributed`, a cheap test: see its docstring for what it misses).
+  words to another (`misattributed`, a cheap test: see its docstring for what it misses),
+  nor tell a number in another frame or unit than its sources ("every 2 minutes" of "in 2
+  minutes": `number_frames`).
 - `check_discovery`: a research note must not carry a name, number or date its search
   result lacks, and must be about it.
 - `echo`: text copied from the prompt, its examples or schema (a run of four words of the
@@ -35,6 +37,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from strata.memory.domain.fact_evidence import evidence_problem
+from strata.memory.domain.number_frames import reframed
 from strata.memory.domain.recall_names import calendar_stems, names_in
 from strata.memory.domain.text import GROUNDED_SHARE, is_markup, stem, tokens
 
@@ -68,6 +71,7 @@ OFF_TOPIC = "not about its sources"
 MISATTRIBUTED = "attributed to the wrong speaker"
 NOT_ON_PAGE = "not on the fetched page"
 UNFRAMED = "a question, hypothetical or quote told as fact"
+REFRAMED = "a number told in another frame"
 
 # A claim keeps at least this share of its content words from its evidence.
 CLAIM_SHARE = 0.5
@@ -234,6 +238,8 @@ def check_summary(text: str, sources: Sequence[str], *, layer: str, prompt: Iter
     why = _supported(text, sources, prompt, share, OFF_TOPIC, known)
     if why is None:
         why = _invented_quote(text, sources)
+    if why is None and reframed(text, sources) is not None:
+        why = REFRAMED  # "every 2 minutes" of "in 2 minutes" (`number_frames`)
     if why is None and speakers:
         why = misattributed(text, speakers) or unframed(text, sources)
     return Refusal(layer, why, text) if why else None
