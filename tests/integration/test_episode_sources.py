@@ -1,6 +1,7 @@
 """A reply written by code (a reminder's confirmation, set from the person's words) is no
 source for an episode: neither the model's summary request nor the extractive excerpt carries
-its wording. A model's own reply after a tool call is kept. Runs on SQLite and PostgreSQL."""
+its wording; nor is a sentence of a reply that copies the prompt's snapshot (its clock time).
+A model's own reply after a tool call is kept. Runs on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from strata.bot.llm import OpenAIChatModel
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
 from strata.core.types import Role, RowKind, TranscriptRow
-from strata.memory.domain.code_lines import written_by_code
+from strata.memory.domain.code_lines import snapshot_clocks, without_snapshot, written_by_code
 from strata.memory.domain.episode_cut import CutSettings
 from strata.memory.domain.episodes import EpisodeRepo
 from tests.fakes.openai_server import FakeOpenAI
@@ -99,3 +100,27 @@ def test_a_models_tool_call_keeps_its_reply_as_a_source(clock: ManualClock) -> N
     assert written_by_code(_turn(clock, "call_1")) == frozenset()
     assert written_by_code(_turn(clock, "words-abc", "call_1")) == frozenset()
     assert written_by_code(_turn(clock)[::2]) == frozenset()  # no tool row at all
+
+
+async def test_the_snapshots_time_copied_into_a_reply_is_no_source(
+        app: App, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+    # The 0.5B model's habit: the prompt's "Current local time" told back as news.
+    fake_openai.reply("The forecast says grey on Monday 05 January 2026 at 09:00 UTC. "
+                      "Grey skies are common in January.")
+    await app.processor.handle(msg("The weather is grey again.", clock=clock))
+    prompt = json.dumps(fake_openai.chat_requests()[-1]["messages"])
+    assert "09:00" in prompt  # the snapshot showed it
+    assert app.cutter is not None and app.episodes is not None
+    [made] = await app.cutter.flush(1, clock.now() + timedelta(hours=1))
+    episode = await app.episodes.get(made)
+    assert episode is not None
+    assert "Grey skies are common in January." in episode.summary
+    assert "09:00" not in episode.summary and "forecast" not in episode.summary
+
+
+def test_a_time_the_person_said_stays(clock: ManualClock) -> None:
+    clocks = snapshot_clocks(_turn(clock, "call_1"), "Europe/Lisbon")
+    assert clocks["t"] >= {f"{clock.now():%H:%M}"}
+    reply = f"Sure, at {clock.now():%H:%M}. Stretch well."
+    assert without_snapshot(reply, clocks["t"], "I said nothing of time") == "Stretch well."
+    assert without_snapshot(reply, clocks["t"], f"remind me at {clock.now():%H:%M}") == reply
