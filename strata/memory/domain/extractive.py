@@ -124,8 +124,8 @@ def select(texts: Sequence[str], words: int) -> list[str]:
         # Every sentence is longer than the budget: cut the best plain statement at a word
         # (a question, hypothetical or quote cut short would read as a statement).
         plain = [u for u in units if _cuttable(_SPEAKER.sub("", u.text))]
-        if not plain:
-            return []
+        if not plain:  # only OMITTED: a summary that says nothing, so its caller moves on
+            return [OMITTED]
         best = max(plain, key=lambda u: (base[u.order], -u.order))
         return [" ".join(best.text.split()[:words]) + " " + OMITTED]
     return [u.text for u in sorted(chosen, key=lambda u: u.order)]
