@@ -85,6 +85,8 @@ _SAYS = (r"(?:\s+\w+ly|\s+also)?\s+(?:said|says|say|mention\w*|repl\w*|answer\w*
          r"guess\w*|insist\w*|point\w* out|believe\w*|think\w*|thought)\b")
 _LABEL = re.compile(r"^([^:\n]{1,40}):\s+(?=\S)")
 _FORMS = frozenset({"s", "es", "ed", "d", "ing", "er", "ers", "ier", "iers"})
+# Frame words of a quote that are verbs of saying (the others name whose words they are).
+_SPEECH = ("said", "say", "told", "tell", "quot", "claim", "reckon")
 
 
 def words(text: str) -> list[str]:
@@ -226,7 +228,10 @@ def _bots(sentence: str, ws: list[str], trap: Trap, src: Sources, speaker: str |
 def _trap(sentence: str, ws: list[str], layer: str, trap: Trap, src: Sources,
           speaker: str | None = None) -> bool:
     """Whether the sentence carries all of the trap's words and none of its frame (a frame
-    word starts a word; a frame of several words is found as a phrase)."""
+    word starts a word; a frame of several words is found as a phrase). Someone else's words
+    are framed by who they are of only when that someone comes first ("Alice's brother
+    moved to Cork", not "Alice moved to Cork near her brother"); a verb of saying frames them
+    anywhere."""
     if not all(_has(ws, t) for t in trap.words):
         return False
     low = " ".join(ws)
@@ -234,8 +239,15 @@ def _trap(sentence: str, ws: list[str], layer: str, trap: Trap, src: Sources,
     if layer in SUMMARY_LAYERS and (trap.why == "asked" or _bots(sentence, ws, trap, src,
                                                                  speaker)):
         return False
-    return not any(f.strip() in low if " " in f.strip() else
-                   any(w.startswith(f.strip()) for w in ws) for f in trap.frame)
+    first = min(i for i, w in enumerate(ws) if any(_form(w, t) for t in trap.words))
+
+    def framed(f: str) -> bool:
+        if " " in f:
+            return f in low
+        before = trap.why == "quoted" and not f.startswith(_SPEECH)
+        return any(w.startswith(f) for w in (ws[:first] if before else ws))
+
+    return not any(framed(f.strip()) for f in trap.frame)
 
 
 def _sentence(sentence: str, layer: str, src: Sources, echoes: Echoes,

@@ -123,6 +123,13 @@ def test_a_summary_may_tell_what_the_bot_said_only_if_it_said_it() -> None:
                     _cork("You are a software engineer."), ECHOES).cls == "unsupported"
 
 
+def test_someone_elses_news_is_theirs_only_when_they_come_first() -> None:
+    src = _cork("Cork is lovely.")
+    assert classify("Dag's brother moved to Cork.", "fact", src, ECHOES).cls == "supported"
+    assert classify("Dag moved to Cork to be near his brother.", "fact", src,
+                    ECHOES).cls == "unsupported"
+
+
 def test_an_extractive_line_is_told_by_its_speaker() -> None:
     src = _cork("Cork is lovely. Cork has a harbour.")
     assert classify("Dag: hi\nStrata: Cork is lovely. Cork has a harbour.", "episode", src,
