@@ -1,8 +1,7 @@
 """What counts as a fact candidate's evidence: the person's own words, as an assertion.
 
 `evidence_problem` refuses evidence that reads as a question, a hypothetical or reported
-speech (as `statement_kind` reads it, the one reading of "not an assertion"); `find_evidence`
-finds the person's lines that hold it (by word overlap).
+speech; `find_evidence` finds the person's lines that hold it (by word overlap).
 
 Speaker labels and the assistant's lines (`Speakers`, `echoes_assistant`): a small model copies
 the excerpt's framing into its answer, the "person>" / "assistant>" line prefixes or the "u3:" /
@@ -20,11 +19,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from strata.memory.domain.fact_types import normalise_text
-from strata.memory.domain.statement_kind import sentences, statement_problem
 
 # Share of the evidence's words that must occur in the person's own lines of the episode.
 EVIDENCE_OVERLAP = 0.6
 _WORDS = re.compile(r"\w+", re.UNICODE)
+_QUESTION = re.compile(r"\?\s*$")
+_HYPOTHETICAL = re.compile(
+    r"\b(what if|suppose|supposing|imagine|if i|if we|i might|i may|maybe i|perhaps i|"
+    r"i wonder|would i|should i|could i|someday|one day i)\b",
+    re.IGNORECASE,
+)
+# "<someone> said/told/…": the person relays another's words or views ("I said" is fine).
+_REPORTED = re.compile(
+    r"\b(\w+)\s+(said|says|told|tells|thinks|think|believes|claims|reckons|wrote|writes)\b",
+    re.IGNORECASE,
+)
+_REPORTED_OTHER = re.compile(r"\baccording to\b", re.IGNORECASE)
 
 # "Name: " at the start of a summary or after a sentence's end (the extractive summary's form).
 _SUMMARY_LABEL = re.compile(r"(?:^|[.!?]\s+)([^\W\d_][\w'-]{0,30})\s*:\s")
@@ -34,16 +44,18 @@ RUN = 4  # words in a row, copied from the assistant's line, that make evidence 
 
 
 def evidence_problem(evidence: str) -> str | None:
-    """Why `evidence` does not read as an assertion in the person's own voice, or None: the
-    reading of `statement_kind.statement_problem` (a question, a hypothetical or wish,
-    reported speech), sentence by sentence. A passing moment is an assertion here: whether it
-    lasts is decided apart (`plain_facts.lasting`)."""
+    """Why `evidence` does not read as an assertion in the person's own voice, or None."""
     if not evidence.strip():
         return "no evidence"
-    for sentence in sentences(evidence):
-        problem = statement_problem(sentence)
-        if problem is not None and problem != "passing":
-            return problem
+    if _QUESTION.search(evidence):
+        return "question"
+    if _HYPOTHETICAL.search(evidence):
+        return "hypothetical"
+    if _REPORTED_OTHER.search(evidence):
+        return "quote"
+    for who, _verb in _REPORTED.findall(evidence):
+        if who.lower() not in ("i", "i've", "we"):
+            return "quote"
     return None
 
 

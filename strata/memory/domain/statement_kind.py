@@ -1,9 +1,7 @@
 """Whether a sentence of the person's is a plain statement of their own: not a question, a
 hypothetical or wish, reported speech, a passing moment, or (for a whole line) a joke. The
 model-free fact reader (`plain_facts`) and extraction's check on the line around a quote
-(`fact_batch.line_problem`) both ask it, and so does the check of a model's evidence
-(`fact_evidence.evidence_problem`), which DMN and the summaries' frame check share. Pure: no
-SQL, no model."""
+(`fact_batch.line_problem`) both ask it. Pure: no SQL, no model."""
 
 from __future__ import annotations
 
@@ -25,8 +23,7 @@ _QUESTION_START = re.compile(
 _HYPOTHETICAL = re.compile(
     r"\b(if|unless|suppose|supposing|imagine|pretend|maybe|perhaps|might|i may|would|could|"
     r"should|wish|hope|someday|one day|thinking about|thinking of|considering|"
-    r"plan to|planning|want to|wanna|going to|gonna|in another life|i'd|i'll|will|"
-    r"i wonder|wondering)\b",
+    r"plan to|planning|want to|wanna|going to|gonna|in another life|i'd|i'll|will)\b",
     re.IGNORECASE,
 )
 _REPORTED = re.compile(
