@@ -241,7 +241,8 @@ def check_summary(text: str, sources: Sequence[str], *, layer: str, prompt: Iter
     if why is None and reframed(text, sources) is not None:
         why = REFRAMED  # "every 2 minutes" of "in 2 minutes" (`number_frames`)
     if why is None and speakers:
-        why = misattributed(text, speakers) or unframed(text, sources)
+        why = (misattributed(text, speakers) or unframed(text, sources)
+               or unquoted(text, sources) or thin_sentence(text, sources, share, known))
     return Refusal(layer, why, text) if why else None
 
 
@@ -308,4 +309,50 @@ def unframed(text: str, sources: Sequence[str]) -> str | None:
             continue
         if (_content(sentence) & framed) - plain:
             return UNFRAMED
+    return None
+
+
+# A verb that tells someone's words as theirs; and "<who> said/told ..." in a source line.
+_SAYING = re.compile(r"\b(said|says|say|told|tells|tell|according|quot\w*|claim\w*|"
+                     r"reckon\w*)\b", re.IGNORECASE)
+_REPORTER = re.compile(r"\b(\w+)\s+(?:said|says|told|tells|thinks|believes|claims|reckons|"
+                       r"wrote|writes)\b", re.IGNORECASE)
+
+
+def unquoted(text: str, sources: Sequence[str]) -> str | None:
+    """UNFRAMED when a sentence tells someone else's reported words (two content words or
+    more of a quoted line that no plain line holds) with neither a verb of saying nor who
+    said them: "Dag asks about his move to Cork" of "My brother told me he moved to Cork"
+    (a question's frame does not make the brother's move Dag's). `unframed` lets any frame
+    word pass; this one wants the quote's own."""
+    quotes: list[tuple[set[str], set[str]]] = []
+    plain: set[str] = set()
+    for line in sources:
+        said = line.split(":", 1)[-1]
+        if evidence_problem(said) == "quote":
+            who = {m.lower() for m in _REPORTER.findall(said)} - {"i", "we", "you"}
+            quotes.append((set(tokens(said)) - {stem(w) for w in who}, who))
+        elif evidence_problem(said) is None:
+            plain.update(tokens(said))
+    for sentence in sentences(text):
+        if _SAYING.search(sentence):
+            continue
+        words = _content(sentence)
+        have = {w.removesuffix("'s") for w in _surface(sentence)}
+        for content, who in quotes:
+            if len((words & content) - plain) >= 2 and not who & have:
+                return UNFRAMED
+    return None
+
+
+def thin_sentence(text: str, sources: Sequence[str], share: float,
+                  known: Collection[str] = ()) -> str | None:
+    """OFF_TOPIC when one sentence keeps under `share` of its content words from the sources,
+    though the whole summary keeps enough ("Oskar and Strata chat about their daily tasks"
+    beside sentences that quote him)."""
+    joined = "\n".join(sources)
+    known_words = {t for name in known for t in tokens(name)}
+    for sentence in sentences(text):
+        if _content(sentence) - known_words and _share(sentence, joined, known_words) < share:
+            return OFF_TOPIC
     return None
