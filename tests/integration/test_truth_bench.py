@@ -8,7 +8,7 @@ from collections import Counter
 from bench import truth
 from bench.truth_classify import Echoes, Sources, classify
 from bench.truth_judge import echoes_of, judge, table
-from bench.truth_people import Trap, people
+from bench.truth_people import FIX_FRAME, Trap, people
 from strata.app.compose import App
 from strata.cognition.prompts import patterns
 from strata.core.clock import ManualClock
@@ -128,6 +128,15 @@ def test_someone_elses_news_is_theirs_only_when_they_come_first() -> None:
     assert classify("Dag's brother moved to Cork.", "fact", src, ECHOES).cls == "supported"
     assert classify("Dag moved to Cork to be near his brother.", "fact", src,
                     ECHOES).cls == "unsupported"
+
+
+def test_the_persons_own_correction_is_framed_by_its_words() -> None:
+    # truth_episodes.json's episode:3: Alice's line, verbatim, judged a corrected year.
+    line = "Born in 1987, I mean 1983, sorry, long day."
+    src = Sources.of([line], [line], ["Alice"], [],
+                     [Trap(("1987",), "corrected", FIX_FRAME)], [])
+    assert classify(f"Alice: {line}", "episode", src, ECHOES).cls == "supported"
+    assert classify("Alice was born in 1987.", "fact", src, ECHOES).cls == "unsupported"
 
 
 def test_an_extractive_line_is_told_by_its_speaker() -> None:

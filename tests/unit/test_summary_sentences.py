@@ -38,6 +38,10 @@ def test_a_quote_told_as_the_persons_question_is_refused() -> None:
     assert refused("Dag asks about his brother's move to Cork for a chef job.", DAG) is None
     assert refused("Dag says his brother moved to Cork for a chef job.", DAG) is None
     assert refused("Dag lives in Porto, near the old harbour.", DAG) is None
+    # The bot's echo of the quote does not make it a plain statement of Dag's.
+    echoed = [*DAG, ("Strata", "Moving to Cork for a chef job is a big step.")]
+    assert refused("Dag and Strata discuss a move to Cork for a chef job.", echoed) \
+        == g.UNFRAMED
 
 
 def test_one_invented_sentence_is_refused_beside_grounded_ones() -> None:

@@ -324,23 +324,25 @@ def unquoted(text: str, sources: Sequence[str]) -> str | None:
     more of a quoted line that no plain line holds) with neither a verb of saying nor who
     said them: "Dag asks about his move to Cork" of "My brother told me he moved to Cork"
     (a question's frame does not make the brother's move Dag's). `unframed` lets any frame
-    word pass; this one wants the quote's own."""
-    quotes: list[tuple[set[str], set[str]]] = []
-    plain: set[str] = set()
+    word pass; this one wants the quote's own. Only the quoting speaker's own plain lines
+    make the words theirs: the bot repeating "Cork" does not."""
+    quotes: list[tuple[str, set[str], set[str]]] = []
+    plain: dict[str, set[str]] = {}  # by speaker: another's echo of a quote makes it no fact
     for line in sources:
-        said = line.split(":", 1)[-1]
+        speaker, colon, said = line.partition(":")
+        speaker, said = (speaker, said) if colon else ("", line)
         if evidence_problem(said) == "quote":
             who = {m.lower() for m in _REPORTER.findall(said)} - {"i", "we", "you"}
-            quotes.append((set(tokens(said)) - {stem(w) for w in who}, who))
+            quotes.append((speaker, set(tokens(said)) - {stem(w) for w in who}, who))
         elif evidence_problem(said) is None:
-            plain.update(tokens(said))
+            plain.setdefault(speaker, set()).update(tokens(said))
     for sentence in sentences(text):
         if _SAYING.search(sentence):
             continue
         words = _content(sentence)
         have = {w.removesuffix("'s") for w in _surface(sentence)}
-        for content, who in quotes:
-            if len((words & content) - plain) >= 2 and not who & have:
+        for speaker, content, who in quotes:
+            if len((words & content) - plain.get(speaker, set())) >= 2 and not who & have:
                 return UNFRAMED
     return None
 
