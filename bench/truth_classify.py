@@ -20,7 +20,15 @@ the person's own words, their name and their planted truth; of a summary (contin
 roll-up), the person's conversation, both sides, since a summary tells what was said by
 whom; of a discovery, the pages research was served, and the person's words. Words match by a
 shared prefix of at least `PREFIX` letters, so "swimming" is found by "swim" and "pharmacy" by
-"pharmacist": crude, and the same for every layer and every run.
+"pharmacist": crude, and the same for every layer and every run. A trap's word is found by its
+own forms only when it is shorter than `TRAP_PREFIX` letters ("ski" in "skiing", not in
+"skills"); a longer one by prefix ("pharmacist" in "pharmacists").
+
+A summary tells who said what, so in a summary a trap's words are framed when they are told as
+the bot's: in a line of an extractive episode labelled with the bot's name ("Strata: ..."), or
+after the bot's name and a verb of saying ("Strata mentions that Cork ..."), and only when the
+bot's own lines hold every one of them (a summary that puts words in the bot's mouth is not
+framed by naming it). Such a sentence tells what the bot said, not what is true of the person.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from bench.truth_people import Trap
 ECHO_NGRAM = 4
 MIN_SUPPORT = 0.5
 PREFIX = 4
+TRAP_PREFIX = 5
 PERSON_LAYERS = ("fact", "pattern", "geo", "reflection", "portrait")
 SUMMARY_LAYERS = ("continuity", "episode", "rollup")
 LAYERS = (*PERSON_LAYERS, *SUMMARY_LAYERS, "discovery")
@@ -69,8 +78,15 @@ discussing mention mentioned mentions talk talked talking said says say tell tol
 shared shares express expressed state stated note noted seem seems seemed appear appears
 asked asks ask question questions seems likely also named called name
 """)
-# Frame words a summary may put around what the bot said (its wrong answer, told as said).
-BOT_FRAME = ("strata", "assistant", "bot", "said", "answer", "repl")
+# What a summary calls the bot, besides its name, and the verbs that tell what it said.
+_BOT = r"(?:the bot|the assistant|{name})"
+_SAYS = (r"(?:\s+\w+ly|\s+also)?\s+(?:said|says|say|mention\w*|repl\w*|answer\w*|explain\w*|"
+         r"note\w*|suggest\w*|claim\w*|told|tell\w*|add\w*|respond\w*|state\w*|assum\w*|"
+         r"guess\w*|insist\w*|point\w* out|believe\w*|think\w*|thought)\b")
+_LABEL = re.compile(r"^([^:\n]{1,40}):\s+(?=\S)")
+_FORMS = frozenset({"s", "es", "ed", "d", "ing", "er", "ers", "ier", "iers"})
+# Frame words of a quote that are verbs of saying (the others name whose words they are).
+_SPEECH = ("said", "say", "told", "tell", "quot", "claim", "reckon")
 
 
 def words(text: str) -> list[str]:
@@ -143,10 +159,13 @@ class Sources:
     said_grams: frozenset[tuple[str, ...]]  # the conversation's word runs (not echoes)
     traps: tuple[Trap, ...]
     others: frozenset[str]  # distinctive words of the other people's truth
+    bot: frozenset[str] = frozenset()  # the words of the bot's own lines
+    bot_name: str = "strata"
 
     @classmethod
     def of(cls, own_lines: Iterable[str], dialogue_lines: Iterable[str], names: Iterable[str],
-           pages: Iterable[str], traps: Sequence[Trap], others: Iterable[str]) -> Sources:
+           pages: Iterable[str], traps: Sequence[Trap], others: Iterable[str], *,
+           bot_lines: Iterable[str] = (), bot_name: str = "Strata") -> Sources:
         lines = tuple(frozenset(words(line)) for line in own_lines)
         own = {w for line in lines for w in line} | {n.lower() for n in names}
         dialogue_words: list[str] = []
@@ -156,7 +175,13 @@ class Sources:
         return cls(frozenset(own), lines, frozenset(dialogue_words) | own,
                    frozenset(page_words),
                    frozenset(_grams(dialogue_words, ECHO_NGRAM)), tuple(traps),
-                   frozenset(w for w in others if not _near(w, frozenset(own))))
+                   frozenset(w for w in others if not _near(w, frozenset(own))),
+                   frozenset(w for line in bot_lines for w in words(line)), bot_name.lower())
+
+    def bot_said(self) -> re.Pattern[str]:
+        """The bot named and a verb of saying: what follows is told as the bot's words."""
+        return re.compile(r"\b" + _BOT.format(name=re.escape(self.bot_name)) + _SAYS,
+                          re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,22 +198,60 @@ def _vocab(layer: str, src: Sources) -> frozenset[str]:
     return src.own
 
 
-def _trap(sentence: str, ws: list[str], layer: str, trap: Trap) -> bool:
+def _form(word: str, base: str) -> bool:
+    """Whether `word` is `base` or one of its forms ("ski": "skis", "skiing", "skier"; not
+    "skills"); a base of TRAP_PREFIX letters or more is found by prefix."""
+    if word == base or (len(base) >= TRAP_PREFIX and word.startswith(base)):
+        return True
+    for stem in (base, base[:-1] if base.endswith("e") else None,
+                 base + base[-1] if len(base) >= 3 else None):
+        if stem and word.startswith(stem) and word[len(stem):] in _FORMS:
+            return True
+    return False
+
+
+def _has(ws: Sequence[str], base: str) -> bool:
+    return any(_form(w, base) for w in ws)
+
+
+def _bots(sentence: str, ws: list[str], trap: Trap, src: Sources, speaker: str | None
+          ) -> bool:
+    """Whether the trap's words are told as the bot's (see the module's docstring)."""
+    if not all(_has(src.bot, t) for t in trap.words):
+        return False
+    if speaker is not None and speaker.lower() == src.bot_name:
+        return True
+    said = src.bot_said().search(sentence)
+    return said is not None and all(_has(words(sentence[said.end():]), t) for t in trap.words)
+
+
+def _trap(sentence: str, ws: list[str], layer: str, trap: Trap, src: Sources,
+          speaker: str | None = None) -> bool:
     """Whether the sentence carries all of the trap's words and none of its frame (a frame
-    word starts a word; a frame of several words is found as a phrase)."""
-    if not all(any(w.startswith(t) for w in ws) for t in trap.words):
+    word starts a word; a frame of several words is found as a phrase). Someone else's words
+    are framed by who they are of only when that someone comes first ("Alice's brother
+    moved to Cork", not "Alice moved to Cork near her brother"); a verb of saying frames them
+    anywhere."""
+    if not all(_has(ws, t) for t in trap.words):
         return False
     low = " ".join(ws)
-    # A summary may tell what the bot said, and what a question was about.
-    summary = layer in SUMMARY_LAYERS
-    if summary and trap.why == "asked":
+    # A summary may tell what a question was about, and what the bot said.
+    if layer in SUMMARY_LAYERS and (trap.why == "asked" or _bots(sentence, ws, trap, src,
+                                                                 speaker)):
         return False
-    frame = trap.frame + (BOT_FRAME if summary and trap.why == "bot" else ())
-    return not any(f.strip() in low if " " in f.strip() else
-                   any(w.startswith(f.strip()) for w in ws) for f in frame)
+    first = min(i for i, w in enumerate(ws) if any(_form(w, t) for t in trap.words))
+
+    def framed(f: str) -> bool:
+        if " " in f:
+            return f in low
+        before = trap.why == "quoted" and not f.startswith(_SPEECH)
+        return any(w.startswith(f) for w in (ws[:first] if before else ws))
+
+    return not any(framed(f.strip()) for f in trap.frame)
 
 
-def _sentence(sentence: str, layer: str, src: Sources, echoes: Echoes) -> Verdict:
+def _sentence(sentence: str, layer: str, src: Sources, echoes: Echoes,
+              speaker: str | None = None) -> Verdict:
     echo = echoes.found(sentence, src.said_grams)
     if echo:
         return Verdict("echo", echo)
@@ -198,7 +261,7 @@ def _sentence(sentence: str, layer: str, src: Sources, echoes: Echoes) -> Verdic
     if leaked:
         return Verdict("unsupported", "another person's truth: " + ", ".join(leaked))
     for trap in src.traps:
-        if _trap(sentence, ws, layer, trap):
+        if _trap(sentence, ws, layer, trap, src, speaker):
             return Verdict("unsupported", f"{trap.why}: {' '.join(trap.words)}")
     # Names and numbers: capitalised words after the first, and digits.
     raw = _WORD.findall(sentence)
@@ -231,9 +294,21 @@ def classify(text: str, layer: str, src: Sources, echoes: Echoes) -> Verdict:
     # A discovery's address is its citation, and a pattern's "(related tool: X)" is added by
     # the job's code: neither is the model's claim.
     text = _RELATED.sub(" ", _URL.sub(" ", text))
-    verdicts = [_sentence(s, layer, src, echoes) for s in sentences(text)] or [
+    verdicts = [_sentence(s, layer, src, echoes, who) for who, s in _told(text, layer)] or [
         Verdict("supported", "empty")]
     return max(verdicts, key=lambda v: CLASSES.index(v.cls))
+
+
+def _told(text: str, layer: str) -> list[tuple[str | None, str]]:
+    """The item's sentences, each with its speaker when a summary's line is labelled with one
+    ("Strata: ..." in an extractive episode: every sentence of that line is the bot's)."""
+    if layer not in SUMMARY_LAYERS:
+        return [(None, s) for s in sentences(text)]
+    out: list[tuple[str | None, str]] = []
+    for line in text.splitlines():
+        label = _LABEL.match(line.strip())
+        out += [(label.group(1) if label else None, s) for s in sentences(line)]
+    return out
 
 
 def has_words(text: str, wanted: Sequence[str]) -> bool:

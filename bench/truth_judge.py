@@ -188,7 +188,9 @@ async def judge(app: App, cast: Sequence[Person], pages: Sequence[dict[str, str]
         days = sorted({r.ts.strftime("%Y-%m-%d %d %B %A %Y") for r in rows})
         src = Sources.of(own + truth, [r.content for r in rows] + days, [person.name],
                          page_texts,
-                         person.traps, _others(person, cast))
+                         person.traps, _others(person, cast),
+                         bot_lines=[r.content for r in rows if r.role is Role.ASSISTANT],
+                         bot_name=app.settings.bot.name)
         mine = await stored(app, owner)
         for item in mine:
             verdict = classify(item["text"], item["layer"], src, echoes)

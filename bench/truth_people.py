@@ -90,7 +90,8 @@ IF_FRAME = ("if", "would", "imagine", "suppose", "hypothetical", "consider", "mi
 ASK_FRAME = ("ask", "question", "wonder", "curious", "want to know", "inquir")
 QUOTE_FRAME = ("boss", "brother", "mum", "mother", "colleague", "friend", "said", "says",
                "told", "quot")
-FIX_FRAME = ("actually", "correct", "meant", "mistake", "typo", "not ", "instead", "wrong")
+FIX_FRAME = ("actually", "correct", "meant", "i mean", "mistake", "typo", "not ", "instead",
+             "wrong")
 
 SMALL = ["Morning!", "Long day today.", "The weather is grey again.", "Just got home.",
          "Coffee first, then everything else.", "Quiet evening here.",

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from strata.core.types import Channel, ChannelKind, Person, ToolCall, ToolSpec
+from strata.core.types import WORDS_CALL_PREFIX, Channel, ChannelKind, Person, ToolCall, ToolSpec
 
 ToolHandler = Callable[["ToolContext", dict[str, Any]], Awaitable[str]]
 WordsReader = Callable[["ToolContext", str], Awaitable["WordsRequest | None"]]
@@ -39,11 +39,9 @@ class ToolContext:
         return self.channel.kind is ChannelKind.SHARED
 
 
-# The id of a tool call read from the words by code: the turn's reply is code's too, which
-# the model's history leaves out (`strata.bot.history_view`).
-WORDS_CALL_PREFIX = "words-"
-
-
+# The id of a tool call read from the words by code (`WORDS_CALL_PREFIX`): the turn's reply is
+# code's too, which the model's history (`strata.bot.history_view`) and the episode summaries
+# (`strata.memory.domain.code_lines`) leave out.
 def words_call_id() -> str:
     return f"{WORDS_CALL_PREFIX}{uuid.uuid4().hex[:12]}"
 

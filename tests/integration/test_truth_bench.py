@@ -8,7 +8,7 @@ from collections import Counter
 from bench import truth
 from bench.truth_classify import Echoes, Sources, classify
 from bench.truth_judge import echoes_of, judge, table
-from bench.truth_people import Trap, people
+from bench.truth_people import FIX_FRAME, Trap, people
 from strata.app.compose import App
 from strata.cognition.prompts import patterns
 from strata.core.clock import ManualClock
@@ -84,6 +84,67 @@ def test_a_summary_may_tell_a_question_but_not_make_a_quote_the_persons() -> Non
                     ECHOES).cls == "unsupported"
     assert classify("Dag's brother moved to Cork. Strata says a heat pump moves heat.",
                     "episode", src, ECHOES).cls == "supported"
+
+
+def test_a_short_trap_word_is_found_by_its_forms_not_by_prefix() -> None:
+    src = Sources.of(["Imagine I moved to Oslo, I'd ski every weekend."],
+                     ["Imagine I moved to Oslo, I'd ski every weekend.",
+                      "Beekeeping takes knowledge and skills."], ["Dag"], [],
+                     [Trap(("ski",), "hypothetical", ("imagine", "would"))], [])
+    # truth_after.json's episode:6 was flagged for "skills" (a prefix of the trap "ski").
+    assert classify("Strata: Beekeeping takes knowledge and skills.", "episode", src,
+                    ECHOES).cls == "supported"
+    assert classify("Dag goes skiing every weekend.", "reflection", src,
+                    ECHOES).cls == "unsupported"
+
+
+def _cork(bot: str) -> Sources:
+    said = ["My brother told me he just moved to Cork for a chef job."]
+    return Sources.of(said, [*said, bot], ["Dag"], [],
+                      [Trap(("cork",), "quoted", ("brother", "told")),
+                       Trap(("software",), "bot")], [], bot_lines=[bot])
+
+
+def test_a_summary_may_tell_what_the_bot_said_only_if_it_said_it() -> None:
+    told = "Strata mentions that Cork is a city in Ireland."
+    assert classify(told, "episode", _cork("Cork is a city in Ireland."),
+                    ECHOES).cls == "supported"
+    # Naming the bot frames nothing the bot never said.
+    assert classify(told, "episode", _cork("A city in Ireland, nice."),
+                    ECHOES).cls == "unsupported"
+    # Before the verb of saying the words are the summary's own: "Dag moved to Cork".
+    assert classify("Dag moved to Cork, Strata said.", "episode",
+                    _cork("Cork is a city in Ireland."), ECHOES).cls == "unsupported"
+    # Naming the bot without telling what it said is no frame (the judge's old BOT_FRAME).
+    assert classify("Strata helped Dag, a software engineer.", "episode",
+                    _cork("You are a software engineer."), ECHOES).cls == "unsupported"
+    # A claim about the person is never framed by the bot's saying it.
+    assert classify("Strata said Dag is a software engineer.", "fact",
+                    _cork("You are a software engineer."), ECHOES).cls == "unsupported"
+
+
+def test_someone_elses_news_is_theirs_only_when_they_come_first() -> None:
+    src = _cork("Cork is lovely.")
+    assert classify("Dag's brother moved to Cork.", "fact", src, ECHOES).cls == "supported"
+    assert classify("Dag moved to Cork to be near his brother.", "fact", src,
+                    ECHOES).cls == "unsupported"
+
+
+def test_the_persons_own_correction_is_framed_by_its_words() -> None:
+    # truth_episodes.json's episode:3: Alice's line, verbatim, judged a corrected year.
+    line = "Born in 1987, I mean 1983, sorry, long day."
+    src = Sources.of([line], [line], ["Alice"], [],
+                     [Trap(("1987",), "corrected", FIX_FRAME)], [])
+    assert classify(f"Alice: {line}", "episode", src, ECHOES).cls == "supported"
+    assert classify("Alice was born in 1987.", "fact", src, ECHOES).cls == "unsupported"
+
+
+def test_an_extractive_line_is_told_by_its_speaker() -> None:
+    src = _cork("Cork is lovely. Cork has a harbour.")
+    assert classify("Dag: hi\nStrata: Cork is lovely. Cork has a harbour.", "episode", src,
+                    ECHOES).cls == "supported"
+    assert classify("Strata: hi\nDag: I moved to Cork.", "episode", src,
+                    ECHOES).cls == "unsupported"
 
 
 def test_another_persons_truth_and_a_missing_name_are_unsupported() -> None:

@@ -28,6 +28,7 @@ from strata.core.retry import RetryPolicy
 from strata.core.types import Channel, ChatMessage, Person, Role, RowKind, TranscriptRow
 from strata.memory.coordination.cursors import move_cursor, pending_channels, read_cursor
 from strata.memory.domain import grounding
+from strata.memory.domain.code_lines import summary_rows
 from strata.memory.domain.episode_draft import Draft, extractive_draft
 from strata.memory.domain.episodes import LEAF, NewEpisode, insert_episode
 from strata.memory.domain.persons import PersonRepo
@@ -278,8 +279,12 @@ class EpisodeCutter:
 
     async def draft(self, rows: Sequence[TranscriptRow]) -> Draft:
         """The episode text for a window: the model's validated JSON, retried once, else
-        extractive."""
-        lines = await self._lines(rows)
+        extractive. Code's wording in the bot's lines (a tool's confirmation, the prompt's
+        snapshot copied) is left out of both: it is no source for what was said
+        (`code_lines`)."""
+        owner = await self.persons.get(rows[0].owner_id)
+        kept = await summary_rows(self.transcript, rows, owner.timezone if owner else "UTC")
+        lines = await self._lines(kept or rows)
         if not self.settings.use_model or self.chat is None:
             return extractive_draft(lines, rows)
         chat = self.chat_for(rows[0].owner_id) if self.chat_for else self.chat

@@ -9,12 +9,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from strata.core.tokens import truncate_to_tokens
+from strata.core.tokens import count_tokens
 from strata.core.types import Role, TranscriptRow
+from strata.memory.domain.extractive import OMITTED, whole_sentences
 from strata.memory.engines.fts import terms
 
 # An extractive episode is the window's own text: each line and the whole are capped so a
-# pasted document cannot make one episode eat a recall budget.
+# pasted document cannot make one episode eat a recall budget. Both caps cut at sentence and
+# line ends (`extractive.whole_sentences`): a line cut mid-sentence can lose a hypothetical's
+# "if" or a question's "?" and read as a plain statement.
 EXTRACTIVE_LINE_TOKENS = 80
 EXTRACTIVE_TOKENS = 450
 
@@ -54,13 +57,23 @@ class Draft:
     method: str
 
 
+def excerpt(lines: Sequence[tuple[str, str]]) -> str:
+    """The window's lines as "Speaker: text", each cut at a sentence end within
+    EXTRACTIVE_LINE_TOKENS, whole lines kept within EXTRACTIVE_TOKENS (OMITTED after the
+    last one kept when some are left out)."""
+    out: list[str] = []
+    for speaker, said in lines:
+        line = f"{speaker}: {whole_sentences(said, EXTRACTIVE_LINE_TOKENS)}"
+        if count_tokens("\n".join([*out, line, OMITTED])) > EXTRACTIVE_TOKENS:
+            out.append(OMITTED)
+            break
+        out.append(line)
+    return "\n".join(out)
+
+
 def extractive_draft(lines: Sequence[tuple[str, str]], rows: Sequence[TranscriptRow]) -> Draft:
-    text = "\n".join(
-        f"{speaker}: {truncate_to_tokens(' '.join(said.split()), EXTRACTIVE_LINE_TOKENS)}"
-        for speaker, said in lines
-    )
     return Draft(
-        summary=truncate_to_tokens(text, EXTRACTIVE_TOKENS),
+        summary=excerpt(lines),
         salience=heuristic_salience(rows),
         emotion="neutral",
         emotion_intensity=0.0,

@@ -8,7 +8,13 @@ MMR instead scores each sentence by how central it is to the whole and how speci
 places, numbers, dates: capitalised words inside a sentence and digits), and at each step takes the
 best one minus its overlap with what is already taken, so near-repeats across children are skipped.
 A "Name: …" speaker prefix of a line is carried onto each of its sentences, so a kept
-sentence still says who said it. Pure functions; imports `strata.memory.engines.fts` only.
+sentence still says who said it.
+
+Every cut is at a sentence end (`whole_sentences`): a text cut mid-sentence can lose the "if"
+of a hypothetical, the "?" of a question or the closing mark of a quote, and what is left
+then reads as a plain statement. A question, hypothetical or quote is kept whole or left out;
+only a plain statement longer than the whole budget is cut at a word. Pure functions; imports
+`strata.memory.engines.fts`, `strata.core.tokens` and `statement_kind` only.
 """
 
 from __future__ import annotations
@@ -19,9 +25,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from strata.core.tokens import count_tokens, truncate_to_tokens
+from strata.memory.domain.statement_kind import statement_problem
 from strata.memory.engines.fts import terms
 
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+")
+# A sentence end for cutting: its closing quote or bracket stays with it.
+_END = re.compile(r"(?<=[.!?…])([\"'”’»)]*)\s+")
+_QUOTES = re.compile(r"[\"“”«»]")
+OMITTED = "…"  # stands where sentences were left out
 _SPEAKER = re.compile(r"^([^:\n]{1,40}):\s+(?=\S)")
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 # Relevance vs. novelty: below 1, a sentence that repeats a chosen one loses to a fresh one.
@@ -108,10 +120,55 @@ def select(texts: Sequence[str], words: int) -> list[str]:
         chosen.append(best)
         left -= best.words
         pool = [u for u in pool if u is not best]
-    if not chosen and units:  # every sentence is longer than the budget: cut the best one
-        best = max(units, key=lambda u: (base[u.order], -u.order))
-        return [" ".join(best.text.split()[:words]) + " …"]
+    if not chosen and units:
+        # Every sentence is longer than the budget: cut the best plain statement at a word
+        # (a question, hypothetical or quote cut short would read as a statement).
+        plain = [u for u in units if _cuttable(_SPEAKER.sub("", u.text))]
+        if not plain:  # only OMITTED: a summary that says nothing, so its caller moves on
+            return [OMITTED]
+        best = max(plain, key=lambda u: (base[u.order], -u.order))
+        return [" ".join(best.text.split()[:words]) + " " + OMITTED]
     return [u.text for u in sorted(chosen, key=lambda u: u.order)]
+
+
+def _cuttable(sentence: str) -> bool:
+    """Whether a sentence may be cut at a word: a plain statement, no quotation in it."""
+    return statement_problem(sentence) in (None, "passing") and not _QUOTES.search(sentence)
+
+
+def _open_quote(text: str) -> bool:
+    """Whether `text` opens a quotation it does not close."""
+    straight = text.count('"') % 2 == 1
+    return straight or text.count("“") > text.count("”") or text.count("«") > text.count("»")
+
+
+def end_sentences(text: str) -> list[str]:
+    """`text`'s sentences, each with its closing quote or bracket."""
+    parts = _END.split(" ".join(text.split()))
+    # split() with a group gives [sentence, closer, sentence, closer, ...].
+    out = [parts[i] + (parts[i + 1] if i + 1 < len(parts) else "")
+           for i in range(0, len(parts), 2)]
+    return [s for s in out if s.strip()]
+
+
+def whole_sentences(text: str, tokens: int) -> str:
+    """`text` within `tokens` tokens, cut at a sentence end (OMITTED marks the cut). A
+    quotation is never left open; when even the first sentence is over the budget, a plain
+    statement is cut at a word and anything else is left out (OMITTED alone)."""
+    text = " ".join(text.split())
+    if count_tokens(text) <= tokens:
+        return text
+    kept: list[str] = []
+    for sentence in end_sentences(text):
+        if count_tokens(" ".join([*kept, sentence, OMITTED])) > tokens:
+            break
+        kept.append(sentence)
+    while kept and _open_quote(" ".join(kept)):
+        kept.pop()
+    if kept:
+        return " ".join([*kept, OMITTED])
+    first = end_sentences(text)[0]
+    return truncate_to_tokens(first, tokens) if _cuttable(first) else OMITTED
 
 
 def summarise(texts: Sequence[str], words: int) -> str:

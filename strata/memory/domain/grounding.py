@@ -15,7 +15,9 @@ Four checks, one per kind of memory, and one echo test shared by all:
 - `check_summary`: a summary (continuity, episode, roll-up parent) must not carry a name,
   number or date its sources lack, nor a quotation nobody said, must be about its sources
   (a quarter of its content words), and where speakers are known, must not give one speaker's
-  words to another (`misattributed`, a cheap test: see its docstring for what it misses).
+  words to another (`misattributed`, a cheap test: see its docstring for what it misses),
+  nor tell a number in another frame or unit than its sources ("every 2 minutes" of "in 2
+  minutes": `number_frames`).
 - `check_discovery`: a research note must not carry a name, number or date its search
   result lacks, and must be about it.
 - `echo`: text copied from the prompt, its examples or schema (a run of four words of the
@@ -35,6 +37,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from strata.memory.domain.fact_evidence import evidence_problem
+from strata.memory.domain.number_frames import reframed
 from strata.memory.domain.recall_names import calendar_stems, names_in
 from strata.memory.domain.text import GROUNDED_SHARE, is_markup, stem, tokens
 
@@ -68,6 +71,7 @@ OFF_TOPIC = "not about its sources"
 MISATTRIBUTED = "attributed to the wrong speaker"
 NOT_ON_PAGE = "not on the fetched page"
 UNFRAMED = "a question, hypothetical or quote told as fact"
+REFRAMED = "a number told in another frame"
 
 # A claim keeps at least this share of its content words from its evidence.
 CLAIM_SHARE = 0.5
@@ -234,8 +238,11 @@ def check_summary(text: str, sources: Sequence[str], *, layer: str, prompt: Iter
     why = _supported(text, sources, prompt, share, OFF_TOPIC, known)
     if why is None:
         why = _invented_quote(text, sources)
+    if why is None and reframed(text, sources) is not None:
+        why = REFRAMED  # "every 2 minutes" of "in 2 minutes" (`number_frames`)
     if why is None and speakers:
-        why = misattributed(text, speakers) or unframed(text, sources)
+        why = (misattributed(text, speakers) or unframed(text, sources)
+               or unquoted(text, sources) or thin_sentence(text, sources, share, known))
     return Refusal(layer, why, text) if why else None
 
 
@@ -302,4 +309,52 @@ def unframed(text: str, sources: Sequence[str]) -> str | None:
             continue
         if (_content(sentence) & framed) - plain:
             return UNFRAMED
+    return None
+
+
+# A verb that tells someone's words as theirs; and "<who> said/told ..." in a source line.
+_SAYING = re.compile(r"\b(said|says|say|told|tells|tell|according|quot\w*|claim\w*|"
+                     r"reckon\w*)\b", re.IGNORECASE)
+_REPORTER = re.compile(r"\b(\w+)\s+(?:said|says|told|tells|thinks|believes|claims|reckons|"
+                       r"wrote|writes)\b", re.IGNORECASE)
+
+
+def unquoted(text: str, sources: Sequence[str]) -> str | None:
+    """UNFRAMED when a sentence tells someone else's reported words (two content words or
+    more of a quoted line that no plain line holds) with neither a verb of saying nor who
+    said them: "Dag asks about his move to Cork" of "My brother told me he moved to Cork"
+    (a question's frame does not make the brother's move Dag's). `unframed` lets any frame
+    word pass; this one wants the quote's own. Only the quoting speaker's own plain lines
+    make the words theirs: the bot repeating "Cork" does not."""
+    quotes: list[tuple[str, set[str], set[str]]] = []
+    plain: dict[str, set[str]] = {}  # by speaker: another's echo of a quote makes it no fact
+    for line in sources:
+        speaker, colon, said = line.partition(":")
+        speaker, said = (speaker, said) if colon else ("", line)
+        if evidence_problem(said) == "quote":
+            who = {m.lower() for m in _REPORTER.findall(said)} - {"i", "we", "you"}
+            quotes.append((speaker, set(tokens(said)) - {stem(w) for w in who}, who))
+        elif evidence_problem(said) is None:
+            plain.setdefault(speaker, set()).update(tokens(said))
+    for sentence in sentences(text):
+        if _SAYING.search(sentence):
+            continue
+        words = _content(sentence)
+        have = {w.removesuffix("'s") for w in _surface(sentence)}
+        for speaker, content, who in quotes:
+            if len((words & content) - plain.get(speaker, set())) >= 2 and not who & have:
+                return UNFRAMED
+    return None
+
+
+def thin_sentence(text: str, sources: Sequence[str], share: float,
+                  known: Collection[str] = ()) -> str | None:
+    """OFF_TOPIC when one sentence keeps under `share` of its content words from the sources,
+    though the whole summary keeps enough ("Oskar and Strata chat about their daily tasks"
+    beside sentences that quote him)."""
+    joined = "\n".join(sources)
+    known_words = {t for name in known for t in tokens(name)}
+    for sentence in sentences(text):
+        if _content(sentence) - known_words and _share(sentence, joined, known_words) < share:
+            return OFF_TOPIC
     return None
