@@ -116,3 +116,29 @@ def test_an_episode_summary_may_not_tell_a_hypothetical_or_a_quote_as_fact() -> 
     assert verdict("Dag works as a nurse in Tartu.") is None
     assert verdict("Dag wonders what he would do if he moved to Oslo.") is None
     assert verdict("Dag says his brother got a chef job in Cork.") is None
+
+
+# The truth benchmark's run after issue 34's merges (embedded 0.5B): the portrait and a
+# reflection moved the brother's town to the person, and "ok" + "bye" became a habit.
+FACTS = ["Is a pharmacist", "Has a brother named Ravi", "Brother Ravi lives in Tartu",
+         "Allergic to kiwi"]
+
+
+@pytest.mark.parametrize(("sentence", "why"), [
+    ("I'm a pharmacist and I live in Tartu.", g.MISATTRIBUTED),
+    ("Alice is a pharmacist and lives in Tartu.", g.MISATTRIBUTED),
+    ("Ravi lives in Tartu.", None),
+    ("Her brother lives in Tartu.", None),
+    ("They have a brother named Ravi.", None),
+    ("Alice is a pharmacist, allergic to kiwi.", None),
+])
+def test_a_sentence_does_not_take_someone_elses_fact_as_the_persons(sentence: str,
+                                                                   why: str | None) -> None:
+    assert reason(g.check_traced(sentence, FACTS, layer=g.PORTRAIT, names=["Alice"])) == why
+
+
+def test_chat_filler_is_no_claim_even_when_said_twice() -> None:
+    said = ["ok", "bye", "I go running on Wednesdays", "Wednesday run done"]
+    assert reason(g.check_claim("ok, bye", said, layer=g.PATTERNS)) == g.EMPTY
+    assert reason(g.check_claim("Thanks!", said, layer=g.PATTERNS)) == g.EMPTY
+    assert g.check_claim("Goes running on Wednesdays", said, layer=g.PATTERNS) is None

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from strata.memory.domain.fact_evidence import evidence_problem
 from strata.memory.domain.number_frames import reframed
 from strata.memory.domain.recall_names import calendar_stems, names_in
+from strata.memory.domain.subjects import borrowed, only_filler
 from strata.memory.domain.text import GROUNDED_SHARE, is_markup, stem, tokens
 
 log = logging.getLogger(__name__)
@@ -205,14 +206,18 @@ def check_claim(text: str, own_words: Sequence[str], *, layer: str,
                 prompt: Iterable[str] = (), names: Collection[str] = ()) -> Refusal | None:
     """A claim about the person, against the person's own lines it cites (never the bot's).
     `names`: the person's own name(s), which the claim may use without their saying it."""
-    why = _supported(text, own_words, prompt, CLAIM_SHARE, NOT_SAID, names)
+    why = EMPTY if only_filler(text) else _supported(text, own_words, prompt, CLAIM_SHARE,
+                                                     NOT_SAID, names)
     return Refusal(layer, why, text) if why else None
 
 
 def check_traced(text: str, facts_or_episodes: Sequence[str], *, layer: str,
                  prompt: Iterable[str] = (), names: Collection[str] = ()) -> Refusal | None:
     """A portrait or reflection sentence, against the stored facts and episodes it rests on."""
-    why = _supported(text, facts_or_episodes, prompt, CLAIM_SHARE, UNTRACED, names)
+    why = EMPTY if only_filler(text) else _supported(text, facts_or_episodes, prompt,
+                                                     CLAIM_SHARE, UNTRACED, names)
+    if why is None and borrowed(text, facts_or_episodes, names):
+        why = MISATTRIBUTED  # "lives in Tartu" of "Brother Ravi lives in Tartu" (`subjects`)
     return Refusal(layer, why, text) if why else None
 
 
