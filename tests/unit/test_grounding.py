@@ -142,3 +142,16 @@ def test_chat_filler_is_no_claim_even_when_said_twice() -> None:
     assert reason(g.check_claim("ok, bye", said, layer=g.PATTERNS)) == g.EMPTY
     assert reason(g.check_claim("Thanks!", said, layer=g.PATTERNS)) == g.EMPTY
     assert g.check_claim("Goes running on Wednesdays", said, layer=g.PATTERNS) is None
+
+
+def test_the_bots_echo_does_not_make_a_hypothetical_a_plan() -> None:
+    # The truth benchmark's run after issue 34's merges: the 0.5B's reply repeated Dag's
+    # "imagine" as a statement, and the episode told the move as Dag's plan.
+    lines = [("Dag", "I live in Porto, near the old harbour."),
+             ("Dag", "Imagine I moved to Oslo, I'd ski every weekend."),
+             ("Strata", "Yes, moving to Oslo is an excellent idea for skiing.")]
+    refusal = g.check_summary(
+        "Dag and Strata discuss their plans to move from Porto to Oslo, discussing skiing.",
+        [f"{who}: {text}" for who, text in lines], layer=g.EPISODES,
+        speakers=g.by_speaker(lines), share=g.CLAIM_SHARE)
+    assert reason(refusal) == g.UNFRAMED

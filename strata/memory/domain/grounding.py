@@ -303,16 +303,21 @@ def unframed(text: str, sources: Sequence[str]) -> str | None:
     """UNFRAMED when a sentence's content words come from a question, a hypothetical or
     someone else's reported words and from no plain statement, and the sentence keeps none of
     that frame ("Dag plans to move to Oslo" of "if I moved to Oslo I'd buy a boat"). Which
-    lines are framed is read as for facts (`fact_evidence.evidence_problem`)."""
-    framed: set[str] = set()
-    plain: set[str] = set()
+    lines are framed is read as for facts (`fact_evidence.evidence_problem`). Only the framing
+    speaker's own plain lines make the words a fact: the bot's "moving to Oslo is an excellent
+    idea" does not make "if I moved to Oslo" a plan."""
+    framed: dict[str, set[str]] = {}
+    plain: dict[str, set[str]] = {}
     for line in sources:
-        said = line.split(":", 1)[-1]
-        (framed if evidence_problem(said) is not None else plain).update(tokens(said))
+        speaker, colon, said = line.partition(":")
+        speaker, said = (speaker, said) if colon else ("", line)
+        (framed if evidence_problem(said) is not None else plain).setdefault(
+            speaker, set()).update(tokens(said))
     for sentence in sentences(text):
         if _FRAME.search(sentence):
             continue
-        if (_content(sentence) & framed) - plain:
+        words = _content(sentence)
+        if any((words & heard) - plain.get(speaker, set()) for speaker, heard in framed.items()):
             return UNFRAMED
     return None
 
