@@ -155,3 +155,15 @@ def test_the_bots_echo_does_not_make_a_hypothetical_a_plan() -> None:
         [f"{who}: {text}" for who, text in lines], layer=g.EPISODES,
         speakers=g.by_speaker(lines), share=g.CLAIM_SHARE)
     assert reason(refusal) == g.UNFRAMED
+
+
+def test_a_capital_at_a_sentences_start_is_no_one_else() -> None:
+    # tests/integration/test_simulated_day.py's reflection, refused when "Still" was read as
+    # the name of someone the line is about.
+    ground = ["Still at the gym, that overhang is hard",
+              "Lunch break, thinking about the competition route", "Lives in Lyon"]
+    assert g.check_traced("Alice is nervous about the overhang on her competition route.",
+                          ground, layer=g.REFLECTIONS, names=["Alice"]) is None
+    assert reason(g.check_traced("Alice lives in Tartu.", ["Has a brother named Ravi",
+                                                           "Ravi lives in Tartu"],
+                                 layer=g.REFLECTIONS, names=["Alice"])) == g.MISATTRIBUTED

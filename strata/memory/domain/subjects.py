@@ -50,10 +50,11 @@ def only_filler(text: str) -> bool:
     return bool(words) and all(w in _filler() or stem(w) in _filler() for w in words)
 
 
-def _someone_else(fact: str, own: Collection[str]) -> frozenset[str]:
+def _someone_else(fact: str, own: Collection[str], names: Collection[str]) -> frozenset[str]:
     """The words naming whom `fact` is about when that is someone other than the person (its
-    subject: "Brother Ravi lives …" → {brother, ravi}; "Ravi lives …" → {ravi}); empty when
-    the fact is the person's own ("Is a pharmacist", "Has a brother named Ravi")."""
+    subject: "Brother Ravi lives …" → {brother, ravi}; "Ravi lives …" → {ravi}, when Ravi is
+    a name the facts use mid-sentence, `names`: any sentence starts with a capital); empty
+    when the fact is the person's own ("Is a pharmacist", "Has a brother named Ravi")."""
     words = _WORD.findall(fact)
     while words and words[0].lower() in _POSSESSIVE:
         words = words[1:]
@@ -65,8 +66,7 @@ def _someone_else(fact: str, own: Collection[str]) -> frozenset[str]:
         if len(words) > 1 and words[1][:1].isupper():
             marks.add(words[1].lower())
         return frozenset(marks)
-    named = names_in(" ".join(["It", *words]))  # the first word is a name only if capitalised
-    if first[:1].isupper() and first.lower() in named and first.lower() not in own:
+    if first.lower() in names and first.lower() not in own:
         return frozenset({first.lower()})
     return frozenset()
 
@@ -77,7 +77,8 @@ def borrowed(text: str, facts: Sequence[str], own_names: Collection[str] = ()) -
     own = {w.lower() for name in own_names for w in _WORD.findall(name)}
     said = {w.lower() for w in _WORD.findall(text)}
     said |= {stem(w) for w in said}
-    others = [(set(tokens(f)), _someone_else(f, own)) for f in facts]
+    names = {n for f in facts for n in names_in(f)}
+    others = [(set(tokens(f)), _someone_else(f, own, names)) for f in facts]
     for word in set(tokens(text)) - _filler():
         holders = [marks for words, marks in others if word in words]
         if holders and all(holders) and not any(marks & said for marks in holders):
