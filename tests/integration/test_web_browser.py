@@ -39,14 +39,26 @@ class Browser:
     async def click(self, css: str, *, then: str) -> None:
         """Click `css` and wait for the page it leads to: the one with an element `then` (a
         click returns before the navigation it starts has finished)."""
+        from selenium.common.exceptions import WebDriverException
         from selenium.webdriver.support import expected_conditions
         from selenium.webdriver.support.ui import WebDriverWait
 
         def run() -> None:
             old = self.driver.find_element("tag name", "html")
             self.driver.find_element("css selector", css).click()
+
+            # Gone from the document: Chrome mid-navigation may answer "Node with given id
+            # does not belong to the document" (a plain WebDriverException) instead of a
+            # stale-element error, which `staleness_of` lets through (a failure seen in CI).
+            def left(_: Any) -> bool:
+                try:
+                    old.is_enabled()
+                except WebDriverException:
+                    return True
+                return False
+
             wait = WebDriverWait(self.driver, 15)
-            wait.until(expected_conditions.staleness_of(old))
+            wait.until(left)
             wait.until(expected_conditions.presence_of_element_located(("css selector", then)))
 
         await asyncio.to_thread(run)
