@@ -31,7 +31,7 @@ from tests.pg_server import PgServer
 from tests.pg_server import start as start_pg_server
 
 # Progress lines for long runs, silent unless STRATA_TEST_PROGRESS is set (test.sh sets it).
-pytest_plugins = ("tests.progress",)
+pytest_plugins = ("tests.progress", "tests.leftover_threads")
 
 # test.sh runs pytest as a background job (to pass SIGTERM on), and a non-interactive shell
 # starts background jobs with SIGINT ignored, which Python and every process a test starts
