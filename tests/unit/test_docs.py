@@ -76,3 +76,23 @@ def test_every_result_file_is_cited() -> None:
         if not re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", texts):
             uncited.append(name)
     assert not uncited, f"bench/results holds files nothing cites: {uncited}"
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_to_a_section_finds_its_heading() -> None:
+    pages = [*DOCS, ROOT / "bench" / "NOTEBOOK.md"]
+    headings = {p.resolve(): re.findall(r"(?m)^#+ (.*)$", p.read_text(encoding="utf-8"))
+                for p in pages}
+    anchors = {page: {_anchor(h) for h in found} for page, found in headings.items()}
+    broken = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", text):
+            linked = ((page.parent / target) if target else page).resolve()
+            if linked in anchors and anchor not in anchors[linked]:
+                broken.append(f"{page.name}: {target}#{anchor}")
+    assert not broken, broken
