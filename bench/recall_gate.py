@@ -23,13 +23,13 @@ Features (each relative to the owner's own memory, so meaningful across data and
 - `stranger`: a name this memory never mentions (the previous gate's veto, now a feature);
 - `alone`: every name of the question is a stranger's (issue 27, round eleven: the defaults
   add `gate_only_strangers` for it, the smallest round penalty that silences every such
-  foreign question of 0–2; docs/recall.md);
+  foreign question of 0–2; bench/NOTEBOOK.md);
 - `known`: the idf-weighted share of the query's words found anywhere in the memory;
 - `novel`: the idf-weighted share of the query's words other than names and dates that the
   memory never says at all;
 - `lead`: the best window's full score less the tenth best's (tried in issue 27's second
   session, with `--max-fi 0.07 --c 10`: better held out on 0–2, worse on 3–4 and on the
-  generated chats, so not in the defaults; docs/recall.md);
+  generated chats, so not in the defaults; bench/NOTEBOOK.md);
 - `agree`: whether the best window by keywords and the best by cosine share a row;
   `kw_of_cos`: the keyword score of the best window by cosine; `sem_of_kw`: the semantic
   score of the best window by keywords;

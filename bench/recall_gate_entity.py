@@ -1,6 +1,6 @@
 """Gate candidates conditioned on the person a question names, and on the date it names.
 
-Issue 27's third session (docs/recall.md): what tells a question about this memory's John from
+Issue 27's third session (bench/NOTEBOOK.md): what tells a question about this memory's John from
 one about another John should be what the memory knows about its John. When the query names
 someone this memory mentions (`strata.memory.domain.recall_names.known_names`), these measure
 the query's other content words (names and dates left out, idf as the gate weighs them) over

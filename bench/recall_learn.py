@@ -17,7 +17,7 @@ for the tuning conversations only (`--conversations 0,1,2`). Three reports:
 - `--variants`: hand-written alternatives of the score (session relevance, neighbours, a
   list-question weight, top-k calibration), per conversation, gate off.
 
-Example (every number in docs/recall.md's "rank4" subsection came from these):
+Example (every number of recall's round four, bench/NOTEBOOK.md, came from these):
 
     python bench/recall_learn.py --turns $LOCOMO/turns.jsonl \\
         --questions $LOCOMO/questions.jsonl --conversations 0,1,2 --failures --fit --variants

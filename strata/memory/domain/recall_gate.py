@@ -30,8 +30,8 @@ conversations and the same with their names swapped for this memory's people (so
 can give them away), checked leaving one conversation out; the bias is set for a
 false-injection rate under 0.10 (docs/recall.md, `bench/recall_gate.py`). `gate_only_strangers`
 is the smallest round penalty that silences every tuning question that names only strangers
-(docs/recall.md, round eleven); `gate_unowned` the largest that silences none of the tuning
-conversations' own questions (docs/recall.md, "The other John").
+(bench/NOTEBOOK.md, round eleven); `gate_unowned` the largest that silences none of the tuning
+conversations' own questions (bench/NOTEBOOK.md, "The other John").
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ and every word as written. Pure (numpy, no SQL, no I/O).
 
 The words are exactly those of `strata.memory.domain.text.tokens` and of `surface_words`, row
 by row; only the way there differs, because splitting the rows one by one with a regular
-expression was most of a person's first search (docs/benchmarks.md, "Recall near the floor").
+expression was most of a person's first search (bench/NOTEBOOK.md, "recall near the floor").
 Here all rows are joined into one text, ASCII punctuation becomes spaces in one byte-level
 `translate`, one `split` gives every word, and each distinct word is looked at once (stopword,
 stem). A row with non-ASCII text is split by the regular expression first (`\\w` is wider than
