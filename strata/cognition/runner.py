@@ -44,7 +44,7 @@ from strata.cognition.connectors import ConnectorError
 from strata.cognition.holds import Holds
 from strata.cognition.job_report import JobReport, held_back, skipped, waiting_retry
 from strata.cognition.registry import AnyJob, JobContext, JobRegistry
-from strata.cognition.reminders import deliver_due
+from strata.cognition.reminder_delivery import deliver_due
 from strata.cognition.services import Services
 from strata.core.config_sections import CognitionSettings
 from strata.core.errors import BudgetExhaustedError, ConfigError, ModelError, WriteRefusedError
