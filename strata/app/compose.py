@@ -69,7 +69,7 @@ from strata.memory.domain.persons import ChannelRepo, PersonRepo
 from strata.memory.domain.recall import Recall
 from strata.memory.domain.row_vectors import RowIndexer
 from strata.memory.domain.transcript import TranscriptRepo
-from strata.memory.domain.web_access import RecallLogRepo
+from strata.memory.domain.web_access import RecallLogRepo, WebTokens
 from strata.memory.engines.db import Database
 from strata.memory.engines.fts import load_stemmer
 
@@ -152,7 +152,7 @@ class App:
             await processor.drain()
 
         memory = build_memory(settings, db, repos, embedder, chat, clock, metered, recall_log)
-        controls = build_controls(settings, db, repos, memory, clock, settle)
+        controls = build_controls(settings, WebTokens(db), repos, memory, clock, settle)
         # One turn at a time per channel across the processes on the database, and the turns
         # taken in and not yet answered (`strata.bot.scheduler`).
         claims = ChannelClaims(Leases(db), holder=identity.id,

@@ -26,7 +26,6 @@ from strata.cognition.ambient import AmbientContext
 from strata.core.config import Settings
 from strata.core.ports import Clock
 from strata.memory.domain.web_access import WebTokens
-from strata.memory.engines.db import Database
 
 
 @dataclass(frozen=True)
@@ -42,21 +41,23 @@ class Controls:
     web_command: WebCommand
 
 
-def web_parts(settings: Settings, db: Database, clock: Clock) -> tuple[WebLinks, WebCommand]:
+def web_parts(settings: Settings, tokens: WebTokens,
+              clock: Clock) -> tuple[WebLinks, WebCommand]:
     """The web view's sign-in links and sessions (in the database, so every process sees
     them), and the /web command that hands them out."""
-    web_links = WebLinks(WebTokens(db), clock, timedelta(minutes=settings.web.link_minutes),
+    web_links = WebLinks(tokens, clock, timedelta(minutes=settings.web.link_minutes),
                          timedelta(minutes=settings.web.session_minutes))
     return web_links, WebCommand(web_links, settings.web.public_url, settings.web.enabled)
 
 
-def build_controls(settings: Settings, db: Database, repos: Repos, memory: MemoryParts,
-                   clock: Clock, settle: Callable[[], Awaitable[None]]) -> Controls:
-    """Every command and tool; `settle` lets after-turn work in flight finish before a
-    memory command runs."""
+def build_controls(settings: Settings, web_tokens: WebTokens, repos: Repos,
+                   memory: MemoryParts, clock: Clock,
+                   settle: Callable[[], Awaitable[None]]) -> Controls:
+    """Every command and tool; `web_tokens` keep the web view's links and sessions, and
+    `settle` lets after-turn work in flight finish before a memory command runs."""
     commands, tools = CommandRouter(), ToolRegistry()
     LinkCommand(repos.links, repos.persons, clock).register(commands)
-    web_links, web_command = web_parts(settings, db, clock)
+    web_links, web_command = web_parts(settings, web_tokens, clock)
     web_command.register(commands)
     context = ambient_context(settings, repos, clock)
     memory_commands = register_memory_controls(commands, tools, settings, repos, memory,
