@@ -34,8 +34,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.report import write_report  # noqa: E402
-from strata.memory.engines.db import MMAP_BYTES  # noqa: E402 - after the path set-up
 from strata.memory.engines.driver import sqlite_driver  # noqa: E402
+from strata.memory.engines.sqlite_open import MMAP_BYTES  # noqa: E402 - after the path set-up
 
 KNN_DIM = 384
 TOP_K = 40

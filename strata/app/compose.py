@@ -2,8 +2,9 @@
 processor from `Settings`, and owns their lifetimes (`App`). The wiring is split by job:
 `model_wiring` (clock, chat model, embedder), `memory_wiring` (database, repositories, recall,
 after-turn memory work), `cognition_wiring` (cognition's commands and tools, the jobs'
-services) and `adapter_wiring` (the platform adapters). These modules and `strata.app.cli` are
-the only ones that may import `adapters` and `cognition`.
+services), `controls_wiring` (every command and tool, in order) and `adapter_wiring` (the
+platform adapters). These modules and `strata.app.cli` are the only ones that may import
+`adapters` and `cognition`.
 """
 
 from __future__ import annotations
@@ -18,17 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from strata.adapters.runtime import deliver_turn
 from strata.app.agent_memory import AgentMemory
-from strata.app.cognition_wiring import (
-    ambient_context,
-    build_services,
-    register_cognition_controls,
-)
+from strata.app.cognition_wiring import build_services
+from strata.app.controls_wiring import build_controls
 from strata.app.memory_wiring import (
     MemoryParts,
     Repos,
     build_memory,
     open_db,
-    register_memory_controls,
 )
 from strata.app.model_wiring import (
     Metered,
@@ -46,7 +43,6 @@ from strata.bot.claims import ChannelClaims
 from strata.bot.commands import CommandRouter
 from strata.bot.context_window import ContextWindow, fitted_settings, model_window
 from strata.bot.hypothetical import HypotheticalRecall, HypotheticalTurn
-from strata.bot.link import LinkCommand
 from strata.bot.llm import OpenAIChatModel, OpenAIEmbedder, load_sdk
 from strata.bot.memory_commands import MemoryCommands
 from strata.bot.outbound import Outbound
@@ -83,12 +79,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def web_parts(settings: Settings, db: Database, clock: Clock) -> tuple[WebLinks, WebCommand]:
-    """The web view's sign-in links and sessions (in the database, so every process sees
-    them), and the /web command that hands them out."""
-    web_links = WebLinks(WebTokens(db), clock, timedelta(minutes=settings.web.link_minutes),
-                         timedelta(minutes=settings.web.session_minutes))
-    return web_links, WebCommand(web_links, settings.web.public_url, settings.web.enabled)
+async def open_fitted(settings: Settings) -> tuple[Settings, ContextWindow | None, Database]:
+    """The database, and the model's context window; the settings fitted to that window."""
+    # A small window (a local model's) bounds every prompt and background call's input.
+    # Asked while the database opens: start-up waits for the slower of the two only.
+    window, db = await asyncio.gather(model_window(settings), open_db(settings))
+    if window is not None:
+        settings = fitted_settings(settings, window)
+    return settings, window, db
 
 
 @dataclass
@@ -139,11 +137,7 @@ class App:
         as several processes passes one each)."""
         clock = clock or default_clock(settings)
         identity = identity or this_process()
-        # A small window (a local model's) bounds every prompt and background call's input.
-        # Asked while the database opens: start-up waits for the slower of the two only.
-        window, db = await asyncio.gather(model_window(settings), open_db(settings))
-        if window is not None:
-            settings = fitted_settings(settings, window)
+        settings, window, db = await open_fitted(settings)
         metrics, recall_log = Metrics(), RecallLogRepo(db)
         chat = make_chat_model(settings)
         timed_chat = TimedChat(chat, metrics)
@@ -158,36 +152,30 @@ class App:
             await processor.drain()
 
         memory = build_memory(settings, db, repos, embedder, chat, clock, metered, recall_log)
-        commands, tools = CommandRouter(), ToolRegistry()
-        LinkCommand(repos.links, repos.persons, clock).register(commands)
-        web_links, web_command = web_parts(settings, db, clock)
-        web_command.register(commands)
-        context = ambient_context(settings, repos, clock)
-        memory_commands = register_memory_controls(commands, tools, settings, repos, memory,
-                                                   clock, context, settle)
-        cognition = register_cognition_controls(commands, tools, settings, repos, clock, settle)
+        controls = build_controls(settings, WebTokens(db), repos, memory, clock, settle)
         # One turn at a time per channel across the processes on the database, and the turns
         # taken in and not yet answered (`strata.bot.scheduler`).
         claims = ChannelClaims(Leases(db), holder=identity.id,
                                ttl=timedelta(seconds=settings.bot.turn_lease_seconds))
         queue = TurnQueue(db)
-        processor = turn_processor(settings, repos, memory, timed_chat, clock, commands, tools,
-                                   context, metered, metrics, recall_log, window, claims, queue)
+        processor = turn_processor(settings, repos, memory, timed_chat, clock, controls.commands,
+                                   controls.tools, controls.context, metered, metrics, recall_log,
+                                   window, claims, queue)
         outbound = Outbound()
-        services = build_services(settings, clock, chat, embedder, processor, tools, outbound,
-                                  repos, memory, cognition)
+        services = build_services(settings, clock, chat, embedder, processor, controls.tools,
+                                  outbound, repos, memory, controls.cognition)
         return cls(
             settings, db, clock, chat, embedder, repos.persons, repos.channels,
             repos.transcript, processor, memory.facts, memory.extractor, memory.forgetter,
-            commands, episodes=repos.episodes, recall=memory.recall, cutter=memory.cutter,
+            controls.commands, episodes=repos.episodes, recall=memory.recall, cutter=memory.cutter,
             row_indexer=memory.row_indexer, outbound=outbound, services=services,
             runner=Runner(services, default_registry(), identity=identity), repos=repos,
             scheduler=TurnScheduler(processor, TurnIntake(db), queue, claims, clock, deliver_turn,
                                     max_turns=settings.bot.max_turns),
             agents=AgentMemory(repos.agents, repos.persons, memory.facts, memory.recall, clock,
                                processor.background_channel),
-            metrics=metrics, web_links=web_links, web_command=web_command,
-            recall_log=recall_log, memory_commands=memory_commands,
+            metrics=metrics, web_links=controls.web_links, web_command=controls.web_command,
+            recall_log=recall_log, memory_commands=controls.memory_commands,
         )
 
     def turns(self) -> TurnScheduler:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import uvicorn
@@ -24,7 +24,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
-from strata.app.agent_memory import AGENT_KINDS, MAX_FACT_CHARS, AgentError, AgentMemory
+from strata.app.agent_memory import (
+    AGENT_KINDS,
+    MAX_FACT_CHARS,
+    AgentError,
+    AgentMemory,
+    FactView,
+)
 from strata.memory.domain.agents import AgentRepo
 
 log = logging.getLogger(__name__)
@@ -116,15 +122,20 @@ def build_server(memory: AgentMemory, agent_of: AgentOf, *, auth: AuthSettings |
             _, person = await memory.bound(name)
         except AgentError as exc:
             raise ToolError(str(exc)) from None
-        out = [FactOut(id=f.id, kind=f.kind, text=f.text, since=f.since, source=f.source)
-               for f in facts]
-        # One text block per fact, as for any list; none at all would read as a failure.
-        text = [f.model_dump_json() for f in out] or [
-            f"no facts are kept about {person.name} yet"]
-        return CallToolResult(content=[TextContent(type="text", text=t) for t in text],
-                              structured_content={"result": [f.model_dump() for f in out]})
+        return fact_list(facts, person.name)
 
     return server
+
+
+def fact_list(facts: Sequence[FactView], person: str) -> CallToolResult:
+    """The facts as the client sees them: one JSON text block per fact, and the same list as
+    structured content."""
+    out = [FactOut(id=f.id, kind=f.kind, text=f.text, since=f.since, source=f.source)
+           for f in facts]
+    # One text block per fact, as for any list; none at all would read as a failure.
+    text = [f.model_dump_json() for f in out] or [f"no facts are kept about {person} yet"]
+    return CallToolResult(content=[TextContent(type="text", text=t) for t in text],
+                          structured_content={"result": [f.model_dump() for f in out]})
 
 
 async def serve_stdio(memory: AgentMemory, name: str) -> None:

@@ -10,7 +10,8 @@ happens: no run row, no model call). Each run is wrapped: an exception is logged
 context, recorded, and skipped; the other jobs and persons go on; cancellation propagates. A
 failed run backs off like `ext.tasks`' reconnect loop: the next attempt waits
 `job_retry_minutes`, doubling per consecutive failure up to `job_retry_max_minutes`, and is a
-new background turn (the failed answer is never replayed).
+new background turn (the failed answer is never replayed). One run, its gates and its record are
+`strata.cognition.job_execution`; this module decides who and when, and holds the person.
 
 Several processes may share one database (`strata run --no-jobs` beside one `strata worker`, or
 several full `strata run`): each runner has an identity and a lease in the database
@@ -39,15 +40,14 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timedelta
 
-from strata.cognition.backoff import retry_delay
-from strata.cognition.connectors import ConnectorError
 from strata.cognition.holds import Holds
-from strata.cognition.job_report import JobReport, held_back, skipped, waiting_retry
-from strata.cognition.registry import AnyJob, JobContext, JobRegistry
-from strata.cognition.reminders import deliver_due
+from strata.cognition.job_execution import JobExecution
+from strata.cognition.job_report import JobReport
+from strata.cognition.registry import AnyJob, JobRegistry
+from strata.cognition.reminder_delivery import deliver_due
 from strata.cognition.services import Services
 from strata.core.config_sections import CognitionSettings
-from strata.core.errors import BudgetExhaustedError, ConfigError, ModelError, WriteRefusedError
+from strata.core.errors import ConfigError, WriteRefusedError
 from strata.core.identity import ProcessIdentity, this_process
 from strata.core.types import OwnerKind, Person
 
@@ -92,6 +92,7 @@ class Runner:
         self.reminders = reminders
         self.holds = Holds(services.leases, services.persons, services.runs, services.clock,
                            self.id)
+        self.execution = JobExecution(services, self.id)
         self._beat_task: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
         # The loop's job check runs beside it, so a long pass never holds up a reminder.
@@ -253,13 +254,6 @@ class Runner:
         async with self.holds.hold(person) as holder:
             yield holder
 
-    async def idle_for(self, person: Person, now: datetime) -> timedelta | None:
-        """How long the person (or a shared room) has been quiet (None: never spoke)."""
-        last = person.last_active_at
-        if person.kind is OwnerKind.ROOM:
-            last = await self.services.transcript.last_user_row_at(person.id)
-        return None if last is None else now - last
-
     async def run_job(
         self, job: AnyJob, person: Person, *, force: bool = False, now: datetime | None = None,
         asked: bool = False,
@@ -280,114 +274,7 @@ class Runner:
                                  f"another process ({holder}) has this person's jobs")
             try:
                 with self.holds.fenced(person):
-                    return await self._run_job(job, person, force=force, now=now, asked=asked)
+                    return await self.execution.run(job, person, force=force, now=now,
+                                                    asked=asked)
             except WriteRefusedError:
                 return await self.holds.lost(job.name, person)
-
-    async def _run_job(
-        self, job: AnyJob, person: Person, *, force: bool, now: datetime | None, asked: bool,
-    ) -> JobReport:
-        s = self.services
-        # Re-read: activity since the check started must stop jobs that have not started.
-        fresh = await s.persons.get(person.id)
-        if fresh is None:
-            return skipped(job.name, person, "person is gone")
-        person = fresh
-        now = now or s.clock.now()
-        gate = timedelta(minutes=self.settings.idle_minutes)
-        held = held_back(job.name, person, now, await self.idle_for(person, now), gate,
-                         force=force, asked=asked)
-        if held is not None:
-            return held
-        cursor = await s.runs.cursor(job.name, person.id)
-        failures = cursor.failures if cursor else 0
-        waiting = waiting_retry(job.name, person, failures, cursor.retry_at if cursor else None,
-                                now, force=force)
-        if waiting is not None:
-            return waiting
-        ctx = JobContext(
-            services=s,
-            chat=s.chat,
-            turns=s.processor,
-            max_tokens=s.settings.llm.max_tokens,
-            job=job.name,
-            person=person,
-            now=now,
-            budget=self.settings.job_token_budget,
-            previous=cursor.cursor if cursor else "",
-            attempt=failures,
-        )
-        interval = job.min_interval(ctx)
-        if not force and interval is not None:
-            last = await s.runs.last_ok_started(job.name, person.id)
-            if last is not None and now - last < interval:
-                nxt = last + interval
-                return skipped(job.name, person,
-                               f"ran at {last:%Y-%m-%d %H:%M}; next after {nxt:%H:%M} UTC")
-        return await self._execute(job, ctx, failures)
-
-    async def _execute(self, job: AnyJob, ctx: JobContext, failures: int) -> JobReport:
-        """Read the job's inputs and, if they moved, run it once and record the run."""
-        s, person, now = self.services, ctx.person, ctx.now
-        try:
-            inputs = await job.inputs(ctx)
-        except WriteRefusedError:
-            raise  # the person was taken over: not this job's failure (`run_job`)
-        except Exception as exc:  # task boundary: a job's failure must not stop the others
-            log.exception("job %s for person %s: reading inputs failed", job.name, person.id)
-            run_id = await s.runs.start(job.name, person.id, now, self.id)
-            await self._failed(run_id, failures, ctx, exc)
-            return JobReport(job.name, person.name, True, "error", f"{type(exc).__name__}: {exc}")
-        if inputs is None or inputs == ctx.previous:
-            what = "nothing to work on" if inputs is None else "nothing new"
-            await s.runs.checked(job.name, person.id, now, what)
-            return skipped(job.name, person, what)
-        ctx.inputs = inputs
-        run_id = await s.runs.start(job.name, person.id, now, self.id)
-        try:
-            outcome = await job.run(ctx)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await s.runs.finish(run_id, now=s.clock.now(), status="cancelled",
-                                    tokens=ctx.tokens, error="cancelled at shutdown")
-            raise
-        except WriteRefusedError:
-            raise
-        except Exception as exc:  # task boundary: recorded and skipped, the others go on
-            if isinstance(exc, ModelError | ConnectorError):
-                # An endpoint or a source that is down or answered junk: expected, retried
-                # later, one line.
-                log.warning("job %s for person %s failed (run %d): %s", job.name, person.id,
-                            run_id, exc)
-            else:
-                log.exception("job %s for person %s failed (run %d)", job.name, person.id,
-                              run_id)
-            await self._run_failed(ctx, run_id, failures, exc)
-            return JobReport(job.name, person.name, True, "error",
-                             f"{type(exc).__name__}: {exc}", ctx.tokens)
-        await s.runs.finish(run_id, now=s.clock.now(), status="ok", result=outcome.summary,
-                            tokens=ctx.tokens, cursor=outcome.cursor or inputs)
-        return JobReport(job.name, person.name, True, "ok", outcome.summary, ctx.tokens,
-                         outcome.details)
-
-    async def _run_failed(self, ctx: JobContext, run_id: int, failures: int,
-                          exc: Exception) -> None:
-        """Record a run that raised."""
-        if isinstance(exc, BudgetExhaustedError):
-            # Not a failure of the job: what it did is kept (its finished turns are
-            # reused), and the next check goes on with a fresh budget.
-            await self.services.runs.finish(run_id, now=self.services.clock.now(),
-                                            status="error", tokens=ctx.tokens,
-                                            error=f"{type(exc).__name__}: {exc}")
-        else:
-            await self._failed(run_id, failures, ctx, exc)
-
-    async def _failed(self, run_id: int, failures: int, ctx: JobContext,
-                      exc: Exception) -> None:
-        """Record a failed run and when the next attempt may start."""
-        now = self.services.clock.now()
-        wait = retry_delay(failures + 1, self.settings.job_retry_minutes,
-                           self.settings.job_retry_max_minutes)
-        await self.services.runs.finish(run_id, now=now, status="error", tokens=ctx.tokens,
-                                        error=f"{type(exc).__name__}: {exc}",
-                                        retry_at=now + wait)

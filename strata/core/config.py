@@ -3,7 +3,9 @@
 Parsed once into a frozen `Settings` object that is passed down; nothing else reads the
 environment. A bad value is a `ConfigError` whose one-line message names the key. Pydantic is
 used here because configuration is untrusted input, and pydantic-settings reads the
-environment (lists come as JSON or comma-separated). Imports only `strata.core.errors`.
+environment (lists come as JSON or comma-separated). The sections are in
+`strata.core.config_sections` and `strata.core.config_memory`; imports those and
+`strata.core.errors` only.
 """
 
 from __future__ import annotations
@@ -28,6 +30,12 @@ from pydantic_settings import (
 )
 from pydantic_settings.sources.utils import parse_env_vars
 
+from strata.core.config_memory import (
+    EpisodeSettings,
+    FactSettings,
+    LifecycleSettings,
+    RecallSettings,
+)
 from strata.core.config_sections import (
     AccessSettings,
     BotSettings,
@@ -35,13 +43,9 @@ from strata.core.config_sections import (
     DbSettings,
     DiscordSettings,
     EmbedSettings,
-    EpisodeSettings,
-    FactSettings,
-    LifecycleSettings,
     LlmSettings,
     MatrixSettings,
     McpSettings,
-    RecallSettings,
     TelegramSettings,
     WebSettings,
 )

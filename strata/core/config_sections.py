@@ -1,11 +1,12 @@
-"""The sections of the configuration, one frozen pydantic model each (`[db]`, `[llm]`, … `[web]`),
-with their defaults and per-key checks; `strata.core.config` puts them together into `Settings`
-and reads the file and the environment. Imports nothing of strata."""
+"""The sections of the configuration that are not memory's, one frozen pydantic model each
+(`[db]`, `[llm]`, `[embed]`, `[bot]`, `[access]`, the platforms, `[cognition]`, `[mcp]`,
+`[web]`), with their defaults and per-key checks, and the base every section shares. The
+memory sections are in `strata.core.config_memory`; `strata.core.config` puts them together
+into `Settings` and reads the file and the environment. Imports nothing of strata."""
 
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -22,12 +23,6 @@ from pydantic_settings import (
 )
 
 OLLAMA_URL = "http://127.0.0.1:11434/v1"
-log = logging.getLogger(__name__)
-
-
-# [recall] knobs of the hand-calibrated scoring that recall no longer has.
-RETIRED_RECALL_KEYS = frozenset({"sim_zero", "sim_full", "min_relevance", "min_top_relevance",
-                                 "w_relevance", "near_duplicate"})
 
 
 def _split_list(value: Any) -> Any:
@@ -47,14 +42,16 @@ def _split_list(value: Any) -> Any:
 StrList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_split_list)]
 
 
-class _Section(BaseModel):
+class Section(BaseModel):
+    """A section: frozen, and an unknown key is an error (a typo is never ignored)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-class DbSettings(_Section):
+class DbSettings(Section):
     # Empty: the default location, see `default_db_path`.
     path: str = ""
     # A PostgreSQL server instead of the SQLite file (docs/operations.md, "PostgreSQL").
@@ -81,7 +78,7 @@ class DbSettings(_Section):
         return self.url or str(Path(self.path).expanduser())
 
 
-class LlmSettings(_Section):
+class LlmSettings(Section):
     base_url: str = OLLAMA_URL
     model: str = "llama3.1:8b"
     api_key: str = Field(default="ollama", repr=False)
@@ -100,7 +97,7 @@ class LlmSettings(_Section):
     embedded_model: str = "qwen2.5-coder-0.5b"
 
 
-class EmbedSettings(_Section):
+class EmbedSettings(Section):
     base_url: str = OLLAMA_URL
     model: str = "nomic-embed-text"
     api_key: str = Field(default="ollama", repr=False)
@@ -110,7 +107,7 @@ class EmbedSettings(_Section):
     batch_size: int = Field(default=64, gt=0)
 
 
-class BotSettings(_Section):
+class BotSettings(Section):
     name: str = "Strata"
     persona: str = (
         "You are Strata, a warm, attentive companion who remembers what people tell you. "
@@ -131,125 +128,7 @@ class BotSettings(_Section):
     clock_file: str = ""
 
 
-class RecallSettings(_Section):
-    enabled: bool = True
-    budget_tokens: int = Field(default=1000, ge=0)
-    candidates: int = Field(default=40, gt=0, le=1000)
-    # Windows (a row and its neighbours) the selection considers, best first.
-    pool: int = Field(default=100, gt=0, le=5000)
-    # score = w_keyword · bm25/best + w_semantic · (cos − mean)/(top − mean) + w_recency · decay:
-    # both signals calibrated per query; recency only breaks ties.
-    w_keyword: float = Field(default=1.0, ge=0)
-    w_semantic: float = Field(default=0.5, ge=0)
-    w_recency: float = Field(default=0.02, ge=0)
-    # Salience in the blend (an episode's; a window's from the live leaves citing it).
-    w_salience: float = Field(default=0.1, ge=0)
-    # Decay that acts: an episode weighing less than decay_floor (exp(−Δt/τ) since it was last
-    # relevant) has faded, with the rows only such leaves cite; they stay stored until roll-up
-    # or the janitor. A faded item is injected only if it scores at least faded_floor × the
-    # best item (above 1: never). decay_floor 0: nothing fades.
-    decay_floor: float = Field(default=0.05, ge=0, le=1)
-    faded_floor: float = Field(default=0.35, ge=0)
-    # The semantic scale's 1 is the mean cosine of this many best windows (one best window
-    # alone is a noisy scale).
-    semantic_top: int = Field(default=1, ge=1, le=100)
-    # Packing: windows in rank order, each paying only for the rows it adds. With diversity:
-    # value per token^cost_power, less redundancy × cosine to what was taken (MMR), less
-    # session_penalty per window already quoted from the same session.
-    diversity: bool = False
-    cost_power: float = Field(default=0.5, ge=0, le=2)
-    redundancy: float = Field(default=0.3, ge=0)
-    session_penalty: float = Field(default=0.0, ge=0)
-    # Once the gate opens, items under this share of the best item's score are left out.
-    relative_floor: float = Field(default=0.3, ge=0, le=1)
-    # Display: the best trim_after windows are shown whole; any other only its rows within
-    # trim_margin of its best row's own score. Each channel named once, in a heading.
-    trim_margin: float = Field(default=0.5, ge=0)
-    trim_after: int = Field(default=6, ge=0)
-    channel_headings: bool = True
-    # The bot's own replies are context, never evidence about the person: they rank nothing,
-    # and show only as the lead-in to the person's next line, never as an answer to the
-    # person's question about themselves. True only where the assistant's rows are a
-    # person's words (the recall eval's second speaker).
-    assistant_as_evidence: bool = False
-    # The abstention gate (strata.memory.domain.recall_gate): inject only if bias + cosine·z +
-    # keyword·coverage − unknown_name·[a name the memory never mentions] − only_strangers·[and
-    # none it does] > 0. Fitted on data; its features are scale-free, so no retuning for
-    # another embedding model.
-    gate_bias: float = -0.4
-    gate_cosine: float = Field(default=0.86, ge=0)
-    gate_keyword: float = Field(default=5.47, ge=0)
-    gate_unknown_name: float = Field(default=2.577, ge=0)
-    # Added when the query names nobody the memory mentions besides its strangers.
-    gate_only_strangers: float = Field(default=1.5, ge=0)
-    # Added when the query calls something a known person's ("John's team") that memory never
-    # ties to them: a question about another John.
-    gate_unowned: float = Field(default=0.0, ge=0)
-    skip_recent_rows: int = Field(default=20, ge=0)
-    keyword_scan: int = Field(default=2000, gt=0)
-    # The query's embedding may take this long; after that recall uses keywords only.
-    query_embed_seconds: float = Field(default=10.0, gt=0)
-    # The hypothetical turn (strata.bot.hypothetical): before recall, the chat model writes
-    # the line the person would have said if the answer were in memory, and recall searches
-    # with the question and that line. Off by default: one more model call per question.
-    # Within hypothetical_seconds, or recall goes on with the question alone.
-    hypothetical: bool = False
-    hypothetical_seconds: float = Field(default=4.0, gt=0)
-    # Only when the question alone brings nothing back (false), or for every question.
-    hypothetical_always: bool = False
-    # Whether the line's words count for the gate's keyword coverage (off: only the
-    # question's own words do, so a made-up line cannot open the gate by itself).
-    hint_coverage: bool = False
-    # A question asking for a kind of fact by name ("What is my job?") is searched with the
-    # words that state one (the professions the fact reader knows), and the gate counts them.
-    fact_bridges: bool = True
-
-    @model_validator(mode="before")
-    @classmethod
-    def _retired(cls, data: Any) -> Any:
-        """Knobs of the earlier hand-calibrated scoring are accepted and ignored."""
-        if isinstance(data, dict):
-            old = RETIRED_RECALL_KEYS & data.keys()
-            if old:
-                log.warning("config [recall]: %s no longer used (recall calibrates itself)",
-                            ", ".join(sorted(old)))
-                data = {k: v for k, v in data.items() if k not in old}
-        return data
-
-
-class EpisodeSettings(_Section):
-    window_turns: int = Field(default=12, gt=0)
-    pause_minutes: float = Field(default=30.0, gt=0)
-    use_model: bool = True
-
-
-class LifecycleSettings(_Section):
-    """Compaction, roll-up and pruning (docs/memory.md)."""
-
-    compact_tokens: int = Field(default=2400, gt=0)
-    compact_keep_tokens: int = Field(default=800, ge=0)
-    compact_input_tokens: int = Field(default=6000, gt=0)
-    compact_after_turn: bool = True
-    compact_use_model: bool = True  # False: extractive continuity summaries (no model call)
-    leaf_round_at: int = Field(default=50, ge=2)
-    era_round_at: int = Field(default=25, ge=2)
-    min_cluster_size: int = Field(default=10, ge=2)
-    random_state: int = 42
-    rollup_use_model: bool = True
-    rollup_input_tokens: int = Field(default=6000, gt=0)  # one roll-up summary call's input
-
-
-class FactSettings(_Section):
-    tools: bool = True
-    extract_after_turn: bool = False
-    max_episodes: int = Field(default=8, gt=0)
-    min_confidence: float = Field(default=0.5, ge=0, le=1)
-    input_tokens: int = Field(default=6000, gt=0)  # one extraction call's quoted text
-    # Off: the background extract job closes paused conversations but asks no model for facts.
-    use_model: bool = True
-
-
-class AccessSettings(_Section):
+class AccessSettings(Section):
     allow_users: StrList = ()
     allow_rooms: StrList = ()
     admins: StrList = ()
@@ -257,13 +136,13 @@ class AccessSettings(_Section):
     model_calls_per_minute: int = Field(default=20, gt=0)
 
 
-class DiscordSettings(_Section):
+class DiscordSettings(Section):
     token: str = Field(default="", repr=False)
     edit_interval: float = Field(default=1.0, ge=0)  # seconds between streamed-reply edits
     sync_commands: bool = True  # register the chat commands as slash commands at start
 
 
-class TelegramSettings(_Section):
+class TelegramSettings(Section):
     token: str = Field(default="", repr=False)
     base_url: str = ""
     edit_interval: float = Field(default=1.0, ge=0)
@@ -273,7 +152,7 @@ class TelegramSettings(_Section):
     poll_lease_seconds: float = Field(default=30.0, ge=3)
 
 
-class MatrixSettings(_Section):
+class MatrixSettings(Section):
     homeserver: str = ""
     user: str = ""
     password: str = Field(default="", repr=False)
@@ -285,7 +164,7 @@ class MatrixSettings(_Section):
     max_timeouts: int = Field(default=3, ge=0, le=20)
 
 
-class CognitionSettings(_Section):
+class CognitionSettings(Section):
     enabled: bool = True
     # False: this process delivers reminders but runs no background jobs (`strata run
     # --no-jobs`), so a deployment runs them in one `strata worker` instead.
@@ -343,13 +222,13 @@ class CognitionSettings(_Section):
         return value.rstrip("/")
 
 
-class McpSettings(_Section):
+class McpSettings(Section):
     # `strata mcp` over stdio without --agent: the agent whose token this is (STRATA_MCP_TOKEN),
     # so an agent's own launcher can pick it without the operator's command line.
     token: str = Field(default="", repr=False)
 
 
-class WebSettings(_Section):
+class WebSettings(Section):
     """The read-only web view and the operators' endpoints (docs/web.md). Off in `strata run`
     unless enabled with a public URL: that address is what the one-time links point at.
     `strata web` serves it either way (on this machine only without a public URL)."""

@@ -3,8 +3,8 @@
 The process umask (usually 0022) would leave what Strata writes world-readable, so files are
 created with an explicit mode and existing ones are tightened. SQLite gives a database's WAL
 and shared-memory files the mode of the database file itself, so a private database file is
-enough for all three (`strata.memory.engines.db` calls `private_file` before SQLite opens it). A
-leaf module: imports only the standard library.
+enough for all three (`strata.memory.engines.sqlite_open` calls `private_file` before SQLite
+opens it). A leaf module: imports only the standard library.
 """
 
 from __future__ import annotations

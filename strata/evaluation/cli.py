@@ -135,6 +135,12 @@ BENCH_PARTS = {"engines", "load", "idle", "model"}
 
 def register(sub: Any) -> None:
     """Add `strata eval recall` and `strata bench`."""
+    _add_bench(sub)
+    _add_eval_recall(sub)
+
+
+def _add_bench(sub: Any) -> None:
+    """`strata bench`: its parts, sizes and engines."""
     bench = sub.add_parser(
         "bench", help="performance figures, each beside its floor (needs a source checkout)")
     bench.add_argument("--quick", action="store_true",
@@ -150,6 +156,9 @@ def register(sub: Any) -> None:
                        help="the storage engines measured (sqlite,postgres)")
     bench.set_defaults(run=cmd_bench)
 
+
+def _add_eval_recall(sub: Any) -> None:
+    """`strata eval recall`: the data set, what is measured, and where the report goes."""
     evals = sub.add_parser("eval", help="measure memory quality on a data set").add_subparsers(
         dest="eval_command", required=True, metavar="WHAT")
     rec = evals.add_parser(

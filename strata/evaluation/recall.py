@@ -37,9 +37,9 @@ from strata.core.errors import StrataError
 from strata.core.tokens import count_tokens
 from strata.core.types import Channel, ChannelKind, NewRow, Person, Role
 from strata.evaluation.recall_data import (
-    EvalDataError,
     EvalQuestion,
     EvalTurn,
+    check_questions,
     conversations,
     row_text,
     speakers,
@@ -285,6 +285,20 @@ def _answer(q: EvalQuestion, conv: str, is_abstention: bool, outcome: RecallOutc
                   block, "" if is_abstention else q.answer)
 
 
+def _chosen_conversations(turns: Sequence[EvalTurn], options: EvalOptions) -> list[str]:
+    """The conversations to evaluate: `--conversations`, then `--limit-convs`."""
+    convs = conversations(turns)
+    if options.conversations is not None:
+        bad = [i for i in options.conversations if not 0 <= i < len(convs)]
+        if bad:
+            raise StrataError(f"--conversations: no conversation {bad[0]} (there are "
+                              f"{len(convs)}, numbered from 0)")
+        convs = [convs[i] for i in sorted(set(options.conversations))]
+    if options.limit_convs is not None:
+        convs = convs[: max(options.limit_convs, 0)]
+    return convs
+
+
 async def run_eval(
     settings: Settings, turns: Sequence[EvalTurn], questions: Sequence[EvalQuestion],
     options: EvalOptions, *, recall: RecallFn = recall_once, show_progress: bool = True,
@@ -299,24 +313,8 @@ async def run_eval(
         raise StrataError(f"--episodes must be one of {', '.join(EPISODE_MODES)}")
     if options.budget <= 0:
         raise StrataError("--budget must be a positive number of tokens")
-    convs = conversations(turns)
-    if options.conversations is not None:
-        bad = [i for i in options.conversations if not 0 <= i < len(convs)]
-        if bad:
-            raise StrataError(f"--conversations: no conversation {bad[0]} (there are "
-                              f"{len(convs)}, numbered from 0)")
-        convs = [convs[i] for i in sorted(set(options.conversations))]
-    if options.limit_convs is not None:
-        convs = convs[: max(options.limit_convs, 0)]
-    known = set(conversations(turns))
-    stray = sorted({q.conv for q in questions} - known)
-    if stray:
-        raise EvalDataError(f"questions about conversations with no turns: {', '.join(stray)}")
-    turn_ids = {t.turn_id for t in turns}
-    for q in questions:
-        missing = [e for e in q.evidence if e not in turn_ids]
-        if missing:
-            raise EvalDataError(f"question {q.qid}: evidence {missing[0]} is not a turn id")
+    convs = _chosen_conversations(turns, options)
+    check_questions(turns, questions)
     plan = []
     for conv in convs:
         own = [q for q in questions if q.conv == conv]

@@ -142,6 +142,20 @@ def conversations(turns: Iterable[EvalTurn]) -> list[str]:
     return list(dict.fromkeys(t.conv for t in turns))
 
 
+def check_questions(turns: Sequence[EvalTurn], questions: Sequence[EvalQuestion]) -> None:
+    """Every question is about a conversation with turns and cites turns that exist; else an
+    `EvalDataError` naming the first that does not."""
+    known = set(conversations(turns))
+    stray = sorted({q.conv for q in questions} - known)
+    if stray:
+        raise EvalDataError(f"questions about conversations with no turns: {', '.join(stray)}")
+    turn_ids = {t.turn_id for t in turns}
+    for q in questions:
+        missing = [e for e in q.evidence if e not in turn_ids]
+        if missing:
+            raise EvalDataError(f"question {q.qid}: evidence {missing[0]} is not a turn id")
+
+
 def speakers(turns: Sequence[EvalTurn]) -> tuple[str, str]:
     """The names of the `user` and the `assistant` side of a conversation."""
     def first(role: Role) -> str:

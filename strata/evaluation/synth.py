@@ -150,6 +150,12 @@ def _chatter(chat: Chat, rng: random.Random, lines: int) -> None:
         chat.say(chat.index % 2, line)
 
 
+# Facts said so far, per plan index: [(value, turn id)], the newest last.
+Planted = dict[int, list[tuple[str, str]]]
+# Trips per friend (0, 1): [(city, turn id, when)].
+Trips = dict[int, list[tuple[str, str, datetime]]]
+
+
 def conversation(n: int, rng: random.Random) -> Chat:
     """One chat of 16-22 sessions between two friends, facts planted in some of them."""
     a, b = rng.sample(FIRST_NAMES, 2)
@@ -160,19 +166,33 @@ def conversation(n: int, rng: random.Random) -> Chat:
     # Each (kind, person) planted once; two of them change later (the newest is asked for).
     plan: list[tuple[Kind, int]] = [(k, rng.randint(0, 1)) for k in kinds]
     changes = set(rng.sample(range(len(plan)), 2))
-    # When each fact is said: a session of the first two thirds, and for a fact that changes
-    # a later one as well.
+    schedule = _schedule(len(plan), changes, sessions, rng)
+    planted, trips = _sessions(chat, rng, sessions, plan, schedule)
+    _questions(chat, rng, plan, planted, trips, [k for k in KINDS if k not in kinds])
+    return chat
+
+
+def _schedule(facts: int, changes: set[int], sessions: int,
+              rng: random.Random) -> dict[int, list[int]]:
+    """When each fact is said (session -> plan indexes): a session of the first two thirds,
+    and for a fact that changes a later one as well."""
     schedule: dict[int, list[int]] = {}
-    for j in range(len(plan)):
+    for j in range(facts):
         first = rng.randint(1, sessions * 2 // 3)
         schedule.setdefault(first, []).append(j)
         if j in changes:
             schedule.setdefault(rng.randint(first + 1, sessions), []).append(j)
-    planted: dict[int, list[tuple[str, str]]] = {}  # plan index -> [(value, turn id)]
-    trips: dict[int, list[tuple[str, str, datetime]]] = {0: [], 1: []}
+    return schedule
+
+
+def _sessions(chat: Chat, rng: random.Random, sessions: int, plan: list[tuple[Kind, int]],
+              schedule: dict[int, list[int]]) -> tuple[Planted, Trips]:
+    """Write the sessions: small talk around the facts each one plants (with their
+    distractors) and four trips; return what was planted where."""
+    planted: Planted = {}
+    trips: Trips = {0: [], 1: []}
     trip_sessions = set(rng.sample(range(1, sessions + 1), 4))
     cities = list(rng.sample(CITIES, 5))
-    absent = [k for k in KINDS if k not in kinds]
     for s in range(1, sessions + 1):
         chat.new_session(rng)
         _chatter(chat, rng, rng.randint(5, 10))
@@ -194,6 +214,12 @@ def conversation(n: int, rng: random.Random) -> Chat:
             trips[who].append((city, tid, chat.when))
             chat.say(1 - who, rng.choice(REACTIONS))
         _chatter(chat, rng, rng.randint(5, 10))
+    return planted, trips
+
+
+def _questions(chat: Chat, rng: random.Random, plan: list[tuple[Kind, int]], planted: Planted,
+               trips: Trips, absent: list[Kind]) -> None:
+    """Ask about each planted fact (its newest value), each trip, and two absent kinds."""
     for j, (kind, who) in enumerate(plan):
         value, tid = planted[j][-1]
         person = chat.people[who]
@@ -209,7 +235,6 @@ def conversation(n: int, rng: random.Random) -> Chat:
                      [t for _, t, _ in visits], ", ".join(c for c, _, _ in visits))
     for kind in absent[:2]:
         chat.ask(kind.asked.format(p=chat.people[rng.randint(0, 1)]), "absent", [], None)
-    return chat
 
 
 def generate(conversations: int, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

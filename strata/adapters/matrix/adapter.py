@@ -15,7 +15,8 @@ submits the message and it is queued once. Rate limits: nio is told never to ret
 (`max_limit_exceeded=0`), so a 429 surfaces here as `PlatformRateLimited`: a streaming edit is
 skipped, a final send waits out `retry_after` a bounded number of times, the sync loop sleeps
 it out. Timeouts are retried by nio at most `max_timeouts` times per request. Sending is
-`outbox.Outbox`; invites, the sync backoff and the end-to-end housekeeping are in `syncing`.
+`outbox.Outbox`; invites, the sync backoff and the end-to-end housekeeping are in `syncing`;
+the client and its login in `login`.
 
 End-to-end encryption: with `matrix-nio[e2e]` installed and `encryption = true`, the olm
 account, device keys and megolm sessions live in `store_path` (keep it, and keep `device_id`
@@ -33,24 +34,19 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Coroutine
-from pathlib import Path
 from typing import Any
 
 from nio import (
     AsyncClient,
-    AsyncClientConfig,
-    LoginError,
     MatrixRoom,
     MegolmEvent,
-    ProfileGetDisplayNameResponse,
     RoomGetEventResponse,
     SyncError,
     SyncResponse,
-    WhoamiResponse,
 )
-from nio.crypto import ENCRYPTION_ENABLED
 
 from strata.adapters.base import PlatformRateLimited
+from strata.adapters.matrix.login import encryption_on, log_in, new_client
 from strata.adapters.matrix.mapping import (
     EVENT_LIMIT,
     PLATFORM,
@@ -70,7 +66,6 @@ from strata.adapters.runtime import ReplyOps
 from strata.core.config import AccessSettings, MatrixSettings
 from strata.core.errors import ConfigError, PlatformError
 from strata.core.ports import Turns
-from strata.core.private_files import private_dir
 from strata.core.types import InboundMessage, ReplyKey
 
 log = logging.getLogger(__name__)
@@ -107,12 +102,7 @@ class MatrixAdapter:
         self.poll_timeout_ms = poll_timeout_ms
         self.edit_interval = edit_interval
         self.shutdown_grace = shutdown_grace
-        self.encryption = settings.encryption and ENCRYPTION_ENABLED
-        if settings.encryption and not ENCRYPTION_ENABLED:
-            log.warning(
-                "matrix: encryption is on but matrix-nio[e2e] is not installed; encrypted"
-                " rooms cannot be read (pip install 'matrix-nio[e2e]')"
-            )
+        self.encryption = encryption_on(settings)
         self.client: AsyncClient | None = None
         self.bot = BotInfo(settings.user, bot_name)
         self.turns: Turns | None = None
@@ -134,18 +124,6 @@ class MatrixAdapter:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def _config(self) -> AsyncClientConfig:
-        s = self.settings
-        return AsyncClientConfig(
-            # 429s come back to us at once (PlatformRateLimited): a streamed edit is skipped
-            # instead of stalling the turn, final sends wait them out a bounded number of times.
-            max_limit_exceeded=0,
-            max_timeouts=s.max_timeouts,
-            request_timeout=s.request_timeout,
-            encryption_enabled=self.encryption,
-            store_sync_tokens=self.encryption,
-        )
-
     async def start(self, turns: Turns) -> None:
         """Connect, then serve until `stop()` (as `App.serve` expects of every adapter)."""
         await self.connect(turns)
@@ -157,19 +135,13 @@ class MatrixAdapter:
 
     async def connect(self, turns: Turns) -> None:
         """Log in, do the initial sync (joining pending invites, answering nothing), start the
-        sync loop task and return."""
-        s = self.settings
+        sync loop task and return (the client and the login: `login`)."""
         self.turns = turns
         self._started = time.monotonic()
-        store = Path(s.store_path).expanduser()
-        private_dir(store)  # the device's encryption keys: 0700
-        client = AsyncClient(
-            s.homeserver, s.user, device_id=s.device_id, store_path=str(store),
-            config=self._config(),
-        )
+        client = new_client(self.settings, self.encryption)
         self.client = client
         try:
-            await self._login(client)
+            self.bot = await log_in(client, self.settings, self.bot_name, self.encryption)
             await self._initial_sync(client)
         except BaseException:
             await client.close()
@@ -177,30 +149,6 @@ class MatrixAdapter:
             raise
         turns.attach(self)  # queued turns of Matrix rooms (a crash's too) run from now on
         self._loop_task = asyncio.create_task(self._sync_loop(), name="matrix-sync")
-
-    async def _login(self, client: AsyncClient) -> None:
-        s = self.settings
-        try:
-            if s.access_token:
-                client.restore_login(s.user, s.device_id, s.access_token)
-            else:
-                resp = await client.login(s.password, device_name=self.bot_name or "Strata")
-                if isinstance(resp, LoginError):
-                    raise PlatformError(f"matrix: login as {s.user} failed: {resp.message}")
-            who = await client.whoami()
-        except (TimeoutError, OSError) as exc:
-            raise PlatformError(f"matrix: cannot reach {s.homeserver}: {exc}") from exc
-        if not isinstance(who, WhoamiResponse):
-            raise PlatformError(f"matrix: the homeserver refused the login: {who.message}")
-        client.user_id = who.user_id
-        self.bot = BotInfo(who.user_id, self.bot_name)
-        name = await client.get_displayname()
-        if isinstance(name, ProfileGetDisplayNameResponse) and name.displayname:
-            self.bot = BotInfo(who.user_id, name.displayname)
-        if client.should_upload_keys:
-            await client.keys_upload()
-        log.info("matrix: logged in as %s (device %s, encryption %s)", who.user_id,
-                 client.device_id, "on" if self.encryption else "off")
 
     async def _initial_sync(self, client: AsyncClient) -> None:
         # Only the newest event per room: the backlog is history, not something to answer.

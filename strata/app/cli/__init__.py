@@ -21,7 +21,7 @@ from strata.bot.embedded import EMBEDDED_DIM, embeds_locally, model_endpoints
 from strata.bot.visible import say
 from strata.core.config import Settings, default_db_path, load_settings
 from strata.core.errors import StorageError, StrataError
-from strata.memory.engines.db import new_sqlite_file, stored_dim
+from strata.memory.engines.sqlite_open import new_sqlite_file, stored_dim
 
 # Subcommand modules, each with `register(subparsers)`; commands set `run=coroutine(args, s)`.
 MODULES = [

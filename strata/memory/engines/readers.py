@@ -7,8 +7,9 @@ import asyncio
 
 import aiosqlite
 
-from strata.memory.engines.db import Database, Params, Row, open_connection
+from strata.memory.engines.db import Database, Params, Row
 from strata.memory.engines.dialect import Dialect
+from strata.memory.engines.sqlite_open import open_connection
 
 
 class ReaderPool:

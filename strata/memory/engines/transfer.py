@@ -230,8 +230,8 @@ async def _copy_table(src: Database, conn: Any, table: Table, total: int,
     done = 0
     if progress is not None:
         progress(table.name, 0, total)
-    async for rows in src.stream(f"SELECT {listed} FROM {_quoted(table.name)}"
-                                 f" ORDER BY {_order_by(src, table)}", size=batch):
+    async for rows in src.rows_in_batches(f"SELECT {listed} FROM {_quoted(table.name)}"
+                                          f" ORDER BY {_order_by(src, table)}", size=batch):
         values = [_values(row, deferred, key, table, later) for row in rows]
         await conn.executemany(insert, values)
         done += len(values)

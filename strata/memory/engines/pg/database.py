@@ -278,11 +278,11 @@ class PgDatabase(Database):
         async with self.write() as conn:
             await conn.executemany(sql, rows)
 
-    async def stream(self, sql: str, params: Params = (), size: int = 500
-                     ) -> AsyncIterator[list[Row]]:
+    async def rows_in_batches(self, sql: str, params: Params = (), size: int = 500
+                              ) -> AsyncIterator[list[Row]]:
         """The rows of one query through a server-side cursor, `size` at a time."""
         async with self._pool.connection() as conn, conn.transaction(), \
-                conn.cursor(name="strata_stream") as cur:
+                conn.cursor(name="strata_rows") as cur:
             await cur.execute(*bind(sql, params))
             while rows := await cur.fetchmany(size):
                 yield rows
