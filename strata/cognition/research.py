@@ -28,16 +28,13 @@ from strata.bot.commands import CommandContext, CommandReply, CommandRouter
 from strata.cognition.connectors import ConnectorError, every_source_failed, read_source
 from strata.cognition.fetch import HTTP_ERRORS, fetch
 from strata.core.config import Settings
+from strata.core.words import STOPWORDS, WORD
 from strata.memory.domain.persons import PersonRepo
 
 log = logging.getLogger(__name__)
 
-_WORD = re.compile(r"\w{3,}")
 _TAGS = re.compile(r"<[^>]+>")
 _ATOM = "{http://www.w3.org/2005/Atom}"
-STOPWORDS = frozenset(
-    ["the", "and", "for", "with", "about", "from", "that", "this", "what", "new", "into", "your"]
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +151,8 @@ def parse_feed(data: bytes, source: str) -> list[Finding]:
 
 
 def terms(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
+    """The words of `text` a feed item is matched on: three letters or more, no stopword."""
+    return {w for w in WORD.findall(text.lower()) if len(w) >= 3 and w not in STOPWORDS}
 
 
 class FeedProvider:
