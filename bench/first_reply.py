@@ -3,7 +3,7 @@ database), the seconds from the process's start to its first poll, then the seco
 private message to the bot's reply, for a message sent right at the first poll and for one
 sent `--later` seconds after it (each in its own start). Runs `--runs` times, alternating.
 
-What `strata bench --only idle` measures stops at the first poll; this also shows what the
+What `python -m bench.perf --only idle` measures stops at the first poll; this also shows what the
 first turn pays for what start-up left to load in the background (the stemmer, the model SDK).
 
     python bench/first_reply.py --runs 3 --out bench/results/first_reply.json

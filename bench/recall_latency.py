@@ -67,7 +67,7 @@ Vectors = npt.NDArray[np.float32]
 
 
 # The most frequent made-up words play the part of a language's function words, which a real
-# question's keyword search drops (strata.memory.engines.fts.STOPWORDS): queries never use them.
+# question's keyword search drops (strata.core.words.STOPWORDS): queries never use them.
 FUNCTION_WORDS = 100
 
 

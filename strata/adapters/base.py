@@ -34,6 +34,16 @@ class PlatformRateLimited(Exception):
         self.retry_after = retry_after
 
 
+class PlatformUnavailable(PlatformRateLimited):
+    """Raised by a platform call that failed on the platform's side (a 5xx, a dropped
+    connection); `retry_after` is the adapter's own backoff. A send is retried in one place,
+    `call_with_retry`, whichever of the two refused it."""
+
+    def __init__(self, retry_after: float, reason: str) -> None:
+        super().__init__(retry_after)
+        self.args = (f"{reason}, retry after {retry_after:.2f}s",)
+
+
 def utf8_size(text: str) -> int:
     return len(text.encode("utf-8"))
 
@@ -96,8 +106,10 @@ def platform_retry_after(exc: BaseException) -> float | None:
 
 async def call_with_retry(fn: Callable[[], Awaitable[str | None]], *, attempts: int = 4,
                           max_wait: float = 60.0) -> str | None:
-    """Call a platform operation, sleeping out `PlatformRateLimited` a bounded number of times
-    (the platform's own wait, at most `max_wait`: no backoff of ours on top)."""
+    """Call a platform operation, `attempts` tries in all, sleeping out each
+    `PlatformRateLimited` or `PlatformUnavailable` between them (the wait it names, at most
+    `max_wait`: no backoff of ours on top). The one retry layer of a send: adapters translate
+    their errors and never retry a send themselves."""
     policy = RetryPolicy(retryable=rate_limited, what="platform call", attempts=attempts,
                          base=0.0, retry_after=platform_retry_after, retry_after_cap=max_wait)
     return await policy.call(fn)

@@ -43,7 +43,8 @@ from strata.bot.claims import ChannelClaims
 from strata.bot.commands import CommandRouter
 from strata.bot.context_window import ContextWindow, fitted_settings, model_window
 from strata.bot.hypothetical import HypotheticalRecall, HypotheticalTurn
-from strata.bot.llm import OpenAIChatModel, OpenAIEmbedder, load_sdk
+from strata.bot.llm import OpenAIChatModel, OpenAIEmbedder
+from strata.bot.llm_sdk import load_sdk
 from strata.bot.memory_commands import MemoryCommands
 from strata.bot.outbound import Outbound
 from strata.bot.reply_checks import ReplyChecks

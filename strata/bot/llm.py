@@ -1,140 +1,28 @@
 """The one OpenAI-compatible client: chat (streaming and not) and embeddings.
 
-Wraps `openai.AsyncOpenAI` pointed at any `base_url` (Ollama, llama.cpp server, vLLM, OpenAI).
-429, 5xx, timeouts, connection errors and malformed answers are retried a bounded number of
-times by the project's one `RetryPolicy` (`strata.core.retry`: jittered doubling waits, a
-server's Retry-After honoured up to 30 s), and every failure is translated into
-`strata.core.errors.ModelError` subclasses. The SDK's own retries are off (`max_retries=0`):
-its waits cannot be injected (tests would really sleep), it does not retry a malformed answer,
-and two retry layers would multiply the attempts. No other module imports `openai`, and this
-one only when a client is first used (`load_sdk` warms it up): importing the SDK takes about
-a second (its types are hundreds of pydantic models), which start-up must not wait for.
+Wraps `openai.AsyncOpenAI` pointed at any `base_url` (Ollama, llama.cpp server, vLLM, OpenAI)
+through `strata.bot.llm_sdk`, which loads the SDK on first use, retries a failed call a bounded
+number of times by the project's one `RetryPolicy` and translates every failure into
+`strata.core.errors.ModelError` subclasses.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel
 
-from strata.bot.tls import shared_tls
-from strata.core.errors import (
-    ModelBadResponseError,
-    ModelError,
-    ModelRateLimitedError,
-    ModelRequestError,
-    ModelUnavailableError,
-)
-from strata.core.retry import RetryPolicy, Sleep
+from strata.bot.llm_sdk import Client, policy, retried, translate
+from strata.core.errors import ModelBadResponseError, ModelRequestError
+from strata.core.retry import Sleep
 from strata.core.types import ChatMessage, Completion, ToolCall, ToolSpec, Usage
 
 log = logging.getLogger(__name__)
-
-if TYPE_CHECKING:
-    import openai
-
-T = TypeVar("T")
-MAX_RETRY_AFTER = 30.0  # seconds: the longest a server's Retry-After keeps us waiting
-MAX_BACKOFF = 30.0  # seconds: the longest doubled wait
-
-
-def load_sdk() -> None:
-    """Import the SDK and load the CA bundle now (in a thread at start-up), so that no model
-    call waits for them."""
-    import openai  # noqa: F401
-
-    shared_tls()
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    """The server's Retry-After in seconds (the policy caps it), when it sent one."""
-    import openai
-
-    if not isinstance(exc, openai.APIStatusError):
-        return None
-    try:
-        value = exc.response.headers.get("retry-after")
-        return float(value) if value is not None else None
-    except (AttributeError, ValueError):
-        return None
-
-
-def translate(exc: Exception, what: str) -> ModelError:
-    """Map an SDK exception onto the project's error types, with a short honest message."""
-    import openai
-
-    if isinstance(exc, ModelError):
-        return exc
-    if isinstance(exc, openai.RateLimitError):
-        return ModelRateLimitedError(f"{what}: rate limited (429)")
-    if isinstance(exc, openai.APITimeoutError):
-        return ModelUnavailableError(f"{what}: timed out")
-    if isinstance(exc, openai.APIConnectionError):
-        return ModelUnavailableError(f"{what}: cannot connect")
-    if isinstance(exc, openai.InternalServerError):
-        return ModelUnavailableError(f"{what}: server error {exc.status_code}")
-    if isinstance(exc, openai.NotFoundError):
-        return ModelRequestError(f"{what}: not found (404) - is the model name right?")
-    if isinstance(exc, openai.APIStatusError):
-        return ModelRequestError(f"{what}: refused ({exc.status_code})")
-    if isinstance(exc, openai.APIResponseValidationError | ValueError | KeyError | TypeError):
-        return ModelBadResponseError(f"{what}: malformed answer ({type(exc).__name__})")
-    return ModelBadResponseError(f"{what}: {type(exc).__name__}")
-
-
-def _retryable(exc: BaseException) -> bool:
-    import openai
-
-    if isinstance(exc, ModelError):
-        return isinstance(exc, ModelBadResponseError)
-    return isinstance(
-        exc,
-        openai.RateLimitError
-        | openai.APITimeoutError
-        | openai.APIConnectionError
-        | openai.InternalServerError
-        | openai.APIResponseValidationError,
-    )
-
-
-def _policy(max_retries: int, backoff: float, sleep: Sleep) -> RetryPolicy:
-    return RetryPolicy(retryable=_retryable, what="model call", attempts=max_retries + 1,
-                       base=backoff, cap=MAX_BACKOFF, retry_after=_retry_after,
-                       retry_after_cap=MAX_RETRY_AFTER, jitter=True, sleep=sleep)
-
-
-async def _retried(policy: RetryPolicy, what: str, call: Callable[[], Awaitable[T]]) -> T:
-    """`call` under `policy`; its last failure translated into a `ModelError`."""
-    try:
-        return await policy.call(call)
-    except Exception as exc:
-        raise translate(exc, what) from exc
-
-
-class _Client:
-    """The SDK's client, made on first use (see the module doc)."""
-
-    def __init__(self, base_url: str, api_key: str, timeout: float) -> None:
-        self._args = (base_url, api_key or "none", timeout)
-
-    @functools.cached_property
-    def sdk(self) -> openai.AsyncOpenAI:
-        import openai
-
-        base_url, api_key, timeout = self._args
-        return openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0,
-            http_client=openai.DefaultAsyncHttpxClient(verify=shared_tls()))
-
-    async def close(self) -> None:
-        if "sdk" in self.__dict__:  # never made: nothing to close
-            await self.sdk.close()
 
 
 def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
@@ -146,6 +34,47 @@ def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
         )
         for i, c in enumerate(raw)
     )
+
+
+class _StreamedAnswer:
+    """A streamed answer put together from its chunks: the text, the tool calls (their name
+    and arguments arrive in pieces, by index), the usage and why it finished."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.usage = Usage()
+        self.finish: str | None = None
+
+    def add(self, chunk: Any) -> str:
+        """Take in one chunk; its new text ("" when none)."""
+        if getattr(chunk, "usage", None) is not None:
+            self.usage = Usage(chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
+        if not chunk.choices:
+            return ""
+        choice = chunk.choices[0]
+        self.finish = choice.finish_reason or self.finish
+        delta = choice.delta
+        for tc in delta.tool_calls or ():
+            slot = self.calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+            if tc.id:
+                slot["id"] = tc.id
+            if tc.function is not None:
+                slot["name"] += tc.function.name or ""
+                slot["arguments"] += tc.function.arguments or ""
+        if delta.content:
+            self.parts.append(delta.content)
+        return delta.content or ""
+
+    def completion(self) -> Completion:
+        tool_calls = tuple(
+            ToolCall(id=s["id"] or f"call_{i}", name=s["name"], arguments=s["arguments"] or "{}")
+            for i, s in sorted(self.calls.items())
+        )
+        text = "".join(self.parts)
+        if not text.strip() and not tool_calls:
+            raise ModelBadResponseError("chat model: empty answer")
+        return Completion(text, tool_calls, self.usage, self.finish)
 
 
 class OpenAIChatModel:
@@ -165,8 +94,8 @@ class OpenAIChatModel:
     ) -> None:
         self.model = model
         self.max_tokens = max_tokens
-        self._client = _Client(base_url, api_key, timeout)
-        self._retry = _policy(max_retries, backoff, sleep)
+        self._client = Client(base_url, api_key, timeout)
+        self._retry = policy(max_retries, backoff, sleep)
         self._schemas = True  # False once the endpoint refused a json_schema response_format
 
     async def close(self) -> None:
@@ -243,7 +172,7 @@ class OpenAIChatModel:
                 usage = Usage(resp.usage.prompt_tokens or 0, resp.usage.completion_tokens or 0)
             return Completion(text, calls, usage, choice.finish_reason)
 
-        return await _retried(self._retry, "chat model", call)
+        return await retried(self._retry, "chat model", call)
 
     async def stream(
         self,
@@ -261,51 +190,25 @@ class OpenAIChatModel:
         req = self._request(messages, tools, model, max_tokens)
         req["stream"] = True
         req["stream_options"] = {"include_usage": True}
-        stream = await _retried(
+        stream = await retried(
             self._retry, "chat model", lambda: self._client.sdk.chat.completions.create(**req)
         )
-        parts: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
-        usage = Usage()
-        finish: str | None = None
+        answer = _StreamedAnswer()
         try:
             async for chunk in stream:
-                if getattr(chunk, "usage", None) is not None:
-                    usage = Usage(
-                        chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0
-                    )
-                if not chunk.choices:
-                    continue
-                choice = chunk.choices[0]
-                finish = choice.finish_reason or finish
-                delta = choice.delta
-                if delta.content:
-                    parts.append(delta.content)
-                    yield delta.content
-                for tc in delta.tool_calls or ():
-                    slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
-                    if tc.id:
-                        slot["id"] = tc.id
-                    if tc.function is not None:
-                        slot["name"] += tc.function.name or ""
-                        slot["arguments"] += tc.function.arguments or ""
+                delta = answer.add(chunk)
+                if delta:
+                    yield delta
         except Exception as exc:
             raise translate(exc, "chat model (stream)") from exc
-        tool_calls = tuple(
-            ToolCall(id=s["id"] or f"call_{i}", name=s["name"], arguments=s["arguments"] or "{}")
-            for i, s in sorted(calls.items())
-        )
-        text = "".join(parts)
-        if not text.strip() and not tool_calls:
-            raise ModelBadResponseError("chat model: empty answer")
-        yield Completion(text, tool_calls, usage, finish)
+        yield answer.completion()
 
     async def list_models(self) -> list[str]:
         async def call() -> list[str]:
             page = await self._client.sdk.models.list()
             return [m.id for m in page.data]
 
-        return await _retried(self._retry, "chat endpoint", call)
+        return await retried(self._retry, "chat endpoint", call)
 
 
 def usable_vector(raw: Sequence[float] | npt.NDArray[np.floating], dim: int,
@@ -345,8 +248,8 @@ class OpenAIEmbedder:
         self.base_url = base_url
         self._dim = dim
         self.batch_size = batch_size
-        self._client = _Client(base_url, api_key, timeout)
-        self._retry = _policy(max_retries, backoff, sleep)
+        self._client = Client(base_url, api_key, timeout)
+        self._retry = policy(max_retries, backoff, sleep)
 
     @property
     def dim(self) -> int:
@@ -359,7 +262,7 @@ class OpenAIEmbedder:
         out: list[npt.NDArray[np.float32] | None] = []
         for start in range(0, len(texts), self.batch_size):
             batch = [t if t.strip() else " " for t in texts[start : start + self.batch_size]]
-            out += await _retried(
+            out += await retried(
                 self._retry, "embedding model",
                 lambda b=batch: self._embed_batch(b),  # type: ignore[misc]
             )

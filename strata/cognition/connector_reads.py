@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from strata.cognition.connector_secrets import Login
 from strata.cognition.connectors import MAX_FEED_BYTES, ConnectorError, Contact, parse_ics
+from strata.cognition.fetch import HTTP_ERRORS, fetch
 from strata.core.clock import ensure_utc
 from strata.core.errors import StrataError
 from strata.memory.domain.calendar import CalendarEvent
@@ -97,30 +98,24 @@ def missing_extra(exc: ImportError) -> StrataError:
 
 async def http_get(login: Login, timeout: float) -> bytes:
     """The body at `login.url` (Basic auth when a user is given), at most 5 MB."""
-    import aiohttp
-
     host = host_of(login.url)
     headers = {}
-    if login.user:  # HTTP Basic (RFC 7617); aiohttp's own helper moved between versions
+    if login.user:  # HTTP Basic (RFC 7617)
         pair = f"{login.user}:{login.password}".encode()
         headers["Authorization"] = f"Basic {base64.b64encode(pair).decode('ascii')}"
     try:
-        async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
-            # Redirects are not followed: the host checked before the request is the one read
-            # (a public link could otherwise lead the bot into the operator's network).
-            session.get(check_url(login.url, login=bool(login.user)), headers=headers,
-                        allow_redirects=False) as resp,
-        ):
-            if 300 <= resp.status < 400:
-                target = host_of(resp.headers.get("Location", ""))
-                raise ConnectorError(f"{host} answered HTTP {resp.status}, a redirect to "
-                                     f"{target}: give me the address it leads to")
-            if resp.status != 200:
-                raise ConnectorError(f"{host} answered HTTP {resp.status}")
-            data = await resp.content.read(MAX_FEED_BYTES + 1)
-    except (aiohttp.ClientError, TimeoutError) as exc:
+        # Redirects are not followed: the host checked before the request is the one read
+        # (a public link could otherwise lead the bot into the operator's network).
+        got = await fetch(check_url(login.url, login=bool(login.user)), timeout=timeout,
+                          headers=headers)
+    except HTTP_ERRORS as exc:
         raise ConnectorError(f"{host} could not be reached ({type(exc).__name__})") from None
+    if 300 <= got.status < 400:
+        raise ConnectorError(f"{host} answered HTTP {got.status}, a redirect to "
+                             f"{host_of(got.location)}: give me the address it leads to")
+    if got.status != 200:
+        raise ConnectorError(f"{host} answered HTTP {got.status}")
+    data = got.body
     if len(data) > MAX_FEED_BYTES:
         raise ConnectorError(f"{host}: larger than {MAX_FEED_BYTES} bytes")
     return data

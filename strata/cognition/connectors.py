@@ -7,9 +7,8 @@ nothing downstream. The connector-sync job stores the events (for the ambient sn
 turns them into facts; contacts become facts, mail headers are kept for the snapshot. The
 operator's ICS feeds are here (`configured_connectors`); what a person connects with
 `/connect` is in `strata.cognition.personal_connectors`. May import `bot` and `memory`; the
-`icalendar`,
-`recurring-ical-events` and `aiohttp` packages (the `calendar` extra) are imported when a sync
-runs.
+`icalendar` and `recurring-ical-events` packages (the `calendar` extra) are imported when a
+sync runs.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
+from strata.cognition.fetch import HTTP_ERRORS, MAX_BODY_BYTES, fetch
 from strata.core.clock import ensure_utc
 from strata.core.config import Settings
 from strata.core.errors import ConfigError, StrataError
@@ -33,7 +33,7 @@ from strata.memory.domain.connectors import MailHeader
 
 log = logging.getLogger(__name__)
 
-MAX_FEED_BYTES = 5 * 1024 * 1024
+MAX_FEED_BYTES = MAX_BODY_BYTES
 
 
 class ConnectorError(StrataError):
@@ -84,18 +84,13 @@ class Connector(Protocol):
 async def read_source(target: str, timeout: float) -> bytes:
     """The bytes at an http(s) URL or a local path (`file://` allowed), at most 5 MB."""
     if target.startswith(("http://", "https://")):
-        import aiohttp
-
         try:
-            async with (
-                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
-                session.get(target) as resp,
-            ):
-                if resp.status != 200:
-                    raise ConnectorError(f"{target}: HTTP {resp.status}")
-                data = await resp.content.read(MAX_FEED_BYTES + 1)
-        except (aiohttp.ClientError, TimeoutError) as exc:
+            got = await fetch(target, timeout=timeout)
+        except HTTP_ERRORS as exc:
             raise ConnectorError(f"{target}: {type(exc).__name__}: {exc}") from exc
+        if got.status != 200:
+            raise ConnectorError(f"{target}: HTTP {got.status}")
+        data = got.body
     else:
         path = Path(target.removeprefix("file://")).expanduser()
         try:

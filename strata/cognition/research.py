@@ -7,12 +7,12 @@ decides what is genuinely new and relevant. Feeds are matched against the query'
 feed item only comes back for a query it is about. Everything fetched is untrusted text and is
 handed to the model as quoted data; feed XML is parsed by defusedxml, which refuses entity
 bombs and external entities. What leaves the machine is logged at INFO (`research:
-asking URL for 'query'`), so an operator can see what research sends out. May import `bot`;
-`aiohttp` is imported when a search runs.
+asking URL for 'query'`), so an operator can see what research sends out. May import `bot`.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Sequence
@@ -26,17 +26,15 @@ from defusedxml import DefusedXmlException
 
 from strata.bot.commands import CommandContext, CommandReply, CommandRouter
 from strata.cognition.connectors import ConnectorError, every_source_failed, read_source
+from strata.cognition.fetch import HTTP_ERRORS, fetch
 from strata.core.config import Settings
+from strata.core.words import STOPWORDS, WORD
 from strata.memory.domain.persons import PersonRepo
 
 log = logging.getLogger(__name__)
 
-_WORD = re.compile(r"\w{3,}")
 _TAGS = re.compile(r"<[^>]+>")
 _ATOM = "{http://www.w3.org/2005/Atom}"
-STOPWORDS = frozenset(
-    ["the", "and", "for", "with", "about", "from", "that", "this", "what", "new", "into", "your"]
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,20 +62,15 @@ async def get_json(url: str, params: dict[str, str], *, timeout: float, what: st
     """GET `url` with `params` and decode its JSON; a `ConnectorError` naming `what` on any
     failure. Logged first: every request that leaves the machine is in the log at INFO, its
     query (words from the person's memory, which a forget cannot reach in a log) at DEBUG."""
-    import aiohttp
-
     log.info("research: asking %s", url)
     log.debug("research: the query sent to %s: %r", url, params.get("q", ""))
     try:
-        async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout),
-                                  headers={"User-Agent": USER_AGENT}) as s,
-            s.get(url, params=params) as resp,
-        ):
-            if resp.status != 200:
-                raise ConnectorError(f"{what} {url}: HTTP {resp.status}")
-            return await resp.json(content_type=None)
-    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        got = await fetch(url, timeout=timeout, headers={"User-Agent": USER_AGENT},
+                          params=params)
+        if got.status != 200:
+            raise ConnectorError(f"{what} {url}: HTTP {got.status}")
+        return json.loads(got.body)
+    except (*HTTP_ERRORS, ValueError) as exc:
         raise ConnectorError(f"{what} {url}: {type(exc).__name__}: {exc}") from exc
 
 
@@ -158,7 +151,8 @@ def parse_feed(data: bytes, source: str) -> list[Finding]:
 
 
 def terms(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
+    """The words of `text` a feed item is matched on: three letters or more, no stopword."""
+    return {w for w in WORD.findall(text.lower()) if len(w) >= 3 and w not in STOPWORDS}
 
 
 class FeedProvider:

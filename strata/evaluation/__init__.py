@@ -2,6 +2,6 @@
 
 `recall` (the static eval), `lived` (the eval after the memory has lived through the data set)
 and `cli` (the `strata eval` command) depend on `bot`, `memory` and `cognition`; none of those
-imports this package (an import-linter contract). The `strata` command line loads `cli` by name
-when the package is installed (`strata.app.cli.PLUGINS`).
+imports this package (an import-linter contract). The `strata` command line finds `cli` through
+the `strata.commands` entry point group (pyproject.toml).
 """

@@ -99,66 +99,8 @@ def _postgres_url(text: str) -> str:
     return text
 
 
-async def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
-    from strata.evaluation.perf import run_bench, table, write
-
-    report = await run_bench(args, settings)
-    report["command"] = bench_command(args)
-    print(table(report["figures"]))
-    if args.out:
-        write(Path(args.out), report)
-        print(f"wrote {args.out} and {Path(args.out).with_suffix('.md')}")
-    return 0
-
-
-def bench_command(args: argparse.Namespace) -> str:
-    """The command that reproduces this run (what the docs quote beside its numbers)."""
-    words = ["strata", "bench"] + (["--quick"] if args.quick else [])
-    for flag, value, default in (("--only", args.only, None), ("--persons", args.persons, None),
-                                 ("--memories", args.memories, 10_000),
-                                 ("--engines", args.engines, "sqlite,postgres"),
-                                 ("--out", args.out, None)):
-        if value != default:
-            words += [flag, str(value)]
-    return shlex.join(words)
-
-
-def _parts(text: str) -> str:
-    wanted = {p.strip() for p in text.split(",") if p.strip()}
-    if not wanted or wanted - BENCH_PARTS:
-        raise argparse.ArgumentTypeError(f"a comma-separated subset of {', '.join(BENCH_PARTS)}")
-    return ",".join(sorted(wanted))
-
-
-BENCH_PARTS = {"engines", "load", "idle", "model"}
-
-
 def register(sub: Any) -> None:
-    """Add `strata eval recall` and `strata bench`."""
-    _add_bench(sub)
-    _add_eval_recall(sub)
-
-
-def _add_bench(sub: Any) -> None:
-    """`strata bench`: its parts, sizes and engines."""
-    bench = sub.add_parser(
-        "bench", help="performance figures, each beside its floor (needs a source checkout)")
-    bench.add_argument("--quick", action="store_true",
-                       help="fewer persons and turns (about 5 minutes; 10,000 memories each)")
-    bench.add_argument("--out", help="write the JSON report here (and its table as .md)")
-    bench.add_argument("--only", type=_parts, default=None, metavar="PART,…",
-                       help="only these parts: engines, load, idle, model (default: all;"
-                       " model only with the local extra and its weights)")
-    bench.add_argument("--persons", type=int, default=None,
-                       help="persons in the engines' store (default 5 with --quick, else 50)")
-    bench.add_argument("--memories", type=int, default=10_000, help="memories per person")
-    bench.add_argument("--engines", default="sqlite,postgres",
-                       help="the storage engines measured (sqlite,postgres)")
-    bench.set_defaults(run=cmd_bench)
-
-
-def _add_eval_recall(sub: Any) -> None:
-    """`strata eval recall`: the data set, what is measured, and where the report goes."""
+    """Add `strata eval recall`."""
     evals = sub.add_parser("eval", help="measure memory quality on a data set").add_subparsers(
         dest="eval_command", required=True, metavar="WHAT")
     rec = evals.add_parser(

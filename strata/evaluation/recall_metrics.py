@@ -4,7 +4,6 @@ conversation and category, the abstention sample, the printed table and the `--d
 from __future__ import annotations
 
 import random
-import re
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -12,11 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from strata.core.words import STOPWORDS, WORD
 from strata.evaluation.recall_data import ADVERSARIAL, EvalQuestion
-from strata.memory.engines.fts import STOPWORDS
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-
 
 METRIC_KEYS = (
     "evidence_recall",
@@ -66,7 +62,7 @@ class Answer:
 
 def content_words(text: str) -> set[str]:
     """Lower-cased words of `text` without stopwords (the answer-coverage vocabulary)."""
-    return {w for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
+    return {w for w in WORD.findall(text.lower()) if w not in STOPWORDS}
 
 
 def answer_coverage(answer: str, block: str) -> float:
@@ -74,7 +70,7 @@ def answer_coverage(answer: str, block: str) -> float:
     want = content_words(answer)
     if not want:
         return 0.0
-    have = {w for w in _WORD.findall(block.lower())}
+    have = {w for w in WORD.findall(block.lower())}
     return len(want & have) / len(want)
 
 

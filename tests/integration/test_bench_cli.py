@@ -1,5 +1,6 @@
-"""`strata bench` end to end at a tiny size on SQLite: the report's figures, their floors and
-targets, and the markdown table written beside the JSON. Shape only: no timings are asserted."""
+"""`python -m bench.perf` end to end at a tiny size on SQLite: the report's figures, their
+floors and targets, and the markdown table written beside the JSON. Shape only: no timings are
+asserted."""
 
 from __future__ import annotations
 
@@ -8,16 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from strata.app.cli import main
-from strata.evaluation.perf import Figure, table
+from bench.perf import Figure, main, table
 
 
-def test_strata_bench_writes_figures_beside_their_floors(
+def test_bench_perf_writes_figures_beside_their_floors(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # no strata.toml of the checkout's
     out = tmp_path / "bench.json"
-    assert main(["bench", "--only", "engines", "--engines", "sqlite", "--persons", "2",
+    assert main(["--only", "engines", "--engines", "sqlite", "--persons", "2",
                  "--memories", "60", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     names = [f["name"] for f in report["figures"]]
@@ -27,9 +27,9 @@ def test_strata_bench_writes_figures_beside_their_floors(
         assert set(f) >= {"name", "value", "floor", "unit", "ok", "target"}
         assert f["value"] > 0 and f["floor"] > 0, f
         assert isinstance(f["ok"], bool), f
-    assert report["command"].startswith("strata bench --only engines --persons 2")
+    assert report["command"].startswith("python -m bench.perf --only engines --persons 2")
     md = out.with_suffix(".md").read_text()
-    assert "`recall_warm_p95_ms_sqlite`" in md and "Made by `strata bench" in md
+    assert "`recall_warm_p95_ms_sqlite`" in md and "Made by `python -m bench.perf" in md
     assert "| `ingest_turns_per_s_sqlite` |" in capsys.readouterr().out
 
 

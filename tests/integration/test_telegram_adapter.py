@@ -290,6 +290,27 @@ async def test_a_lasting_502_ends_in_an_honest_failure_not_a_hang(
         "Here you are."]
 
 
+async def test_502s_and_429s_together_get_one_bounded_set_of_tries(
+    app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
+) -> None:
+    """A send is tried four times in all, whatever mix of server errors and flood control
+    refuses it (one retry layer: a 429 does not start a fresh round of 5xx retries), and then
+    the turn fails honestly: the person is told, the answer stays saved."""
+    fake = telegram_api
+    fake_openai.reply("Here you are.")
+    for _ in range(2):
+        fake.fail_next("sendMessage", 502)
+        fake.fail_next("sendMessage", 429, retry_after=1)
+    async with running(app.turns(), fake, retry_base=0.01) as adapter:
+        fake.push_group_message(GROUP, ADA, "a question", mention_bot=True)
+        await settle(fake, adapter, 1)
+
+    assert [a["status"] for a in fake.calls("sendMessage")] == [502, 429, 502, 429, 200]
+    assert fake.bot_texts(GROUP) == [SORRY]
+    assert [r.content for r in await rows_of(app, str(GROUP)) if r.role is Role.ASSISTANT] == [
+        "Here you are."]
+
+
 async def test_rejected_html_falls_back_to_plain_text(
     app: App, fake_openai: FakeOpenAI, telegram_api: FakeTelegramAPI
 ) -> None:

@@ -136,6 +136,12 @@ def test_render_html_escapes_everything_the_model_wrote() -> None:
     assert render_html('" onmouseover="x') == "&quot; onmouseover=&quot;x"
 
 
+def test_render_html_keeps_the_breaks_between_blocks() -> None:
+    assert render_html("# Plan\n\n~~old~~ _new_\n* a list stays text") == (
+        "<strong>Plan</strong><br><br><del>old</del> <em>new</em><br>* a list stays text")
+    assert render_html("__init__ and snake_case") == "__init__ and snake_case"
+
+
 def test_reply_and_edit_contents() -> None:
     c = reply_content("hi **you**", in_reply_to="$q")
     assert c["msgtype"] == "m.text" and c["body"] == "hi **you**"

@@ -1,12 +1,13 @@
-"""Markdown → Telegram HTML (`strata.adapters.telegram.formatting`), checked against the fake Bot
-API's parser, which follows Telegram's rules for what HTML it accepts."""
+"""Markdown → Telegram HTML (`strata.adapters.telegram.formatting`, on the shared parser of
+`strata.adapters.markdown`), checked against the fake Bot API's parser, which follows
+Telegram's rules for what HTML it accepts."""
 
 from __future__ import annotations
 
 import pytest
 
-from strata.adapters.telegram.formatting import balanced, to_html
-from tests.fakes.telegram_api import parse_formatted_text
+from strata.adapters.telegram.formatting import to_html
+from tests.fakes.telegram_api import ApiError, parse_formatted_text
 
 
 def shown(markup: str) -> tuple[str, list[tuple[str, str]]]:
@@ -58,14 +59,33 @@ def test_things_that_are_not_markdown_stay_text(plain: str) -> None:
     assert entities == []
 
 
-def test_overlapping_markup_falls_back_to_escaped_text() -> None:
-    raw = "**a *b** c*"
-    markup = to_html(raw)
-    assert balanced(markup)
-    assert shown(markup)[0] == raw
+def test_overlapping_markup_still_gives_html_telegram_accepts() -> None:
+    """`**a *b** c*` cannot be drawn as written: the parser nests it, so the tags are balanced
+    (Telegram refuses any other HTML, as the next test shows) and every word is shown."""
+    text, entities = shown(to_html("**a *b** c*"))
+    assert text == "a b c"
+    assert entities and {kind for kind, _ in entities} == {"italic"}
 
 
-def test_balanced() -> None:
-    assert balanced("<b>x <i>y</i></b>")
-    assert not balanced("<b>x <i>y</b></i>")
-    assert not balanced("<b>x")
+@pytest.mark.parametrize("markup", ["<b>x <i>y</b></i>", "<b>x"])
+def test_telegram_refuses_unbalanced_html(markup: str) -> None:
+    with pytest.raises(ApiError, match="can't parse entities"):
+        shown(markup)
+
+
+def test_line_breaks_and_indents_are_kept() -> None:
+    raw = "Steps:\n  1. boil\n  2. pour\n\n\nDone, **enjoy**."
+    text, entities = shown(to_html(raw))
+    assert text == "Steps:\n  1. boil\n  2. pour\n\n\nDone, enjoy."
+    assert entities == [("bold", "enjoy")]
+
+
+def test_only_links_telegram_opens_are_links() -> None:
+    assert shown(to_html("[x](javascript:alert(1))")) == ("[x](javascript:alert(1))", [])
+    assert shown(to_html("[write](mailto:a@example.org)"))[1] == [("text_link", "write")]
+
+
+def test_an_unclosed_fence_is_code_to_the_end() -> None:
+    """While a reply streams, its code block is not closed yet: it shows as code already."""
+    text, entities = shown(to_html("Try:\n```sh\nls -l"))
+    assert text == "Try:\nls -l" and [kind for kind, _ in entities] == ["pre"]

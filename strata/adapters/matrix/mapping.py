@@ -9,14 +9,14 @@ homeserver sends it (captured payloads in tests/fixtures/matrix/ drive its tests
 - `reply_content` / `edit_content`: the `m.text` contents the bot sends (plain `body` plus a
   safe HTML `formatted_body`), and `content_size`, the byte size that is checked against the
   homeserver's 65,536-byte event limit.
-- `render_html`: a small, safe markdown subset → HTML (everything is escaped first).
+- `render_html`: a small, safe markdown subset → HTML (everything is escaped; the shared
+  parser of `strata.adapters.markdown` with Matrix's tags).
 
-Imports `strata.core.types` and `strata.core.config` only.
+Imports `strata.adapters.markdown`, `strata.core.types` and `strata.core.config` only.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from collections.abc import Container, Mapping
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from strata.adapters.markdown import Style, render
 from strata.core.config import AccessSettings
 from strata.core.types import InboundMessage, Location
 
@@ -222,42 +223,19 @@ def invite_allowed(inviter: str, access: AccessSettings) -> bool:
 
 # -- outbound -----------------------------------------------------------------------------------
 
-_FENCE = re.compile(r"```[^\n`]*\n(.*?)(?:\n)?```", re.DOTALL)
-_CODE = re.compile(r"`([^`\n]+)`")
-_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
-_ITALIC = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])")
-_LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^\s)]+)\)")
-
-
-def _inline(text: str) -> str:
-    """Escaped text → text with bold, italic and links (code spans are handled outside)."""
-    text = _LINK.sub(lambda m: f'<a href="{m.group(2)}">{m.group(1)}</a>', text)
-    text = _BOLD.sub(r"<strong>\1</strong>", text)
-    return _ITALIC.sub(r"<em>\1</em>", text)
+MATRIX = Style(
+    tags={"strong": "strong", "em": "em", "s": "del", "code": "code", "heading": "strong"},
+    schemes=("http://", "https://"),
+    newline="<br>",
+    quote=True,
+)
 
 
 def render_html(text: str) -> str:
-    """A safe subset of markdown as HTML: code blocks and spans, bold, italic, http(s) links,
-    line breaks. Everything the model wrote is escaped first, so no markup of its own passes."""
-    out: list[str] = []
-    pos = 0
-    for m in _FENCE.finditer(text):
-        out.append(_render_prose(text[pos : m.start()]))
-        out.append(f"<pre><code>{html.escape(m.group(1))}</code></pre>")
-        pos = m.end()
-    out.append(_render_prose(text[pos:]))
-    return "".join(out)
-
-
-def _render_prose(text: str) -> str:
-    parts: list[str] = []
-    pos = 0
-    for m in _CODE.finditer(text):
-        parts.append(_inline(html.escape(text[pos : m.start()])))
-        parts.append(f"<code>{html.escape(m.group(1))}</code>")
-        pos = m.end()
-    parts.append(_inline(html.escape(text[pos:])))
-    return "".join(parts).replace("\n", "<br>")
+    """A safe subset of markdown as Matrix HTML (`strata.adapters.markdown`): code blocks and
+    spans, bold, italic, strikethrough, http(s) links, line breaks. Everything the model wrote
+    is escaped, so no markup of its own passes."""
+    return render(text, MATRIX)
 
 
 def reply_content(text: str, *, in_reply_to: str | None = None) -> dict[str, Any]:

@@ -2,11 +2,12 @@
 
 Replies go out as HTML (`formatting.to_html`); when Telegram rejects the entities ("can't
 parse entities") the same part is resent as plain text. A 429 becomes `PlatformRateLimited`
-(`flood.flood_control`). A 5xx or a network error on a send, edit or file is retried
-`SEND_RETRIES` times with doubling backoff (the answer is saved by then; showing it is worth a
-few seconds). "Message is not modified" counts as done. `/export` files go out with
-sendDocument. Telegram counts a message's 4,096 characters in UTF-16 units (`utf16_len`).
-Imports `strata.adapters.telegram.*` and python-telegram-bot.
+(`flood.flood_control`), a 5xx or a network error `PlatformUnavailable` with a doubling
+backoff; `call_with_retry` (`strata.adapters.base`) retries both, the one retry layer of a
+send (the answer is saved by then; showing it is worth a few seconds). "Message is not
+modified" counts as done. `/export` files go out with sendDocument. Telegram counts a
+message's 4,096 characters in UTF-16 units (`utf16_len`). Imports `strata.adapters.base`,
+`strata.adapters.telegram.*`, `strata.core.retry` and python-telegram-bot.
 """
 
 from __future__ import annotations
@@ -17,15 +18,16 @@ from typing import TypeVar
 
 from telegram import Bot, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
-from telegram.error import BadRequest
+from telegram.error import BadRequest, NetworkError
 
-from strata.adapters.telegram.flood import backoff, flood_control
+from strata.adapters.base import PlatformUnavailable
+from strata.adapters.telegram.flood import RETRY_CAP, flood_control
 from strata.adapters.telegram.formatting import to_html
+from strata.core.retry import doubling
 
 log = logging.getLogger(__name__)
 
 MESSAGE_LIMIT = 4096
-SEND_RETRIES = 3  # after a 5xx or a network error; then the error reaches `deliver_turn`
 T = TypeVar("T")
 
 
@@ -52,17 +54,24 @@ class Chat:
         self.chat_id = chat_id
         self.reply_to = reply_to  # in groups the first part answers the person's message
         self.retry_base = retry_base
+        self._failures = 0  # platform failures in a row, for the backoff
 
-    async def _sturdy(self, call: Callable[[], Awaitable[T]]) -> T:
+    async def _once(self, call: Callable[[], Awaitable[T]]) -> T:
         """`call` with a 429 turned into `PlatformRateLimited` and a 5xx or network error
-        (PTB's `NetworkError`, which `BadRequest` is not here) retried `SEND_RETRIES` times
-        with doubling backoff: the answer is already saved, so it is worth a few seconds to
-        show it. A timed-out send may have arrived; a rare duplicate beats a lost answer."""
-        async def once() -> T:
+        (PTB's `NetworkError`, which `BadRequest` is not here) into `PlatformUnavailable`,
+        its wait doubling while failures follow each other in this chat. A timed-out send
+        may have arrived; a rare duplicate beats a lost answer."""
+        try:
             async with flood_control():
-                return await call()
-
-        return await backoff(self.retry_base, attempts=SEND_RETRIES + 1).call(once)
+                result = await call()
+        except NetworkError as exc:
+            if isinstance(exc, BadRequest):
+                raise
+            self._failures += 1
+            wait = doubling(self._failures, self.retry_base, RETRY_CAP)
+            raise PlatformUnavailable(wait, f"telegram: {exc.message}") from exc
+        self._failures = 0
+        return result
 
     async def send(self, text: str) -> str:
         reply = None
@@ -81,12 +90,12 @@ class Chat:
                 sent = await self.bot.send_message(self.chat_id, text, reply_parameters=reply)
             return str(sent.message_id)
 
-        sent_id = await self._sturdy(once)
+        sent_id = await self._once(once)
         self.reply_to = None
         return sent_id
 
     async def edit(self, message_id: str, text: str) -> None:
-        await self._sturdy(lambda: self._edit_once(message_id, text))
+        await self._once(lambda: self._edit_once(message_id, text))
 
     async def _edit_once(self, message_id: str, text: str) -> None:
         try:
@@ -107,6 +116,6 @@ class Chat:
             await self.bot.send_chat_action(self.chat_id, ChatAction.TYPING)
 
     async def send_file(self, name: str, data: bytes) -> str:
-        sent = await self._sturdy(
+        sent = await self._once(
             lambda: self.bot.send_document(self.chat_id, document=data, filename=name))
         return str(sent.message_id)

@@ -3,8 +3,9 @@
 
 PTB's `AIORateLimiter` paces requests under Telegram's flood limits (`TimedRateLimiter` logs
 how long it held each one); with `max_retries=0` a 429 (`RetryAfter`) is passed on and becomes
-the adapters' common `PlatformRateLimited` (`flood_control`). A 5xx or a network error is
-retried with doubling backoff up to `RETRY_CAP` (`backoff`), a 429's own wait honoured.
+the adapters' common `PlatformRateLimited` (`flood_control`). The poll loop waits out a 5xx or
+a network error with doubling backoff up to `RETRY_CAP` (`backoff`), a 429's own wait
+honoured; a send's errors are retried by `strata.adapters.base.call_with_retry`.
 Imports `strata.adapters.base`, `strata.core` and python-telegram-bot.
 """
 

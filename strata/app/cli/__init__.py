@@ -1,5 +1,7 @@
 """The `strata` command line: the parser and `main`. Each area adds its subcommands in its own
-module here (`core`, …) through a `register(subparsers)` function listed in `MODULES`.
+module here (`core`, …) through a `register(subparsers)` function listed in `COMMANDS`; an
+installed distribution adds more through the `strata.commands` entry point group (the
+benchmark harness's `strata eval`, pyproject.toml), which the core never imports.
 
 With `strata.app.compose`, the `strata.app.cli` modules are the only ones that may import `adapters`
 and
@@ -11,12 +13,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
-import importlib.util
 import os
 import sys
+from importlib.metadata import entry_points
 
-from strata.app.cli import logs
+from strata.app.cli import (
+    agents,
+    core,
+    dbcopy,
+    dbfiles,
+    jobs,
+    lifecycle,
+    logs,
+    memory,
+    recall,
+    run,
+    web,
+)
 from strata.bot.embedded import EMBEDDED_DIM, embeds_locally, model_endpoints
 from strata.bot.visible import say
 from strata.core.config import Settings, default_db_path, load_settings
@@ -24,14 +37,10 @@ from strata.core.errors import StorageError, StrataError
 from strata.memory.engines.sqlite_open import new_sqlite_file, stored_dim
 
 # Subcommand modules, each with `register(subparsers)`; commands set `run=coroutine(args, s)`.
-MODULES = [
-    f"strata.app.cli.{name}"
-    for name in ("core", "dbfiles", "memory", "recall", "lifecycle", "jobs", "run", "dbcopy",
-                 "agents", "web")
-]
-# Subcommand modules of packages outside the core, loaded by name when they are installed: the
+COMMANDS = (core, dbfiles, memory, recall, lifecycle, jobs, run, dbcopy, agents, web)
+# Each entry point of this group is a `register(subparsers)` of a package above the core: the
 # benchmark harness (`strata eval`) depends on the core, never the other way round.
-PLUGINS = ["strata.evaluation.cli"]
+PLUGIN_GROUP = "strata.commands"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,11 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", help="TOML config file (default ./strata.toml if present)")
     logs.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in MODULES:
-        importlib.import_module(name).register(sub)
-    for name in PLUGINS:
-        if importlib.util.find_spec(name.partition(".")[0]) is not None:
-            importlib.import_module(name).register(sub)
+    for module in COMMANDS:
+        module.register(sub)
+    for plugin in sorted(entry_points(group=PLUGIN_GROUP), key=lambda ep: ep.name):
+        plugin.load()(sub)
     return parser
 
 

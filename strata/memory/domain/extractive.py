@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from strata.core.tokens import count_tokens, truncate_to_tokens
+from strata.core.words import WORD
 from strata.memory.domain.statement_kind import statement_problem
 from strata.memory.engines.fts import terms
 
@@ -35,7 +36,6 @@ _END = re.compile(r"(?<=[.!?…])([\"'”’»)]*)\s+")
 _QUOTES = re.compile(r"[\"“”«»]")
 OMITTED = "…"  # stands where sentences were left out
 _SPEAKER = re.compile(r"^([^:\n]{1,40}):\s+(?=\S)")
-_TOKEN = re.compile(r"\w+", re.UNICODE)
 # Relevance vs. novelty: below 1, a sentence that repeats a chosen one loses to a fresh one.
 # Novelty weighs more than relevance: what a summary must carry is many different facts (who
 # did what, where, when), and on the lived LoCoMo replay (conversations 0–2) roll-up parents
@@ -53,7 +53,7 @@ class _Unit:
 
 
 def _specific(body: str) -> int:
-    tokens = _TOKEN.findall(body)
+    tokens = WORD.findall(body)
     return sum(1 for i, t in enumerate(tokens)
                if any(c.isdigit() for c in t) or (i > 0 and t[:1].isupper()))
 

@@ -18,11 +18,11 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from strata.core.words import WORD
 from strata.memory.domain.fact_types import normalise_text
 
 # Share of the evidence's words that must occur in the person's own lines of the episode.
 EVIDENCE_OVERLAP = 0.6
-_WORDS = re.compile(r"\w+", re.UNICODE)
 _QUESTION = re.compile(r"\?\s*$")
 _HYPOTHETICAL = re.compile(
     r"\b(what if|suppose|supposing|imagine|if i|if we|i might|i may|maybe i|perhaps i|"
@@ -60,7 +60,7 @@ def evidence_problem(evidence: str) -> str | None:
 
 
 def _words(text: str) -> list[str]:
-    return [w.lower() for w in _WORDS.findall(text)]
+    return [w.lower() for w in WORD.findall(text)]
 
 
 def find_evidence(evidence: str, lines: Sequence[tuple[int, str]]) -> list[int]:

@@ -36,6 +36,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from strata.core.words import SURFACE_WORD
 from strata.memory.domain.fact_evidence import evidence_problem
 from strata.memory.domain.number_frames import reframed
 from strata.memory.domain.recall_names import calendar_stems, names_in
@@ -90,7 +91,6 @@ def _framing() -> frozenset[str]:
     return frozenset(stem(w) for w in _FRAMING_WORDS.split())
 
 _DIGITS = re.compile(r"\d+")
-_WORDS = re.compile(r"[\w'’]+")
 _QUOTED = re.compile(r"[\"“”]([^\"“”]{8,})[\"“”]")
 _SNAKE = re.compile(r"\b[a-z]+_[a-z_]+\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"“])")
@@ -120,7 +120,7 @@ def log_refusal(refusal: Refusal, owner_id: int | None = None) -> None:
 
 
 def _surface(text: str) -> list[str]:
-    return [w.lower().replace("’", "'") for w in _WORDS.findall(text)]
+    return [w.lower().replace("’", "'") for w in SURFACE_WORD.findall(text)]
 
 
 def echo(text: str, prompt: Iterable[str] = (), sources: Sequence[str] = ()) -> str | None:

@@ -9,9 +9,9 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from strata.memory.domain.recall_table import WORD, RowTable, surface_words
+from strata.core.words import STOPWORDS, WORD
+from strata.memory.domain.recall_table import RowTable, surface_words
 from strata.memory.domain.text import stem, tokens
-from strata.memory.engines.fts import STOPWORDS
 
 _NAME = re.compile(r"\b[A-Z][\w'’-]*")
 

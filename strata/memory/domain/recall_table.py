@@ -20,7 +20,6 @@ F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
 
-WORD = re.compile(r"\w+", re.UNICODE)
 
 
 _POSSESSIVE = re.compile(r"['’]s$")

@@ -21,14 +21,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from strata.core.words import STOPWORDS, SURFACE_WORD, WORD
 from strata.memory.domain.text import stem
-from strata.memory.engines.fts import STOPWORDS
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
-_WORD = re.compile(r"\w+", re.UNICODE)  # what `tokens` splits on
-_SURFACE = re.compile(r"[\w'’]+")  # what `surface_words` splits on
 _POSSESSIVE = re.compile(r"['’]s$")
 _SEP = "\x00"  # between rows: neither a word character nor whitespace
 _ASCII_WORD = frozenset(string.ascii_letters + string.digits + "_")
@@ -85,7 +83,7 @@ def _words(lowered: Sequence[str], pattern: re.Pattern[str], table: bytes) -> li
 
 def surface_of(lowered: Sequence[str]) -> set[str]:
     """Every lower-cased word as written in the (lower-cased) rows, possessive 's dropped."""
-    distinct = set(_words(lowered, _SURFACE, _SURFACE_BYTES))
+    distinct = set(_words(lowered, SURFACE_WORD, _SURFACE_BYTES))
     distinct.discard(_SEP)
     return {_POSSESSIVE.sub("", w) for w in distinct}
 
@@ -94,7 +92,7 @@ def split_rows(texts: Sequence[str], offset: int = 0) -> tuple[Postings, F64, se
     """The postings (row indices from `offset`), content-word counts and surface words of
     `texts`, the next rows of a table in order."""
     lowered = [t.lower() for t in texts]
-    words = _words(lowered, _WORD, _TOKEN_BYTES)
+    words = _words(lowered, WORD, _TOKEN_BYTES)
     vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
     ids = np.fromiter(map(vocab.__getitem__, words), np.int64, len(words))
     row = np.cumsum(ids == vocab.get(_SEP, -1))  # a word's row: the separators before it

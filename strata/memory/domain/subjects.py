@@ -16,9 +16,9 @@ Pure functions over text, no SQL.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Collection, Sequence
 
+from strata.core.words import SURFACE_WORD
 from strata.memory.domain.recall_names import names_in
 from strata.memory.domain.text import stem, tokens
 
@@ -30,7 +30,6 @@ _KIN = """brother sister mum mom mother dad father wife husband son daughter fri
 _FILLER = """ok okay bye goodbye hi hello hey thanks thank cheers yes yeah yep no nope sure
     cool fine good great nice lol haha hmm night morning see later soon well right alright"""
 _POSSESSIVE = {"my", "her", "his", "their", "the", "a", "an", "our", "your"}
-_WORD = re.compile(r"[\w'’]+")
 
 
 @functools.cache
@@ -46,7 +45,7 @@ def _filler() -> frozenset[str]:
 def only_filler(text: str) -> bool:
     """Whether every word of `text` is chat filler ("ok, bye", "thanks!"): a claim about
     nothing."""
-    words = [w.lower() for w in _WORD.findall(text)]
+    words = [w.lower() for w in SURFACE_WORD.findall(text)]
     return bool(words) and all(w in _filler() or stem(w) in _filler() for w in words)
 
 
@@ -55,7 +54,7 @@ def _someone_else(fact: str, own: Collection[str], names: Collection[str]) -> fr
     subject: "Brother Ravi lives …" → {brother, ravi}; "Ravi lives …" → {ravi}, when Ravi is
     a name the facts use mid-sentence, `names`: any sentence starts with a capital); empty
     when the fact is the person's own ("Is a pharmacist", "Has a brother named Ravi")."""
-    words = _WORD.findall(fact)
+    words = SURFACE_WORD.findall(fact)
     while words and words[0].lower() in _POSSESSIVE:
         words = words[1:]
     if not words:
@@ -74,8 +73,8 @@ def _someone_else(fact: str, own: Collection[str], names: Collection[str]) -> fr
 def borrowed(text: str, facts: Sequence[str], own_names: Collection[str] = ()) -> bool:
     """Whether `text` takes a word that only facts about someone else hold, without naming
     that someone (their kin word or name)."""
-    own = {w.lower() for name in own_names for w in _WORD.findall(name)}
-    said = {w.lower() for w in _WORD.findall(text)}
+    own = {w.lower() for name in own_names for w in SURFACE_WORD.findall(name)}
+    said = {w.lower() for w in SURFACE_WORD.findall(text)}
     said |= {stem(w) for w in said}
     names = {n for f in facts for n in names_in(f)}
     others = [(set(tokens(f)), _someone_else(f, own, names)) for f in facts]

@@ -20,9 +20,8 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
 
-from strata.memory.engines.fts import STOPWORDS, porter_stem
-
-_WORD = re.compile(r"\w+", re.UNICODE)
+from strata.core.words import STOPWORDS, WORD
+from strata.memory.engines.fts import porter_stem
 
 stem: Callable[[str], str] = porter_stem
 
@@ -38,7 +37,7 @@ def stem_prefix(word: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """Stemmed, lower-cased content words of `text` (stopwords dropped), with repeats."""
-    return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+    return [stem(w) for w in WORD.findall(text.lower()) if w not in STOPWORDS]
 
 
 def query_stems(text: str, limit: int = 32) -> list[str]:

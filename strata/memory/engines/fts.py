@@ -14,13 +14,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.abc
-import re
 import sys
 import threading
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
+
+from strata.core.words import STOPWORDS, WORD
 
 _PORTER_MAX = 64  # FTS5 passes longer tokens through unstemmed (FTS5_PORTER_MAX_TOKEN)
 
@@ -74,19 +75,11 @@ def load_stemmer() -> None:
     _porter()
 
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-# Words that carry no topic; dropping them keeps OR-queries from matching everything.
-STOPWORDS = frozenset(
-    """a an and are as at be but by did do does for from had has have he her hers him his how i
-    if in into is it its me my no not of on or our she so than that the their them then there
-    these they this to too us was we were what when where which who whom why will with would you
-    your yours s t d ll m re ve""".split()  # noqa: SIM905 - easier to read as prose
-)
 
 
 def terms(text: str, *, max_terms: int = 32, keep_stopwords: bool = False) -> list[str]:
     """Distinct lower-cased words of `text`, in order, stopwords dropped unless nothing is left."""
-    words = [w.lower() for w in _WORD.findall(text)]
+    words = [w.lower() for w in WORD.findall(text)]
     seen: dict[str, None] = {}
     for w in words:
         if keep_stopwords or w not in STOPWORDS:

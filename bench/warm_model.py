@@ -19,13 +19,13 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bench.perf import Figure
 from strata.bot.embedded import EMBEDDED_CONTEXT, EmbeddedModels, runtime_installed
 from strata.bot.llm import OpenAIChatModel
 from strata.bot.prompt import PromptParts, build_messages
 from strata.bot.weights import installed, open_weights, spec_named
 from strata.core.config import Settings, default_db_path
 from strata.core.types import Role, RowKind, TranscriptRow
-from strata.evaluation.perf import Figure
 
 TURNS = 3
 HISTORY_TOKENS = 1200
@@ -107,7 +107,7 @@ async def conversation(base_url: str, model: str, persona: str) -> list[float]:
 
 
 async def model_figures(settings: Settings) -> tuple[list[Figure], dict[str, Any]]:
-    """The figures `strata bench` reports for the embedded model (none when it is absent)."""
+    """The figures `python -m bench.perf` reports for the embedded model (none without it)."""
     spec = spec_named(settings.llm.embedded_model)
     cache = default_db_path(os.environ).parent / "models"
     if not runtime_installed() or not installed(spec):
