@@ -368,7 +368,7 @@ async def measure_ingest(store: Store, turns: int, seed: int, dim: int) -> dict[
     assert pending == 0, f"{pending} ingested rows were left without a vector"
     # The floor: the same rows and vectors, bare executemany, one transaction, one new channel.
     flat = [x for pair in texts for x in pair]
-    corpus = Corpus(flat, (await embedder.embed(flat)).astype(np.float32))
+    corpus = Corpus(flat, np.stack([embedder.one(t) for t in flat]).astype(np.float32))
     person = await PersonRepo(db).get_or_create("bench:floor", "floor", NOW)
     channel = await ChannelRepo(db).get_or_create(
         platform="bench", room_ref="floor", owner_id=person.id, kind=ChannelKind.PRIVATE,

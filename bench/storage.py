@@ -40,7 +40,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.report import write_report  # noqa: E402
-from strata.core.types import ChannelKind, NewRow, Role  # noqa: E402 - after the path set-up
+from strata.core.ports import Vector  # noqa: E402 - after the path set-up
+from strata.core.types import ChannelKind, NewRow, Role  # noqa: E402
 from strata.memory.domain.episodes import EpisodeRepo, NewEpisode  # noqa: E402
 from strata.memory.domain.persons import ChannelRepo, PersonRepo  # noqa: E402
 from strata.memory.domain.row_vectors import RowIndexer  # noqa: E402
@@ -65,8 +66,8 @@ class HashEmbedder:
     def dim(self) -> int:
         return self._dim
 
-    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        return np.stack([self.one(t) for t in texts])
+    async def embed(self, texts: Sequence[str]) -> list[Vector | None]:
+        return [self.one(t) for t in texts]
 
     def one(self, text: str) -> npt.NDArray[np.float32]:
         seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
