@@ -21,12 +21,12 @@ from typing import Any
 
 from bench.fact_labels import LABELS, Label
 from strata.app.compose import App
+from strata.cognition.writers.facts import model_completer
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
 from strata.core.config_sections import DbSettings
 from strata.core.errors import ModelError
 from strata.core.types import ChannelKind, NewRow, Role
-from strata.memory.domain.fact_extraction import model_completer
 from strata.memory.domain.plain_facts import plain_candidates
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

@@ -33,13 +33,14 @@ sys.path.insert(0, str(ROOT))
 
 from bench.report import write_report  # noqa: E402
 from strata.bot.llm import OpenAIChatModel, OpenAIEmbedder  # noqa: E402
+from strata.cognition.writers.rollup import rollup_channel  # noqa: E402
 from strata.core.clock import to_iso  # noqa: E402
 from strata.core.types import ChannelKind  # noqa: E402
 from strata.memory.domain.clustering import cluster_labels  # noqa: E402
 from strata.memory.domain.episodes import EpisodeRepo, NewEpisode, as_blob  # noqa: E402
 from strata.memory.domain.janitor import decay_pass, recompute_weights  # noqa: E402
+from strata.memory.domain.lifecycle import MemoryLifecycle  # noqa: E402
 from strata.memory.domain.persons import ChannelRepo, PersonRepo  # noqa: E402
-from strata.memory.domain.rollup import rollup_channel  # noqa: E402
 from strata.memory.engines.db import Database  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
 
@@ -105,7 +106,8 @@ async def bench_rollup(n: int) -> dict[str, Any]:
             labels = cluster_labels(vecs)
             clustering = time.perf_counter() - t
             t = time.perf_counter()
-            result = await rollup_channel(db, chat, embedder, channel.id, 0, NOW)
+            result = await rollup_channel(MemoryLifecycle(db, embedder), chat, channel.id, 0,
+                                          NOW)
             full = time.perf_counter() - t
         finally:
             await chat.close()

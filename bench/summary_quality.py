@@ -71,9 +71,9 @@ async def _conversation(settings: Settings, turns: Sequence[EvalTurn],
                               now=rows[-1].ts, flush=True)
             assert app.cutter is not None
             model_cutter = app.cutter
-            extractive = dataclasses.replace(
-                model_cutter, settings=dataclasses.replace(model_cutter.settings,
-                                                           use_model=False))
+            extractive = dataclasses.replace(model_cutter, windows=dataclasses.replace(
+                model_cutter.windows, settings=dataclasses.replace(model_cutter.settings,
+                                                                   use_model=False)))
             out: list[dict[str, Any]] = []
             for w in [w for w in cut if w.rows][:windows]:
                 source = "\n".join(r.content for r in w.rows)

@@ -33,7 +33,7 @@ from strata.core.types import Person as Owner
 from strata.evaluation.recall import recall_once
 
 # Every module whose text a model is shown by Strata (prompts, schemas, the persona's module).
-PROMPT_PACKAGES = ("strata.cognition.prompts", "strata.memory.domain.prompts")
+PROMPT_PACKAGES = ("strata.cognition.prompts",)
 PROMPT_MODULES = ("strata.bot.prompt", "strata.bot.turn_prompt", "strata.bot.background")
 TARGETS = {"echo": 0, "unsupported_share": 0.05, "recall": 0.6}
 

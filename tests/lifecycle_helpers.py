@@ -7,15 +7,34 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from strata.core.ports import Embedder
 from strata.core.types import Channel, ChannelKind, NewRow, Person, Role, RowKind
 from strata.memory.domain.episodes import LEAF, EpisodeRepo, NewEpisode
+from strata.memory.domain.lifecycle import MemoryLifecycle
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
 from strata.memory.domain.transcript import TranscriptRepo
 from strata.memory.engines.db import Database
+
+
+class HasMemory(Protocol):
+    """An app (or lane app) with a database and an embedder."""
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+
+def lifecycle(app: HasMemory) -> MemoryLifecycle:
+    """The memory life cycle over the app's database (as the composition root builds it;
+    the tests pass their own policies)."""
+    return MemoryLifecycle(app.db, app.embedder)
 
 
 @dataclass

@@ -6,10 +6,11 @@ import uuid
 from collections.abc import Sequence
 
 from strata.bot.llm import OpenAIEmbedder
+from strata.cognition.writers.episodes import EpisodeCutter
 from strata.core.clock import ManualClock
 from strata.core.ports import ChatModel, Clock, Embedder
 from strata.core.types import Channel, ChannelKind, NewRow, Person, Role, RowKind
-from strata.memory.domain.episode_cut import CutSettings, EpisodeCutter
+from strata.memory.domain.episode_cut import CutSettings, EpisodeWindows
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
 from strata.memory.domain.row_vectors import RowIndexer
 from strata.memory.domain.transcript import TranscriptRepo
@@ -77,8 +78,8 @@ def row_indexer(db: Database, embedder: Embedder) -> RowIndexer:
 def episode_cutter(db: Database, embedder: Embedder, clock: Clock, chat: ChatModel | None,
                    settings: CutSettings) -> EpisodeCutter:
     """An episode cutter over `db` with its repositories (as the composition root wires it)."""
-    return EpisodeCutter(db, embedder, clock, chat, settings, transcript=TranscriptRepo(db),
-                         persons=PersonRepo(db))
+    return EpisodeCutter(EpisodeWindows(db, embedder, settings, TranscriptRepo(db),
+                                        PersonRepo(db)), clock, chat)
 
 
 MIGRATION_PACKAGES = {"sqlite": "strata.memory.engines.migrations",

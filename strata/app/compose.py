@@ -55,14 +55,14 @@ from strata.cognition.ambient import AmbientContext
 from strata.cognition.registry import default_registry
 from strata.cognition.runner import Runner
 from strata.cognition.services import Services
+from strata.cognition.writers.episodes import EpisodeCutter
+from strata.cognition.writers.facts import FactExtraction
 from strata.core.config import Settings
 from strata.core.identity import ProcessIdentity, this_process
 from strata.core.ports import Adapter, ChatModel, Clock, Recaller
 from strata.memory.coordination.leases import Leases
 from strata.memory.coordination.turn_queue import TurnQueue
-from strata.memory.domain.episode_cut import EpisodeCutter
 from strata.memory.domain.episodes import EpisodeRepo
-from strata.memory.domain.fact_extraction import FactExtractor
 from strata.memory.domain.facts import FactStore
 from strata.memory.domain.forget import Forgetter
 from strata.memory.domain.intake import TurnIntake
@@ -102,7 +102,7 @@ class App:
     transcript: TranscriptRepo
     processor: TurnProcessor
     facts: FactStore
-    extractor: FactExtractor
+    extractor: FactExtraction
     forgetter: Forgetter
     commands: CommandRouter = field(default_factory=CommandRouter)
     episodes: EpisodeRepo | None = None

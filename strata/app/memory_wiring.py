@@ -16,6 +16,9 @@ from strata.bot.memory_commands import MemoryCommands
 from strata.bot.memory_tools import MemoryTools
 from strata.bot.remember_command import RememberCommand
 from strata.bot.tools import ToolRegistry
+from strata.cognition.writers.compaction import CompactionHook
+from strata.cognition.writers.episodes import EpisodeCutter
+from strata.cognition.writers.facts import FactExtraction, model_completer
 from strata.core.config import Settings
 from strata.core.ports import AfterTurn, ChatModel, Clock, ContextSource, Embedder
 from strata.core.types import Channel, Person
@@ -24,11 +27,11 @@ from strata.memory.coordination.jobruns import JobRunRepo
 from strata.memory.domain.agents import AgentRepo
 from strata.memory.domain.calendar import CalendarRepo
 from strata.memory.domain.clustering import ClusterParams
-from strata.memory.domain.compaction import CompactionHook, CompactionPolicy
+from strata.memory.domain.compaction import CompactionPolicy
 from strata.memory.domain.connectors import ConnectorStore, MailHeaders
-from strata.memory.domain.episode_cut import CutSettings, EpisodeCutter
+from strata.memory.domain.episode_cut import CutSettings, EpisodeWindows
 from strata.memory.domain.episodes import EpisodeRepo
-from strata.memory.domain.fact_extraction import FactExtractor, model_completer
+from strata.memory.domain.fact_extraction import FactExtractor
 from strata.memory.domain.fact_recall import FactCandidates
 from strata.memory.domain.facts import FactRepo, FactStore
 from strata.memory.domain.forget import Forgetter
@@ -133,7 +136,7 @@ class ExtractAfterTurn:
     read the owner's new episodes into facts, so a cut episode is read in the same turn."""
 
     before: AfterTurn
-    extractor: FactExtractor
+    extractor: FactExtraction
     chat_for: Callable[[int], ChatModel]
     clock: Clock
     max_episodes: int
@@ -158,7 +161,7 @@ class MemoryParts:
     row_indexer: RowIndexer
     cutter: EpisodeCutter
     forgetter: Forgetter
-    extractor: FactExtractor
+    extractor: FactExtraction
     lifecycle: MemoryLifecycle
     after_turn: list[AfterTurn]
 
@@ -180,12 +183,12 @@ def build_memory(settings: Settings, db: Database, repos: Repos, embedder: Embed
     model for calls made outside a job run, charged to the memory owner."""
     facts = FactStore(repos.facts, embedder)
     row_indexer = RowIndexer(db, embedder, transcript=repos.transcript, persons=repos.persons)
-    cutter = EpisodeCutter(db, embedder, clock, chat, cut_settings(settings),
-                           transcript=repos.transcript, persons=repos.persons,
-                           chat_for=metered("cut:turn"))
-    extractor = FactExtractor(db, facts, repos.persons,
-                              min_confidence=settings.facts.min_confidence,
-                              input_tokens=settings.facts.input_tokens)
+    windows = EpisodeWindows(db, embedder, cut_settings(settings), repos.transcript,
+                             repos.persons)
+    cutter = EpisodeCutter(windows, clock, chat, chat_for=metered("cut:turn"))
+    extractor = FactExtraction(
+        FactExtractor(db, facts, repos.persons, min_confidence=settings.facts.min_confidence),
+        input_tokens=settings.facts.input_tokens)
     after_turn: list[AfterTurn] = [
         row_indexer,
         ExtractAfterTurn(cutter, extractor, metered("extract:turn"), clock,
@@ -193,9 +196,9 @@ def build_memory(settings: Settings, db: Database, repos: Repos, embedder: Embed
         if settings.facts.extract_after_turn
         else cutter,
     ]
-    policy = make_lifecycle_policy(settings)
+    lifecycle = MemoryLifecycle(db, embedder, make_lifecycle_policy(settings))
     if settings.lifecycle.compact_after_turn:
-        after_turn.append(CompactionHook(db, chat, clock, policy.compaction,
+        after_turn.append(CompactionHook(lifecycle, chat, clock, lifecycle.policy.compaction,
                                          chat_for=metered("compact:turn")))
     return MemoryParts(
         facts=facts,
@@ -204,7 +207,7 @@ def build_memory(settings: Settings, db: Database, repos: Repos, embedder: Embed
         cutter=cutter,
         forgetter=make_forgetter(db, embedder, repos, recall_log),
         extractor=extractor,
-        lifecycle=MemoryLifecycle(db, embedder, policy),
+        lifecycle=lifecycle,
         after_turn=after_turn,
     )
 

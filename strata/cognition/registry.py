@@ -93,12 +93,13 @@ class JobContext(Generic[P]):
     def model(self) -> ChatModel:
         """The services' model on this run's budget: every call's tokens count in
         `tokens` (and so in the run's row), and a call after the budget is spent raises
-        `BudgetExhaustedError`. For jobs that ask the model outside a turn (consolidate)."""
+        `BudgetExhaustedError`. For jobs whose model work is not a turn (consolidate, through
+        `strata.cognition.writers`: only cognition calls it, memory never does)."""
+        return MeteredChat(self.chat, self.charge, lambda: self.remaining)
 
-        async def charge(tokens: int) -> None:
-            self.tokens += tokens
-
-        return MeteredChat(self.chat, charge, lambda: self.remaining)
+    async def charge(self, tokens: int) -> None:
+        """Count `tokens` against this run's budget."""
+        self.tokens += tokens
 
     def turn_id(self, step: str = "main") -> str:
         base = f"job:{self.job}:{self.person.id}:{self.inputs}:{step}"

@@ -19,15 +19,15 @@ from strata.bot.tools import ToolRegistry
 from strata.bot.turns import TurnProcessor
 from strata.cognition.connectors import Connector
 from strata.cognition.research import SearchProvider
+from strata.cognition.writers.episodes import EpisodeCutter
+from strata.cognition.writers.facts import FactExtraction
 from strata.core.config import Settings
 from strata.core.ports import ChatModel, Clock, Embedder
 from strata.memory.coordination.claims import RunnerLeases
 from strata.memory.coordination.jobruns import JobRunRepo
 from strata.memory.domain.calendar import CalendarRepo
 from strata.memory.domain.connectors import MailHeaders
-from strata.memory.domain.episode_cut import EpisodeCutter
 from strata.memory.domain.episodes import EpisodeRepo
-from strata.memory.domain.fact_extraction import FactExtractor
 from strata.memory.domain.facts import FactStore
 from strata.memory.domain.lifecycle import MemoryLifecycle
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
@@ -55,7 +55,7 @@ class Services:
     portraits: PortraitRepo
     calendar: CalendarRepo
     facts: FactStore
-    extractor: FactExtractor
+    extractor: FactExtraction
     lifecycle: MemoryLifecycle
     leases: RunnerLeases
     mail: MailHeaders

@@ -30,6 +30,7 @@ from typing import Any
 
 from strata.app.compose import App
 from strata.app.memory_wiring import make_lifecycle_policy
+from strata.cognition.writers.consolidate import consolidate_owner
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
 from strata.core.config_sections import DbSettings
@@ -46,8 +47,8 @@ from strata.evaluation.recall_data import (
 )
 from strata.evaluation.recall_metrics import Answer, abstention_sample, quoted_in, summarize
 from strata.memory.domain.janitor import decay_pass
+from strata.memory.domain.lifecycle import MemoryLifecycle
 from strata.memory.domain.recall_render import priced_span, render_span
-from strata.memory.domain.rollup import consolidate_owner
 
 log = logging.getLogger(__name__)
 
@@ -257,8 +258,9 @@ async def _eval_conversation(
             texts = {t.turn_id: row_text(t) for t in turns}
             progress.step(0, f"{conv}: {len(turns)} turns in")
             if options.consolidate:
-                done = await consolidate_owner(app.db, app.chat, app.embedder, person.id,
-                                               clock.now(), make_lifecycle_policy(app.settings))
+                done = await consolidate_owner(MemoryLifecycle(app.db, app.embedder), app.chat,
+                                               person.id, clock.now(),
+                                               make_lifecycle_policy(app.settings))
                 decayed = await decay_pass(app.db, clock.now(), person.id)
                 log.info("%s: consolidate %s; decay %s", conv, done, decayed)
             answers: list[list[Answer]] = [[] for _ in methods]

@@ -7,16 +7,18 @@ import numpy as np
 import pytest
 
 from strata.app.compose import App
+from strata.cognition.writers.compaction import CompactionHook, compact_channel
 from strata.core.clock import ManualClock
 from strata.core.types import NewRow, Role
-from strata.memory.domain.compaction import CompactionHook, CompactionPolicy, compact_channel
+from strata.memory.domain.compaction import CompactionPolicy
 from strata.memory.domain.decay import episode_weight
 from strata.memory.domain.episodes import TOPIC, as_blob
 from strata.memory.domain.janitor import decay_pass
+from strata.memory.domain.lifecycle import MemoryLifecycle
 from strata.memory.domain.prune import prune_channel, prune_owner
 from strata.memory.domain.transcript import history_since_watermark, watermark
 from tests.fakes.openai_server import FakeOpenAI
-from tests.lifecycle_helpers import add_episode, add_turn, make_scope
+from tests.lifecycle_helpers import add_episode, add_turn, lifecycle, make_scope
 
 POLICY = CompactionPolicy(trigger_tokens=400, keep_tokens=150, input_tokens=2000)
 
@@ -26,7 +28,7 @@ async def test_compaction_folds_previous_summary_and_keeps_the_tail(
     scope = await make_scope(app.db, "ann", clock.now())
     ids = [await add_turn(scope, n, clock.now()) for n in range(6)]  # ~6 × 110 tokens
     fake_openai.reply("Summary one: questions and answers.")
-    first = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), POLICY)
+    first = await compact_channel(lifecycle(app), app.chat, scope.channel.id, clock.now(), POLICY)
     assert first.compacted and first.covers_to is not None
     # Whole turns only, and the newest talk stays verbatim above the watermark.
     assert first.covers_to in {turn[-1] for turn in ids}
@@ -39,7 +41,7 @@ async def test_compaction_folds_previous_summary_and_keeps_the_tail(
     for n in range(6, 12):
         await add_turn(scope, n, clock.now())
     fake_openai.reply("Summary two: more questions and answers.")
-    second = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), POLICY)
+    second = await compact_channel(lifecycle(app), app.chat, scope.channel.id, clock.now(), POLICY)
     assert second.compacted
     sent = fake_openai.chat_requests()[-1]["messages"][-1]["content"]
     assert "Summary one: questions and answers." in sent  # folded in
@@ -53,7 +55,7 @@ async def test_under_budget_does_nothing(app: App, fake_openai: FakeOpenAI,
                                          clock: ManualClock) -> None:
     scope = await make_scope(app.db, "bea", clock.now())
     await add_turn(scope, 0, clock.now())
-    result = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), POLICY)
+    result = await compact_channel(lifecycle(app), app.chat, scope.channel.id, clock.now(), POLICY)
     assert not result.compacted and result.error is None
     assert fake_openai.chat_requests() == []
 
@@ -64,14 +66,14 @@ async def test_failing_summary_leaves_the_watermark_an_empty_one_falls_back(
     for n in range(6):
         await add_turn(scope, n, clock.now())
     fake_openai.reply("first summary of the questions")
-    first = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), POLICY)
+    first = await compact_channel(lifecycle(app), app.chat, scope.channel.id, clock.now(), POLICY)
     for n in range(6, 12):
         await add_turn(scope, n, clock.now())
     before = await watermark(app.db, scope.channel.id)
 
     # The endpoint is down: nothing is stored, the next check tries again.
     fake_openai.fail_next(status=500, times=5, path="chat")
-    failed = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), POLICY)
+    failed = await compact_channel(lifecycle(app), app.chat, scope.channel.id, clock.now(), POLICY)
     assert not failed.compacted and failed.error
     after = await watermark(app.db, scope.channel.id)
     assert before is not None and after is not None
@@ -80,7 +82,7 @@ async def test_failing_summary_leaves_the_watermark_an_empty_one_falls_back(
     # The model answers nothing usable: the extractive summary moves the watermark.
     fake_openai.clear()
     fake_openai.reply("   ")
-    empty = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), POLICY)
+    empty = await compact_channel(lifecycle(app), app.chat, scope.channel.id, clock.now(), POLICY)
     assert empty.compacted and not empty.error and empty.covers_to is not None
     assert empty.covers_to > first.covers_to  # type: ignore[operator]
     moved = await watermark(app.db, scope.channel.id)
@@ -96,7 +98,7 @@ async def test_compaction_without_a_model_is_extractive_and_advances(
     ids = [await add_turn(scope, n, clock.now()) for n in range(6)]
     policy = CompactionPolicy(trigger_tokens=400, keep_tokens=150, input_tokens=2000,
                               summary_words=60, use_model=False)
-    done = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), policy)
+    done = await compact_channel(lifecycle(app), app.chat, scope.channel.id, clock.now(), policy)
     assert done.compacted and done.covers_to in {turn[-1] for turn in ids}
     assert fake_openai.chat_requests() == []
     mark = await watermark(app.db, scope.channel.id)
@@ -131,7 +133,8 @@ async def test_pruning_keeps_cited_and_unreached_rows_and_drops_the_rest(
 
     fake_openai.reply("summary of every question and answer")
     policy = CompactionPolicy(trigger_tokens=10, keep_tokens=0, input_tokens=100_000)
-    done = await compact_channel(db, app.chat, scope.channel.id, clock.now(), policy)
+    done = await compact_channel(MemoryLifecycle(db, app.embedder), app.chat, scope.channel.id,
+                                 clock.now(), policy)
     assert done.covers_to == turns[7][-1]
     if bulk:  # one transaction that rebuilds the FTS indexes instead of per-row triggers
         [result] = await prune_owner(db, scope.person.id, bulk_min_rows=1)
@@ -205,7 +208,7 @@ async def test_after_turn_hook_waits_after_a_failure(app: App, fake_openai: Fake
     scope = await make_scope(app.db, "fin", clock.now())
     for n in range(6):
         await add_turn(scope, n, clock.now())
-    hook = CompactionHook(app.db, app.chat, clock, POLICY)
+    hook = CompactionHook(lifecycle(app), app.chat, clock, POLICY)
     fake_openai.fail_next(status=503, path="chat")  # down: worth trying again later
     await hook(scope.channel, scope.person, "t")
     await hook(scope.channel, scope.person, "t")  # within 10 minutes: not asked again
@@ -229,7 +232,7 @@ async def test_a_20_mb_message_never_goes_whole_into_the_compaction_request(
     for n in range(4):
         await add_turn(scope, n, clock.now())
     fake_openai.reply("The person pasted lorem ipsum and asked questions.")
-    result = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), POLICY)
+    result = await compact_channel(lifecycle(app), app.chat, scope.channel.id, clock.now(), POLICY)
     assert result.compacted and result.covers_to is not None and result.covers_to >= big_id
     (size,) = [n for path, n in fake_openai.sizes if path == "chat"]
     # 2000 tokens ≈ 8000 characters of transcript, plus the instructions and JSON framing.

@@ -32,10 +32,9 @@ import pytest
 from strata.app.compose import App
 from strata.bot.embedded import EmbeddedModels, Endpoint, runtime_installed
 from strata.bot.prompt import MEMORY_PREAMBLE
-from strata.cognition.prompts import synthesis
+from strata.cognition.prompts import compaction, synthesis
 from strata.core.clock import ManualClock
 from strata.core.config import Settings, load_settings
-from strata.memory.domain.prompts import compaction
 from tests.conftest import ENGINE, strata_env
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_turns import msg

@@ -7,9 +7,10 @@ import json
 from typing import Any
 
 from strata.bot.llm import OpenAIChatModel
+from strata.cognition.writers.episodes import EpisodeCutter
 from strata.core.clock import ManualClock
 from strata.core.types import ChannelKind, RowKind
-from strata.memory.domain.episode_cut import CutSettings, EpisodeCutter
+from strata.memory.domain.episode_cut import CutSettings
 from strata.memory.domain.episodes import EpisodeRepo
 from strata.memory.domain.persons import PersonRepo
 from strata.memory.engines.db import Database

@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 
 from strata.app.compose import App
+from strata.cognition.prompts.facts import SYSTEM, FactsSchema, system_prompt
+from strata.cognition.writers.facts import FactExtraction, model_completer
 from strata.core.clock import ManualClock
 from strata.core.errors import ModelBadResponseError
 from strata.core.types import Channel, ChannelKind, NewRow, Person, Role
 from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
-from strata.memory.domain.fact_extraction import FactExtractor, evidence_problem, model_completer
+from strata.memory.domain.fact_extraction import FactExtractor, evidence_problem
 from strata.memory.domain.facts import FactRepo, FactStore
-from strata.memory.domain.prompts.facts import SYSTEM, FactsSchema, system_prompt
 from tests.fakes.openai_server import FakeOpenAI
 
 
@@ -43,8 +44,9 @@ async def episode(app: App, clock: ManualClock, p: Person, ch: Channel,
         vec, clock.now())
 
 
-def extractor(app: App) -> FactExtractor:
-    return FactExtractor(app.db, FactStore(FactRepo(app.db), app.embedder), app.persons)
+def extractor(app: App) -> FactExtraction:
+    return FactExtraction(FactExtractor(app.db, FactStore(FactRepo(app.db), app.embedder),
+                                        app.persons))
 
 
 def cand(text: str, evidence: str, **kw: Any) -> dict[str, Any]:
@@ -229,8 +231,8 @@ async def test_extraction_input_is_bounded_and_the_evidence_still_checks(
                       + [(Role.USER, "I work as a nurse in Leeds.")])
     fake_openai.reply(json.dumps({"facts": [cand("Works as a nurse", "I work as a nurse",
                                                  attribute="job")]}))
-    ex = FactExtractor(app.db, FactStore(FactRepo(app.db), app.embedder), app.persons,
-                       input_tokens=2000)
+    ex = FactExtraction(FactExtractor(app.db, FactStore(FactRepo(app.db), app.embedder),
+                                      app.persons), input_tokens=2000)
     await ex.run(p.id, model_completer(app.chat), clock.now())
     (size,) = [n for path, n in fake_openai.sizes if path == "chat"]
     # 2000 tokens ≈ 8000 characters, the instructions (~2.7 kB), line breaks (JSON-escaped);

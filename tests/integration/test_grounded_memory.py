@@ -9,17 +9,18 @@ import json
 from typing import Any
 
 from strata.app.compose import App
+from strata.cognition.writers.compaction import compact_channel
+from strata.cognition.writers.facts import model_completer
+from strata.cognition.writers.rollup import rollup_channel
 from strata.core.clock import ManualClock
 from strata.core.types import Role
 from strata.memory.domain import grounding as g
-from strata.memory.domain.compaction import compact_channel
 from strata.memory.domain.episodes import LEAF, EpisodeRepo
-from strata.memory.domain.fact_extraction import model_completer
 from strata.memory.domain.refusals import RefusalRepo
-from strata.memory.domain.rollup import RollupPolicy, rollup_channel
+from strata.memory.domain.rollup import RollupPolicy
 from strata.memory.domain.transcript import watermark
 from tests.fakes.openai_server import FakeOpenAI
-from tests.lifecycle_helpers import add_episode, add_turn, blobs, make_scope
+from tests.lifecycle_helpers import add_episode, add_turn, blobs, lifecycle, make_scope
 from tests.memory_helpers import channel, person, turns
 
 from .test_compaction_prune import POLICY
@@ -58,7 +59,7 @@ async def test_a_continuity_summary_with_invented_dialogue_is_not_the_history(
         await add_turn(scope, n, clock.now())
     fake_openai.reply('The person asked questions, then said "please tell me about the '
                       'whereabouts of the answer".')
-    result = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(), POLICY)
+    result = await compact_channel(lifecycle(app), app.chat, scope.channel.id, clock.now(), POLICY)
     assert result.compacted  # the extractive summary moved the watermark
     mark = await watermark(app.db, scope.channel.id)
     assert mark is not None and "please" not in mark[0].content
@@ -92,7 +93,7 @@ async def test_a_rollup_parent_carries_no_number_its_children_lack(
         await add_episode(scope, v, clock.now(), summary=f"Ron went hiking near Oslo, trip {i}.")
     fake_openai.responder = lambda body: json.dumps(
         {"summary": "Ron went hiking near Oslo 300 times with Mia.", "key_terms": ["hiking"]})
-    result = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+    result = await rollup_channel(lifecycle(app), app.chat, scope.channel.id, LEAF,
                                   clock.now(), RollupPolicy())
     assert result.parents and not result.errors
     for parent_id in result.parents:

@@ -11,14 +11,15 @@ import numpy as np
 import pytest
 
 from strata.app.compose import App
+from strata.cognition.writers.consolidate import consolidate_owner
+from strata.cognition.writers.rollup import rollup_channel
 from strata.core.clock import ManualClock
 from strata.core.types import NewRow, Role
 from strata.memory.domain.clustering import cluster_labels
 from strata.memory.domain.episodes import ERA, LEAF, TOPIC, cited_rows_by_episode
-from strata.memory.domain.lifecycle import consolidate_owner
-from strata.memory.domain.rollup import RollupPolicy, rollup_channel
+from strata.memory.domain.rollup import RollupPolicy
 from tests.fakes.openai_server import FakeOpenAI
-from tests.lifecycle_helpers import add_episode, add_turn, blobs, make_scope
+from tests.lifecycle_helpers import add_episode, add_turn, blobs, lifecycle, make_scope
 
 # Three topics of 12 leaves and three side threads of 5, 5 and 4: the side threads are too
 # small for a cluster (min size 10).
@@ -49,12 +50,12 @@ async def test_fiftieth_leaf_triggers_a_round_noise_stays_apex(
                              salience=0.2 + 0.01 * i)
            for i in range(49)]
     clock.advance(hours=1)
-    none = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+    none = await rollup_channel(lifecycle(app), app.chat, scope.channel.id, LEAF,
                                 clock.now())
     assert not none.ran and none.apexes == 49 and rollup_model.chat_requests() == []
 
     ids.append(await add_episode(scope, vecs[49], clock.now(), summary="leaf 49", rows=rows[49]))
-    result = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+    result = await rollup_channel(lifecycle(app), app.chat, scope.channel.id, LEAF,
                                   clock.now())
     assert result.ran and result.apexes == 50 and not result.errors
     assert len(result.parents) == result.clusters >= 3
@@ -101,7 +102,7 @@ async def test_fiftieth_leaf_triggers_a_round_noise_stays_apex(
     assert np.allclose(np.linalg.norm(own, axis=1), 1.0, atol=1e-4)
 
     # Below the threshold again: the next consolidate pass leaves the noise alone.
-    again = await consolidate_owner(app.db, app.chat, app.embedder, scope.person.id,
+    again = await consolidate_owner(lifecycle(app), app.chat, scope.person.id,
                                     clock.now())
     assert again.clusters == 0 and all(not r.ran for r in again.rounds)
 
@@ -118,10 +119,10 @@ async def test_era_round_fires_at_25_topics(app: App, rollup_model: FakeOpenAI,
     scope = await make_scope(app.db, "gus", clock.now())
     vecs = blobs((13, 12), app.db.dim, seed=1)
     ids = [await add_episode(scope, vecs[i], clock.now(), level=TOPIC) for i in range(24)]
-    assert not (await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, TOPIC,
+    assert not (await rollup_channel(lifecycle(app), app.chat, scope.channel.id, TOPIC,
                                      clock.now())).ran
     ids.append(await add_episode(scope, vecs[24], clock.now(), level=TOPIC))
-    result = await consolidate_owner(app.db, app.chat, app.embedder, scope.person.id,
+    result = await consolidate_owner(lifecycle(app), app.chat, scope.person.id,
                                      clock.now())
     era = next(r for r in result.rounds if r.level == TOPIC)
     assert era.ran and era.clusters >= 1 and era.parents
@@ -131,7 +132,7 @@ async def test_era_round_fires_at_25_topics(app: App, rollup_model: FakeOpenAI,
     assert [e.level for e in await scope.episodes.apexes(scope.channel.id, ERA)] \
         == [ERA] * len(era.parents)
     # Era digests never roll up further.
-    assert (await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, ERA,
+    assert (await rollup_channel(lifecycle(app), app.chat, scope.channel.id, ERA,
                                  clock.now())).ran is False
 
 
@@ -142,7 +143,7 @@ async def test_failed_summary_keeps_that_cluster_as_apexes(
     ids = [await add_episode(scope, v, clock.now()) for v in vecs[:50]]
     # The first cluster's summary call fails in a way worth retrying (the endpoint is down).
     rollup_model.fail_next(status=503, path="chat")
-    result = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+    result = await rollup_channel(lifecycle(app), app.chat, scope.channel.id, LEAF,
                                   clock.now())
     assert result.ran and len(result.errors) == 1
     assert len(result.parents) == result.clusters - 1
@@ -164,7 +165,7 @@ async def test_an_answer_off_the_schema_is_never_stored_the_parent_is_extractive
         fake_openai.fail_next(status=400, path="chat", times=10)
     else:
         fake_openai.responder = lambda body: answer
-    result = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+    result = await rollup_channel(lifecycle(app), app.chat, scope.channel.id, LEAF,
                                   clock.now())
     assert result.ran and result.parents and not result.errors
     assert fake_openai.chat_requests()  # the model was asked …
@@ -183,7 +184,7 @@ async def test_muted_channels_do_not_roll_up(app: App, rollup_model: FakeOpenAI,
     scope = await make_scope(app.db, "ivy", clock.now(), source="scheduled")
     for v in blobs(SIZES, app.db.dim, seed=0):
         await add_episode(scope, v, clock.now())
-    result = await consolidate_owner(app.db, app.chat, app.embedder, scope.person.id,
+    result = await consolidate_owner(lifecycle(app), app.chat, scope.person.id,
                                      clock.now())
     assert result.rounds == () and rollup_model.chat_requests() == []
 
@@ -195,7 +196,7 @@ async def test_extractive_parents_need_no_model(app: App, fake_openai: FakeOpenA
     for i, v in enumerate(vecs[:50]):
         await add_episode(scope, v, clock.now(), summary=f"leaf number {i} said something")
     policy = RollupPolicy(use_model=False)
-    result = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+    result = await rollup_channel(lifecycle(app), app.chat, scope.channel.id, LEAF,
                                   clock.now(), policy)
     assert result.ran and result.parents and not result.errors
     assert fake_openai.chat_requests() == []
@@ -206,7 +207,8 @@ async def test_extractive_parents_need_no_model(app: App, fake_openai: FakeOpenA
 
 async def test_recall_drops_tombstoned_children_at_once_and_never_shows_compactions(
         app: App, rollup_model: FakeOpenAI, clock: ManualClock) -> None:
-    from strata.memory.domain.compaction import CompactionPolicy, compact_channel
+    from strata.cognition.writers.compaction import compact_channel
+    from strata.memory.domain.compaction import CompactionPolicy
 
     scope = await make_scope(app.db, "kay", clock.now())
     vecs = blobs(SIZES, app.db.dim, seed=0)
@@ -218,7 +220,7 @@ async def test_recall_drops_tombstoned_children_at_once_and_never_shows_compacti
         return [(item.kind, item.id) for item in result.items]
 
     assert ("episode", ids[0]) in await found("quokka0")
-    result = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+    result = await rollup_channel(lifecycle(app), app.chat, scope.channel.id, LEAF,
                                   clock.now())
     assert ids[0] in {e.id for e in await scope.episodes.for_owner(scope.person.id,
                                                                    live_only=False)
@@ -230,7 +232,7 @@ async def test_recall_drops_tombstoned_children_at_once_and_never_shows_compacti
         await add_turn(scope, n, clock.now())
     rollup_model.responder = None
     rollup_model.reply("the summary mentions quokka7 and everything else")
-    compaction = await compact_channel(app.db, app.chat, scope.channel.id, clock.now(),
+    compaction = await compact_channel(lifecycle(app), app.chat, scope.channel.id, clock.now(),
                                        CompactionPolicy(trigger_tokens=100, keep_tokens=0))
     assert compaction.compacted and compaction.row_id is not None
     said = await scope.transcript.append([NewRow(
@@ -247,8 +249,8 @@ async def test_a_huge_cluster_is_summarised_within_the_input_limit(
     """However long the children's summaries, one parent's summary request stays within
     `input_tokens` (each child gets its share); more children than fit are refused (a round
     splits such a cluster into several parents)."""
+    from strata.cognition.writers.rollup import write_parent
     from strata.memory.domain.episodes import EpisodeRepo
-    from strata.memory.domain.rollup import write_parent
 
     scope = await make_scope(app.db, "many", clock.now())
     vecs = blobs((100,), app.db.dim, seed=5)
@@ -257,14 +259,14 @@ async def test_a_huge_cluster_is_summarised_within_the_input_limit(
     repo = EpisodeRepo(app.db)
     children = [e for i in ids if (e := await repo.get(i)) is not None]
     policy = RollupPolicy(input_tokens=3000)
-    parent = await write_parent(app.db, app.chat, app.embedder, children, clock.now(), policy)
+    parent = await write_parent(lifecycle(app), app.chat, children, clock.now(), policy)
     assert parent > 0
     (size,) = [n for path, n in rollup_model.sizes if path == "chat"]
     assert size < 3000 * 4 + 3000  # 100 × 300 words would be ~190 kB
     sent = rollup_model.chat_requests()[-1]["messages"][-1]["content"]
     assert "episode 0 " in sent and "episode 99 " in sent  # every child keeps a share
     with pytest.raises(ValueError, match="at most 41"):
-        await write_parent(app.db, app.chat, app.embedder, children,
+        await write_parent(lifecycle(app), app.chat, children,
                            clock.now(), RollupPolicy(input_tokens=1000))
 
 
@@ -283,7 +285,7 @@ async def test_a_long_extractive_parent_is_recalled_by_its_sentences_about_the_q
         if i == 7:
             said += " Lena: My cousin Ottavio adopted a greyhound called Biscuit in Verona."
         await add_episode(scope, v, clock.now(), summary=said)
-    result = await rollup_channel(app.db, app.chat, app.embedder, scope.channel.id, LEAF,
+    result = await rollup_channel(lifecycle(app), app.chat, scope.channel.id, LEAF,
                                   clock.now(), RollupPolicy(use_model=False))
     assert result.parents and not result.errors and fake_openai.chat_requests() == []
     parents = [p for pid in result.parents if (p := await scope.episodes.get(pid)) is not None]

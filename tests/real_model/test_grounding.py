@@ -7,11 +7,19 @@ nothing stored echoes a prompt, its examples or the tool list."""
 from __future__ import annotations
 
 from strata.app.compose import App
-from strata.cognition.prompts import dmn, geo, patterns, research, synthesis
+from strata.cognition.prompts import (
+    compaction,
+    dmn,
+    episode_summary,
+    geo,
+    patterns,
+    research,
+    rollup,
+    synthesis,
+)
 from strata.core.clock import ManualClock
 from strata.core.types import Role
 from strata.memory.domain import grounding as g
-from strata.memory.domain.prompts import compaction, episode_summary, rollup
 
 from .test_layers import _run, _say
 

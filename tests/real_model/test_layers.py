@@ -10,14 +10,16 @@ from datetime import timedelta
 from typing import Any
 
 from strata.app.compose import App
+from strata.cognition.writers.compaction import compact_channel
+from strata.cognition.writers.rollup import rollup_channel
 from strata.core.clock import ManualClock
 from strata.core.types import Person
-from strata.memory.domain.compaction import CompactionPolicy, compact_channel
+from strata.memory.domain.compaction import CompactionPolicy
 from strata.memory.domain.episodes import LEAF
 from strata.memory.domain.fact_types import FACT_KINDS
-from strata.memory.domain.rollup import RollupPolicy, rollup_channel
+from strata.memory.domain.rollup import RollupPolicy
 from strata.memory.domain.transcript import history_since_watermark
-from tests.lifecycle_helpers import add_episode, add_turn, blobs, make_scope
+from tests.lifecycle_helpers import add_episode, add_turn, blobs, lifecycle, make_scope
 
 from .test_turn import said
 
@@ -75,8 +77,8 @@ async def test_a_rollup_note_is_the_models_or_the_extractive_one(
                           summary=f"Ron went hiking near Oslo with Mia, trip {i}.")
     # Short answers keep the lane quick (a 135M model tends to run on to its limit).
     policy = RollupPolicy(summary_words=60, summary_tokens=150)
-    result = await rollup_channel(lane_app.db, lane_app.chat, lane_app.embedder,
-                                  scope.channel.id, LEAF, lane_clock.now(), policy)
+    result = await rollup_channel(lifecycle(lane_app), lane_app.chat, scope.channel.id, LEAF,
+                                  lane_clock.now(), policy)
     assert result.ran and result.parents and not result.errors
     for pid in result.parents:
         parent = await scope.episodes.get(pid)
@@ -92,7 +94,7 @@ async def test_compaction_writes_a_summary_or_leaves_the_watermark(
         await add_turn(scope, n, lane_clock.now())
     policy = CompactionPolicy(trigger_tokens=400, keep_tokens=150, input_tokens=1500,
                               summary_tokens=150)
-    result = await compact_channel(lane_app.db, lane_app.chat, scope.channel.id,
+    result = await compact_channel(lifecycle(lane_app), lane_app.chat, scope.channel.id,
                                    lane_clock.now(), policy)
     mark, rows = await history_since_watermark(lane_app.transcript, scope.channel.id)
     if result.compacted:

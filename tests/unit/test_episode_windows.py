@@ -7,10 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from strata.cognition.prompts.episode_summary import build_messages
 from strata.core.types import Role, RowKind, TranscriptRow
+from strata.memory.domain.episode_answer import parse
 from strata.memory.domain.episode_cut import cut_windows
 from strata.memory.domain.episode_draft import heuristic_salience
-from strata.memory.domain.prompts.episode_summary import build_messages, parse
 from strata.memory.engines.fts import owner_scoped
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

@@ -6,9 +6,8 @@ from datetime import UTC, datetime
 
 from strata.core.types import Role, RowKind, TranscriptRow
 from strata.memory.domain.compaction import CompactionPolicy, choose_rows
-from strata.memory.domain.prompts.compaction import extractive as compaction_extractive
-from strata.memory.domain.prompts.rollup import extractive, parse_answer
-from strata.memory.domain.rollup import RollupPolicy, extractive_words
+from strata.memory.domain.compaction import extractive as compaction_extractive
+from strata.memory.domain.rollup import RollupPolicy, extractive, extractive_words, parse_answer
 
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 

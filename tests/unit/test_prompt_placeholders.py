@@ -14,11 +14,10 @@ import re
 import pytest
 
 import strata.cognition.prompts
-import strata.memory.domain.prompts
 from strata.memory.domain import grounding
 from strata.memory.domain.fact_types import FACT_KINDS
 
-PACKAGES = (strata.cognition.prompts, strata.memory.domain.prompts)
+PACKAGES = (strata.cognition.prompts,)
 # A string value in example JSON: "key": "value", or a list item ["value", ...].
 _VALUE = re.compile(r'"\w+"\s*:\s*"([^"]*)"|[\[,]\s*"([^"]*)"\s*(?=[,\]])')
 # Descriptions where an example belongs (beyond what the grounding rule already refuses).
@@ -40,9 +39,9 @@ def test_every_prompt_module_is_read() -> None:
     names = {name.rsplit(".", 1)[0] for name, _ in prompt_texts()}
     assert {"strata.cognition.prompts.patterns", "strata.cognition.prompts.geo",
             "strata.cognition.prompts.research", "strata.cognition.prompts.dmn",
-            "strata.cognition.prompts.synthesis", "strata.memory.domain.prompts.facts",
-            "strata.memory.domain.prompts.compaction", "strata.memory.domain.prompts.rollup",
-            "strata.memory.domain.prompts.episode_summary"} <= names
+            "strata.cognition.prompts.synthesis", "strata.cognition.prompts.facts",
+            "strata.cognition.prompts.compaction", "strata.cognition.prompts.rollup",
+            "strata.cognition.prompts.episode_summary"} <= names
 
 
 @pytest.mark.parametrize(("name", "text"), prompt_texts(), ids=lambda v: v[:50])

@@ -1,5 +1,5 @@
-"""Consolidate: the memory life cycle's `consolidate_owner` — compaction of each channel, then
-the episode roll-up rounds (UMAP → HDBSCAN) on each memory-producing channel — for a person or
+"""Consolidate: `strata.cognition.writers.consolidate` — compaction of each channel, then the
+episode roll-up rounds (UMAP → HDBSCAN) on each memory-producing channel — for a person or
 a shared room. Input watermark: the apex counts per channel and level plus the newest
 transcript row, so an owner whose memory did not change is not clustered again."""
 
@@ -9,6 +9,7 @@ from typing import Protocol
 
 from strata.cognition.jobs.common import TranscriptPorts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
+from strata.cognition.writers.consolidate import consolidate_owner
 from strata.memory.domain.episodes import EpisodeRepo
 from strata.memory.domain.lifecycle import MemoryLifecycle
 
@@ -38,7 +39,7 @@ class ConsolidateJob(BaseJob):
 
     async def run(self, ctx: JobContext[ConsolidatePorts]) -> JobOutcome:
         s = ctx.services
-        result = await s.lifecycle.consolidate(ctx.model(), ctx.person.id, ctx.now)
+        result = await consolidate_owner(s.lifecycle, ctx.model(), ctx.person.id, ctx.now)
         if result.errors:
             # Recorded as a failed run; the watermark stays so the work is tried again.
             raise RuntimeError("; ".join(result.errors))

@@ -3,11 +3,12 @@
 First the conversation windows the person left open are closed: they have been idle long
 enough that the conversation paused, so the episode cutter flushes them into episodes (only
 channels whose sources make episodes). Then the data graph's extractor
-(`strata.memory.domain.fact_extraction`, which keeps its own per-episode cursor and validates the
-model's answer) reads the new episodes, with its model call routed through a background turn on the
-muted `job:extract` channel. Input watermark: the newest unread episode and the newest row not
-yet cut into an episode. With `facts.use_model` off the job only closes paused windows (there
-is no extractive fallback for facts)."""
+(`strata.cognition.writers.facts` over `strata.memory.domain.fact_extraction`, which keeps its
+own per-episode cursor and checks the model's answer) reads the new episodes, with its model
+call routed through a background turn on the muted `job:extract` channel. Input watermark:
+the newest unread episode and the newest row not yet cut into an episode. With
+`facts.use_model` off the job only closes paused windows (there is no extractive fallback for
+facts)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ from typing import Protocol
 
 from strata.cognition.jobs.common import TranscriptPorts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
+from strata.cognition.writers.episodes import EpisodeCutter
+from strata.cognition.writers.facts import FactExtraction
 from strata.core.config import Settings
 from strata.core.types import ChatMessage
-from strata.memory.domain.episode_cut import EpisodeCutter
-from strata.memory.domain.fact_extraction import FactExtractor
+from strata.memory.domain.fact_candidates import FactsSchema
 from strata.memory.domain.profiles import sources_with
-from strata.memory.domain.prompts.facts import FactsSchema
 
 
 class ExtractPorts(TranscriptPorts, Protocol):
@@ -34,7 +35,7 @@ class ExtractPorts(TranscriptPorts, Protocol):
     def cutter(self) -> EpisodeCutter | None: ...
 
     @property
-    def extractor(self) -> FactExtractor: ...
+    def extractor(self) -> FactExtraction: ...
 
 
 SOURCE = "job:extract"

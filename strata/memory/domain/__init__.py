@@ -1,3 +1,4 @@
 """Memory's domain: the transcript, episodes, facts, recall, decay, reminders, persons and the
-model prompts that write memory. Built on `engines` and `coordination`.
+checks a model's text passes before it is stored (the prompts and the model calls are
+cognition's). Built on `engines` and `coordination`.
 """

@@ -1,34 +1,30 @@
-"""Compaction: when a channel's un-compacted transcript grows past a token budget, the model
-writes a continuity summary that folds in the previous one; it is stored as a compaction row
-that becomes the channel's history watermark (docs/memory.md).
+"""Compaction: when a channel's un-compacted transcript grows past a token budget, a
+continuity summary that folds in the previous one is stored as a compaction row that becomes
+the channel's history watermark (docs/memory.md).
 
 The summary covers the oldest rows after the current watermark, up to a turn boundary, and
-leaves a recent tail verbatim. Without a model (`use_model` off), or when the model answers
-with nothing usable (an empty or malformed answer) or refuses the request for good, the
-summary is extractive: the most distinct sentences of the previous summary and the new rows
-(strata.memory.domain.extractive), so the watermark still advances and pruning can follow. A
-retryable failure (endpoint down, rate limited) stores nothing and is tried again later, so the
-watermark never moves without a summary behind it. Compaction rows are never deleted and are never
-recall candidates (they are `kind = 'compaction'` with the muted source `compaction`).
-Imports `bot` leaf modules and `memory` only.
+leaves a recent tail verbatim (`compaction_due`). The model's summary is written in cognition
+(`strata.cognition.writers.compaction`) and reaches the store only through `store_compaction`,
+which passes it through the grounding rule; without a model, or when the model's summary is
+empty or refused, the summary is extractive: the most distinct sentences of the previous
+summary and the new rows (strata.memory.domain.extractive), so the watermark still advances
+and pruning can follow. Compaction rows are never deleted and are never recall candidates
+(they are `kind = 'compaction'` with the muted source `compaction`). Imports no model.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from strata.core.clock import to_iso
-from strata.core.errors import ModelBadResponseError, ModelError
-from strata.core.ports import ChatModel, Clock
 from strata.core.tokens import count_tokens
-from strata.core.types import Channel, Person, Role, RowKind, TranscriptRow
+from strata.core.types import Role, RowKind, TranscriptRow
 from strata.memory.domain import grounding
-from strata.memory.domain.prompts import compaction as prompt
+from strata.memory.domain.extractive import summarise
 from strata.memory.domain.refusals import RefusalRepo
 from strata.memory.domain.transcript import row_from_db, watermark
 from strata.memory.engines.db import Database
@@ -109,49 +105,21 @@ async def pending_rows(db: Database, channel_id: int, after_id: int) -> list[Tra
     return [row_from_db(r) for r in rows]
 
 
-async def _model_summary(db: Database, chat: ChatModel, channel_id: int, previous: str | None,
-                         chosen: list[TranscriptRow], policy: CompactionPolicy,
-                         now: datetime) -> str:
-    """The model's summary, or "" when its answer is unusable (empty, malformed, refused by the
-    grounding rule) or the request was refused for good: the caller then writes the extractive
-    one. A retryable failure
-    raises `ModelError` (nothing is stored; the next check tries again)."""
-    messages = prompt.build_messages(previous, chosen, words=policy.summary_words,
-                                     budget_tokens=policy.input_tokens)
-    try:
-        completion = await chat.complete(messages, max_tokens=policy.summary_tokens)
-    except ModelError as exc:
-        if exc.retryable and not isinstance(exc, ModelBadResponseError):
-            raise
-        log.warning("channel %s: compaction summary unusable (%s); extractive summary",
-                    channel_id, exc)
-        return ""
-    summary = completion.text.strip()
-    if not summary:
-        log.warning("channel %s: the model wrote an empty compaction summary; extractive "
-                    "summary", channel_id)
-        return ""
-    # The summary replaces the rows in every later prompt: it must not say what the text it
-    # was shown (the previous summary and the rows, as cut to the budget) lacks.
-    shown = [m.content or "" for m in messages]
-    refusal = grounding.check_summary(summary, shown[1:], layer=grounding.CONTINUITY,
-                                      prompt=shown[:1])
-    if refusal is not None:
-        log.warning("channel %s: compaction summary refused (%s); extractive summary",
-                    channel_id, refusal.reason)
-        await RefusalRepo(db).record(chosen[0].owner_id, [refusal], now)
-        return ""
-    return summary
+@dataclass(frozen=True, slots=True)
+class CompactionWork:
+    """A channel whose un-compacted transcript is over budget: the rows the next summary
+    folds in (`rows`) after the previous summary (`previous`)."""
+
+    channel_id: int
+    owner_id: int
+    pending_tokens: int
+    previous: str | None
+    rows: tuple[TranscriptRow, ...]
 
 
-async def compact_channel(
-    db: Database,
-    chat: ChatModel,
-    channel_id: int,
-    now: datetime,
-    policy: CompactionPolicy = CompactionPolicy(),
-) -> CompactionResult:
-    """Compact the channel if its un-compacted transcript is over budget (one summary call)."""
+async def compaction_due(db: Database, channel_id: int,
+                         policy: CompactionPolicy) -> CompactionWork | CompactionResult:
+    """The work of the channel's next compaction, or a result saying none is due."""
     mark = await watermark(db, channel_id)
     previous, after = (mark[0].content, mark[1]) if mark else (None, 0)
     rows = await pending_rows(db, channel_id, after)
@@ -161,80 +129,58 @@ async def compact_channel(
     chosen = choose_rows(rows, policy)
     if not any(r.kind is RowKind.MESSAGE for r in chosen):
         return CompactionResult(channel_id, pending)
-    summary = ""
-    if policy.use_model:
-        try:
-            summary = await _model_summary(db, chat, channel_id, previous, chosen, policy, now)
-        except ModelError as exc:
-            log.warning("channel %s: compaction summary failed: %s", channel_id, exc)
-            return CompactionResult(channel_id, pending, error=str(exc) or type(exc).__name__)
+    return CompactionWork(channel_id, chosen[0].owner_id, pending, previous, tuple(chosen))
+
+
+def extractive(previous: str | None, rows: Sequence[TranscriptRow], *, words: int = 250) -> str:
+    """A continuity summary without a model: the most distinct sentences of the previous
+    summary and the new messages (each dated and attributed), within about `words` words."""
+    lines = [f"{'person' if r.role is Role.USER else r.role.value} ({r.ts:%Y-%m-%d}): {r.content}"
+             for r in rows if r.kind is RowKind.MESSAGE]
+    return summarise([previous or "", *lines], words)
+
+
+async def _grounded(db: Database, work: CompactionWork, summary: str, shown: Sequence[str],
+                    now: datetime) -> str:
+    """The model's summary when the grounding rule passes it, else "" (the refusal counted).
+    The summary replaces the rows in every later prompt: it must not say what the text it
+    was shown (`shown`: the prompt, then the previous summary and the rows as cut to the
+    budget) lacks."""
+    summary = summary.strip()
     if not summary:
-        summary = prompt.extractive(previous, chosen, words=policy.summary_words)
+        return ""
+    refusal = grounding.check_summary(summary, shown[1:], layer=grounding.CONTINUITY,
+                                      prompt=shown[:1])
+    if refusal is not None:
+        log.warning("channel %s: compaction summary refused (%s); extractive summary",
+                    work.channel_id, refusal.reason)
+        await RefusalRepo(db).record(work.owner_id, [refusal], now)
+        return ""
+    return summary
+
+
+async def store_compaction(db: Database, work: CompactionWork, now: datetime,
+                           policy: CompactionPolicy, summary: str = "",
+                           shown: Sequence[str] = ()) -> CompactionResult:
+    """Store the channel's next continuity summary: the model's `summary` (written from
+    `shown`) only through the grounding rule; without one, or when it is refused, the
+    extractive summary. The compaction row becomes the channel's watermark."""
+    if summary:
+        summary = await _grounded(db, work, summary, shown, now)
     if not summary:
-        return CompactionResult(channel_id, pending, error="nothing to summarise")
-    covers_to = chosen[-1].id
+        summary = extractive(work.previous, work.rows, words=policy.summary_words)
+    if not summary:
+        return CompactionResult(work.channel_id, work.pending_tokens, error="nothing to summarise")
+    covers_to = work.rows[-1].id
     async with db.write() as conn:
         cur = await conn.execute(
             "INSERT INTO transcript (channel_id, owner_id, person_id, ts, source, role, kind,"
             " content, turn_id, covers_to) SELECT id, owner_id, NULL, ?, ?, ?, ?, ?, ?, ?"
             " FROM channels WHERE id = ?",
             (to_iso(now), COMPACTION_SOURCE, Role.SYSTEM.value, RowKind.COMPACTION.value,
-             summary, uuid.uuid4().hex, covers_to, channel_id),
+             summary, uuid.uuid4().hex, covers_to, work.channel_id),
         )
         row_id = cur.lastrowid
-    log.info("channel %s: compacted %d rows up to %d", channel_id, len(chosen), covers_to)
-    return CompactionResult(channel_id, pending, True, row_id, covers_to, len(chosen))
-
-
-async def compact_until_under_budget(
-    db: Database,
-    chat: ChatModel,
-    channel_id: int,
-    now: datetime,
-    policy: CompactionPolicy = CompactionPolicy(),
-    *,
-    max_rounds: int = 20,
-) -> list[CompactionResult]:
-    """Repeat `compact_channel` (a long imported backlog needs several summaries), stopping at
-    the first round that did not compact."""
-    results: list[CompactionResult] = []
-    for _ in range(max_rounds):
-        result = await compact_channel(db, chat, channel_id, now, policy)
-        results.append(result)
-        if not result.compacted:
-            break
-    return results
-
-
-class CompactionHook:
-    """The after-turn compaction check (an `AfterTurn`): one at a time per channel, so two
-    quick turns never summarise the same rows twice; after a failed summary the channel waits
-    `retry_after` before the next try, so a model that is down is not asked on every turn."""
-
-    def __init__(self, db: Database, chat: ChatModel, clock: Clock,
-                 policy: CompactionPolicy = CompactionPolicy(),
-                 retry_after: timedelta = timedelta(minutes=10),
-                 chat_for: Callable[[int], ChatModel] | None = None) -> None:
-        self.db = db
-        self.chat = chat
-        # The model as used for one memory owner (the composition root meters it per owner).
-        self.chat_for = chat_for
-        self.clock = clock
-        self.policy = policy
-        self.retry_after = retry_after
-        self._locks: dict[int, asyncio.Lock] = {}
-        self._failed_at: dict[int, datetime] = {}
-
-    async def __call__(self, channel: Channel, person: Person, turn_id: str) -> None:
-        lock = self._locks.setdefault(channel.id, asyncio.Lock())
-        async with lock:
-            now = self.clock.now()
-            failed = self._failed_at.get(channel.id)
-            if failed is not None and now - failed < self.retry_after:
-                return
-            chat = self.chat_for(channel.owner_id) if self.chat_for else self.chat
-            result = await compact_channel(self.db, chat, channel.id, now, self.policy)
-            if result.error:
-                self._failed_at[channel.id] = now
-            else:
-                self._failed_at.pop(channel.id, None)
+    log.info("channel %s: compacted %d rows up to %d", work.channel_id, len(work.rows), covers_to)
+    return CompactionResult(work.channel_id, work.pending_tokens, True, row_id, covers_to,
+                            len(work.rows))

@@ -2,38 +2,33 @@
 
 A window closes when it holds `window_turns` turns, or when the next message comes after a
 pause of `pause_minutes`; the newest window stays open until one of those happens (or until
-`flush`). Each closed window becomes one leaf episode: the model writes a validated JSON
-summary (strata/memory/domain/prompts/episode_summary.py); a malformed or failed answer is retried
-once, then the window's own text is stored as an extractive episode, so no window is ever skipped.
-The episode, its citations (the window's message rows), its embedding and the channel cursor
-are written in one transaction.
+`flush`). Each closed window becomes one leaf episode. `EpisodeWindows` reads the closed
+windows (`closed`) and stores each episode (`store`): its citations (the window's message
+rows), its embedding and the channel cursor in one transaction. The episode's text is the
+model's, asked in cognition (`strata.cognition.writers.episodes`) and let in only through
+`accept` (validated, grounded), or the window's own text (`extractive`).
 
 Only sources whose profile has `episodes` on produce episodes, and nothing a paused person
-said does; their rows are passed over (the cursor moves on). Runs after the turn, off the hot
-path (`EpisodeCutter` is an `AfterTurn` hook) and from background jobs (`cut_all`, `flush`).
-Imports `bot` leaf modules and `memory`.
+said does; their rows are passed over (the cursor moves on). Imports no model.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from strata.core.errors import ModelError
-from strata.core.ports import ChatModel, Clock, Embedder
-from strata.core.retry import RetryPolicy
-from strata.core.types import Channel, ChatMessage, Person, Role, RowKind, TranscriptRow
+from strata.core.ports import Embedder
+from strata.core.types import Role, RowKind, TranscriptRow
 from strata.memory.coordination.cursors import move_cursor, pending_channels, read_cursor
 from strata.memory.domain import grounding
 from strata.memory.domain.code_lines import summary_rows
+from strata.memory.domain.episode_answer import parse
 from strata.memory.domain.episode_draft import Draft, extractive_draft
 from strata.memory.domain.episodes import LEAF, NewEpisode, insert_episode
 from strata.memory.domain.persons import PersonRepo
 from strata.memory.domain.profiles import profile_for
-from strata.memory.domain.prompts import episode_summary
 from strata.memory.domain.refusals import RefusalRepo
 from strata.memory.domain.transcript import TranscriptRepo
 from strata.memory.engines.db import Database, placeholders
@@ -41,10 +36,6 @@ from strata.memory.engines.db import Database, placeholders
 log = logging.getLogger(__name__)
 
 PAGE_ROWS = 1000
-SUMMARY_MAX_TOKENS = 500
-# A junk or ungrounded summary is asked for once more at once (the client retried the endpoint).
-SUMMARY_RETRY = RetryPolicy(retryable=lambda e: isinstance(e, ModelError | ValueError),
-                            what="episode summary", attempts=2, base=0.0, log_level=logging.WARNING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,128 +111,109 @@ def cut_windows(
 
 
 @dataclass(frozen=True, slots=True)
-class _ChannelInfo:
+class CutChannel:
     id: int
     owner_id: int
     source: str
     paused: bool
 
 
-class _CursorMoved(Exception):
+@dataclass(frozen=True, slots=True)
+class ClosedWindow:
+    """A closed window of a channel to store as one episode; `cursor` is where the channel's
+    episode cursor stands before it (the store moves it past the window, or fails)."""
+
+    channel: CutChannel
+    window: Window
+    cursor: int
+
+
+class CursorMoved(Exception):
     """Another cutter advanced this channel's cursor first; this run stops."""
 
 
 @dataclass
-class EpisodeCutter:
-    """Cuts channels into leaf episodes. Also an `AfterTurn` hook."""
+class EpisodeWindows:
+    """A database's closed conversation windows and their episodes (memory's side of the
+    episode cutter, `strata.cognition.writers.episodes.EpisodeCutter`)."""
 
     db: Database
     embedder: Embedder
-    clock: Clock
-    chat: ChatModel | None = None
-    settings: CutSettings = CutSettings()
-    transcript: TranscriptRepo = field(kw_only=True)
-    persons: PersonRepo = field(kw_only=True)
-    # The model for one memory owner's summaries (metered for that owner); `chat` otherwise.
-    chat_for: Callable[[int], ChatModel] | None = field(default=None, kw_only=True)
-    _locks: dict[int, asyncio.Lock] = field(default_factory=dict, init=False)
+    settings: CutSettings
+    transcript: TranscriptRepo
+    persons: PersonRepo
 
-    # -- entry points ----------------------------------------------------------------------
+    async def pending(self) -> list[int]:
+        """The channels with rows after their episode cursor."""
+        return await pending_channels(self.db, "episode_cursors")
 
-    async def __call__(self, channel: Channel, person: Person, turn_id: str) -> None:
-        """After a turn: cut what that turn completed (never rows of a later, running turn)."""
-        upto = await self.db.fetchval(
+    async def last_row(self, channel_id: int, turn_id: str) -> int | None:
+        """The id of the turn's last row in the channel (what that turn completed)."""
+        return await self.db.fetchval(
             "SELECT max(id) FROM transcript WHERE turn_id = ? AND channel_id = ?",
-            (turn_id, channel.id),
+            (turn_id, channel_id),
         )
-        await self.cut(channel.id, self.clock.now(), upto_row_id=upto)
 
-    async def flush(self, channel_id: int, until: datetime) -> list[int]:
-        """Close every window of rows up to `until`, including the open one; return new ids."""
-        return await self.cut(channel_id, until, flush=True, until=until)
-
-    async def cut_all(self, now: datetime, *, flush: bool = False) -> list[int]:
-        """Cut every channel with rows after its cursor (background jobs, the eval)."""
-        made: list[int] = []
-        for channel_id in await pending_channels(self.db, "episode_cursors"):
-            made += await self.cut(channel_id, now, flush=flush, until=now if flush else None)
-        return made
-
-    async def cut(
-        self,
-        channel_id: int,
-        now: datetime,
-        *,
-        flush: bool = False,
-        until: datetime | None = None,
-        upto_row_id: int | None = None,
-    ) -> list[int]:
-        """Turn the channel's closed windows into episodes; return the new episode ids.
-
-        `until`: rows after this time are left for later; `upto_row_id`: likewise for rows
-        after this id. `flush` closes the trailing window too.
-        """
-        lock = self._locks.setdefault(channel_id, asyncio.Lock())
-        async with lock:
-            try:
-                return await self._cut_locked(channel_id, now, flush, until, upto_row_id)
-            except _CursorMoved:
-                log.info("channel %d: another cutter moved the episode cursor", channel_id)
-                return []
-
-    # -- internals -------------------------------------------------------------------------
-
-    async def _cut_locked(
-        self,
-        channel_id: int,
-        now: datetime,
-        flush: bool,
-        until: datetime | None,
-        upto_row_id: int | None,
-    ) -> list[int]:
+    async def _channel(self, channel_id: int) -> CutChannel | None:
         row = await self.db.fetchone(
             "SELECT c.id, c.owner_id, c.source, p.paused FROM channels c"
             " JOIN persons p ON p.id = c.owner_id WHERE c.id = ?",
             (channel_id,),
         )
         if row is None:
-            return []
-        channel = _ChannelInfo(row["id"], row["owner_id"], row["source"], bool(row["paused"]))
-        produces = profile_for(channel.source).episodes and not channel.paused
+            return None
+        return CutChannel(row["id"], row["owner_id"], row["source"], bool(row["paused"]))
+
+    async def _page(self, channel_id: int, cursor: int, until: datetime | None,
+                    upto_row_id: int | None) -> tuple[list[TranscriptRow], bool]:
+        """The rows after `cursor` that are not for later (after `until` or `upto_row_id`),
+        and whether more pages follow (only when the page is full and none was for later)."""
+        page = await self.transcript.for_channel(channel_id, after_id=cursor, limit=PAGE_ROWS)
+        later = [i for i, r in enumerate(page)
+                 if (until is not None and r.ts > until)
+                 or (upto_row_id is not None and r.id > upto_row_id)]
+        more_pages = len(page) == PAGE_ROWS and not later
+        return (page[: later[0]] if later else page), more_pages
+
+    def _windows(self, rows: list[TranscriptRow], now: datetime, flush: bool,
+                 more_pages: bool) -> list[Window]:
         pause = timedelta(minutes=self.settings.pause_minutes)
-        made: list[int] = []
+        windows = cut_windows(rows, window_turns=self.settings.window_turns, pause=pause,
+                              now=now, flush=flush, more_follow=more_pages)
+        if not windows and more_pages:
+            # One window longer than a page (a pathological turn): close it anyway.
+            windows = cut_windows(rows, window_turns=self.settings.window_turns, pause=pause,
+                                  now=now, flush=True)
+        return windows
+
+    async def closed(self, channel_id: int, now: datetime, *, flush: bool = False,
+                     until: datetime | None = None,
+                     upto_row_id: int | None = None) -> AsyncGenerator[ClosedWindow, None]:
+        """The channel's closed windows, in order; each must be stored (`store`) before the
+        next is asked for. Windows without content, and channels (or paused persons' turns)
+        that make no episodes, are passed over here. Raises `CursorMoved` when another cutter
+        moved the channel's cursor first."""
+        channel = await self._channel(channel_id)
+        if channel is None:
+            return
+        produces = profile_for(channel.source).episodes and not channel.paused
         while True:
             cursor = await read_cursor(self.db, "episode_cursors", channel_id)
-            page = await self.transcript.for_channel(channel_id, after_id=cursor, limit=PAGE_ROWS)
-            later = [
-                i
-                for i, r in enumerate(page)
-                if (until is not None and r.ts > until)
-                or (upto_row_id is not None and r.id > upto_row_id)
-            ]
-            # More pages only when the page is full and nothing in it is "for later".
-            more_pages = len(page) == PAGE_ROWS and not later
-            if later:
-                page = page[: later[0]]
+            page, more_pages = await self._page(channel_id, cursor, until, upto_row_id)
             if not page:
-                return made
+                return
             if not produces:
                 await self._advance(channel_id, cursor, page[-1].id)
             else:
                 rows = await self._drop_paused(page)
-                windows = cut_windows(rows, window_turns=self.settings.window_turns,
-                                      pause=pause, now=now, flush=flush, more_follow=more_pages)
-                if not windows and more_pages:
-                    # One window longer than a page (a pathological turn): close it anyway.
-                    windows = cut_windows(rows, window_turns=self.settings.window_turns,
-                                          pause=pause, now=now, flush=True)
-                for window in windows:
-                    episode_id = await self._store(channel, window, cursor, now)
+                for window in self._windows(rows, now, flush, more_pages):
+                    if window.rows:
+                        yield ClosedWindow(channel, window, cursor)
+                    else:
+                        await self._advance(channel_id, cursor, window.last_row_id)
                     cursor = window.last_row_id
-                    if episode_id is not None:
-                        made.append(episode_id)
             if not more_pages:
-                return made
+                return
 
     async def _drop_paused(self, rows: list[TranscriptRow]) -> list[TranscriptRow]:
         """Rows minus every turn started by a paused person (shared rooms mix people)."""
@@ -256,7 +228,7 @@ class EpisodeCutter:
     async def _advance(self, channel_id: int, expected: int, to: int) -> None:
         async with self.db.write() as conn:
             if not await move_cursor(conn, "episode_cursors", channel_id, expected, to):
-                raise _CursorMoved
+                raise CursorMoved
 
     async def _names(self, rows: Sequence[TranscriptRow]) -> dict[int, str]:
         ids = sorted({r.person_id for r in rows if r.person_id is not None})
@@ -266,76 +238,50 @@ class EpisodeCutter:
         found = await self.db.fetchall(f"SELECT id, name FROM persons WHERE id IN ({marks})", ids)
         return {r[0]: r[1] for r in found}
 
-    async def _lines(self, rows: Sequence[TranscriptRow]) -> list[tuple[str, str]]:
-        names = await self._names(rows)
-        out = []
-        for r in rows:
-            if r.role is Role.ASSISTANT:
-                speaker = self.settings.assistant_name
-            else:
-                speaker = names.get(r.person_id or 0, "someone")
-            out.append((speaker, r.content))
-        return out
-
-    async def draft(self, rows: Sequence[TranscriptRow]) -> Draft:
-        """The episode text for a window: the model's validated JSON, retried once, else
-        extractive. Code's wording in the bot's lines (a tool's confirmation, the prompt's
-        snapshot copied) is left out of both: it is no source for what was said
-        (`code_lines`)."""
+    async def lines(self, rows: Sequence[TranscriptRow]) -> list[tuple[str, str]]:
+        """The window as (speaker, text) lines. Code's wording in the bot's lines (a tool's
+        confirmation, the prompt's snapshot copied) is left out: it is no source for what
+        was said (`code_lines`)."""
         owner = await self.persons.get(rows[0].owner_id)
         kept = await summary_rows(self.transcript, rows, owner.timezone if owner else "UTC")
-        lines = await self._lines(kept or rows)
-        if not self.settings.use_model or self.chat is None:
-            return extractive_draft(lines, rows)
-        chat = self.chat_for(rows[0].owner_id) if self.chat_for else self.chat
-        messages = episode_summary.build_messages(lines)
-        try:
-            parsed = await SUMMARY_RETRY.call(
-                lambda: self._summary(chat, messages, lines, rows[0].owner_id))
-        except (ModelError, ValueError) as exc:
-            log.warning("episode summary failed twice (%s); the extractive one is kept", exc)
-            return extractive_draft(lines, rows)
-        return Draft(
-            summary=parsed.summary,
-            salience=parsed.salience,
-            emotion=parsed.emotion.label.lower(),
-            emotion_intensity=parsed.emotion.intensity,
-            key_terms=tuple(parsed.key_terms),
-            method="llm",
-        )
+        names = await self._names(kept or rows)
+        return [(self.settings.assistant_name if r.role is Role.ASSISTANT
+                 else names.get(r.person_id or 0, "someone"), r.content) for r in kept or rows]
 
-    async def _summary(self, chat: ChatModel, messages: Sequence[ChatMessage],
-                       lines: Sequence[tuple[str, str]],
-                       owner_id: int) -> episode_summary.EpisodeSummary:
-        """One ask for the summary: the model's JSON, validated and about the conversation."""
-        answer = await chat.complete(messages, schema=episode_summary.EpisodeSummary,
-                                     max_tokens=SUMMARY_MAX_TOKENS, model=self.settings.model)
-        parsed = episode_summary.parse(answer.text)
+    @staticmethod
+    def extractive(lines: Sequence[tuple[str, str]], rows: Sequence[TranscriptRow]) -> Draft:
+        """The episode text without a model: the window's own lines."""
+        return extractive_draft(lines, rows)
+
+    async def accept(self, owner_id: int, answer: str, lines: Sequence[tuple[str, str]],
+                     prompt: Iterable[str], now: datetime) -> Draft:
+        """The model's episode text, let in only when it validates and the grounding rule
+        passes it against the window's `lines`; else `ValueError` (a refusal is counted)."""
+        parsed = parse(answer)
         # A window is short: its summary keeps half its words from it (the embedded 0.5B
         # model's "energetic pharmacist ... her passion" kept four in eleven).
         refusal = grounding.check_summary(
             parsed.summary, [f"{who}: {text}" for who, text in lines], layer=grounding.EPISODES,
-            prompt=[episode_summary.SYSTEM], speakers=grounding.by_speaker(lines),
-            share=grounding.CLAIM_SHARE)
+            prompt=prompt, speakers=grounding.by_speaker(lines), share=grounding.CLAIM_SHARE)
         if refusal is not None:
-            await RefusalRepo(self.db).record(owner_id, [refusal], self.clock.now())
+            await RefusalRepo(self.db).record(owner_id, [refusal], now)
             # The summary itself only at DEBUG (log_refusal): INFO and above carry no words.
             raise ValueError(f"the summary was refused ({refusal.reason})")
-        return parsed
+        return Draft(summary=parsed.summary, salience=parsed.salience,
+                     emotion=parsed.emotion.label.lower(),
+                     emotion_intensity=parsed.emotion.intensity,
+                     key_terms=tuple(parsed.key_terms), method="llm")
 
-    async def _store(self, channel: _ChannelInfo, window: Window, cursor: int,
-                     now: datetime) -> int | None:
-        channel_id = channel.id
-        if not window.rows:
-            await self._advance(channel_id, cursor, window.last_row_id)
-            return None
-        draft = await self.draft(window.rows)
+    async def store(self, closed: ClosedWindow, draft: Draft, now: datetime) -> int:
+        """Store the window's episode (text from `accept` or `extractive`) and move the
+        cursor past it in one transaction; return the episode id."""
+        channel, window = closed.channel, closed.window
         # The embedding is computed before the write transaction: the writer is never held
         # while waiting on a model. An embedding failure leaves the window for a later run.
         vector = (await self.embedder.embed([draft.summary]))[0]
         new = NewEpisode(
             owner_id=channel.owner_id,
-            channel_id=channel_id,
+            channel_id=channel.id,
             summary=draft.summary,
             source=channel.source,
             started_at=window.rows[0].ts,
@@ -349,10 +295,10 @@ class EpisodeCutter:
             method=draft.method,
         )
         async with self.db.write() as conn:
-            if not await move_cursor(conn, "episode_cursors", channel_id, cursor,
+            if not await move_cursor(conn, "episode_cursors", channel.id, closed.cursor,
                                      window.last_row_id):
-                raise _CursorMoved
+                raise CursorMoved
             episode_id = await insert_episode(conn, new, vector, now, self.db.dim)
-        log.debug("channel %d: episode %d (%s, %d rows)", channel_id, episode_id,
+        log.debug("channel %d: episode %d (%s, %d rows)", channel.id, episode_id,
                   draft.method, len(window.rows))
         return episode_id

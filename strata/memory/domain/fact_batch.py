@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from strata.memory.domain.episodes import Episode
+from strata.memory.domain.fact_candidates import Candidate, Excerpt
 from strata.memory.domain.fact_evidence import (
     Speakers,
     echoes_assistant,
@@ -15,7 +16,6 @@ from strata.memory.domain.fact_evidence import (
     text_problem,
 )
 from strata.memory.domain.plain_facts import plain_candidates
-from strata.memory.domain.prompts.facts import Candidate, Excerpt
 from strata.memory.domain.statement_kind import context_problem
 
 

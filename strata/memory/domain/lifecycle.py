@@ -1,36 +1,34 @@
-"""The memory life-cycle passes in one place, for the operator CLI and the background runner:
+"""The memory life cycle over one database, for the operator CLI and the background runner:
 
-- `consolidate_owner` (strata.memory.domain.rollup; alias `rollup_owner`): compaction of every
-channel of a person (continuity summaries), then the roll-up rounds (leaf, then era) on each
-  memory-producing channel;
+- `MemoryLifecycle`: what the consolidate pass (`strata.cognition.writers.consolidate`, which
+  asks the model) reads and writes: a channel's compaction work and its stored summary
+  (`strata.memory.domain.compaction`), a roll-up round's clusters and their stored parents
+  (`strata.memory.domain.rollup`); the model's text is stored only through their checks;
 - `decay_pass` (strata.memory.domain.janitor): recompute weights, delete expired tombstones, prune;
 - `hierarchy`: the layers per channel, for `strata memory show`.
 
 The passes take the time from the caller and return a result dataclass saying what they did
-(`lines()` for a report, `summary()` / `str()` for one line). Imports `bot` leaf modules and
-`memory` only.
+(`lines()` for a report, `summary()` / `str()` for one line). Imports no model.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from strata.core.ports import ChatModel, Embedder
+from strata.core.ports import Embedder
+from strata.memory.domain import compaction, rollup
+from strata.memory.domain.compaction import CompactionPolicy, CompactionResult, CompactionWork
 from strata.memory.domain.episodes import ERA, LEAF, TOPIC, Episode, episode_from_db
 from strata.memory.domain.janitor import DecayResult, decay_pass
-from strata.memory.domain.rollup import (
-    ConsolidateResult,
-    LifecyclePolicy,
-    consolidate_owner,
-    rollup_owner,
-)
+from strata.memory.domain.rollup import LifecyclePolicy, RollupPolicy, RollupResult, RollupRound
 from strata.memory.domain.transcript import watermark
 from strata.memory.engines.db import Database
 
-__all__ = ["ChannelHierarchy", "ConsolidateResult", "DecayResult", "LifecyclePolicy",
-           "MemoryLifecycle", "consolidate_owner", "decay_pass", "hierarchy", "rollup_owner"]
+__all__ = ["ChannelHierarchy", "DecayResult", "LifecyclePolicy", "MemoryLifecycle",
+           "decay_pass", "hierarchy", "owner_channels"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +40,32 @@ class MemoryLifecycle:
     embedder: Embedder
     policy: LifecyclePolicy = field(default_factory=LifecyclePolicy)
 
-    async def consolidate(self, chat: ChatModel, owner_id: int,
-                          now: datetime) -> ConsolidateResult:
-        """`consolidate_owner` with `chat` (the caller's budgeted model)."""
-        return await consolidate_owner(self.db, chat, self.embedder, owner_id, now, self.policy)
+    async def channels(self, owner_id: int) -> list[tuple[int, str]]:
+        """(id, source) of each of the owner's channels, in id order."""
+        return await owner_channels(self.db, owner_id)
+
+    async def compaction_due(self, channel_id: int,
+                             policy: CompactionPolicy) -> CompactionWork | CompactionResult:
+        """`compaction.compaction_due`."""
+        return await compaction.compaction_due(self.db, channel_id, policy)
+
+    async def store_compaction(self, work: CompactionWork, now: datetime,
+                               policy: CompactionPolicy, summary: str = "",
+                               shown: Sequence[str] = ()) -> CompactionResult:
+        """`compaction.store_compaction`: the model's summary only through grounding."""
+        return await compaction.store_compaction(self.db, work, now, policy, summary, shown)
+
+    async def rollup_round(self, channel_id: int, level: int,
+                           policy: RollupPolicy) -> RollupRound | RollupResult:
+        """`rollup.rollup_round`."""
+        return await rollup.rollup_round(self.db, channel_id, level, policy)
+
+    async def store_parent(self, children: Sequence[Episode], now: datetime,
+                           policy: RollupPolicy, answer: str | None = None,
+                           sources: Sequence[str] = (), prompt: Sequence[str] = ()) -> int:
+        """`rollup.store_parent`: the model's summary only through its schema and grounding."""
+        return await rollup.store_parent(self.db, self.embedder, children, now, policy, answer,
+                                         sources, prompt)
 
     async def decay(self, now: datetime, owner_id: int | None = None) -> DecayResult:
         """`decay_pass` for one owner (or all)."""
@@ -83,12 +103,18 @@ class ChannelHierarchy:
 LEVEL_NAMES = {LEAF: "leaf", TOPIC: "topic", ERA: "era"}
 
 
+async def owner_channels(db: Database, owner_id: int) -> list[tuple[int, str]]:
+    """(id, source) of each of the owner's channels, in id order."""
+    rows = await db.fetchall(
+        "SELECT id, source FROM channels WHERE owner_id = ? ORDER BY id", (owner_id,)
+    )
+    return [(int(r[0]), str(r[1])) for r in rows]
+
+
 async def hierarchy(db: Database, owner_id: int, *, top: int = 10) -> list[ChannelHierarchy]:
     """Counts per level (live, apex), tombstones, compactions and the top apexes per channel."""
     out = []
-    for channel_id, source in await db.fetchall(
-        "SELECT id, source FROM channels WHERE owner_id = ? ORDER BY id", (owner_id,)
-    ):
+    for channel_id, source in await owner_channels(db, owner_id):
         rows = await db.fetchall(
             "SELECT level, tombstoned_at IS NULL AS live, parent_id IS NULL AS apex, count(*)"
             " FROM episodes WHERE channel_id = ? GROUP BY 1, 2, 3",

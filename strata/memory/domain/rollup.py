@@ -1,6 +1,6 @@
 """Episode roll-up (docs/lifecycle.md §2): when a channel has ≥ 50 apex leaves (or ≥ 25 level-1
 apexes) their embeddings are clustered (strata.memory.domain.clustering) and each cluster gets a
-parent episode one level up: a model-written summary of its children, salience and emotion from the
+parent episode one level up: a summary of its children, salience and emotion from the
 children, its own embedding (of its summary). The parent does NOT inherit the children's row
 citations: its provenance is the link to its children (their `parent_id`, its `child_count`)
 and the span and channel it covers (`started_at`/`ended_at`, `channel_id`), which survive
@@ -9,15 +9,12 @@ below the watermark can be pruned (strata.memory.domain.prune): the parent, the 
 and the facts carry the meaning forward. The children are tombstoned in the same transaction (kept
 for provenance, hidden from recall, deleted by the janitor after 30 days). Noise points are
 never forced into a cluster: they stay apexes for the next round. Rounds are triggered by
-counts only, never by a similarity score. `consolidate_owner` runs a person's whole
-consolidate pass: compaction of each channel, then the rounds.
+counts only, never by a similarity score (`rollup_round`).
 
-Summaries: with `use_model` off, or when the model answers something that does not fit the
-summary schema (strata.memory.domain.prompts.rollup), or fails for good (a refused request or a
-malformed response: asking again will not help), the parent is extractive: the children's most
-distinct sentences within the word budget. A retryable failure (endpoint down, rate limited) or a
-failed embedding skips that cluster (its children stay apexes for the next pass); the other
-clusters go on. Imports `bot` leaf modules and `memory` only.
+Summaries: the model's is asked in cognition (`strata.cognition.writers.rollup`) and reaches the
+store only through `store_parent`: it must validate as `RollupAnswer` and pass the grounding
+rule. Without one (`use_model` off, an unusable or refused answer) the parent is extractive: the
+children's most distinct sentences within the word budget. Imports no model.
 """
 
 from __future__ import annotations
@@ -30,18 +27,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from strata.core.clock import to_iso
-from strata.core.errors import ModelBadResponseError, ModelError, StrataError
-from strata.core.ports import ChatModel, Embedder
-from strata.core.tokens import count_tokens, share_budget, truncate_to_tokens
+from strata.core.errors import StrataError
+from strata.core.model_json import read_model_json
+from strata.core.ports import Embedder
+from strata.core.tokens import truncate_to_tokens
 from strata.memory.domain import grounding
 from strata.memory.domain.clustering import ClusterParams, cluster_labels
-from strata.memory.domain.compaction import (
-    CompactionPolicy,
-    CompactionResult,
-    compact_until_under_budget,
-)
+from strata.memory.domain.compaction import CompactionPolicy
 from strata.memory.domain.episodes import (
     ERA,
     LEAF,
@@ -51,9 +46,9 @@ from strata.memory.domain.episodes import (
     NewEpisode,
     insert_episode,
 )
-from strata.memory.domain.profiles import profile_for
-from strata.memory.domain.prompts import rollup as prompt
+from strata.memory.domain.extractive import summarise
 from strata.memory.domain.refusals import RefusalRepo
+from strata.memory.domain.text import is_markup
 from strata.memory.engines.db import Database, placeholders
 
 log = logging.getLogger(__name__)
@@ -140,42 +135,39 @@ def _salience(children: Sequence[Episode]) -> float:
     return min(1.0, 0.7 * top + 0.3 * mean + 0.01 * len(children))
 
 
-async def _model_summary(db: Database, chat: ChatModel, children: Sequence[Episode], level: int,
-                         policy: RollupPolicy, now: datetime) -> tuple[str, str] | None:
-    """The model's (summary, key terms), or None when its answer does not fit the schema or
-    the request was refused for good (the caller then writes the extractive parent)."""
-    dates = [f"{c.started_at:%Y-%m-%d} – {c.ended_at:%Y-%m-%d}" for c in children]
-    room = policy.input_tokens - sum(count_tokens(f"{i}. ({d}) ") for i, d in enumerate(dates, 1))
-    texts = share_budget([truncate_to_tokens(c.summary, policy.child_tokens) for c in children],
-                         room)
-    lines = list(zip(dates, texts, strict=True))
-    try:
-        completion = await chat.complete(
-            prompt.build_messages(lines, level, words=policy.summary_words),
-            max_tokens=policy.summary_tokens,
-            schema=prompt.RollupAnswer,
-        )
-    except ModelError as exc:
-        if exc.retryable and not isinstance(exc, ModelBadResponseError):
-            raise
-        log.warning("roll-up summary unusable (%s); writing an extractive parent", exc)
+class RollupAnswer(BaseModel):
+    """The shape of the model's parent summary (requested as its JSON schema)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    summary: str = Field(min_length=1)
+    key_terms: list[str] = []
+
+
+def parse_answer(text: str) -> tuple[str, str] | None:
+    """(summary, key terms as one space-separated string), or None when the answer does not
+    fit the schema (not JSON, another shape, an empty summary): never store that as memory."""
+    answer = read_model_json(text, RollupAnswer).value
+    if answer is None:
         return None
-    parsed = prompt.parse_answer(completion.text)
-    # What the model wrote may quote a person's words: only DEBUG logs may carry it (a
-    # forget cannot reach a log file).
-    if parsed is None:
-        log.warning("roll-up summary does not fit the schema; writing an extractive parent")
-        log.debug("the roll-up answer: %r", completion.text[:200])
+    summary = " ".join(answer.summary.split())
+    if not summary or is_markup(summary):
         return None
-    # A model that ignores max_tokens must not store a huge summary either.
-    summary, terms = parsed
-    refusal = grounding.check_summary(summary, [f"({d}) {t}" for d, t in lines],
-                                      layer=grounding.ROLLUP, prompt=[prompt.SYSTEM])
-    if refusal is not None:
-        log.warning("roll-up summary refused (%s); writing an extractive parent", refusal.reason)
-        await RefusalRepo(db).record(children[0].owner_id, [refusal], now)
-        return None
-    return truncate_to_tokens(summary, policy.summary_tokens), terms
+    terms = " ".join(t.strip() for t in answer.key_terms[:8] if t.strip())
+    return summary, terms
+
+
+def extractive(summaries: Sequence[str], key_terms: Sequence[str], *,
+               words: int = 360) -> tuple[str, str]:
+    """A parent summary without a model: the children's most distinct sentences (MMR, see
+    `strata.memory.domain.extractive`) within about `words` words, in time order; key terms are the
+    children's most frequent ones."""
+    counts: dict[str, int] = {}
+    for terms in key_terms:
+        for term in terms.split():
+            counts[term] = counts.get(term, 0) + 1
+    top = sorted(counts, key=lambda t: (-counts[t], t))[:8]
+    return summarise(summaries, words), " ".join(top)
 
 
 def extractive_words(child_words: int, policy: RollupPolicy) -> int:
@@ -184,37 +176,40 @@ def extractive_words(child_words: int, policy: RollupPolicy) -> int:
     return max(policy.summary_words * 2, min(policy.extractive_max_words, share))
 
 
-async def write_parent(
-    db: Database,
-    chat: ChatModel,
-    embedder: Embedder,
-    children: Sequence[Episode],
-    now: datetime,
-    policy: RollupPolicy = RollupPolicy(),
-) -> int:
-    """Summarise `children` into a parent one level up and tombstone them; return its id.
-
-    Raises `ModelError` when a retryable summary call or the embedding fails (nothing is
-    written then); an unusable answer or a refused request gives an extractive parent.
-    """
-    children = sorted(children, key=lambda e: (e.started_at, e.id))
-    if len(children) > policy.max_children:
-        raise ValueError(f"{len(children)} children for one parent; at most "
+def parent_children(children: Sequence[Episode], policy: RollupPolicy) -> list[Episode]:
+    """`children` in time order, checked to fit one parent summary call."""
+    ordered = sorted(children, key=lambda e: (e.started_at, e.id))
+    if len(ordered) > policy.max_children:
+        raise ValueError(f"{len(ordered)} children for one parent; at most "
                          f"{policy.max_children} fit in input_tokens={policy.input_tokens}")
-    level = children[0].level + 1
-    parsed = (await _model_summary(db, chat, children, level, policy, now)
-              if policy.use_model else None)
-    if parsed is not None:
-        (summary, terms), method = parsed, "llm"
-    else:
-        summary, terms = prompt.extractive(
-            [c.summary for c in children], [c.key_terms for c in children],
-            words=extractive_words(sum(len(c.summary.split()) for c in children), policy))
-        method = "extractive"
-    embedding = (await embedder.embed([summary]))[0]
-    ids = [c.id for c in children]
+    return ordered
+
+
+async def _grounded(db: Database, children: Sequence[Episode], answer: str,
+                    sources: Sequence[str], prompt: Sequence[str], policy: RollupPolicy,
+                    now: datetime) -> tuple[str, str] | None:
+    """The model's (summary, key terms) when its answer fits the schema and the grounding rule
+    passes it against the children's lines it was shown (`sources`); else None."""
+    parsed = parse_answer(answer)
+    # What the model wrote may quote a person's words: only DEBUG logs may carry it (a
+    # forget cannot reach a log file).
+    if parsed is None:
+        log.warning("roll-up summary does not fit the schema; writing an extractive parent")
+        log.debug("the roll-up answer: %r", answer[:200])
+        return None
+    summary, terms = parsed
+    refusal = grounding.check_summary(summary, sources, layer=grounding.ROLLUP, prompt=prompt)
+    if refusal is not None:
+        log.warning("roll-up summary refused (%s); writing an extractive parent", refusal.reason)
+        await RefusalRepo(db).record(children[0].owner_id, [refusal], now)
+        return None
+    # A model that ignores max_tokens must not store a huge summary either.
+    return truncate_to_tokens(summary, policy.summary_tokens), terms
+
+
+def _parent(children: Sequence[Episode], summary: str, terms: str, method: str) -> NewEpisode:
     emotion, intensity = _emotion(children)
-    new = NewEpisode(
+    return NewEpisode(
         owner_id=children[0].owner_id,
         channel_id=children[0].channel_id,
         summary=summary,
@@ -222,7 +217,7 @@ async def write_parent(
         started_at=min(c.started_at for c in children),
         ended_at=max(c.ended_at for c in children),
         row_ids=(),  # provenance is the children and the span, not their rows
-        level=level,
+        level=children[0].level + 1,
         key_terms=terms,
         salience=_salience(children),
         emotion=emotion,
@@ -230,9 +225,41 @@ async def write_parent(
         method=method,
         child_count=len(children),
     )
+
+
+async def store_parent(
+    db: Database,
+    embedder: Embedder,
+    children: Sequence[Episode],
+    now: datetime,
+    policy: RollupPolicy = RollupPolicy(),
+    answer: str | None = None,
+    sources: Sequence[str] = (),
+    prompt: Sequence[str] = (),
+) -> int:
+    """Write the parent of `children` one level up and tombstone them; return its id.
+
+    `answer` is the model's (written from `sources` under `prompt`): it is stored only
+    through the schema and the grounding rule, else (or without one) the parent is
+    extractive. Raises `ModelError` when the embedding fails (nothing is written then), and
+    `RollupConflictError` when a child changed meanwhile.
+    """
+    children = parent_children(children, policy)
+    parsed = (await _grounded(db, children, answer, sources, prompt, policy, now)
+              if answer is not None else None)
+    if parsed is not None:
+        (summary, terms), method = parsed, "llm"
+    else:
+        summary, terms = extractive(
+            [c.summary for c in children], [c.key_terms for c in children],
+            words=extractive_words(sum(len(c.summary.split()) for c in children), policy))
+        method = "extractive"
+    embedding = (await embedder.embed([summary]))[0]
+    ids = [c.id for c in children]
     marks = placeholders(ids)
     async with db.write() as conn:
-        parent_id = await insert_episode(conn, new, np.asarray(embedding), now, db.dim)
+        parent_id = await insert_episode(conn, _parent(children, summary, terms, method),
+                                         np.asarray(embedding), now, db.dim)
         cur = await conn.execute(
             f"UPDATE episodes SET parent_id = ?, tombstoned_at = ? WHERE id IN ({marks})"
             " AND parent_id IS NULL AND tombstoned_at IS NULL",
@@ -244,16 +271,31 @@ async def write_parent(
     return parent_id
 
 
-async def rollup_channel(
-    db: Database,
-    chat: ChatModel,
-    embedder: Embedder,
-    channel_id: int,
-    level: int,
-    now: datetime,
-    policy: RollupPolicy = RollupPolicy(),
-) -> RollupResult:
-    """One roll-up round over the channel's apexes of `level`, if there are enough of them."""
+@dataclass(frozen=True, slots=True)
+class RollupRound:
+    """A round that is due: the clusters found, as the children of each parent to write
+    (a cluster too big for one summary call is several, time-ordered)."""
+
+    channel_id: int
+    level: int
+    apexes: int
+    clusters: int
+    noise: int
+    chunks: tuple[tuple[Episode, ...], ...]
+    started: float  # perf_counter() when the round began
+
+    def result(self, parents: Sequence[int], tombstoned: int,
+               errors: Sequence[str]) -> RollupResult:
+        """What the round did once its parents were written."""
+        return RollupResult(self.channel_id, self.level, self.apexes, True, self.clusters,
+                            tuple(parents), tombstoned, self.noise, tuple(errors),
+                            time.perf_counter() - self.started)
+
+
+async def rollup_round(db: Database, channel_id: int, level: int,
+                       policy: RollupPolicy = RollupPolicy()) -> RollupRound | RollupResult:
+    """Cluster the channel's apexes of `level` if there are enough of them (a `RollupRound`),
+    else the result of a round that did not run."""
     repo = EpisodeRepo(db)
     apexes = await repo.apexes(channel_id, level)
     threshold = policy.threshold(level)
@@ -267,107 +309,15 @@ async def rollup_channel(
     for episode, label in zip(apexes, labels.tolist(), strict=True):
         if label >= 0:
             groups.setdefault(label, []).append(episode)
-    parents: list[int] = []
-    errors: list[str] = []
-    tombstoned = 0
-    # A cluster too big for one summary call becomes several parents (time-ordered chunks).
-    chunks = [ordered[i:i + policy.max_children]
-              for label in sorted(groups)
-              for ordered in [sorted(groups[label], key=lambda e: (e.started_at, e.id))]
-              for i in range(0, len(ordered), policy.max_children)]
-    for children in chunks:
-        try:
-            parents.append(await write_parent(db, chat, embedder, children, now, policy))
-        except (ModelError, RollupConflictError) as exc:
-            log.warning("channel %s: roll-up of %d episodes skipped: %s",
-                        channel_id, len(children), exc)
-            errors.append(str(exc) or type(exc).__name__)
-            continue
-        tombstoned += len(children)
-    noise = int((labels < 0).sum())
-    log.info("channel %s: level-%d round: %d clusters, %d noise", channel_id, level,
-             len(groups), noise)
-    return RollupResult(channel_id, level, len(apexes), True, len(groups), tuple(parents),
-                        tombstoned, noise, tuple(errors), time.perf_counter() - started)
+    chunks = tuple(tuple(ordered[i:i + policy.max_children])
+                   for label in sorted(groups)
+                   for ordered in [sorted(groups[label], key=lambda e: (e.started_at, e.id))]
+                   for i in range(0, len(ordered), policy.max_children))
+    return RollupRound(channel_id, level, len(apexes), len(groups), int((labels < 0).sum()),
+                       chunks, started)
 
 
 @dataclass(frozen=True, slots=True)
 class LifecyclePolicy:
     compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
     rollup: RollupPolicy = field(default_factory=RollupPolicy)
-
-
-@dataclass(frozen=True, slots=True)
-class ConsolidateResult:
-    """What one consolidate pass over one person did."""
-
-    owner_id: int
-    compactions: tuple[CompactionResult, ...] = ()
-    rounds: tuple[RollupResult, ...] = ()
-
-    @property
-    def clusters(self) -> int:
-        return sum(r.clusters for r in self.rounds)
-
-    @property
-    def parents(self) -> int:
-        return sum(len(r.parents) for r in self.rounds)
-
-    @property
-    def tombstoned(self) -> int:
-        return sum(r.tombstoned for r in self.rounds)
-
-    @property
-    def errors(self) -> tuple[str, ...]:
-        return tuple(e for r in self.rounds for e in r.errors) + tuple(
-            c.error for c in self.compactions if c.error
-        )
-
-    def summary(self) -> str:
-        compacted = sum(1 for c in self.compactions if c.compacted)
-        text = (f"{self.clusters} clusters, {self.parents} parents, {self.tombstoned} episodes "
-                f"tombstoned, {compacted} compactions")
-        return text + (f", {len(self.errors)} errors" if self.errors else "")
-
-    def __str__(self) -> str:
-        return self.summary()
-
-    def lines(self) -> list[str]:
-        out = [c.line() for c in self.compactions if c.compacted or c.error]
-        out += [r.line() for r in self.rounds]
-        out.append(f"clusters formed: {self.clusters}, parents written: {self.parents}, "
-                   f"episodes tombstoned: {self.tombstoned}")
-        return out
-
-
-async def consolidate_owner(
-    db: Database,
-    chat: ChatModel,
-    embedder: Embedder,
-    owner_id: int,
-    now: datetime,
-    policy: LifecyclePolicy = LifecyclePolicy(),
-) -> ConsolidateResult:
-    """Compact each of the owner's channels, then run the roll-up rounds where due."""
-    channels = await db.fetchall(
-        "SELECT id, source FROM channels WHERE owner_id = ? ORDER BY id", (owner_id,)
-    )
-    compactions: list[CompactionResult] = []
-    rounds: list[RollupResult] = []
-    for channel_id, source in channels:
-        compactions += await compact_until_under_budget(
-            db, chat, channel_id, now, policy.compaction
-        )
-        if not profile_for(source).episodes:
-            continue
-        for level in (LEAF, TOPIC):  # leaf first: its parents may complete an era round
-            rounds.append(
-                await rollup_channel(db, chat, embedder, channel_id, level, now, policy.rollup)
-            )
-    return ConsolidateResult(owner_id, tuple(compactions), tuple(rounds))
-
-
-
-
-# The name the background runner's consolidate job calls.
-rollup_owner = consolidate_owner

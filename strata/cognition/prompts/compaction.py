@@ -1,7 +1,6 @@
 """The continuity-summary prompt: fold the previous summary and the next stretch of transcript
-into one summary that replaces both in later prompts, and the extractive summary used without
-a model. Imports `bot` leaf types and `strata.memory.domain.extractive`.
-"""
+into one summary that replaces both in later prompts (the extractive summary used without a
+model is memory's: `strata.memory.domain.compaction.extractive`)."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ from collections.abc import Sequence
 
 from strata.core.tokens import count_tokens, share_budget, truncate_to_tokens
 from strata.core.types import ChatMessage, Role, RowKind, TranscriptRow
-from strata.memory.domain.extractive import summarise
 
 SYSTEM = (
     "You keep the running summary of one conversation between a person and their assistant. "
@@ -51,11 +49,3 @@ def build_messages(
         + "\n\nWrite the new summary now."
     )
     return [ChatMessage("system", SYSTEM.format(words=words)), ChatMessage("user", body)]
-
-
-def extractive(previous: str | None, rows: Sequence[TranscriptRow], *, words: int = 250) -> str:
-    """A continuity summary without a model: the most distinct sentences of the previous
-    summary and the new messages (each dated and attributed), within about `words` words."""
-    lines = [f"{'person' if r.role is Role.USER else r.role.value} ({r.ts:%Y-%m-%d}): {r.content}"
-             for r in rows if r.kind is RowKind.MESSAGE]
-    return summarise([previous or "", *lines], words)
