@@ -10,15 +10,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from strata.app.forgetting import ForgetEverywhere, console_history_folder
-from strata.app.model_wiring import Metered
+from strata.bot.after_turn import ExtractAfterTurn
 from strata.bot.commands import CommandRouter
 from strata.bot.memory_commands import MemoryCommands
 from strata.bot.memory_tools import MemoryTools
+from strata.bot.metered_chat import Metered
 from strata.bot.remember_command import RememberCommand
 from strata.bot.tools import ToolRegistry
 from strata.core.config import Settings
 from strata.core.ports import AfterTurn, ChatModel, Clock, ContextSource, Embedder
-from strata.core.types import Channel, Person
 from strata.memory.coordination.claims import RunnerLeases
 from strata.memory.coordination.jobruns import JobRunRepo
 from strata.memory.domain.agents import AgentRepo
@@ -28,7 +28,7 @@ from strata.memory.domain.compaction import CompactionHook, CompactionPolicy
 from strata.memory.domain.connectors import ConnectorStore, MailHeaders
 from strata.memory.domain.episode_cut import CutSettings, EpisodeCutter
 from strata.memory.domain.episodes import EpisodeRepo
-from strata.memory.domain.fact_extraction import FactExtractor, model_completer
+from strata.memory.domain.fact_extraction import FactExtractor
 from strata.memory.domain.fact_recall import FactCandidates
 from strata.memory.domain.facts import FactRepo, FactStore
 from strata.memory.domain.forget import Forgetter
@@ -125,27 +125,6 @@ class Repos:
                    FactRepo(db), JobRunRepo(db), ReminderRepo(db), PortraitRepo(db),
                    CalendarRepo(db), LinkCodes(db), RunnerLeases(db), AgentRepo(db),
                    ConnectorStore(db), MailHeaders(db), RefusalRepo(db))
-
-
-@dataclass
-class ExtractAfterTurn:
-    """After-turn hook (`facts.extract_after_turn`): run `before` (the episode cutter), then
-    read the owner's new episodes into facts, so a cut episode is read in the same turn."""
-
-    before: AfterTurn
-    extractor: FactExtractor
-    chat_for: Callable[[int], ChatModel]
-    clock: Clock
-    max_episodes: int
-
-    async def __call__(self, channel: Channel, person: Person, turn_id: str) -> None:
-        await self.before(channel, person, turn_id)
-        if channel.owner_id != person.id or await self.extractor.watermark(person.id) is None:
-            return
-        await self.extractor.run(
-            person.id, model_completer(self.chat_for(person.id)), self.clock.now(),
-            max_episodes=self.max_episodes,
-        )
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,20 @@
 """After-turn work (row vectors, episode cut, fact extraction, compaction): each hook runs in
 a task of its own, off the hot path, once the reply is stored. A hook that fails is logged
-and skipped; it never fails the turn or the bot.
+and skipped; it never fails the turn or the bot. `ExtractAfterTurn` is the hook that reads a
+cut episode into facts in the same turn (wired by `strata.app.memory_wiring`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from strata.core.errors import ModelError
-from strata.core.ports import AfterTurn
+from strata.core.ports import AfterTurn, ChatModel, Clock
 from strata.core.types import Channel, Person
+from strata.memory.domain.fact_extraction import FactExtractor, model_completer
 
 log = logging.getLogger(__name__)
 
@@ -44,3 +46,24 @@ async def _run_hook(hook: AfterTurn, channel: Channel, person: Person, turn_id: 
                     type(hook).__name__, turn_id, exc)
     except Exception:  # task boundary: a failed after-turn step must not kill the bot
         log.exception("after-turn step %r failed for turn %s", hook, turn_id)
+
+
+@dataclass
+class ExtractAfterTurn:
+    """After-turn hook (`facts.extract_after_turn`): run `before` (the episode cutter), then
+    read the owner's new episodes into facts, so a cut episode is read in the same turn."""
+
+    before: AfterTurn
+    extractor: FactExtractor
+    chat_for: Callable[[int], ChatModel]
+    clock: Clock
+    max_episodes: int
+
+    async def __call__(self, channel: Channel, person: Person, turn_id: str) -> None:
+        await self.before(channel, person, turn_id)
+        if channel.owner_id != person.id or await self.extractor.watermark(person.id) is None:
+            return
+        await self.extractor.run(
+            person.id, model_completer(self.chat_for(person.id)), self.clock.now(),
+            max_episodes=self.max_episodes,
+        )

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from strata.adapters.runtime import SORRY, deliver_turn
 from strata.adapters.telegram.adapter import TelegramAdapter
 from strata.adapters.telegram.chat import MESSAGE_LIMIT, utf16_len
 from strata.app.compose import App
+from strata.bot.delivery import SORRY, deliver_turn
 from strata.core.clock import ManualClock
 from strata.core.config import Settings, load_settings
 from strata.core.errors import StrataError
