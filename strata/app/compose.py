@@ -49,7 +49,7 @@ from strata.bot.timed_chat import TimedChat
 from strata.bot.tools import ToolRegistry
 from strata.bot.turns import TurnProcessor
 from strata.cognition.ambient import AmbientContext
-from strata.cognition.registry import default_registry
+from strata.cognition.jobs import default_registry
 from strata.cognition.runner import Runner
 from strata.cognition.services import Services
 from strata.core.config import Settings
