@@ -32,6 +32,7 @@ from strata.app.memory_wiring import (
 from strata.app.model_wiring import default_clock, make_chat_model, make_embedder
 from strata.app.web.command import WebCommand
 from strata.app.web.links import WebLinks
+from strata.bot.ambient import AmbientContext
 from strata.bot.claims import ChannelClaims
 from strata.bot.commands import CommandRouter
 from strata.bot.context_window import ContextWindow, fitted_settings, model_window
@@ -48,7 +49,6 @@ from strata.bot.scheduler import TurnScheduler
 from strata.bot.timed_chat import TimedChat
 from strata.bot.tools import ToolRegistry
 from strata.bot.turns import TurnProcessor
-from strata.cognition.ambient import AmbientContext
 from strata.cognition.jobs import default_registry
 from strata.cognition.runner import Runner
 from strata.cognition.services import Services
