@@ -12,9 +12,8 @@ boundaries (`strata.core.sending`; the reply operations are in `sending`). disco
 out REST 429s itself using Discord's headers; a wait longer than `max_ratelimit_timeout`
 surfaces as `RateLimited`, which is turned into `PlatformRateLimited` so streaming skips edits
 and sends are retried later. The memory commands arrive as DM text (`/forget cats`) and are
-also registered as slash commands that map to the same text, answered at once through
-`strata.bot.delivery.deliver_turn`. Imports `strata.adapters.discord.*`,
-`strata.adapters.runtime`, `strata.bot.delivery`, `strata.core` and discord.py.
+also slash commands, answered at once (`strata.bot.delivery.deliver_turn`). Imports
+`strata.adapters.*`, `strata.bot.delivery`, `strata.core` and discord.py.
 """
 
 from __future__ import annotations
