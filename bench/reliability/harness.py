@@ -269,7 +269,7 @@ def assistant_texts(db_path: Path, platform: str) -> dict[str, list[str]]:
 def kind_of_reply(text: str) -> str:
     """`sorry` (an unexpected exception reached the adapter boundary: a crashed turn),
     `honest` (the short message for a failing model: the message is saved), or `answer`."""
-    from strata.adapters.runtime import SORRY
+    from strata.bot.delivery import SORRY
 
     if text == SORRY:
         return "sorry"

@@ -7,7 +7,7 @@ its key. A re-run after a crash (`retry`) sends the same keys and gets the earli
 back, which may still show what the dead run had put there (a streamed preview, the text of
 another attempt at the answer): on a retry the first message is therefore edited to the text
 just sent. Later messages are only ever sent finished, from the stored reply, so they match.
-Imports `strata.adapters.base` and `strata.core.types`.
+Imports `strata.core.sending` and `strata.core.types`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Awaitable, Callable
 
-from strata.adapters.base import EditFn, SendFn
+from strata.core.sending import EditFn, SendFn
 from strata.core.types import ReplyKey
 
 KeyedSendFn = Callable[[str, str | None], Awaitable[str]]  # (text, client key) → message id

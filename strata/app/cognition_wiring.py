@@ -10,11 +10,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from strata.app.memory_wiring import MemoryParts, Repos
+from strata.bot.ambient import AmbientContext
 from strata.bot.commands import CommandRouter
 from strata.bot.outbound import Outbound
+from strata.bot.remind_requests import RemindWords
+from strata.bot.reminder_tools import ReminderPorts, register_commands, register_tools
 from strata.bot.tools import ToolRegistry
 from strata.bot.turns import TurnProcessor
-from strata.cognition.ambient import AmbientContext
 from strata.cognition.connector_secrets import SecretBox, key_path
 from strata.cognition.connectors import configured_connectors
 from strata.cognition.personal_connectors import (
@@ -23,8 +25,6 @@ from strata.cognition.personal_connectors import (
     connector_reader,
     personal_connectors,
 )
-from strata.cognition.remind_requests import RemindWords
-from strata.cognition.reminders import ReminderPorts, register_commands, register_tools
 from strata.cognition.research import SearchProvider, configured_search
 from strata.cognition.research import register_commands as register_research_commands
 from strata.cognition.services import Services

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from strata.adapters.runtime import deliver_turn
 from strata.app.agent_memory import AgentMemory
 from strata.app.cognition_wiring import build_services
 from strata.app.controls_wiring import build_controls
@@ -27,18 +26,10 @@ from strata.app.memory_wiring import (
     build_memory,
     open_db,
 )
-from strata.app.model_wiring import (
-    Metered,
-    OwnerModel,
-    default_clock,
-    make_chat_model,
-    make_embedder,
-    metered_for_owner,
-)
+from strata.app.model_wiring import default_clock, make_chat_model, make_embedder
 from strata.app.web.command import WebCommand
 from strata.app.web.links import WebLinks
-from strata.app.web.metrics import Metrics, TimedChat
-from strata.app.web.recall_log import RecordingRecaller
+from strata.bot.ambient import AmbientContext
 from strata.bot.claims import ChannelClaims
 from strata.bot.commands import CommandRouter
 from strata.bot.context_window import ContextWindow, fitted_settings, model_window
@@ -46,13 +37,16 @@ from strata.bot.hypothetical import HypotheticalRecall, HypotheticalTurn
 from strata.bot.llm import OpenAIChatModel, OpenAIEmbedder
 from strata.bot.llm_sdk import load_sdk
 from strata.bot.memory_commands import MemoryCommands
+from strata.bot.metered_chat import Metered, OwnerModel, metered_for_owner
+from strata.bot.metrics import Metrics
 from strata.bot.outbound import Outbound
+from strata.bot.recall_record import RecordingRecaller
 from strata.bot.reply_checks import ReplyChecks
 from strata.bot.scheduler import TurnScheduler
+from strata.bot.timed_chat import TimedChat
 from strata.bot.tools import ToolRegistry
 from strata.bot.turns import TurnProcessor
-from strata.cognition.ambient import AmbientContext
-from strata.cognition.registry import default_registry
+from strata.cognition.jobs import default_registry
 from strata.cognition.runner import Runner
 from strata.cognition.services import Services
 from strata.cognition.writers.episodes import EpisodeCutter
@@ -171,7 +165,7 @@ class App:
             controls.commands, episodes=repos.episodes, recall=memory.recall, cutter=memory.cutter,
             row_indexer=memory.row_indexer, outbound=outbound, services=services,
             runner=Runner(services, default_registry(), identity=identity), repos=repos,
-            scheduler=TurnScheduler(processor, TurnIntake(db), queue, claims, clock, deliver_turn,
+            scheduler=TurnScheduler(processor, TurnIntake(db), queue, claims, clock,
                                     max_turns=settings.bot.max_turns),
             agents=AgentMemory(repos.agents, repos.persons, memory.facts, memory.recall, clock,
                                processor.background_channel),

@@ -18,11 +18,11 @@ from strata.app.cognition_wiring import (
 from strata.app.memory_wiring import MemoryParts, Repos, register_memory_controls
 from strata.app.web.command import WebCommand
 from strata.app.web.links import WebLinks
+from strata.bot.ambient import AmbientContext
 from strata.bot.commands import CommandRouter
 from strata.bot.link import LinkCommand
 from strata.bot.memory_commands import MemoryCommands
 from strata.bot.tools import ToolRegistry
-from strata.cognition.ambient import AmbientContext
 from strata.core.config import Settings
 from strata.core.ports import Clock
 from strata.memory.domain.web_access import WebTokens

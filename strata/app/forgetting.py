@@ -3,7 +3,7 @@ and `/wipe` in a chat, the web view's button, `strata memory forget|wipe`).
 
 `strata.memory.domain.forget.Forgetter` deletes from the memory tables and scrubs the database
 files. `ForgetEverywhere` also clears the web view's recall record (a block may quote what was
-forgotten; `strata.app.web.recall_log`) and the terminal chat's prompt history
+forgotten; `strata.bot.recall_record`) and the terminal chat's prompt history
 (`strata.adapters.console.history`): after `/forget WORDS` no entry of the person's console
 rooms that matches the words, or that is a message the forget deleted (`/resume` forgets what
 was said while paused), is left in its file; after `/wipe` the files are removed. `#ID`

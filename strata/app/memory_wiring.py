@@ -10,18 +10,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from strata.app.forgetting import ForgetEverywhere, console_history_folder
-from strata.app.model_wiring import Metered
 from strata.bot.commands import CommandRouter
 from strata.bot.memory_commands import MemoryCommands
 from strata.bot.memory_tools import MemoryTools
+from strata.bot.metered_chat import Metered
 from strata.bot.remember_command import RememberCommand
 from strata.bot.tools import ToolRegistry
 from strata.cognition.writers.compaction import CompactionHook
 from strata.cognition.writers.episodes import EpisodeCutter
-from strata.cognition.writers.facts import FactExtraction, model_completer
+from strata.cognition.writers.facts import ExtractAfterTurn, FactExtraction
 from strata.core.config import Settings
 from strata.core.ports import AfterTurn, ChatModel, Clock, ContextSource, Embedder
-from strata.core.types import Channel, Person
 from strata.memory.coordination.claims import RunnerLeases
 from strata.memory.coordination.jobruns import JobRunRepo
 from strata.memory.domain.agents import AgentRepo
@@ -128,27 +127,6 @@ class Repos:
                    FactRepo(db), JobRunRepo(db), ReminderRepo(db), PortraitRepo(db),
                    CalendarRepo(db), LinkCodes(db), RunnerLeases(db), AgentRepo(db),
                    ConnectorStore(db), MailHeaders(db), RefusalRepo(db))
-
-
-@dataclass
-class ExtractAfterTurn:
-    """After-turn hook (`facts.extract_after_turn`): run `before` (the episode cutter), then
-    read the owner's new episodes into facts, so a cut episode is read in the same turn."""
-
-    before: AfterTurn
-    extractor: FactExtraction
-    chat_for: Callable[[int], ChatModel]
-    clock: Clock
-    max_episodes: int
-
-    async def __call__(self, channel: Channel, person: Person, turn_id: str) -> None:
-        await self.before(channel, person, turn_id)
-        if channel.owner_id != person.id or await self.extractor.watermark(person.id) is None:
-            return
-        await self.extractor.run(
-            person.id, model_completer(self.chat_for(person.id)), self.clock.now(),
-            max_episodes=self.max_episodes,
-        )
 
 
 @dataclass(frozen=True)

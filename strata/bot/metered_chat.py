@@ -2,11 +2,13 @@
 refuses calls once a budget is spent.
 
 Chat turns, background job turns, compaction, roll-up summaries, episode summaries and fact
-extraction all reach the model through a `MeteredChat` wired in `strata.app.compose` (or built by a
-job run around the same inner model). After each answer it hands the tokens used (the endpoint's
-`usage`, or an estimate from the text when the endpoint reports none) to `charge`; before each
-call it asks `remaining` and raises `BudgetExhaustedError` (a retryable `ModelError`, so callers
-store nothing from the refused call and retry later) when nothing is left.
+extraction all reach the model through a `MeteredChat`: `metered_for_owner` (wired once by
+`strata.app.compose`) charges calls made outside a job run to the memory owner, and a job run
+builds one around the same inner model for its budget. After each answer it hands the tokens
+used (the endpoint's `usage`, or an estimate from the text when the endpoint reports none) to
+`charge`; before each call it asks `remaining` and raises `BudgetExhaustedError` (a retryable
+`ModelError`, so callers store nothing from the refused call and retry later) when nothing is
+left.
 """
 
 from __future__ import annotations
@@ -15,12 +17,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from pydantic import BaseModel
 
+from strata.bot.metrics import Metrics
 from strata.core.errors import BudgetExhaustedError
-from strata.core.ports import ChatModel
+from strata.core.ports import ChatModel, Clock
 from strata.core.tokens import count_tokens
 from strata.core.types import ChatMessage, Completion, ToolSpec
+from strata.memory.coordination.jobruns import JobRunRepo
 
 Charge = Callable[[int], Awaitable[None]]
+# The model for calls made after a turn, by purpose: `metered(purpose)(owner_id)` charges its
+# tokens to that memory owner under that purpose (`metered_for_owner`).
+OwnerModel = Callable[[int], ChatModel]
+Metered = Callable[[str], OwnerModel]
 
 
 def tokens_used(messages: Sequence[ChatMessage], completion: Completion) -> int:
@@ -75,3 +83,19 @@ class MeteredChat:
             if isinstance(part, Completion):
                 await self.charge(tokens_used(messages, part))
             yield part
+
+
+def metered_for_owner(chat: ChatModel, runs: JobRunRepo, clock: Clock,
+                      purpose: str, metrics: Metrics | None = None) -> OwnerModel:
+    """The model for calls made after a turn, outside any job run: each call's tokens are
+    recorded for the memory owner under `purpose` (shown by `strata jobs status`)."""
+
+    def for_owner(owner_id: int) -> ChatModel:
+        async def charge(tokens: int) -> None:
+            if metrics is not None:
+                metrics.charge(purpose, tokens)
+            await runs.record_usage(purpose, owner_id, clock.now(), tokens)
+
+        return MeteredChat(chat, charge)
+
+    return for_owner

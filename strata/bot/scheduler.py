@@ -10,7 +10,9 @@ Every process then runs queued turns of the platforms it has a replier for (an a
 `attach`es itself once connected): it claims a channel (`strata.bot.claims.ChannelClaims`, the
 lease `turn:<channel id>`, never waiting), runs the channel's queued turns oldest first
 (`TurnProcessor.run_turn`), shows each reply in the room the adapter gives (`Replier.room`,
-through the injected `show`: typing, streaming, splitting) and removes the entry once shown.
+through `strata.bot.delivery.deliver_turn`: typing, streaming, splitting) and removes the
+entry once shown. What a queued entry is now (its person and channel) it asks the processor
+(`TurnProcessor.queued`), never its repositories.
 So turns run in order per channel and one at a time across processes; at most `max_turns`
 channels at once per process. A process that dies mid-turn leaves its entry queued and its
 lease behind: a process on the same host takes the lease over at once, one elsewhere after
@@ -34,8 +36,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from strata.bot.claims import ChannelClaims
+from strata.bot.delivery import deliver_turn
 from strata.bot.turns import TurnProcessor
-from strata.core.ports import Clock, PartialCallback, Replier, ShowTurn
+from strata.core.ports import Clock, PartialCallback, Replier
 from strata.core.types import Accepted, InboundMessage, Intake, ReplyKey, TurnResult
 from strata.memory.coordination.turn_queue import NewTurn, QueuedTurn, TurnQueue
 from strata.memory.domain.intake import TurnIntake
@@ -53,7 +56,6 @@ class TurnScheduler:
     queue: TurnQueue
     claims: ChannelClaims
     clock: Clock
-    show: ShowTurn
     max_turns: int = 32  # channels this process runs turns in at once
     every: float = 0.5  # seconds between looks at the queue when nothing wakes it
     _repliers: dict[str, Replier] = field(default_factory=dict, init=False)
@@ -236,15 +238,13 @@ class TurnScheduler:
             self._wake.set()
 
     async def _run(self, entry: QueuedTurn, replier: Replier) -> None:
-        channel = await self.processor.channels.get(entry.channel_id)
-        person = await self.processor.persons.get(entry.person_id)
-        if channel is not None and person is not None:  # else forgotten meanwhile
+        accepted = await self.processor.queued(entry)
+        if accepted is not None:  # else its person or channel was forgotten meanwhile
             timing_log.info("turn for chat %s starts (at %.3f)", entry.msg.room_id, time.time())
-            accepted = Accepted(entry.msg, person, channel, entry.turn_id, stored=entry.stored)
             await self.queue.start(entry.id)
             once = ReplyKey(entry.turn_id, retry=entry.attempts > 0)
             out = replier.room(entry.msg, entry.reply_to, once)
-            await self.show(_QueuedRun(self.processor, accepted), entry.msg, out)
+            await deliver_turn(_QueuedRun(self.processor, accepted), entry.msg, out)
         await self.queue.done(entry.id)
 
 
@@ -253,7 +253,8 @@ def _task_name(platform: str) -> str:
 
 
 class _QueuedRun:
-    """The handler `show` runs for a queued turn: the processor runs that accepted turn."""
+    """The handler `deliver_turn` runs for a queued turn: the processor runs that accepted
+    turn."""
 
     def __init__(self, processor: TurnProcessor, accepted: Accepted) -> None:
         self.processor = processor

@@ -56,7 +56,7 @@ from strata.core.types import (
     Role,
     TurnResult,
 )
-from strata.memory.coordination.turn_queue import TurnQueue
+from strata.memory.coordination.turn_queue import QueuedTurn, TurnQueue
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
 from strata.memory.domain.transcript import TranscriptRepo
 
@@ -114,6 +114,15 @@ class TurnProcessor:
 
     def allowed(self, msg: InboundMessage) -> bool:
         return access.allowed(self.settings.access, msg)
+
+    async def queued(self, entry: QueuedTurn) -> Accepted | None:
+        """A queued turn as it stands now, for the scheduler to run: None when its person or
+        channel was forgotten after it was queued."""
+        channel = await self.channels.get(entry.channel_id)
+        person = await self.persons.get(entry.person_id)
+        if channel is None or person is None:
+            return None
+        return Accepted(entry.msg, person, channel, entry.turn_id, stored=entry.stored)
 
     # -- the turn --------------------------------------------------------------------------------
 

@@ -202,10 +202,3 @@ class JobRegistry:
 
     def __len__(self) -> int:
         return len(self._jobs)
-
-
-def default_registry() -> JobRegistry:
-    """The nine background jobs (docs/architecture.md), in the order a check runs them."""
-    from strata.cognition.jobs import all_jobs
-
-    return JobRegistry(all_jobs())

@@ -1,4 +1,6 @@
-"""Delivering reminders and scheduled prompts: the runner's side of `strata.cognition.reminders`.
+"""Reminders and scheduled prompts, delivered by the runner. A chat sets them with the tools and
+commands of `strata.bot.reminder_tools`; zones and recurrence (RFC 5545 RRULE text, computed by
+dateutil) are `strata.core.recurrence`.
 
 Delivery is claim-then-deliver (see `strata.memory.domain.reminders`): the runner claims a due item,
 records the message in the channel it came from (turn id `reminder:<id>:<due>`, so a redelivery
@@ -19,10 +21,9 @@ from datetime import datetime, timedelta
 
 from strata.bot.outbound import DeliveryUnavailableError
 from strata.cognition.backoff import retry_delay
-from strata.cognition.recurrence import next_occurrence
-from strata.cognition.reminders import describe
 from strata.cognition.services import Services
 from strata.core.clock import to_iso
+from strata.core.recurrence import describe, next_occurrence
 from strata.core.types import NewRow, Role
 from strata.memory.domain.reminders import Reminder
 

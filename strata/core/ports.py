@@ -83,7 +83,8 @@ class TurnHandler(Protocol):
 
 
 class RoomOutput(Protocol):
-    """How to talk back in one room: what an adapter gives the scheduler for a turn's reply.
+    """How to talk back in one room: what an adapter gives the scheduler for a turn's reply
+    (shown through it by `strata.bot.delivery.deliver_turn`).
 
     `send` returns the platform message id; `edit` (None: the platform cannot) replaces a
     message's text; `typing` shows the typing indicator once (every `typing_every` s while
@@ -126,14 +127,6 @@ class Replier(Protocol):
 
     def room(self, msg: InboundMessage, reply_to: str | None,
              once: ReplyKey | None = None) -> RoomOutput: ...
-
-
-class ShowTurn(Protocol):
-    """Runs a turn through `handler` and shows its reply in `out` (typing, streaming,
-    splitting, the error boundary): `strata.adapters.runtime.deliver_turn`."""
-
-    async def __call__(self, handler: TurnHandler, msg: InboundMessage, out: RoomOutput,
-                       /) -> object: ...
 
 
 @runtime_checkable

@@ -282,3 +282,14 @@ class TurnResult:
     failed: bool = False
     command: str | None = None
     attachment: tuple[str, bytes] | None = None
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What showing a turn in its room came to (`strata.bot.delivery.deliver_turn`): the
+    turn's result (None: the bot stayed silent, or the turn failed), the platform message ids
+    sent, and the error a failed turn raised (the person was told `SORRY`)."""
+
+    result: TurnResult | None
+    message_ids: list[str]
+    error: BaseException | None = None

@@ -11,7 +11,7 @@ and checks which part of it carries the fact.
 The paths: the time zone (set with /timezone) is in the ambient snapshot's local time line,
 with no model at all. The other three are durable facts: the scripted model extracts them in
 the idle jobs (as a real one would), and the prompt's portrait section lists the newest
-durable facts after the synthesised portrait (`strata.cognition.ambient`), which the scripted
+durable facts after the synthesised portrait (`strata.bot.ambient`), which the scripted
 synthesis writes without them. Recall's gate rightly stays shut for "what's the weather
 like?": it shares no word with "I live in Lyon".
 

@@ -19,10 +19,10 @@ from strata.adapters.discord.adapter import (
     DiscordAdapter,
     build_discord_adapter,
 )
-from strata.adapters.runtime import SORRY
 from strata.app.adapter_wiring import configured_adapters
 from strata.app.compose import App
 from strata.bot.commands import CommandContext, CommandReply
+from strata.bot.delivery import SORRY
 from strata.bot.failures import model_error_message
 from strata.core.clock import ManualClock, SystemClock
 from strata.core.config import AccessSettings, DiscordSettings, LlmSettings, Settings

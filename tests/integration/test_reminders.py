@@ -290,7 +290,7 @@ async def test_ambient_snapshot_in_private_prompts_and_not_in_shared_rooms(
 
 
 def test_recurrence_is_dst_safe() -> None:
-    from strata.cognition.recurrence import next_occurrence, parse_recurrence
+    from strata.core.recurrence import next_occurrence, parse_recurrence
 
     rec = parse_recurrence("day", "8:00")
     assert rec == "FREQ=DAILY;BYHOUR=8;BYMINUTE=0;BYSECOND=0"  # RFC 5545 RRULE text

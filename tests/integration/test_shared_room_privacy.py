@@ -222,9 +222,9 @@ async def test_a_new_command_or_tool_is_private_unless_it_says_otherwise(
     """Registered with no flag, a command or tool that reads private memory answers in a
     private chat and is refused (and not offered) in a shared room."""
     from strata.bot.commands import CommandContext, CommandReply
+    from strata.bot.reminder_tools import NoArgs
     from strata.bot.tool_args import add_tool
     from strata.bot.tools import ToolContext
-    from strata.cognition.reminders import NoArgs
 
     app, _ = alice_app
     assert app.services is not None

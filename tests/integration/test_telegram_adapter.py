@@ -20,15 +20,14 @@ from typing import Any
 
 import pytest
 
-from strata.adapters.runtime import SORRY, deliver_turn
 from strata.adapters.telegram.adapter import TelegramAdapter
 from strata.adapters.telegram.chat import MESSAGE_LIMIT, utf16_len
 from strata.app.compose import App
+from strata.bot.delivery import SORRY
 from strata.core.clock import ManualClock
 from strata.core.config import Settings, load_settings
 from strata.core.errors import StrataError
-from strata.core.ports import PartialCallback
-from strata.core.types import ChannelKind, InboundMessage, OwnerKind, Role, TurnResult
+from strata.core.types import Channel, ChannelKind, InboundMessage, OwnerKind, Person, Role
 from tests.conftest import strata_env
 from tests.fakes import telegram_api as fake_module
 from tests.fakes.openai_server import FakeOpenAI, last_user_text
@@ -374,24 +373,20 @@ async def test_model_failure_gives_a_short_honest_message(
 
 
 class _Broken:
-    """A turn handler whose turns fail unexpectedly (a bug), to exercise the callback
-    boundary; messages are still taken in (stored and queued) by the real scheduler."""
+    """A recaller that fails unexpectedly (a bug), to exercise the delivery's error boundary:
+    messages are still taken in (stored and queued) by the real scheduler and processor."""
 
-    async def handle(
-        self, msg: InboundMessage, on_partial: PartialCallback | None = None
-    ) -> TurnResult | None:
+    async def recall(self, *, channel: Channel, person: Person, query: str,
+                     shown_from_row_id: int | None = None) -> str | None:
         raise RuntimeError("boom: internal detail that must not reach the chat")
-
-
-async def _show_broken(handler: Any, msg: InboundMessage, out: Any) -> object:
-    return await deliver_turn(_Broken(), msg, out)
 
 
 async def test_unexpected_failure_is_a_short_sorry_not_a_traceback(
     app: App, telegram_api: FakeTelegramAPI,
 ) -> None:
     fake = telegram_api
-    async with running(dataclasses.replace(app.turns(), show=_show_broken), fake) as adapter:
+    broken = dataclasses.replace(app.processor, recaller=_Broken())
+    async with running(dataclasses.replace(app.turns(), processor=broken), fake) as adapter:
         fake.push_private_message(ADA, "hello")
         await settle(fake, adapter, 1)
         fake.push_private_message(ADA, "still there?")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from strata.cognition.recurrence import describe_recurrence, next_occurrence, parse_recurrence
 from strata.core.clock import ManualClock
+from strata.core.recurrence import describe_recurrence, next_occurrence, parse_recurrence
 from strata.memory.domain.reminders import ReminderRepo
 from strata.memory.engines.db import Database
 from tests.conftest import TEST_DIM

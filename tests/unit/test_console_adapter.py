@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from strata.adapters.console.adapter import ConsoleAdapter
-from strata.adapters.runtime import SORRY
+from strata.bot.delivery import SORRY
 from strata.core.clock import ManualClock
 from strata.core.ports import PartialCallback
 from strata.core.types import InboundMessage, TurnResult

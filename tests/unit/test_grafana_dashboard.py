@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from strata.app.web.metrics import Metrics
+from strata.bot.metrics import Metrics
 
 DASHBOARD = Path(__file__).parents[2] / "deploy" / "grafana-dashboard.json"
 METRIC = re.compile(r"\bstrata_[a-z_]+\b")

@@ -1,4 +1,4 @@
-"""Reminder requests read from words without a model (`strata.cognition.remind_words`)."""
+"""Reminder requests read from words without a model (`strata.bot.remind_words`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from strata.cognition.remind_words import ReminderRequest, read_message, read_spec
+from strata.bot.remind_words import ReminderRequest, read_message, read_spec
 
 # Monday 5 January 2026, 14:00 local.
 NOW = datetime(2026, 1, 5, 14, 0)

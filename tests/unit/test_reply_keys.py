@@ -2,8 +2,8 @@
 
 import asyncio
 
-from strata.adapters.base import PlatformRateLimited, call_with_retry
 from strata.adapters.once import keyed_send, send_key
+from strata.core.sending import PlatformRateLimited, call_with_retry
 from strata.core.types import ReplyKey
 
 

@@ -19,7 +19,8 @@ from bench.reliability import harness
 from bench.reliability.registry import CaseResult, Context
 from bench.reliability.suite import SUITE
 from strata.cognition.job_report import JobReport
-from strata.cognition.registry import BaseJob, Job, JobContext, JobOutcome, default_registry
+from strata.cognition.jobs import default_registry
+from strata.cognition.registry import BaseJob, Job, JobContext, JobOutcome
 from strata.cognition.runner import Runner
 from strata.core.clock import ManualClock
 from tests.fakes.openai_server import FakeOpenAI

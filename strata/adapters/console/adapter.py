@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from strata.adapters.console.mapping import room_ref, to_inbound
-from strata.adapters.runtime import SORRY, ReplyOps
+from strata.adapters.runtime import ReplyOps
+from strata.bot.delivery import SORRY
 from strata.bot.visible import visible
 from strata.core.ports import Clock, Resumes, RoomOutput, TurnHandler
 from strata.core.private_files import write_private

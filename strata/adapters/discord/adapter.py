@@ -8,12 +8,12 @@ before `on_message` returns) and answered by whichever process on the database c
 chat; several processes may hold gateway sessions for one bot, and a DM that reaches each of
 them is queued once. The reply is shown through `room()` with the typing indicator on, streamed
 by throttled edits of one message and split at Discord's 2,000 characters on paragraph/sentence
-boundaries (`strata.adapters.base`; the reply operations are in `sending`). discord.py sleeps
+boundaries (`strata.core.sending`; the reply operations are in `sending`). discord.py sleeps
 out REST 429s itself using Discord's headers; a wait longer than `max_ratelimit_timeout`
 surfaces as `RateLimited`, which is turned into `PlatformRateLimited` so streaming skips edits
 and sends are retried later. The memory commands arrive as DM text (`/forget cats`) and are
-also registered as slash commands that map to the same text. Imports
-`strata.adapters.discord.*`, `strata.adapters.runtime`, `strata.core` and discord.py.
+also slash commands, answered at once (`strata.bot.delivery.deliver_turn`). Imports
+`strata.adapters.*`, `strata.bot.delivery`, `strata.core` and discord.py.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from strata.adapters.discord.sending import (
     interaction_ops,
     rate_limited,
 )
-from strata.adapters.runtime import ReplyOps, deliver_turn, send_text
+from strata.adapters.runtime import ReplyOps, send_text
+from strata.bot.delivery import deliver_turn
 from strata.core.config import Settings
 from strata.core.errors import ConfigError, PlatformError
 from strata.core.ports import Clock, Turns

@@ -4,7 +4,7 @@ command's interaction (`interaction_ops`).
 discord.py sleeps out REST 429s itself; a wait too long for it surfaces as `RateLimited`,
 turned into `PlatformRateLimited` here (`rate_limited`) so streaming skips an edit and sends
 are retried later. Files over Discord's upload limit are replaced by a note saying so.
-Imports `strata.adapters.base`, `strata.adapters.runtime`, aiohttp and discord.py.
+Imports `strata.adapters.runtime`, `strata.core`, aiohttp and discord.py.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import TypeVar
 import aiohttp
 import discord
 
-from strata.adapters.base import PlatformRateLimited
 from strata.adapters.once import keyed_send
 from strata.adapters.runtime import ReplyOps
+from strata.core.sending import PlatformRateLimited
 from strata.core.types import ReplyKey
 
 MESSAGE_LIMIT = 2000

@@ -10,7 +10,7 @@ as a task in the running loop and returns; `await adapter.stop()` lets in-flight
 Each message is submitted to the turn scheduler (`strata.bot.scheduler`: stored and its turn
 queued, in sync order) and answered by whichever process on the database claims the room; the
 reply is shown through `room()` (typing, streaming, splitting and the error boundary are
-`strata.adapters.runtime.deliver_turn`'s). Several processes may sync the same account: each
+`strata.bot.delivery.deliver_turn`'s). Several processes may sync the same account: each
 submits the message and it is queued once. Rate limits: nio is told never to retry 429s itself
 (`max_limit_exceeded=0`), so a 429 surfaces here as `PlatformRateLimited`: a streaming edit is
 skipped, a final send waits out `retry_after` a bounded number of times, the sync loop sleeps
@@ -45,7 +45,6 @@ from nio import (
     SyncResponse,
 )
 
-from strata.adapters.base import PlatformRateLimited
 from strata.adapters.matrix.login import encryption_on, log_in, new_client
 from strata.adapters.matrix.mapping import (
     EVENT_LIMIT,
@@ -66,6 +65,7 @@ from strata.adapters.runtime import ReplyOps
 from strata.core.config import AccessSettings, MatrixSettings
 from strata.core.errors import ConfigError, PlatformError
 from strata.core.ports import Turns
+from strata.core.sending import PlatformRateLimited
 from strata.core.types import InboundMessage, ReplyKey
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,6 @@ from typing import Any
 
 from nio import AsyncClient, RoomSendError, RoomTypingError, UploadResponse
 
-from strata.adapters.base import PlatformRateLimited
 from strata.adapters.matrix.mapping import (
     RoomInfo,
     content_budget,
@@ -31,6 +30,7 @@ from strata.adapters.matrix.mapping import (
 from strata.adapters.once import keyed_send
 from strata.adapters.runtime import ReplyOps, send_text
 from strata.core.errors import PlatformError
+from strata.core.sending import PlatformRateLimited
 from strata.core.types import ReplyKey
 
 log = logging.getLogger(__name__)

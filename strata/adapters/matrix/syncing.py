@@ -15,11 +15,11 @@ from typing import Any
 
 from nio import AsyncClient, InviteMemberEvent, JoinError
 
-from strata.adapters.base import PlatformRateLimited, call_with_retry, platform_retry_after
 from strata.adapters.matrix.mapping import invite_allowed
 from strata.adapters.matrix.outbox import retry_after
 from strata.core.config import AccessSettings
 from strata.core.retry import RetryPolicy
+from strata.core.sending import PlatformRateLimited, call_with_retry, platform_retry_after
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ Telegram's 20-messages-a-minute group limit); the final text is split at 4,096 c
 429s and retries) is `chat.Chat`, flood control `flood`. A private message from someone not
 on the allowlist gets one polite note (if `tell_unlisted`); group chatter is recorded, not
 answered; a live location's moves are recorded at most once per `live_location_every`
-seconds. Imports `strata.adapters.base`,
+seconds. Imports
 `strata.adapters.runtime`, `strata.adapters.telegram.*`, `strata.core` and python-telegram-bot.
 """
 
@@ -37,7 +37,6 @@ from telegram import Bot, Update
 from telegram.error import InvalidToken, TelegramError
 from telegram.ext import Application, ApplicationBuilder
 
-from strata.adapters.base import PlatformRateLimited
 from strata.adapters.runtime import ReplyOps, send_text
 from strata.adapters.telegram import mapping
 from strata.adapters.telegram.chat import MESSAGE_LIMIT, Chat, utf16_len
@@ -46,6 +45,7 @@ from strata.adapters.telegram.polling import Poller
 from strata.core.config import Settings
 from strata.core.errors import StrataError
 from strata.core.ports import Adapter, Clock, Turns
+from strata.core.sending import PlatformRateLimited
 from strata.core.types import InboundMessage, Intake, ReplyKey
 
 log = logging.getLogger(__name__)

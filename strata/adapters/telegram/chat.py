@@ -3,10 +3,10 @@
 Replies go out as HTML (`formatting.to_html`); when Telegram rejects the entities ("can't
 parse entities") the same part is resent as plain text. A 429 becomes `PlatformRateLimited`
 (`flood.flood_control`), a 5xx or a network error `PlatformUnavailable` with a doubling
-backoff; `call_with_retry` (`strata.adapters.base`) retries both, the one retry layer of a
+backoff; `call_with_retry` (`strata.core.sending`) retries both, the one retry layer of a
 send (the answer is saved by then; showing it is worth a few seconds). "Message is not
 modified" counts as done. `/export` files go out with sendDocument. Telegram counts a
-message's 4,096 characters in UTF-16 units (`utf16_len`). Imports `strata.adapters.base`,
+message's 4,096 characters in UTF-16 units (`utf16_len`). Imports `strata.core.sending`,
 `strata.adapters.telegram.*`, `strata.core.retry` and python-telegram-bot.
 """
 
@@ -20,10 +20,10 @@ from telegram import Bot, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, NetworkError
 
-from strata.adapters.base import PlatformUnavailable
 from strata.adapters.telegram.flood import RETRY_CAP, flood_control
 from strata.adapters.telegram.formatting import to_html
 from strata.core.retry import doubling
+from strata.core.sending import PlatformUnavailable
 
 log = logging.getLogger(__name__)
 

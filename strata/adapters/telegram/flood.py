@@ -5,8 +5,8 @@ PTB's `AIORateLimiter` paces requests under Telegram's flood limits (`TimedRateL
 how long it held each one); with `max_retries=0` a 429 (`RetryAfter`) is passed on and becomes
 the adapters' common `PlatformRateLimited` (`flood_control`). The poll loop waits out a 5xx or
 a network error with doubling backoff up to `RETRY_CAP` (`backoff`), a 429's own wait
-honoured; a send's errors are retried by `strata.adapters.base.call_with_retry`.
-Imports `strata.adapters.base`, `strata.core` and python-telegram-bot.
+honoured; a send's errors are retried by `strata.core.sending.call_with_retry`.
+Imports `strata.core` and python-telegram-bot.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 from telegram.error import BadRequest, NetworkError, RetryAfter
 from telegram.ext import AIORateLimiter
 
-from strata.adapters.base import PlatformRateLimited
 from strata.core import retry
+from strata.core.sending import PlatformRateLimited
 
 # Timings a benchmark reads (`--log-level info`): how long flood control held each request.
 timing_log = logging.getLogger(__name__ + ".timing")
@@ -67,7 +67,7 @@ async def flood_control() -> AsyncIterator[None]:
 
 class _HandledRateLimitLog(logging.Filter):
     """Drops PTB's error log for a 429 the rate limiter passes on: with `max_retries=0` every
-    429 is passed on by design and handled here (logged at INFO by `strata.adapters.base`)."""
+    429 is passed on by design and handled here (logged at INFO by `strata.core.retry`)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not record.getMessage().startswith("Rate limit hit after maximum of 0 retries")

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 from strata.app.forgetting import console_history_folder
 from strata.app.memory_wiring import Repos, open_db
 from strata.bot.visible import say, visible
-from strata.cognition.recurrence import describe_recurrence
 from strata.core.clock import ManualClock, SystemClock, from_iso
 from strata.core.config import Settings
 from strata.core.errors import StrataError
 from strata.core.ports import Clock
+from strata.core.recurrence import describe_recurrence
 from strata.memory.domain.export import export_person
 from strata.memory.domain.lifecycle import hierarchy
 from strata.memory.domain.persons import PersonRepo

@@ -20,7 +20,7 @@ from strata.app.cli.progress import progress
 from strata.app.compose import App
 from strata.app.memory_wiring import Repos, open_db
 from strata.bot.visible import say
-from strata.cognition.registry import default_registry
+from strata.cognition.jobs import default_registry
 from strata.core.clock import ManualClock, SystemClock, from_iso
 from strata.core.config import Settings
 from strata.core.errors import StrataError

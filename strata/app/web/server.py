@@ -25,9 +25,9 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from strata.app.web.links import WebLinks, WebSession
-from strata.app.web.metrics import Metrics
 from strata.app.web.view import MemoryView
 from strata.bot.memory_commands import KIND_TITLES, ForgetWording, MemoryCommands
+from strata.bot.metrics import Metrics
 from strata.memory.domain.persons import PersonRepo
 
 log = logging.getLogger(__name__)

@@ -1,10 +1,12 @@
 """The nine background jobs (docs/architecture.md), one module each. `all_jobs()` lists them in the
 order a check runs them: sync and extraction first, so synthesis and reflection see their
-results; the memory life cycle last."""
+results; the memory life cycle last. `default_registry()` is the runner's registry of them.
+The jobs import `strata.cognition.registry` and `common`, never each other (an import-linter
+`independence` contract)."""
 
 from __future__ import annotations
 
-from strata.cognition.registry import AnyJob
+from strata.cognition.registry import AnyJob, JobRegistry
 
 
 def all_jobs() -> list[AnyJob]:
@@ -29,3 +31,8 @@ def all_jobs() -> list[AnyJob]:
         ConsolidateJob(),
         DecayJob(),
     ]
+
+
+def default_registry() -> JobRegistry:
+    """The nine background jobs (docs/architecture.md), in the order a check runs them."""
+    return JobRegistry(all_jobs())

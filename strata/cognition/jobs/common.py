@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Protocol, TypeVar
 
 from strata.cognition.registry import JobContext
-from strata.cognition.reminders import local
+from strata.core.recurrence import local
 from strata.memory.domain.fact_types import Fact, NewFact
 from strata.memory.domain.facts import FactStore
 from strata.memory.domain.grounding import Refusal

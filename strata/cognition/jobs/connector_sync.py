@@ -21,7 +21,7 @@ from strata.cognition.connectors import (
 )
 from strata.cognition.jobs.common import FactPorts, add_fact
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
-from strata.cognition.reminders import describe
+from strata.core.recurrence import describe
 from strata.memory.domain.calendar import CalendarRepo
 from strata.memory.domain.connectors import MailHeaders
 from strata.memory.domain.persons import PersonRepo

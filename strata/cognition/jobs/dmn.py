@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from strata.cognition.ambient import PORTRAIT_KINDS
+from strata.bot.ambient import PORTRAIT_KINDS
 from strata.cognition.jobs.common import FactPorts, TranscriptPorts, add_grounded, live_facts
 from strata.cognition.prompts import dmn as prompts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome

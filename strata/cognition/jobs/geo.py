@@ -20,7 +20,7 @@ from strata.cognition.jobs.common import (
 from strata.cognition.prompts import geo as prompts
 from strata.cognition.prompts import read_json
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
-from strata.cognition.reminders import local
+from strata.core.recurrence import local
 from strata.core.types import Role
 from strata.memory.domain import grounding
 from strata.memory.domain.transcript import RowFilter

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import Protocol
 
-from strata.cognition.ambient import PORTRAIT_KINDS
+from strata.bot.ambient import PORTRAIT_KINDS
 from strata.cognition.jobs.common import FactPorts, live_facts, refuse
 from strata.cognition.prompts import synthesis as prompts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from strata.cognition.prompts.facts import KnownFact, build_messages
 from strata.core.errors import ModelError
-from strata.core.ports import ChatModel
-from strata.core.types import ChatMessage
+from strata.core.ports import AfterTurn, ChatModel, Clock
+from strata.core.types import Channel, ChatMessage, Person
 from strata.memory.domain.episodes import Episode
 from strata.memory.domain.fact_candidates import FactsSchema
 from strata.memory.domain.fact_extraction import (
@@ -87,3 +88,24 @@ class FactExtraction:
                 return await self.extractor.accept(work, answer, now, report)
             finally:  # also when the model failed after the plain facts were routed
                 await self.extractor.record(owner_id, report, now)
+
+
+@dataclass
+class ExtractAfterTurn:
+    """After-turn hook (`facts.extract_after_turn`): run `before` (the episode cutter), then
+    read the owner's new episodes into facts, so a cut episode is read in the same turn."""
+
+    before: AfterTurn
+    extraction: FactExtraction
+    chat_for: Callable[[int], ChatModel]
+    clock: Clock
+    max_episodes: int
+
+    async def __call__(self, channel: Channel, person: Person, turn_id: str) -> None:
+        await self.before(channel, person, turn_id)
+        if channel.owner_id != person.id or await self.extraction.watermark(person.id) is None:
+            return
+        await self.extraction.run(
+            person.id, model_completer(self.chat_for(person.id)), self.clock.now(),
+            max_episodes=self.max_episodes,
+        )

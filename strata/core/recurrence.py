@@ -1,4 +1,5 @@
-"""Reminder times: the person's time zone, and recurrence as RFC 5545 RRULE text.
+"""Reminder times: the person's time zone, a time as people read it (`describe`), and
+recurrence as RFC 5545 RRULE text.
 
 A recurring reminder or scheduled prompt stores its rule as the value of an iCalendar RRULE
 (`FREQ=DAILY;BYHOUR=8;BYMINUTE=0;BYSECOND=0`, `FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR;…`), written
@@ -46,6 +47,15 @@ def zone(name: str) -> ZoneInfo:
 
 def local(ts: datetime, tz: str) -> datetime:
     return ensure_utc(ts).astimezone(zone(tz))
+
+
+def describe(ts: datetime, tz: str, now: datetime | None = None) -> str:
+    """`Tue 6 Jan 09:00` in the person's zone (with the year when it is not this year's)."""
+    lt = local(ts, tz)
+    text = f"{lt:%a} {lt.day} {lt:%b} {lt:%H:%M}"
+    if now is not None and local(now, tz).year != lt.year:
+        text += f" {lt.year}"
+    return text
 
 
 def parse_recurrence(every: str, at: str) -> str:

@@ -3,13 +3,8 @@ import asyncio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strata.adapters.base import (
-    PlatformRateLimited,
-    StreamedReply,
-    split_message,
-    typing_while,
-    utf8_size,
-)
+from strata.bot.reply_stream import StreamedReply, typing_while
+from strata.core.sending import PlatformRateLimited, split_message, utf8_size
 
 
 def test_short_text_is_one_part() -> None:

@@ -1,8 +1,9 @@
-"""Reminders and scheduled prompts as the person sets them: the model's tools to set, list and
-cancel them (in the person's time zone, which the person can set) and the `/timezone` and
-`/reminders` chat commands. Zones and recurrence (RFC 5545 RRULE text, computed by dateutil) are
-`strata.cognition.recurrence`; delivery by the runner is `strata.cognition.reminder_delivery`.
-May import `bot` and `memory`.
+"""Reminders and scheduled prompts as a chat sets them: the model's tools to set, list and
+cancel them and to set the person's time zone, and the `/timezone` and `/reminders` commands.
+Times are read and shown in the person's zone (`strata.core.recurrence`). The runner
+delivers what they set (`strata.cognition.reminder_delivery`); a reminder set from the
+person's own words uses the same tool (`strata.bot.remind_requests`).
+Imports `bot`, `memory` and `core`.
 """
 
 from __future__ import annotations
@@ -15,28 +16,19 @@ from pydantic import Field
 from strata.bot.commands import CommandContext, CommandReply, CommandRouter
 from strata.bot.tool_args import RowId, ToolArgs, add_tool
 from strata.bot.tools import ToolContext, ToolRegistry
-from strata.cognition.recurrence import (
+from strata.core.clock import ensure_utc
+from strata.core.ports import Clock
+from strata.core.recurrence import (
     ReminderInputError,
+    describe,
     describe_recurrence,
-    local,
     next_occurrence,
     parse_recurrence,
     zone,
 )
-from strata.core.clock import ensure_utc
-from strata.core.ports import Clock
 from strata.core.types import ChannelKind
 from strata.memory.domain.persons import PersonRepo
 from strata.memory.domain.reminders import Reminder, ReminderRepo
-
-
-def describe(ts: datetime, tz: str, now: datetime | None = None) -> str:
-    """`Tue 6 Jan 09:00` in the person's zone (with the year when it is not this year's)."""
-    lt = local(ts, tz)
-    text = f"{lt:%a} {lt.day} {lt:%b} {lt:%H:%M}"
-    if now is not None and local(now, tz).year != lt.year:
-        text += f" {lt.year}"
-    return text
 
 
 def parse_when(when: str, tz: str, now: datetime) -> datetime:

@@ -1,21 +1,19 @@
 """Prometheus metrics for operators (`/metrics`), in a registry of their own per app so that
 two apps in one process (the tests) never clash, and instrumentation that costs a counter
-increment: the model call, recall, each turn's outcome and token charges.
-Imports `bot` leaf modules and prometheus-client (the `web` extra).
+increment: the model call (`strata.bot.timed_chat`), recall (`strata.bot.recall_record`), each
+turn's outcome, the replies' checks and token charges. Counted where the turn runs, in every
+process; the web server (`strata.app.web`) only renders them. Imports `strata.core` and
+prometheus-client.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from pydantic import BaseModel
 
-from strata.core.ports import ChatModel
-from strata.core.types import ChatMessage, Completion, ToolSpec, TurnResult
+from strata.core.types import TurnResult
 
 LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
@@ -76,46 +74,3 @@ class Metrics:
     def charge(self, purpose: str, tokens: int) -> None:
         if tokens > 0:
             self.tokens.labels(purpose).inc(tokens)
-
-
-@dataclass
-class TimedChat:
-    """A `ChatModel` timing each call (a stream until its last part) and counting failures;
-    the error itself passes through untouched."""
-
-    inner: ChatModel
-    metrics: Metrics
-
-    async def complete(self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = (),
-                       model: str | None = None, max_tokens: int | None = None,
-                       schema: type[BaseModel] | None = None) -> Completion:
-        started, ok = time.perf_counter(), False
-        try:
-            done = await self.inner.complete(messages, tools=tools, model=model,
-                                             max_tokens=max_tokens, schema=schema)
-            ok = True
-            return done
-        finally:
-            self._observe(started, ok)
-
-    async def stream(self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = (),
-                     model: str | None = None, max_tokens: int | None = None,
-                     ) -> AsyncIterator[str | Completion]:
-        started, ok = time.perf_counter(), False
-        try:
-            async for part in self.inner.stream(messages, tools=tools, model=model,
-                                                max_tokens=max_tokens):
-                yield part
-            ok = True
-        finally:
-            self._observe(started, ok)
-
-    def _observe(self, started: float, ok: bool) -> None:
-        outcome = "ok" if ok else "error"
-        self.metrics.model_seconds.labels(outcome).observe(time.perf_counter() - started)
-        if not ok:
-            self.metrics.model_failures.inc()
-
-    def __getattr__(self, name: str) -> Any:
-        # Everything else (list_models, close, the model name) is the wrapped model's.
-        return getattr(self.inner, name)

@@ -10,7 +10,7 @@ The portrait is the synthesis job's newest one, followed by the durable facts it
 not only once synthesis has run and if its prose kept it: "what's the weather like?" shares no
 word with "lives in Lyon", so recall's gate rightly stays shut, and the city must come from
 here. Only where turn-zero recall runs (`facts=True`): a background job states its own inputs.
-May import `bot` and `memory`.
+Imports `memory` and `core`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from strata.cognition.reminders import describe, describe_recurrence, local
 from strata.core.ports import Clock
+from strata.core.recurrence import describe, describe_recurrence, local
 from strata.core.types import Channel, ChannelKind, Person
 from strata.memory.domain.calendar import CalendarRepo
 from strata.memory.domain.connectors import MailHeaders

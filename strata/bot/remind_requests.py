@@ -2,10 +2,10 @@
 to stretch" in a chat whose model is offered no tools (the embedded default: see
 `strata.bot.model_turn`), and the `/remind` command on every platform.
 
-The words are read by `strata.cognition.remind_words` in the person's time zone; the reminder
+The words are read by `strata.bot.remind_words` in the person's time zone; the reminder
 is set by the same `set_reminder` tool a model would call (as a recorded tool call in a chat
 turn), and the reply is the tool's own confirmation, with the exact local time. A message the
-grammar cannot read goes to the model as any other. Imports `bot` and its own layer.
+grammar cannot read goes to the model as any other. Imports `bot` and `core`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import uuid
 from datetime import datetime
 
 from strata.bot.commands import CommandContext, CommandReply, CommandRouter
+from strata.bot.remind_words import ReminderRequest, read_message, read_spec
+from strata.bot.reminder_tools import ReminderArgs, ReminderPorts, ReminderTools
 from strata.bot.tools import ToolContext, ToolRegistry, WordsRequest, words_call_id
-from strata.cognition.recurrence import local
-from strata.cognition.remind_words import ReminderRequest, read_message, read_spec
-from strata.cognition.reminders import ReminderArgs, ReminderPorts, ReminderTools
+from strata.core.recurrence import local
 from strata.core.types import Person, ToolCall
 
 USAGE = ("Say when, then what, in your own time zone (/timezone shows it): "

@@ -1,13 +1,14 @@
-"""strata/adapters/runtime.deliver_turn with a scripted handler and recording platform ops."""
+"""strata/bot/delivery.deliver_turn with a scripted handler and recording platform ops."""
 
 from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
 
-from strata.adapters.base import PlatformRateLimited
-from strata.adapters.runtime import NO_FILES, SORRY, ReplyOps, deliver_turn, send_text
+from strata.adapters.runtime import ReplyOps, send_text
+from strata.bot.delivery import NO_FILES, SORRY, deliver_turn
 from strata.core.ports import PartialCallback
+from strata.core.sending import PlatformRateLimited
 from strata.core.types import InboundMessage, TurnResult
 
 MSG = InboundMessage("test", "room", "alice", "hi", datetime(2026, 1, 1, tzinfo=UTC))
