@@ -10,7 +10,8 @@ A platform adapter maps its event to an `InboundMessage`, describes how to talk 
 - the final reply is split at the platform limit on paragraph/sentence boundaries and sent with
   bounded retry-after handling (`StreamedReply.finish` / `call_with_retry`);
 - a failed turn shows its short honest text (`TurnResult.reply`); an unexpected exception is
-  logged and the person gets `SORRY`, never a traceback.
+  logged and the person gets `SORRY`, never a traceback; a turn another process took over
+  (its writes refused) shows nothing more.
 
 `deliver_turn` is the adapter callback boundary: with `typing_while` and the console adapter's
 line loop (which prints `SORRY` the same way), the one place in `strata/adapters/` allowed to catch
@@ -40,6 +41,7 @@ from strata.adapters.base import (
     split_message,
     typing_while,
 )
+from strata.core.errors import WriteRefusedError
 from strata.core.ports import RoomOutput, TurnHandler
 from strata.core.types import InboundMessage, TurnResult
 
@@ -131,6 +133,12 @@ async def _deliver(handler: TurnHandler, msg: InboundMessage, ops: RoomOutput) -
             if file_id is not None:
                 ids.append(file_id)
         return Delivery(result, ids)
+    except WriteRefusedError as exc:
+        # Another process took the channel over (this one stalled past its turn lease): the
+        # reply is that process's to show; this run neither stores nor says anything more.
+        log.warning("%s: turn in %s taken over by another process: %s", msg.platform,
+                    msg.room_id, exc)
+        return Delivery(None, list(streamed.message_ids), exc)
     except Exception as exc:  # adapter callback boundary: log it, tell the person briefly
         log.exception("%s: turn for a message in %s failed", msg.platform, msg.room_id)
         try:
