@@ -218,8 +218,8 @@ def test_three_processes_share_one_database_and_one_telegram_bot(
                        "SELECT count(*) FROM channels WHERE id = %s AND platform = 'telegram'",
                        int(n.split(":")[1])))}
         assert len(cut_off) == MAX_TURNS  # the poller too was answering chats
-        held_jobs = {int(o) for (o,) in db.rows(
-            "SELECT owner_id FROM job_leases WHERE runner = %s", runner)}
+        held_jobs = {int(str(n).split(":")[1]) for (n,) in db.rows(
+            "SELECT name FROM leases WHERE name LIKE 'job:%%' AND holder = %s", runner)}
         assert len(held_jobs) == 1  # ... and working through a person's jobs
         victim.send_signal(signal.SIGKILL)
         victim.wait(10)
@@ -274,7 +274,8 @@ def test_three_processes_share_one_database_and_one_telegram_bot(
             # idle time has no such pause: wait for every live runner's passes to end (the
             # killed one's lease stays until it is retired).
             until("no job pass in progress", lambda: db.value(
-                "SELECT count(*) FROM job_leases WHERE runner <> %s", runner) == 0, timeout=120)
+                "SELECT count(*) FROM leases WHERE name LIKE 'job:%%' AND holder <> %s",
+                runner) == 0, timeout=120)
             FileClock.write(clock_file, now)
             until(f"every person's jobs looked at, at {now:%H:%M}",
                   lambda now=now: checked_since(now) == PERSONS, timeout=120)

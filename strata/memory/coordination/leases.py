@@ -53,13 +53,18 @@ class Leases:
         """Take or renew lease `name` for `holder` until `now + ttl`: the lease (its fence
         kept while `holder` held it without a break), or None while another holder's lease
         has not expired."""
+        return await self.take_until(name, holder, now, now + ttl)
+
+    async def take_until(self, name: str, holder: str, now: datetime,
+                         until: datetime) -> Lease | None:
+        """`take`, the lease running until `until`."""
         won = await self.db.execute_atomic(
             "INSERT INTO leases (name, holder, expires_at, fence) VALUES (?, ?, ?, ?)"
             " ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,"
             " expires_at = excluded.expires_at, fence = CASE"
             " WHEN leases.holder = excluded.holder THEN leases.fence ELSE excluded.fence END"
             " WHERE leases.holder = excluded.holder OR leases.expires_at < ?",
-            (name, holder, to_iso(now + ttl), new_fence(), to_iso(now)))
+            (name, holder, to_iso(until), new_fence(), to_iso(now)))
         return await self._held(name, holder) if won == 1 else None
 
     async def claim(self, name: str, holder: str, now: datetime,

@@ -17,3 +17,12 @@ CREATE TABLE model_calls (
     at TEXT NOT NULL
 );
 CREATE INDEX model_calls_person ON model_calls (person_id, at);
+
+-- A memory owner's jobs are held through the same leases (`job:<owner id>`), running until
+-- their runner's own lease and renewed with it (strata.memory.coordination.claims): the
+-- claims of `job_leases` move there, fence and all, and that table goes.
+INSERT INTO leases (name, holder, expires_at, fence)
+SELECT 'job:' || CAST(j.owner_id AS TEXT), j.runner, r.lease_until, j.fence
+FROM job_leases j JOIN runners r ON r.id = j.runner;
+DROP TABLE job_leases;
+CREATE INDEX leases_holder ON leases (holder);

@@ -8,3 +8,9 @@ CREATE TABLE model_calls (
     at TEXT COLLATE "C" NOT NULL
 );
 CREATE INDEX model_calls_person ON model_calls (person_id, at);
+
+INSERT INTO leases (name, holder, expires_at, fence)
+SELECT 'job:' || CAST(j.owner_id AS TEXT), j.runner, r.lease_until, j.fence
+FROM job_leases j JOIN runners r ON r.id = j.runner;
+DROP TABLE job_leases;
+CREATE INDEX leases_holder ON leases (holder);
