@@ -151,7 +151,8 @@ class App:
         # One turn at a time per channel across the processes on the database, and the turns
         # taken in and not yet answered (`strata.bot.scheduler`).
         claims = ChannelClaims(Leases(db), holder=identity.id,
-                               ttl=timedelta(seconds=settings.bot.turn_lease_seconds))
+                               ttl=timedelta(seconds=settings.bot.turn_lease_seconds),
+                               clock=clock)
         queue = TurnQueue(db)
         processor = turn_processor(settings, repos, memory, timed_chat, clock, controls.commands,
                                    controls.tools, controls.context, metered, metrics, recall_log,

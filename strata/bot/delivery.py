@@ -11,7 +11,8 @@ limit and how to measure it). That gives every platform the same behaviour:
 - the final reply is split at the platform limit on paragraph/sentence boundaries and sent with
   bounded retry-after handling (`StreamedReply.finish` / `call_with_retry`);
 - a failed turn shows its short honest text (`TurnResult.reply`); an unexpected exception is
-  logged and the person gets `SORRY`, never a traceback.
+  logged and the person gets `SORRY`, never a traceback; a turn another process took over
+  (its writes refused) shows nothing more.
 
 `deliver_turn` is the turn's error boundary towards the room: with `typing_while` and the
 console adapter's line loop (which prints `SORRY` the same way), the place a turn's failure
@@ -24,6 +25,7 @@ import contextlib
 import logging
 
 from strata.bot.reply_stream import StreamedReply, typing_while
+from strata.core.errors import WriteRefusedError
 from strata.core.ports import PartialCallback, RoomOutput, TurnHandler
 from strata.core.sending import call_with_retry
 from strata.core.types import Delivery, InboundMessage, TurnResult
@@ -64,6 +66,12 @@ async def _deliver(handler: TurnHandler, msg: InboundMessage, ops: RoomOutput) -
         if result is None:
             return Delivery(None, list(streamed.message_ids))
         return Delivery(result, await _show(result, streamed, ops))
+    except WriteRefusedError as exc:
+        # Another process took the channel over (this one stalled past its turn lease): the
+        # reply is that process's to show; this run neither stores nor says anything more.
+        log.warning("%s: turn in %s taken over by another process: %s", msg.platform,
+                    msg.room_id, exc)
+        return Delivery(None, list(streamed.message_ids), exc)
     except Exception as exc:  # the turn's boundary towards the room: log it, tell the person
         log.exception("%s: turn for a message in %s failed", msg.platform, msg.room_id)
         await _say_sorry(streamed, ops, msg, answered)

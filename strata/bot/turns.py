@@ -56,6 +56,7 @@ from strata.core.types import (
     Role,
     TurnResult,
 )
+from strata.memory.coordination.model_calls import ModelCalls
 from strata.memory.coordination.turn_queue import QueuedTurn, TurnQueue
 from strata.memory.domain.persons import ChannelRepo, PersonRepo
 from strata.memory.domain.transcript import TranscriptRepo
@@ -99,7 +100,8 @@ class TurnProcessor:
 
     def __post_init__(self) -> None:
         if self.limiter is None:
-            self.limiter = CallLimiter(self.settings.access.model_calls_per_minute, self.clock)
+            self.limiter = CallLimiter(ModelCalls(self.persons.db),
+                                       self.settings.access.model_calls_per_minute, self.clock)
         prompt = TurnPrompt(self.settings, self.persons, self.transcript, self.tools,
                             self.context, self.recaller, self.window)
         self._model = ModelTurn(self.settings, prompt, self.tools, self.transcript, self.chat,
@@ -224,17 +226,17 @@ class TurnProcessor:
             return await access.command_result(self.commands, accepted)
         if not accepted.msg.addressed_to_bot:
             return None
-        refused = self._over_rate(accepted)
+        refused = await self._over_rate(accepted)
         if refused is not None:
             return refused
         return await self._model_result(accepted, on_partial)
 
-    def _over_rate(self, accepted: Accepted) -> TurnResult | None:
+    async def _over_rate(self, accepted: Accepted) -> TurnResult | None:
         """The polite refusal when the person has used up their model calls, else None."""
         person, channel = accepted.person, accepted.channel
         if channel.source != "user" or self.limiter is None:
             return None
-        wait = self.limiter.acquire(person.id)
+        wait = await self.limiter.acquire(person.id)
         if wait is None:
             return None
         log.info("turn %s: person %d is over the model-call rate limit", accepted.turn_id,

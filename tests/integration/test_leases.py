@@ -1,5 +1,6 @@
 """Named leases and the turn queue on both engines: one holder at a time, taken over once
-expired or once its holder's process is gone, and a turn queued once."""
+expired or once its holder's process is gone; the fence that refuses a stale holder's writes;
+and a turn queued once."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 
-from strata.bot.claims import ChannelClaims, take_lease
+import pytest
+
+from strata.bot.claims import ChannelClaims
 from strata.core.clock import ManualClock
+from strata.core.errors import WriteRefusedError
 from strata.core.identity import ProcessIdentity, holder_gone, this_process
 from strata.core.types import InboundMessage
-from strata.memory.coordination.leases import Leases
+from strata.memory.coordination.leases import Lease, Leases
 from strata.memory.coordination.turn_queue import NewTurn, TurnQueue
 from strata.memory.engines.db import Database
 from tests.memory_helpers import channel, person
@@ -40,7 +44,45 @@ async def test_one_holder_at_a_time_until_the_lease_expires(db: Database) -> Non
 async def test_racing_takers_get_one_lease(db: Database) -> None:
     leases = Leases(db)
     won = await asyncio.gather(*(leases.take("turn:1", f"p{i}", T0, TTL) for i in range(8)))
-    assert sum(won) == 1
+    assert sum(lease is not None for lease in won) == 1
+
+
+async def test_the_fence_stays_with_one_holder_and_refuses_a_stale_ones_writes(
+        db: Database) -> None:
+    leases = Leases(db)
+    first = await leases.take("turn:1", "a", T0, TTL)
+    assert first is not None
+    assert await leases.take("turn:1", "a", T0 + timedelta(seconds=20), TTL) == first
+    assert await leases.renew(first, T0 + timedelta(seconds=40), TTL)  # until 70 s
+    assert await leases.take("turn:1", "b", T0 + timedelta(seconds=69), TTL) is None
+    taken = await leases.take("turn:1", "b", T0 + timedelta(seconds=71), TTL)
+    assert taken is not None and taken.fence != first.fence  # a takeover: a new token
+    assert not await leases.renew(first, T0 + timedelta(seconds=72), TTL)  # a lost lease
+    with leases.fenced(first), pytest.raises(WriteRefusedError):
+        await db.execute_write("DELETE FROM turn_queue")
+    with leases.fenced(taken):
+        await db.execute_write("DELETE FROM turn_queue")  # the holder's writes go ahead
+    await leases.release("turn:1", "b")
+    again = await leases.take("turn:1", "a", T0 + timedelta(seconds=73), TTL)
+    assert again is not None and again.fence not in (first.fence, taken.fence)
+    with leases.fenced(first), pytest.raises(WriteRefusedError):  # an old hold stays lost
+        await db.execute_write("DELETE FROM turn_queue")
+
+
+async def test_nested_fences_are_all_checked(db: Database) -> None:
+    """A job's background turn writes under its person's claim and its channel's lease:
+    losing either refuses the write."""
+    leases = Leases(db)
+    job = await leases.take("job:1", "a", T0, TTL)
+    turn = await leases.take("turn:2", "a", T0, TTL)
+    assert job is not None and turn is not None
+    with leases.fenced(job), leases.fenced(turn):
+        await db.execute_write("DELETE FROM turn_queue")
+        assert await leases.take("job:1", "b", T0 + 2 * TTL, TTL)
+        with pytest.raises(WriteRefusedError):
+            await db.execute_write("DELETE FROM turn_queue")
+    with leases.fenced(Lease("turn:2", "a", turn.fence)):
+        await db.execute_write("DELETE FROM turn_queue")  # the outer guard ended with its block
 
 
 def test_this_process_has_one_identity() -> None:
@@ -59,9 +101,9 @@ async def test_a_dead_process_on_this_host_is_taken_over_at_once(db: Database) -
     assert not holder_gone(f"elsewhere:{dead}:0000")  # another host: wait for the lease
     leases = Leases(db)
     assert await leases.take("turn:1", gone, T0, TTL)
-    assert await take_lease(leases, "turn:1", this_process().id, T0, TTL)
+    assert await leases.claim("turn:1", this_process().id, T0, TTL)
     assert await leases.take("turn:2", f"elsewhere:{dead}:0000", T0, TTL)
-    assert not await take_lease(leases, "turn:2", this_process().id, T0, TTL)
+    assert not await leases.claim("turn:2", this_process().id, T0, TTL)
 
 
 async def test_channel_claims_exclude_each_other_across_holders(db: Database) -> None:

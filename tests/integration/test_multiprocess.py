@@ -155,10 +155,10 @@ def test_three_processes_share_one_database_and_one_telegram_bot(
     db = Db(pg_url)
 
     def lease_holders(prefix: str) -> dict[str, str]:
-        now = to_iso(datetime.now(UTC))
+        # Who holds (or last held, until it is taken over or given back) each lease: the
+        # processes renew them on the simulated clock, which stands still between steps.
         return {str(n): str(h) for n, h in db.rows(
-            "SELECT name, holder FROM leases WHERE name LIKE %s AND expires_at >= %s",
-            prefix + "%", now)}
+            "SELECT name, holder FROM leases WHERE name LIKE %s", prefix + "%")}
 
     def answered() -> dict[int, list[str]]:
         return {i: fake.bot_texts(user(i)) for i in range(PERSONS)}
@@ -206,6 +206,12 @@ def test_three_processes_share_one_database_and_one_telegram_bot(
               lambda: len(fake_openai.gated) == PROCESSES * MAX_TURNS
               and fake.pending_update_count == 0)
         FileClock.write(clock_file, start + timedelta(minutes=40))
+        # Leases run on this clock: the jump aged every turn lease at once, as a paused
+        # machine would. Each holder renews its own within a third of a lease; until then
+        # another process could take a chat over (and its holder's writes be refused).
+        until("the turn leases renewed at 40 minutes", lambda: db.value(
+            "SELECT count(*) FROM leases WHERE name LIKE 'turn:%%' AND expires_at < %s",
+            to_iso(start + timedelta(minutes=40))) == 0)
         until("every runner busy at the model",
               lambda: len(fake_openai.gated) == PROCESSES * MAX_TURNS + len(commands))
         poller = next(iter(lease_holders("poll:").values()))
@@ -218,8 +224,8 @@ def test_three_processes_share_one_database_and_one_telegram_bot(
                        "SELECT count(*) FROM channels WHERE id = %s AND platform = 'telegram'",
                        int(n.split(":")[1])))}
         assert len(cut_off) == MAX_TURNS  # the poller too was answering chats
-        held_jobs = {int(o) for (o,) in db.rows(
-            "SELECT owner_id FROM job_leases WHERE runner = %s", runner)}
+        held_jobs = {int(str(n).split(":")[1]) for (n,) in db.rows(
+            "SELECT name FROM leases WHERE name LIKE 'job:%%' AND holder = %s", runner)}
         assert len(held_jobs) == 1  # ... and working through a person's jobs
         victim.send_signal(signal.SIGKILL)
         victim.wait(10)
@@ -274,7 +280,8 @@ def test_three_processes_share_one_database_and_one_telegram_bot(
             # idle time has no such pause: wait for every live runner's passes to end (the
             # killed one's lease stays until it is retired).
             until("no job pass in progress", lambda: db.value(
-                "SELECT count(*) FROM job_leases WHERE runner <> %s", runner) == 0, timeout=120)
+                "SELECT count(*) FROM leases WHERE name LIKE 'job:%%' AND holder <> %s",
+                runner) == 0, timeout=120)
             FileClock.write(clock_file, now)
             until(f"every person's jobs looked at, at {now:%H:%M}",
                   lambda now=now: checked_since(now) == PERSONS, timeout=120)

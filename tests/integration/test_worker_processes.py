@@ -182,7 +182,7 @@ async def test_a_killed_worker_s_person_is_taken_over_after_its_lease(
             pg_url, "SELECT 1 FROM job_runs WHERE status = 'running' AND runner LIKE %s",
             (f"%:{first.proc.pid}:%",))))
         [(job,)] = query(pg_url, "SELECT job FROM job_runs WHERE status = 'running'")
-        assert query(pg_url, "SELECT count(*) FROM job_leases")[0][0] == 1
+        assert query(pg_url, "SELECT count(*) FROM leases WHERE name LIKE 'job:%%'")[0][0] == 1
         os.kill(first.proc.pid, signal.SIGKILL)
         first.proc.wait(10)
     finally:

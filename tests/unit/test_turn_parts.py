@@ -1,18 +1,16 @@
 """Parts of the turn that stand alone: the after-turn tasks (a failing hook is logged and
-skipped, the others still run, and `drain` waits for them all) and the per-person model-call
-limiter (a sliding window on the injected clock)."""
+skipped, the others still run, and `drain` waits for them all). The per-person model-call
+limiter counts in the database: tests/integration/test_call_limits.py."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
 from strata.bot.after_turn import AfterTurnTasks
-from strata.bot.limits import CallLimiter
-from strata.core.clock import ManualClock
 from strata.core.errors import ModelUnavailableError
 from strata.core.types import Channel, ChannelKind, OwnerKind, Person
 
@@ -77,18 +75,3 @@ async def test_drain_returns_at_once_with_nothing_started() -> None:
     tasks = AfterTurnTasks([hook])
     await tasks.drain()
     assert hook.seen == []
-
-
-def test_call_limiter_frees_a_call_when_the_oldest_leaves_the_window() -> None:
-    clock = ManualClock(T0)
-    limiter = CallLimiter(2, clock)
-    assert limiter.acquire(1) is None
-    clock.advance(seconds=20)
-    assert limiter.acquire(1) is None
-    clock.advance(seconds=10)
-    # Two calls in the last minute: the next is free when the first is 60 s old (30 s on).
-    assert limiter.acquire(1) == pytest.approx(30.0)
-    assert limiter.acquire(2) is None  # another person has calls of their own
-    clock.advance(timedelta(seconds=30))
-    assert limiter.acquire(1) is None
-    assert limiter.acquire(1) == pytest.approx(20.0)

@@ -1,39 +1,37 @@
-"""Runner leases and per-owner job claims: several processes sharing one database.
+"""Cognition runners and their claims on memory owners' jobs: several processes sharing one
+database.
 
 Every cognition runner (one per `strata run` / `strata worker` process) registers a row in
 `runners` and renews its `lease_until` while it lives (`heartbeat`). Work it takes names the
-runner: a claim on a memory owner's jobs (`job_leases`), a job run, a reminder claim. A claim
-is live exactly while its runner's lease is, so a process that dies leaves claims that expire
-on their own after one lease, and a live process never has to renew claims one by one.
+runner: a job run, a reminder claim (live exactly while its runner's lease is, so a process
+that dies leaves them to expire after one lease), and a claim on a memory owner's jobs. That
+claim is a lease of the one lease system (`strata.memory.coordination.leases`), `job:<owner
+id>`, running until its runner's lease and renewed with it by the heartbeat, so a live
+process never renews claims one by one. Taking it is one statement on both engines and does
+not take the engine's one write lock, so several processes claim side by side. Times are the
+runners' injected clocks: processes sharing a database need clocks that agree to well within
+a lease (NTP).
 
-Claiming is one statement on both engines: an upsert that takes the row only when it is free,
-already ours, or held by a runner whose lease has run out; `rowcount` says who won. It is
-atomic on its own (`Database.execute_atomic`): SQLite has one writer at a time, and on
-PostgreSQL the row lock of `ON CONFLICT … DO UPDATE … WHERE` decides on the row's latest
-version, so claims do not take the engine's one write lock and several processes claim side
-by side. Times are the runners' own clocks: processes sharing a database
-need clocks that agree to well within a lease (NTP).
-
-A claim carries a fence token, kept while its runner holds the owner without a break and new
-whenever the claim changes hands. A runner that stalls past its lease (a paused machine) can
-lose the owner to another runner and then wake up mid-job: its job's writes are made
-`fenced`, so each checks the token in its own transaction and a lost claim's writes are
-refused. Imports `strata.core` and `strata.memory.engines` (`db`, `guard`).
+The claim's fence is kept while its runner holds the owner without a break and new whenever
+the claim changes hands. A runner that stalls past its lease (a paused machine) can lose the
+owner to another runner and then wake up mid-job: its job's writes are made `fenced`, so each
+checks the token in its own transaction and a lost claim's writes are refused. Imports
+`strata.core` and `strata.memory.engines.db` and `strata.memory.coordination.leases`.
 """
 
 from __future__ import annotations
 
-import secrets
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from strata.core.clock import from_iso, to_iso
 from strata.core.identity import holder_gone
+from strata.memory.coordination.leases import Lease, Leases
 from strata.memory.engines.db import Database
-from strata.memory.engines.guard import WriteGuard
 
-# A runner is live while `lease_until >= now`: the condition every claim is judged by.
+# A runner is live while `lease_until >= now`: the condition its runs and reminder claims
+# are judged by.
 LIVE = "EXISTS (SELECT 1 FROM runners r WHERE r.id = {col} AND r.lease_until >= ?)"
 
 
@@ -61,10 +59,11 @@ class RunnerRow:
 
 
 class RunnerLeases:
-    """The `runners` table and the per-owner `job_leases` (see the module doc)."""
+    """The `runners` table and the per-owner job leases (see the module doc)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.leases = Leases(db)
 
     async def register(self, runner_id: str, name: str, now: datetime,
                        lease: timedelta) -> int:
@@ -83,7 +82,7 @@ class RunnerLeases:
                 "INSERT INTO runners (id, name, started_at, lease_until) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until",
                 (runner_id, name, to_iso(now), to_iso(now + lease)))
-            await conn.execute("DELETE FROM job_leases WHERE runner NOT IN"
+            await conn.execute(f"DELETE FROM leases WHERE {JOBS} AND holder NOT IN"
                                " (SELECT id FROM runners)")
         return forgotten
 
@@ -97,6 +96,9 @@ class RunnerLeases:
             " WHEN excluded.lease_until > runners.lease_until THEN excluded.lease_until"
             " ELSE runners.lease_until END",
             (runner_id, name, to_iso(now), to_iso(now + lease)))
+        await self.db.execute_atomic(  # and its claims with it (the same never-shorter rule)
+            f"UPDATE leases SET expires_at = ? WHERE {JOBS} AND holder = ? AND expires_at < ?",
+            (to_iso(now + lease), runner_id, to_iso(now + lease)))
 
     async def retire(self, runner_id: str, now: datetime) -> None:
         """A runner stopping cleanly: its job leases and its row go; what it still had
@@ -106,7 +108,7 @@ class RunnerLeases:
         (its runner is not stale, it is gone)."""
         async with self.db.write() as conn:
             await conn.execute(INTERRUPT_RUNS + "runner = ?", (to_iso(now), runner_id))
-            await conn.execute("DELETE FROM job_leases WHERE runner = ?", (runner_id,))
+            await conn.execute(f"DELETE FROM leases WHERE {JOBS} AND holder = ?", (runner_id,))
             await conn.execute("DELETE FROM runners WHERE id = ?", (runner_id,))
 
     async def retire_dead(self, now: datetime) -> list[str]:
@@ -131,55 +133,42 @@ class RunnerLeases:
         """Take the owner's jobs for `runner_id` when the owner is free, already this runner's,
         or held by a runner whose lease ran out (a dead or stalled process): returns the
         claim's fence token (`fenced`), the same for as long as this runner holds the owner
-        without a break. None while another live runner holds it, or when the owner no
-        longer exists."""
-        won = await self.db.execute_atomic(
-            "INSERT INTO job_leases (owner_id, runner, claimed_at, fence)"
-            " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM persons WHERE id = ?)"
-            " ON CONFLICT (owner_id) DO UPDATE SET runner = excluded.runner,"
-            " claimed_at = excluded.claimed_at, fence = CASE"
-            " WHEN job_leases.runner = excluded.runner THEN job_leases.fence"
-            " ELSE excluded.fence END"
-            " WHERE job_leases.runner = excluded.runner"
-            f" OR NOT {held_by_a_live_runner('job_leases.runner')}",
-            (owner_id, runner_id, to_iso(now), secrets.token_hex(8), owner_id, to_iso(now)))
-        if won != 1:
-            return None
-        # The token in force (kept, or the new one); None if another runner took the owner
-        # in between, as if this claim had lost.
-        fence = await self.db.fetchval(
-            "SELECT fence FROM job_leases WHERE owner_id = ? AND runner = ?",
-            (owner_id, runner_id))
-        return None if fence is None else str(fence)
+        without a break. None while another live runner holds it. The claim runs until the
+        runner's own lease (at once expired for a runner that has none)."""
+        until = await self.db.fetchval("SELECT lease_until FROM runners WHERE id = ?",
+                                       (runner_id,))
+        lease = await self.leases.take_until(job_lease(owner_id), runner_id, now,
+                                             now if until is None else from_iso(until))
+        return None if lease is None else lease.fence
 
     def fenced(self, owner_id: int, runner_id: str, fence: str) -> AbstractContextManager[None]:
         """While the block runs, every write transaction the current task opens first checks
         that the owner is still claimed by `runner_id` under `fence`, and is refused
         (`WriteRefusedError`, nothing changed) otherwise: once another runner took the owner
-        over, or the claim was given back, a stalled runner's writes change nothing. The
-        check and the writes commit together (`strata.memory.engines.guard`)."""
-        return self.db.guarded(WriteGuard(
-            "SELECT 1 FROM job_leases WHERE owner_id = ? AND runner = ? AND fence = ?",
-            (owner_id, runner_id, fence),
-            f"runner {runner_id} no longer holds the jobs of owner {owner_id}: another process"
-            " took them over"))
+        over, or the claim was given back, a stalled runner's writes change nothing."""
+        return self.leases.fenced(Lease(job_lease(owner_id), runner_id, fence))
 
     async def release(self, owner_id: int, runner_id: str) -> None:
         """Give the owner's jobs back (only if this runner still holds them)."""
-        await self.db.execute_atomic(
-            "DELETE FROM job_leases WHERE owner_id = ? AND runner = ?", (owner_id, runner_id))
+        await self.leases.release(job_lease(owner_id), runner_id)
 
     async def holders(self, now: datetime) -> dict[int, str]:
         """Every owner whose jobs a live runner holds now, with that runner (one query, for
         `strata jobs status` over all the persons)."""
         rows = await self.db.fetchall(
-            "SELECT l.owner_id, l.runner FROM job_leases l"
-            f" WHERE {held_by_a_live_runner('l.runner')}", (to_iso(now),))
-        return {int(r[0]): str(r[1]) for r in rows}
+            f"SELECT name, holder FROM leases WHERE {JOBS} AND expires_at >= ?",
+            (to_iso(now),))
+        return {int(str(r[0]).removeprefix(JOB)): str(r[1]) for r in rows}
 
     async def holder(self, owner_id: int, now: datetime) -> str | None:
         """The live runner holding the owner's jobs, if any."""
-        value = await self.db.fetchval(
-            "SELECT l.runner FROM job_leases l WHERE l.owner_id = ?"
-            f" AND {held_by_a_live_runner('l.runner')}", (owner_id, to_iso(now)))
-        return None if value is None else str(value)
+        return await self.leases.holder(job_lease(owner_id), now)
+
+
+JOB = "job:"
+JOBS = "name LIKE 'job:%'"  # the job leases among all leases
+
+
+def job_lease(owner_id: int) -> str:
+    """The name of the lease on a memory owner's jobs."""
+    return f"{JOB}{owner_id}"
