@@ -130,9 +130,20 @@ class App:
         ports it uses when it is built, and nothing is patched in afterwards. `identity`: whom
         this app's leases and claims name (default this process; a test running several apps
         as several processes passes one each)."""
-        clock = clock or default_clock(settings)
-        identity = identity or this_process()
         settings, window, db = await open_fitted(settings)
+        try:
+            return cls._wired(settings, clock or default_clock(settings),
+                              identity or this_process(), window, db)
+        except BaseException:
+            # A part that refuses its settings (a misspelt job name) must not leave the file
+            # open: each open connection keeps a thread that holds the process at its exit.
+            await db.close()
+            raise
+
+    @classmethod
+    def _wired(cls, settings: Settings, clock: Clock, identity: ProcessIdentity,
+               window: ContextWindow | None, db: Database) -> App:
+        """The parts over an open database, each given what it uses when it is built."""
         metrics, recall_log = Metrics(), RecallLogRepo(db)
         chat = make_chat_model(settings)
         timed_chat = TimedChat(chat, metrics)

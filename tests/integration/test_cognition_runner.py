@@ -6,6 +6,7 @@ Real database, fake model server over HTTP, an injected clock; the runner is dri
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
@@ -344,8 +345,14 @@ async def test_disabled_jobs_are_skipped_and_a_typo_is_a_clear_error(
     await speak(app, clock)
     clock.advance(hours=1)
     assert "research" not in {r.job for r in await app.runner.check_jobs()}
+    before = set(threading.enumerate())
     with pytest.raises(ConfigError, match="no job called 'reserach'"):
         await make_app(disabled_jobs=("reserach",))
+    # The refused app closed the database it had opened: an open connection's thread would
+    # hold the process at its exit (a `strata run` with that typo hung instead of ending).
+    for thread in set(threading.enumerate()) - before:
+        thread.join(timeout=10)
+        assert not thread.is_alive(), thread.name
 
 
 class ParsingJob(BaseJob):
