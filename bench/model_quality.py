@@ -49,7 +49,7 @@ from strata.evaluation.lived import run_lived_eval
 from strata.evaluation.recall import EvalOptions, write_json
 from strata.evaluation.recall_data import EvalQuestion, EvalTurn, load_questions, load_turns
 from strata.evaluation.recall_metrics import answer_record
-from strata.memory.domain import recall_render
+from strata.memory.recall import render as recall_render
 
 RESULTS = Path(__file__).parent / "results"
 PARTS = ("facts", "summaries", "answers", "lived")

@@ -25,7 +25,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from strata.app.agent_memory import AGENT_KINDS, MAX_FACT_CHARS, AgentError, AgentMemory
-from strata.memory.domain.agents import AgentRepo
+from strata.memory.store.services.agents import AgentRepo
 
 log = logging.getLogger(__name__)
 

@@ -57,8 +57,8 @@ from strata.core.types import (
     TurnResult,
 )
 from strata.memory.coordination.turn_queue import TurnQueue
-from strata.memory.domain.persons import ChannelRepo, PersonRepo
-from strata.memory.domain.transcript import TranscriptRepo
+from strata.memory.store.persons import ChannelRepo, PersonRepo
+from strata.memory.store.transcript import TranscriptRepo
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from defusedxml import DefusedXmlException
 from strata.bot.commands import CommandContext, CommandReply, CommandRouter
 from strata.cognition.connectors import ConnectorError, every_source_failed, read_source
 from strata.core.config import Settings
-from strata.memory.domain.persons import PersonRepo
+from strata.memory.store.persons import PersonRepo
 
 log = logging.getLogger(__name__)
 

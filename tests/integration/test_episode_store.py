@@ -2,8 +2,8 @@ import numpy as np
 
 from strata.core.clock import ManualClock
 from strata.core.types import ChannelKind
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
-from strata.memory.domain.persons import ChannelRepo, PersonRepo
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode
+from strata.memory.store.persons import ChannelRepo, PersonRepo
 from strata.memory.engines.db import Database
 
 

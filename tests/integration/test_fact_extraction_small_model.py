@@ -13,8 +13,8 @@ from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.errors import ModelBadResponseError
 from strata.core.types import Role
-from strata.memory.domain.fact_extraction import model_completer
-from strata.memory.domain.facts import FactRepo
+from strata.memory.facts.extraction import model_completer
+from strata.memory.store.facts import FactRepo
 from strata.memory.domain.prompts.facts import system_prompt
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_fact_extraction import cand, episode, extractor, live_texts, setup

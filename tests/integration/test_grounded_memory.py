@@ -11,13 +11,13 @@ from typing import Any
 from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.types import Role
-from strata.memory.domain import grounding as g
-from strata.memory.domain.compaction import compact_channel
-from strata.memory.domain.episodes import LEAF, EpisodeRepo
-from strata.memory.domain.fact_extraction import model_completer
-from strata.memory.domain.refusals import RefusalRepo
-from strata.memory.domain.rollup import RollupPolicy, rollup_channel
-from strata.memory.domain.transcript import watermark
+from strata.memory.checks import grounding as g
+from strata.memory.lifecycle.compaction import compact_channel
+from strata.memory.store.episodes import LEAF, EpisodeRepo
+from strata.memory.facts.extraction import model_completer
+from strata.memory.store.refusals import RefusalRepo
+from strata.memory.lifecycle.rollup import RollupPolicy, rollup_channel
+from strata.memory.store.transcript import watermark
 from tests.fakes.openai_server import FakeOpenAI
 from tests.lifecycle_helpers import add_episode, add_turn, blobs, make_scope
 from tests.memory_helpers import channel, person, turns

@@ -13,8 +13,8 @@ import pytest
 
 from strata.bot.llm import OpenAIEmbedder
 from strata.core.clock import ManualClock
-from strata.memory.domain.recall import Recall
-from strata.memory.domain.recall_types import RecallTuning
+from strata.memory.recall.search import Recall
+from strata.memory.recall.types import RecallTuning
 from strata.memory.engines.db import Database
 from tests.conftest import START
 from tests.fakes.openai_server import FakeOpenAI, hashed_embedding

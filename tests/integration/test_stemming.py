@@ -9,7 +9,7 @@ import re
 from datetime import UTC, datetime
 
 from strata.core.clock import ManualClock
-from strata.memory.domain.text import stem, stem_prefix, term_coverage, word_pattern
+from strata.memory.rules.text import stem, stem_prefix, term_coverage, word_pattern
 from strata.memory.engines.db import Database
 from strata.memory.engines.dialect import SQLITE
 from strata.memory.engines.fts import STOPWORDS

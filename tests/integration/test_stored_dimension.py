@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from strata.bot.embedded import EMBEDDED_DIM
-from strata.memory.domain.persons import PersonRepo
+from strata.memory.store.persons import PersonRepo
 from strata.memory.engines.db import Database, stored_dim
 from tests.integration.test_backup import ROOT
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from strata.memory.domain.episodes import as_blob
+from strata.memory.store.episodes import as_blob
 from strata.memory.engines.db import Database, migrate_file, raw_connection
 from tests.conftest import TEST_DIM
 

@@ -23,7 +23,7 @@ import psycopg
 import pytest
 
 from strata.core.clock import ManualClock
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode
 from strata.memory.engines.db import Database
 from tests.conftest import TEST_DIM
 from tests.fakes.openai_server import FakeOpenAI, hashed_embedding

@@ -10,7 +10,7 @@ from strata.app.compose import App
 from strata.cognition.prompts import dmn, geo, patterns, research, synthesis
 from strata.core.clock import ManualClock
 from strata.core.types import Role
-from strata.memory.domain import grounding as g
+from strata.memory.checks import grounding as g
 from strata.memory.domain.prompts import compaction, episode_summary, rollup
 
 from .test_layers import _run, _say

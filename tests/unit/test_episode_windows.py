@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from strata.core.types import Role, RowKind, TranscriptRow
-from strata.memory.domain.episode_cut import cut_windows
-from strata.memory.domain.episode_draft import heuristic_salience
+from strata.memory.lifecycle.episode_cut import cut_windows
+from strata.memory.lifecycle.episode_draft import heuristic_salience
 from strata.memory.domain.prompts.episode_summary import build_messages, parse
 from strata.memory.engines.fts import owner_scoped
 

@@ -21,7 +21,7 @@ from strata.core.config import Settings
 
 
 async def cmd_memory_map(args: argparse.Namespace, settings: Settings) -> int:
-    from strata.memory.domain.map import STEPS, draw_map
+    from strata.app.memory_map import STEPS, draw_map
 
     out = Path(args.out).expanduser()
     if out.exists():

@@ -3,7 +3,7 @@
 First the conversation windows the person left open are closed: they have been idle long
 enough that the conversation paused, so the episode cutter flushes them into episodes (only
 channels whose sources make episodes). Then the data graph's extractor
-(`strata.memory.domain.fact_extraction`, which keeps its own per-episode cursor and validates the
+(`strata.memory.facts.extraction`, which keeps its own per-episode cursor and validates the
 model's answer) reads the new episodes, with its model call routed through a background turn on the
 muted `job:extract` channel. Input watermark: the newest unread episode and the newest row not
 yet cut into an episode. With `facts.use_model` off the job only closes paused windows (there
@@ -18,9 +18,9 @@ from strata.cognition.jobs.common import TranscriptPorts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
 from strata.core.config import Settings
 from strata.core.types import ChatMessage
-from strata.memory.domain.episode_cut import EpisodeCutter
-from strata.memory.domain.fact_extraction import FactExtractor
-from strata.memory.domain.profiles import sources_with
+from strata.memory.lifecycle.episode_cut import EpisodeCutter
+from strata.memory.facts.extraction import FactExtractor
+from strata.memory.rules.profiles import sources_with
 from strata.memory.domain.prompts.facts import FactsSchema
 
 

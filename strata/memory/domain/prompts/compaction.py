@@ -1,6 +1,6 @@
 """The continuity-summary prompt: fold the previous summary and the next stretch of transcript
 into one summary that replaces both in later prompts, and the extractive summary used without
-a model. Imports `bot` leaf types and `strata.memory.domain.extractive`.
+a model. Imports `bot` leaf types and `strata.memory.rules.extractive`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from strata.core.tokens import count_tokens, share_budget, truncate_to_tokens
 from strata.core.types import ChatMessage, Role, RowKind, TranscriptRow
-from strata.memory.domain.extractive import summarise
+from strata.memory.rules.extractive import summarise
 
 SYSTEM = (
     "You keep the running summary of one conversation between a person and their assistant. "

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from strata.core.model_json import read_model_json
 from strata.core.tokens import truncate_to_tokens
 from strata.core.types import ChatMessage
-from strata.memory.domain.text import is_markup
+from strata.memory.rules.text import is_markup
 
 # Per-line cap for the window text sent to the model; a window is N turns, so this bounds the
 # request even when someone pasted a whole document.

@@ -6,7 +6,7 @@ The parent is what remains once the children and their transcript rows are gone,
 insists on the specifics (names, places, dates, numbers). An answer is memory only when it is
 a JSON object that validates as `RollupAnswer` with a non-empty summary: anything else (plain
 prose, `{"note": …}`, an empty summary) is refused and the caller writes the extractive parent.
-Imports `bot` leaf types and `strata.memory.domain.extractive` (and pydantic, for the untrusted
+Imports `bot` leaf types and `strata.memory.rules.extractive` (and pydantic, for the untrusted
 answer).
 """
 
@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from strata.core.model_json import read_model_json
 from strata.core.types import ChatMessage
-from strata.memory.domain.extractive import summarise
-from strata.memory.domain.text import is_markup
+from strata.memory.rules.extractive import summarise
+from strata.memory.rules.text import is_markup
 
 _KIND = {1: "topic summary", 2: "era digest"}
 
@@ -72,7 +72,7 @@ def parse_answer(text: str) -> tuple[str, str] | None:
 def extractive(summaries: Sequence[str], key_terms: Sequence[str], *,
                words: int = 360) -> tuple[str, str]:
     """A parent summary without a model: the children's most distinct sentences (MMR, see
-    `strata.memory.domain.extractive`) within about `words` words, in time order; key terms are the
+    `strata.memory.rules.extractive`) within about `words` words, in time order; key terms are the
     children's most frequent ones."""
     counts: dict[str, int] = {}
     for terms in key_terms:
