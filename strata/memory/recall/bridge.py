@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from strata.memory.facts.plain import PROFESSIONS
+from strata.memory.rules.fact_words import PROFESSIONS
 from strata.memory.rules.row_table import RowTable
 from strata.memory.rules.text import coverage, tokens
 
