@@ -91,16 +91,16 @@ from bench.report import write_report  # noqa: E402
 from bench.storage import HashEmbedder  # noqa: E402
 from strata.core.clock import ManualClock  # noqa: E402
 from strata.core.types import Channel, ChannelKind, NewRow, Person, Role  # noqa: E402
-from strata.memory.store.episodes import NewEpisode, insert_episode  # noqa: E402
+from strata.memory.engines.db import Database  # noqa: E402
 from strata.memory.recall.facts import FactCandidates  # noqa: E402
-from strata.memory.rules.fact_types import NewFact  # noqa: E402
-from strata.memory.store.facts import FactRepo  # noqa: E402
-from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
 from strata.memory.recall.search import Recall  # noqa: E402
 from strata.memory.recall.types import RecallTuning  # noqa: E402
+from strata.memory.rules.fact_types import NewFact  # noqa: E402
+from strata.memory.store.episodes import NewEpisode, insert_episode  # noqa: E402
+from strata.memory.store.facts import FactRepo  # noqa: E402
+from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
 from strata.memory.store.row_vectors import RowIndexer  # noqa: E402
 from strata.memory.store.transcript import TranscriptRepo  # noqa: E402
-from strata.memory.engines.db import Database  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 
 ENGINES = ("sqlite", "postgres")

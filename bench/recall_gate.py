@@ -71,9 +71,9 @@ from bench.recall_tune import Conv, data_arguments, load  # noqa: E402
 from strata.evaluation.recall_data import EvalQuestion  # noqa: E402
 from strata.memory.recall.gate import gate_features, gate_idf  # noqa: E402
 from strata.memory.recall.index import recency_of  # noqa: E402
-from strata.memory.rules.names import name_check, without_names  # noqa: E402
 from strata.memory.recall.rank import keyword_coverage, window_scores  # noqa: E402
 from strata.memory.recall.types import RecallTuning  # noqa: E402
+from strata.memory.rules.names import name_check, without_names  # noqa: E402
 from strata.memory.rules.text import coverage, query_stems  # noqa: E402
 
 FEATURE_SETS = {

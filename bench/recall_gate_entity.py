@@ -39,8 +39,8 @@ from datetime import UTC, date, datetime
 import numpy as np
 
 from strata.memory.recall.gate import gate_idf
-from strata.memory.rules.names import known_names, without_names
 from strata.memory.recall.rank import WindowScores, keyword_coverage
+from strata.memory.rules.names import known_names, without_names
 from strata.memory.rules.row_table import RowTable
 from strata.memory.rules.text import coverage, stem
 

@@ -42,10 +42,10 @@ from bench.recall_tune import Conv, data_arguments, load  # noqa: E402
 from strata.evaluation.recall_data import EvalQuestion, row_text  # noqa: E402
 from strata.memory.recall.gate import gate_features, gate_logit  # noqa: E402
 from strata.memory.recall.index import keyword_text, recency_of  # noqa: E402
-from strata.memory.rules.names import name_check, names_in  # noqa: E402
 from strata.memory.recall.profiles import asked_of, build_profiles, unowned  # noqa: E402
 from strata.memory.recall.rank import window_scores  # noqa: E402
 from strata.memory.recall.types import RecallTuning  # noqa: E402
+from strata.memory.rules.names import name_check, names_in  # noqa: E402
 from strata.memory.rules.text import query_stems  # noqa: E402
 
 KINDS = {1: "own", 0: "foreign", -1: "hard"}

@@ -53,10 +53,10 @@ if str(ROOT) not in sys.path:
 from bench.report import write_report  # noqa: E402
 from strata.core.clock import ManualClock, to_iso  # noqa: E402 - after the path set-up
 from strata.core.types import Channel, ChannelKind, Person  # noqa: E402
-from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
+from strata.memory.engines.db import Database  # noqa: E402
 from strata.memory.recall.search import Recall  # noqa: E402
 from strata.memory.recall.types import RecallTuning  # noqa: E402
-from strata.memory.engines.db import Database  # noqa: E402
+from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 SPAN_DAYS = 730

@@ -51,9 +51,9 @@ from strata.evaluation.recall_data import (  # noqa: E402
     load_turns,
 )
 from strata.memory.recall.index import recency_of  # noqa: E402
-from strata.memory.rules.names import without_names  # noqa: E402
 from strata.memory.recall.rank import WindowScores, idf_of, window_scores  # noqa: E402
 from strata.memory.recall.types import RecallTuning  # noqa: E402
+from strata.memory.rules.names import without_names  # noqa: E402
 from strata.memory.rules.text import query_stems  # noqa: E402
 
 Features = dict[str, np.ndarray]

@@ -67,15 +67,15 @@ from strata.memory.recall.index import (  # noqa: E402
     recency_of,
 )
 from strata.memory.recall.leaves import mark_faded  # noqa: E402
-from strata.memory.rules.names import name_check, strangers  # noqa: E402
 from strata.memory.recall.pack import (  # noqa: E402
     pack,
     shares_for,
     window_units,
 )
 from strata.memory.recall.rank import WindowScores, window_scores  # noqa: E402
-from strata.memory.rules.row_table import RowTable, build_table  # noqa: E402
 from strata.memory.recall.types import RecallTuning  # noqa: E402
+from strata.memory.rules.names import name_check, strangers  # noqa: E402
+from strata.memory.rules.row_table import RowTable, build_table  # noqa: E402
 from strata.memory.rules.text import query_stems  # noqa: E402
 
 

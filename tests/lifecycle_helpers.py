@@ -12,10 +12,10 @@ import numpy as np
 import numpy.typing as npt
 
 from strata.core.types import Channel, ChannelKind, NewRow, Person, Role, RowKind
+from strata.memory.engines.db import Database
 from strata.memory.store.episodes import LEAF, EpisodeRepo, NewEpisode
 from strata.memory.store.persons import ChannelRepo, PersonRepo
 from strata.memory.store.transcript import TranscriptRepo
-from strata.memory.engines.db import Database
 
 
 @dataclass

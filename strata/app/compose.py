@@ -63,19 +63,19 @@ from strata.core.identity import ProcessIdentity, this_process
 from strata.core.ports import Adapter, ChatModel, Clock, Recaller
 from strata.memory.coordination.leases import Leases
 from strata.memory.coordination.turn_queue import TurnQueue
-from strata.memory.lifecycle.episode_cut import EpisodeCutter
-from strata.memory.store.episodes import EpisodeRepo
+from strata.memory.engines.db import Database
+from strata.memory.engines.fts import load_stemmer
 from strata.memory.facts.extraction import FactExtractor
+from strata.memory.lifecycle.episode_cut import EpisodeCutter
+from strata.memory.recall.search import Recall
+from strata.memory.store.episodes import EpisodeRepo
 from strata.memory.store.facts import FactStore
 from strata.memory.store.forget import Forgetter
 from strata.memory.store.intake import TurnIntake
 from strata.memory.store.persons import ChannelRepo, PersonRepo
-from strata.memory.recall.search import Recall
 from strata.memory.store.row_vectors import RowIndexer
-from strata.memory.store.transcript import TranscriptRepo
 from strata.memory.store.services.web_access import RecallLogRepo, WebTokens
-from strata.memory.engines.db import Database
-from strata.memory.engines.fts import load_stemmer
+from strata.memory.store.transcript import TranscriptRepo
 
 if TYPE_CHECKING:
     from strata.app.web.server import WebServer

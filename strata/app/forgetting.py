@@ -22,8 +22,8 @@ from strata.core.types import Role
 from strata.memory.store.forget import Forgetter
 from strata.memory.store.forget_plan import ForgetPlan, WipeReport, matcher, matches
 from strata.memory.store.persons import ChannelRepo
-from strata.memory.store.transcript import TranscriptRepo
 from strata.memory.store.services.web_access import RecallLogRepo
+from strata.memory.store.transcript import TranscriptRepo
 
 CONSOLE = "console"
 

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from strata.core.errors import StrataError
 from strata.core.private_files import write_private
+from strata.memory.engines.db import Database
 from strata.memory.lifecycle.clustering import (
     ClusteringUnavailableError,
     ClusterParams,
@@ -26,7 +27,6 @@ from strata.memory.lifecycle.clustering import (
     embed_umap,
 )
 from strata.memory.store.episodes import Episode, EpisodeRepo, episode_from_db
-from strata.memory.engines.db import Database
 
 MIN_POINTS = 4
 _MARKERS = {0: "o", 1: "s", 2: "*"}

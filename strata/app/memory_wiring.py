@@ -21,29 +21,29 @@ from strata.core.ports import AfterTurn, ChatModel, Clock, ContextSource, Embedd
 from strata.core.types import Channel, Person
 from strata.memory.coordination.claims import RunnerLeases
 from strata.memory.coordination.jobruns import JobRunRepo
-from strata.memory.store.services.agents import AgentRepo
-from strata.memory.store.services.calendar import CalendarRepo
+from strata.memory.engines.db import Database
+from strata.memory.facts.extraction import FactExtractor, model_completer
 from strata.memory.lifecycle.clustering import ClusterParams
 from strata.memory.lifecycle.compaction import CompactionHook, CompactionPolicy
-from strata.memory.store.services.connectors import ConnectorStore, MailHeaders
 from strata.memory.lifecycle.episode_cut import CutSettings, EpisodeCutter
-from strata.memory.store.episodes import EpisodeRepo
-from strata.memory.facts.extraction import FactExtractor, model_completer
+from strata.memory.lifecycle.passes import LifecyclePolicy, MemoryLifecycle
+from strata.memory.lifecycle.rollup import RollupPolicy
 from strata.memory.recall.facts import FactCandidates
+from strata.memory.recall.search import Recall, RecallTuning
+from strata.memory.store.episodes import EpisodeRepo
 from strata.memory.store.facts import FactRepo, FactStore
 from strata.memory.store.forget import Forgetter
-from strata.memory.lifecycle.passes import LifecyclePolicy, MemoryLifecycle
 from strata.memory.store.linking import LinkCodes
 from strata.memory.store.persons import ChannelRepo, PersonRepo
 from strata.memory.store.portraits import PortraitRepo
-from strata.memory.recall.search import Recall, RecallTuning
 from strata.memory.store.refusals import RefusalRepo
-from strata.memory.store.services.reminders import ReminderRepo
-from strata.memory.lifecycle.rollup import RollupPolicy
 from strata.memory.store.row_vectors import RowIndexer
-from strata.memory.store.transcript import TranscriptRepo
+from strata.memory.store.services.agents import AgentRepo
+from strata.memory.store.services.calendar import CalendarRepo
+from strata.memory.store.services.connectors import ConnectorStore, MailHeaders
+from strata.memory.store.services.reminders import ReminderRepo
 from strata.memory.store.services.web_access import RecallLogRepo
-from strata.memory.engines.db import Database
+from strata.memory.store.transcript import TranscriptRepo
 
 
 def make_lifecycle_policy(settings: Settings) -> LifecyclePolicy:

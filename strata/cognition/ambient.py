@@ -21,12 +21,12 @@ from datetime import datetime, timedelta
 from strata.cognition.reminders import describe, describe_recurrence, local
 from strata.core.ports import Clock
 from strata.core.types import Channel, ChannelKind, Person
-from strata.memory.store.services.calendar import CalendarRepo
-from strata.memory.store.services.connectors import MailHeaders
 from strata.memory.rules.decay import fact_visible
+from strata.memory.rules.profiles import sources_with
 from strata.memory.store.facts import FactRepo
 from strata.memory.store.portraits import PortraitRepo
-from strata.memory.rules.profiles import sources_with
+from strata.memory.store.services.calendar import CalendarRepo
+from strata.memory.store.services.connectors import MailHeaders
 from strata.memory.store.services.reminders import ReminderRepo
 from strata.memory.store.transcript import RowFilter, TranscriptRepo
 

@@ -2,7 +2,8 @@
 person's time zone, which the person can set), and delivery by the runner. Zones and recurrence
 (RFC 5545 RRULE text, computed by dateutil) are `strata.cognition.recurrence`.
 
-Delivery is claim-then-deliver (see `strata.memory.store.services.reminders`): the runner claims a due item,
+Delivery is claim-then-deliver (see `strata.memory.store.services.reminders`): the runner claims
+a due item,
 records the message in the channel it came from (turn id `reminder:<id>:<due>`, so a redelivery
 after a restart never stores it twice), sends it through the outbound registry to that channel's
 platform, then completes it. A delivery later than `late_after_minutes` says so. A failed

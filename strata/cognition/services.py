@@ -23,16 +23,16 @@ from strata.core.config import Settings
 from strata.core.ports import ChatModel, Clock, Embedder
 from strata.memory.coordination.claims import RunnerLeases
 from strata.memory.coordination.jobruns import JobRunRepo
-from strata.memory.store.services.calendar import CalendarRepo
-from strata.memory.store.services.connectors import MailHeaders
-from strata.memory.lifecycle.episode_cut import EpisodeCutter
-from strata.memory.store.episodes import EpisodeRepo
 from strata.memory.facts.extraction import FactExtractor
-from strata.memory.store.facts import FactStore
+from strata.memory.lifecycle.episode_cut import EpisodeCutter
 from strata.memory.lifecycle.passes import MemoryLifecycle
+from strata.memory.store.episodes import EpisodeRepo
+from strata.memory.store.facts import FactStore
 from strata.memory.store.persons import ChannelRepo, PersonRepo
 from strata.memory.store.portraits import PortraitRepo
 from strata.memory.store.refusals import RefusalRepo
+from strata.memory.store.services.calendar import CalendarRepo
+from strata.memory.store.services.connectors import MailHeaders
 from strata.memory.store.services.reminders import ReminderRepo
 from strata.memory.store.transcript import TranscriptRepo
 

@@ -45,9 +45,9 @@ from strata.evaluation.recall_data import (
     speakers,
 )
 from strata.evaluation.recall_metrics import Answer, abstention_sample, quoted_in, summarize
-from strata.memory.store.janitor import decay_pass
-from strata.memory.recall.render import priced_span, render_span
 from strata.memory.lifecycle.rollup import consolidate_owner
+from strata.memory.recall.render import priced_span, render_span
+from strata.memory.store.janitor import decay_pass
 
 log = logging.getLogger(__name__)
 

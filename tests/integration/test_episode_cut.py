@@ -9,10 +9,10 @@ from typing import Any
 from strata.bot.llm import OpenAIChatModel
 from strata.core.clock import ManualClock
 from strata.core.types import ChannelKind, RowKind
+from strata.memory.engines.db import Database
 from strata.memory.lifecycle.episode_cut import CutSettings, EpisodeCutter
 from strata.memory.store.episodes import EpisodeRepo
 from strata.memory.store.persons import PersonRepo
-from strata.memory.engines.db import Database
 from tests.fakes.openai_server import FakeOpenAI
 from tests.memory_helpers import (
     channel,

@@ -13,9 +13,9 @@ from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.errors import ModelBadResponseError
 from strata.core.types import Role
+from strata.memory.domain.prompts.facts import system_prompt
 from strata.memory.facts.extraction import model_completer
 from strata.memory.store.facts import FactRepo
-from strata.memory.domain.prompts.facts import system_prompt
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_fact_extraction import cand, episode, extractor, live_texts, setup
 

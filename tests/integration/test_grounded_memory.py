@@ -12,11 +12,11 @@ from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.types import Role
 from strata.memory.checks import grounding as g
-from strata.memory.lifecycle.compaction import compact_channel
-from strata.memory.store.episodes import LEAF, EpisodeRepo
 from strata.memory.facts.extraction import model_completer
-from strata.memory.store.refusals import RefusalRepo
+from strata.memory.lifecycle.compaction import compact_channel
 from strata.memory.lifecycle.rollup import RollupPolicy, rollup_channel
+from strata.memory.store.episodes import LEAF, EpisodeRepo
+from strata.memory.store.refusals import RefusalRepo
 from strata.memory.store.transcript import watermark
 from tests.fakes.openai_server import FakeOpenAI
 from tests.lifecycle_helpers import add_episode, add_turn, blobs, make_scope

@@ -12,9 +12,9 @@ import pytest
 
 from strata.app.cli import main
 from strata.memory.checks import grounding as g
+from strata.memory.engines.db import Database
 from strata.memory.store.persons import PersonRepo
 from strata.memory.store.refusals import RefusalRepo
-from strata.memory.engines.db import Database
 from tests.conftest import START, TEST_DIM, strata_env
 from tests.fakes.openai_server import FakeOpenAI
 

@@ -24,12 +24,12 @@ from strata.core.clock import ManualClock
 from strata.core.config import Settings
 from strata.core.tokens import count_tokens
 from strata.core.types import ChannelKind, InboundMessage, RowKind
+from strata.memory.engines.db import Database
 from strata.memory.lifecycle.episode_cut import CutSettings
-from strata.memory.store.episodes import EpisodeRepo, NewEpisode
-from strata.memory.store.persons import PersonRepo
 from strata.memory.recall.search import Recall
 from strata.memory.recall.types import RecallResult, RecallTuning
-from strata.memory.engines.db import Database
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode
+from strata.memory.store.persons import PersonRepo
 from tests.conftest import START, TEST_DIM
 from tests.fakes.openai_server import FakeOpenAI
 from tests.memory_helpers import (

@@ -9,12 +9,12 @@ import numpy as np
 
 from strata.core.clock import ManualClock
 from strata.core.types import Channel, Person
-from strata.memory.store.episodes import EpisodeRepo, NewEpisode, insert_episode
+from strata.memory.engines.db import Database
+from strata.memory.engines.fts import terms
 from strata.memory.recall.leaves import LeafIndex
 from strata.memory.recall.sources import EpisodeSource
 from strata.memory.recall.types import RecallQuery
-from strata.memory.engines.db import Database
-from strata.memory.engines.fts import terms
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode, insert_episode
 from tests.memory_helpers import channel, person, turns
 
 

@@ -14,9 +14,9 @@ from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.types import NewRow, Role
 from strata.memory.lifecycle.clustering import cluster_labels
-from strata.memory.store.episodes import ERA, LEAF, TOPIC, cited_rows_by_episode
 from strata.memory.lifecycle.passes import consolidate_owner
 from strata.memory.lifecycle.rollup import RollupPolicy, rollup_channel
+from strata.memory.store.episodes import ERA, LEAF, TOPIC, cited_rows_by_episode
 from tests.fakes.openai_server import FakeOpenAI
 from tests.lifecycle_helpers import add_episode, add_turn, blobs, make_scope
 
@@ -247,8 +247,8 @@ async def test_a_huge_cluster_is_summarised_within_the_input_limit(
     """However long the children's summaries, one parent's summary request stays within
     `input_tokens` (each child gets its share); more children than fit are refused (a round
     splits such a cluster into several parents)."""
-    from strata.memory.store.episodes import EpisodeRepo
     from strata.memory.lifecycle.rollup import write_parent
+    from strata.memory.store.episodes import EpisodeRepo
 
     scope = await make_scope(app.db, "many", clock.now())
     vecs = blobs((100,), app.db.dim, seed=5)

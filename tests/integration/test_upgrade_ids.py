@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from strata.memory.store.episodes import as_blob
 from strata.memory.engines.db import Database, migrate_file, raw_connection
+from strata.memory.store.episodes import as_blob
 from tests.conftest import TEST_DIM
 
 pytestmark = pytest.mark.sqlite_only(

@@ -13,9 +13,9 @@ from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.types import Person
 from strata.memory.lifecycle.compaction import CompactionPolicy, compact_channel
-from strata.memory.store.episodes import LEAF
-from strata.memory.rules.fact_types import FACT_KINDS
 from strata.memory.lifecycle.rollup import RollupPolicy, rollup_channel
+from strata.memory.rules.fact_types import FACT_KINDS
+from strata.memory.store.episodes import LEAF
 from strata.memory.store.transcript import history_since_watermark
 from tests.lifecycle_helpers import add_episode, add_turn, blobs, make_scope
 

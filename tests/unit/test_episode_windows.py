@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from strata.core.types import Role, RowKind, TranscriptRow
-from strata.memory.lifecycle.episode_cut import cut_windows
-from strata.memory.lifecycle.episode_draft import heuristic_salience
 from strata.memory.domain.prompts.episode_summary import build_messages, parse
 from strata.memory.engines.fts import owner_scoped
+from strata.memory.lifecycle.episode_cut import cut_windows
+from strata.memory.lifecycle.episode_draft import heuristic_salience
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 

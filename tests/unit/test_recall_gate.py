@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from strata.memory.recall.gate import gate_features, gate_idf, gate_logit
-from strata.memory.rules.names import NameCheck, name_check, unknown_name
 from strata.memory.recall.rank import RankTuning
+from strata.memory.rules.names import NameCheck, name_check, unknown_name
 from strata.memory.rules.row_table import RowTable
 from strata.memory.rules.text import query_stems
 from tests.unit.test_recall_rank import scores, table_of

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from bench.recall_gate_entity import date_gap, entity_features, named_dates
-from strata.memory.rules.names import known_names
 from strata.memory.recall.rank import RankTuning, window_scores
+from strata.memory.rules.names import known_names
 from strata.memory.rules.row_table import RowTable, build_table
 from strata.memory.rules.text import query_stems
 

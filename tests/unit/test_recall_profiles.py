@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from strata.memory.recall.gate import gate_logit
-from strata.memory.rules.names import NameCheck
 from strata.memory.recall.profiles import (
     ProfileCache,
     add_notes,
@@ -16,6 +15,7 @@ from strata.memory.recall.profiles import (
     unowned,
 )
 from strata.memory.recall.rank import RankTuning
+from strata.memory.rules.names import NameCheck
 from tests.unit.test_recall_rank import table_of
 
 # A chat of John and Maria, as the row index keeps it (the speaker's name first).

@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-from strata.memory.rules.names import strangers, unknown_name, without_names
 from strata.memory.recall.rank import RankTuning, keyword_coverage, window_scores
 from strata.memory.recall.select import (
     Unit,
@@ -17,6 +16,7 @@ from strata.memory.recall.select import (
     spans,
     unit_vectors,
 )
+from strata.memory.rules.names import strangers, unknown_name, without_names
 from strata.memory.rules.row_table import RowTable, build_table, surface_words
 from strata.memory.rules.text import query_stems
 

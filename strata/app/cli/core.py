@@ -20,8 +20,8 @@ from strata.core.clock import ManualClock, SystemClock, from_iso
 from strata.core.config import Settings
 from strata.core.errors import StrataError
 from strata.core.ports import Clock
-from strata.memory.store.export import export_person
 from strata.memory.lifecycle.passes import hierarchy
+from strata.memory.store.export import export_person
 from strata.memory.store.persons import PersonRepo
 
 if TYPE_CHECKING:

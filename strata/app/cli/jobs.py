@@ -27,8 +27,8 @@ from strata.core.errors import StrataError
 from strata.core.identity import holder_gone
 from strata.core.ports import Clock
 from strata.core.types import OwnerKind
-from strata.memory.coordination.jobruns import JobCursor, JobSummary
 from strata.memory.checks import grounding as g
+from strata.memory.coordination.jobruns import JobCursor, JobSummary
 from strata.memory.store.refusals import RefusalCount
 
 

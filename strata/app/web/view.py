@@ -16,12 +16,12 @@ from strata.core.ports import Clock
 from strata.core.types import Channel, ChannelKind, TranscriptRow
 from strata.memory.coordination.jobruns import JobRun, JobRunRepo
 from strata.memory.rules.decay import episode_weight, fact_weight
-from strata.memory.store.episodes import Episode, EpisodeRepo
 from strata.memory.rules.fact_types import FACT_KINDS, Fact
+from strata.memory.store.episodes import Episode, EpisodeRepo
 from strata.memory.store.facts import FactRepo
 from strata.memory.store.persons import ChannelRepo
-from strata.memory.store.transcript import TranscriptRepo
 from strata.memory.store.services.web_access import RecallLogRepo, RecallRecord
+from strata.memory.store.transcript import TranscriptRepo
 
 RECENT_ROWS = 40
 RECENT_JOBS = 30

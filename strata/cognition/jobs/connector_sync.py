@@ -22,9 +22,9 @@ from strata.cognition.connectors import (
 from strata.cognition.jobs.common import FactPorts, add_fact
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
 from strata.cognition.reminders import describe
+from strata.memory.store.persons import PersonRepo
 from strata.memory.store.services.calendar import CalendarRepo
 from strata.memory.store.services.connectors import MailHeaders
-from strata.memory.store.persons import PersonRepo
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from typing import Protocol
 
 from strata.cognition.jobs.common import TranscriptPorts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
-from strata.memory.store.episodes import EpisodeRepo
 from strata.memory.lifecycle.passes import MemoryLifecycle
+from strata.memory.store.episodes import EpisodeRepo
 
 
 class ConsolidatePorts(TranscriptPorts, Protocol):

@@ -20,8 +20,8 @@ from strata.cognition.jobs.common import FactPorts, TranscriptPorts, add_grounde
 from strata.cognition.prompts import dmn as prompts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
 from strata.memory.checks import grounding
-from strata.memory.store.episodes import EpisodeRepo
 from strata.memory.checks.fact_evidence import evidence_problem
+from strata.memory.store.episodes import EpisodeRepo
 from strata.memory.store.portraits import PortraitRepo
 
 

@@ -18,10 +18,10 @@ from strata.cognition.jobs.common import TranscriptPorts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
 from strata.core.config import Settings
 from strata.core.types import ChatMessage
-from strata.memory.lifecycle.episode_cut import EpisodeCutter
-from strata.memory.facts.extraction import FactExtractor
-from strata.memory.rules.profiles import sources_with
 from strata.memory.domain.prompts.facts import FactsSchema
+from strata.memory.facts.extraction import FactExtractor
+from strata.memory.lifecycle.episode_cut import EpisodeCutter
+from strata.memory.rules.profiles import sources_with
 
 
 class ExtractPorts(TranscriptPorts, Protocol):

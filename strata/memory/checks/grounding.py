@@ -38,8 +38,8 @@ from dataclasses import dataclass
 
 from strata.memory.checks.fact_evidence import evidence_problem
 from strata.memory.checks.number_frames import reframed
-from strata.memory.rules.names import calendar_stems, names_in
 from strata.memory.checks.subjects import borrowed, only_filler
+from strata.memory.rules.names import calendar_stems, names_in
 from strata.memory.rules.text import GROUNDED_SHARE, is_markup, stem, tokens
 
 log = logging.getLogger(__name__)

@@ -1,3 +1,3 @@
-"""Memory's domain: the transcript, episodes, facts, recall, decay, reminders, persons and the
-model prompts that write memory. Built on `engines` and `coordination`.
+"""The model prompts that write memory (`prompts`), used by `strata.memory.lifecycle` and
+`strata.memory.facts`. Everything else of memory lives by feature beside this package.
 """

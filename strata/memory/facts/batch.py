@@ -7,16 +7,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from strata.memory.store.episodes import Episode
 from strata.memory.checks.fact_evidence import (
     Speakers,
     echoes_assistant,
     find_evidence,
     text_problem,
 )
-from strata.memory.facts.plain import plain_candidates
 from strata.memory.domain.prompts.facts import Candidate, Excerpt
+from strata.memory.facts.plain import plain_candidates
 from strata.memory.rules.statement_kind import context_problem
+from strata.memory.store.episodes import Episode
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,25 +33,12 @@ from strata.core.errors import ModelError, StrataError
 from strata.core.ports import ChatModel
 from strata.core.types import ChatMessage, OwnerKind
 from strata.memory.checks import grounding
-from strata.memory.store.episodes import LEAF, Episode, episode_from_db
-from strata.memory.facts.batch import Batch, evidence_in, line_problem
 from strata.memory.checks.fact_evidence import (
     Speakers,
     alike,
     evidence_problem,
     find_evidence,
 )
-from strata.memory.rules.fact_types import (
-    FACT_KINDS,
-    PERSON_KINDS,
-    NewFact,
-    normalise_key,
-    normalise_text,
-)
-from strata.memory.store.facts import FactStore
-from strata.memory.store.persons import PersonRepo
-from strata.memory.facts.plain import lasting
-from strata.memory.rules.profiles import profile_for
 from strata.memory.domain.prompts.facts import (
     Candidate,
     Excerpt,
@@ -60,8 +47,21 @@ from strata.memory.domain.prompts.facts import (
     build_messages,
     parse_answer,
 )
-from strata.memory.store.refusals import RefusalRepo
 from strata.memory.engines.db import Database
+from strata.memory.facts.batch import Batch, evidence_in, line_problem
+from strata.memory.facts.plain import lasting
+from strata.memory.rules.fact_types import (
+    FACT_KINDS,
+    PERSON_KINDS,
+    NewFact,
+    normalise_key,
+    normalise_text,
+)
+from strata.memory.rules.profiles import profile_for
+from strata.memory.store.episodes import LEAF, Episode, episode_from_db
+from strata.memory.store.facts import FactStore
+from strata.memory.store.persons import PersonRepo
+from strata.memory.store.refusals import RefusalRepo
 
 log = logging.getLogger(__name__)
 

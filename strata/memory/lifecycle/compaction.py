@@ -29,9 +29,9 @@ from strata.core.tokens import count_tokens
 from strata.core.types import Channel, Person, Role, RowKind, TranscriptRow
 from strata.memory.checks import grounding
 from strata.memory.domain.prompts import compaction as prompt
+from strata.memory.engines.db import Database
 from strata.memory.store.refusals import RefusalRepo
 from strata.memory.store.transcript import row_from_db, watermark
-from strata.memory.engines.db import Database
 
 log = logging.getLogger(__name__)
 

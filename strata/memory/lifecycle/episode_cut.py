@@ -26,17 +26,17 @@ from strata.core.errors import ModelError
 from strata.core.ports import ChatModel, Clock, Embedder
 from strata.core.retry import RetryPolicy
 from strata.core.types import Channel, ChatMessage, Person, Role, RowKind, TranscriptRow
-from strata.memory.coordination.cursors import move_cursor, pending_channels, read_cursor
 from strata.memory.checks import grounding
+from strata.memory.coordination.cursors import move_cursor, pending_channels, read_cursor
+from strata.memory.domain.prompts import episode_summary
+from strata.memory.engines.db import Database, placeholders
 from strata.memory.lifecycle.code_lines import summary_rows
 from strata.memory.lifecycle.episode_draft import Draft, extractive_draft
+from strata.memory.rules.profiles import profile_for
 from strata.memory.store.episodes import LEAF, NewEpisode, insert_episode
 from strata.memory.store.persons import PersonRepo
-from strata.memory.rules.profiles import profile_for
-from strata.memory.domain.prompts import episode_summary
 from strata.memory.store.refusals import RefusalRepo
 from strata.memory.store.transcript import TranscriptRepo
-from strata.memory.engines.db import Database, placeholders
 
 log = logging.getLogger(__name__)
 

@@ -18,16 +18,16 @@ from datetime import datetime
 from typing import Any
 
 from strata.core.ports import ChatModel, Embedder
-from strata.memory.store.episodes import ERA, LEAF, TOPIC, Episode, episode_from_db
-from strata.memory.store.janitor import DecayResult, decay_pass
+from strata.memory.engines.db import Database
 from strata.memory.lifecycle.rollup import (
     ConsolidateResult,
     LifecyclePolicy,
     consolidate_owner,
     rollup_owner,
 )
+from strata.memory.store.episodes import ERA, LEAF, TOPIC, Episode, episode_from_db
+from strata.memory.store.janitor import DecayResult, decay_pass
 from strata.memory.store.transcript import watermark
-from strata.memory.engines.db import Database
 
 __all__ = ["ChannelHierarchy", "ConsolidateResult", "DecayResult", "LifecyclePolicy",
            "MemoryLifecycle", "consolidate_owner", "decay_pass", "hierarchy", "rollup_owner"]

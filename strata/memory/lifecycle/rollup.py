@@ -36,12 +36,15 @@ from strata.core.errors import ModelBadResponseError, ModelError, StrataError
 from strata.core.ports import ChatModel, Embedder
 from strata.core.tokens import count_tokens, share_budget, truncate_to_tokens
 from strata.memory.checks import grounding
+from strata.memory.domain.prompts import rollup as prompt
+from strata.memory.engines.db import Database, placeholders
 from strata.memory.lifecycle.clustering import ClusterParams, cluster_labels
 from strata.memory.lifecycle.compaction import (
     CompactionPolicy,
     CompactionResult,
     compact_until_under_budget,
 )
+from strata.memory.rules.profiles import profile_for
 from strata.memory.store.episodes import (
     ERA,
     LEAF,
@@ -51,10 +54,7 @@ from strata.memory.store.episodes import (
     NewEpisode,
     insert_episode,
 )
-from strata.memory.rules.profiles import profile_for
-from strata.memory.domain.prompts import rollup as prompt
 from strata.memory.store.refusals import RefusalRepo
-from strata.memory.engines.db import Database, placeholders
 
 log = logging.getLogger(__name__)
 

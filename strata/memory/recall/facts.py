@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from strata.core.types import Channel
+from strata.memory.recall.types import Candidate, RecallQuery, channel_where
 from strata.memory.rules.decay import fact_visible, fact_weight
 from strata.memory.rules.fact_types import Fact, index_text
 from strata.memory.store.facts import FactRepo
 from strata.memory.store.persons import ChannelRepo
-from strata.memory.recall.types import Candidate, RecallQuery, channel_where
 
 
 class FactCandidates:

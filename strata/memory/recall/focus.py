@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from strata.core.tokens import count_tokens, truncate_to_tokens
-from strata.memory.rules.extractive import split_units
 from strata.memory.recall.types import Candidate
+from strata.memory.rules.extractive import split_units
 from strata.memory.rules.text import tokens
 
 GAP = "…"

@@ -41,13 +41,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from strata.memory.rules.names import NameCheck, calendar_stems, without_names
 from strata.memory.recall.rank import (
     GATE_PRIOR_DOCS,
     RankTuning,
     WindowScores,
     keyword_coverage,
 )
+from strata.memory.rules.names import NameCheck, calendar_stems, without_names
 from strata.memory.rules.row_table import RowTable
 
 

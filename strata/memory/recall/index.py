@@ -27,10 +27,10 @@ from datetime import datetime
 import numpy as np
 
 from strata.core.clock import from_iso
+from strata.memory.engines.db import Reads, Row, placeholders
 from strata.memory.rules.profiles import sources_with, wildcard_prefixes_with
 from strata.memory.rules.row_table import RowTable, add_words, asks, build_table
 from strata.memory.rules.row_words import Postings
-from strata.memory.engines.db import Reads, Row, placeholders
 
 EPOCH_MINUTES = 60.0
 SESSION_GAP_MINUTES = 60.0

@@ -12,10 +12,10 @@ import numpy as np
 import numpy.typing as npt
 
 from strata.core.clock import from_iso
+from strata.memory.engines.db import Reads, placeholders
+from strata.memory.recall.select import Unit
 from strata.memory.rules.decay import episode_weight
 from strata.memory.store.episodes import LEAF
-from strata.memory.recall.select import Unit
-from strata.memory.engines.db import Reads, placeholders
 
 I64 = npt.NDArray[np.int64]
 CHUNK = 500

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from strata.core.tokens import count_tokens
+from strata.memory.engines.db import Row
 from strata.memory.recall.rank import BM25_B, BM25_K1, RankTuning, WindowScores
 from strata.memory.recall.render import SpanCost, render_item, render_span, row_where
 from strata.memory.recall.select import (
@@ -33,9 +34,8 @@ from strata.memory.recall.select import (
     take_window,
     unit_vectors,
 )
-from strata.memory.rules.row_table import F32, RowTable
 from strata.memory.recall.types import Candidate, RecallItem, RecallTuning, heading_cost
-from strata.memory.engines.db import Row
+from strata.memory.rules.row_table import F32, RowTable
 
 
 def row_shares(table: RowTable, rows: Sequence[int], stems: Sequence[str],

@@ -34,10 +34,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from strata.memory.engines.fts import STOPWORDS
 from strata.memory.rules.names import names_in
 from strata.memory.rules.row_table import RowTable
 from strata.memory.rules.text import tokens
-from strata.memory.engines.fts import STOPWORDS
 
 # A row's speaker: "Name: " at its start (the eval's rows and many imports), else the first
 # word of a person's row (`keyword_text` puts the speaker's name first).

@@ -44,8 +44,9 @@ from strata.core.errors import ModelError
 from strata.core.ports import Clock, Embedder
 from strata.core.tokens import truncate_to_tokens
 from strata.core.types import Channel, Person
-from strata.memory.rules.decay import EPISODE_TAU_DAYS
-from strata.memory.store.episodes import LEAF, EpisodeRepo
+from strata.memory.engines.db import Database
+from strata.memory.engines.fts import terms
+from strata.memory.engines.readers import ReaderPool
 from strata.memory.recall.bridge import bridged_stems, bridges_for
 from strata.memory.recall.focus import focus
 from strata.memory.recall.gate import gate_features, gate_idf, gate_logit
@@ -60,7 +61,6 @@ from strata.memory.recall.hint import (
 )
 from strata.memory.recall.index import OWNERS_KEPT, OwnerRows, RowIndex, recency_of
 from strata.memory.recall.leaves import LeafIndex, leaf_signals, mark_faded, no_leaves
-from strata.memory.rules.names import name_check
 from strata.memory.recall.pack import pack, shares_for, window_units
 from strata.memory.recall.profiles import ProfileCache
 from strata.memory.recall.rank import (
@@ -74,7 +74,6 @@ from strata.memory.recall.rank import (
 )
 from strata.memory.recall.select import Unit
 from strata.memory.recall.sources import EPISODE, EpisodeSource
-from strata.memory.rules.row_table import RowTable, surface_words
 from strata.memory.recall.types import (
     Candidate,
     CandidateSource,
@@ -83,10 +82,11 @@ from strata.memory.recall.types import (
     RecallResult,
     RecallTuning,
 )
+from strata.memory.rules.decay import EPISODE_TAU_DAYS
+from strata.memory.rules.names import name_check
+from strata.memory.rules.row_table import RowTable, surface_words
 from strata.memory.rules.text import query_stems, text_coverage
-from strata.memory.engines.db import Database
-from strata.memory.engines.fts import terms
-from strata.memory.engines.readers import ReaderPool
+from strata.memory.store.episodes import LEAF, EpisodeRepo
 
 log = logging.getLogger(__name__)
 

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from strata.core.clock import from_iso
-from strata.memory.rules.decay import episode_weight
-from strata.memory.store.episodes import EpisodeRepo, as_blob, cited_rows_by_episode, cosines
+from strata.memory.engines.db import Database, Reads
+from strata.memory.engines.dialect import Dialect
 from strata.memory.recall.leaves import LeafIndex
 from strata.memory.recall.render import date_of
 from strata.memory.recall.types import Candidate, RecallQuery, channel_where
-from strata.memory.engines.db import Database, Reads
-from strata.memory.engines.dialect import Dialect
+from strata.memory.rules.decay import episode_weight
+from strata.memory.store.episodes import EpisodeRepo, as_blob, cited_rows_by_episode, cosines
 
 # Vector kNN over-fetch: tombstoned episodes (kept 30 days after a roll-up) still sit in the
 # vector index and take slots that the live-filter then removes.

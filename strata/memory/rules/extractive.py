@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from strata.core.tokens import count_tokens, truncate_to_tokens
-from strata.memory.rules.statement_kind import statement_problem
 from strata.memory.engines.fts import terms
+from strata.memory.rules.statement_kind import statement_problem
 
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+")
 # A sentence end for cutting: its closing quote or bracket stays with it.

@@ -10,8 +10,8 @@ from datetime import datetime
 
 from strata.core.clock import from_iso
 from strata.core.errors import MutedSourceError, UnknownKindError
-from strata.memory.rules.profiles import profile_for
 from strata.memory.engines.db import Row
+from strata.memory.rules.profiles import profile_for
 
 # Kinds of facts about a person (docs/memory.md) …
 PERSON_KINDS: tuple[str, ...] = (

@@ -9,9 +9,9 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from strata.memory.engines.fts import STOPWORDS
 from strata.memory.rules.row_table import WORD, RowTable, surface_words
 from strata.memory.rules.text import stem, tokens
-from strata.memory.engines.fts import STOPWORDS
 
 _NAME = re.compile(r"\b[A-Z][\w'’-]*")
 

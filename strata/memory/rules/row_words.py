@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from strata.memory.rules.text import stem
 from strata.memory.engines.fts import STOPWORDS
+from strata.memory.rules.text import stem
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]

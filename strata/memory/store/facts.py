@@ -27,8 +27,10 @@ import numpy.typing as npt
 
 from strata.core.clock import from_iso, to_iso
 from strata.core.ports import Embedder
+from strata.memory.engines.db import Database, placeholders
+from strata.memory.engines.dialect import vector_deletes
+from strata.memory.engines.fts import terms
 from strata.memory.rules.decay import fact_expired, fact_weight
-from strata.memory.store.episodes import as_blob, cosines
 from strata.memory.rules.fact_types import (
     LIVE,
     RETRACTED,
@@ -46,9 +48,7 @@ from strata.memory.rules.fact_types import (
     normalise_text,
 )
 from strata.memory.rules.text import term_coverage
-from strata.memory.engines.db import Database, placeholders
-from strata.memory.engines.dialect import vector_deletes
-from strata.memory.engines.fts import terms
+from strata.memory.store.episodes import as_blob, cosines
 
 log = logging.getLogger(__name__)
 

@@ -27,9 +27,15 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from strata.core.ports import Embedder
+from strata.memory.engines import backup_log
+from strata.memory.engines.backup_log import KeptCopy
+from strata.memory.engines.db import Database, placeholders
+from strata.memory.engines.dialect import vector_deletes
+from strata.memory.engines.fts import terms
+from strata.memory.rules.fact_types import fact_from_db
+from strata.memory.rules.text import stem_prefix
 from strata.memory.store.episodes import as_blob
 from strata.memory.store.export import OWNED_TABLES
-from strata.memory.rules.fact_types import fact_from_db
 from strata.memory.store.facts import FactRepo
 from strata.memory.store.forget_plan import (
     EpisodeFix,
@@ -39,12 +45,6 @@ from strata.memory.store.forget_plan import (
     matches,
     without_matching_sentences,
 )
-from strata.memory.rules.text import stem_prefix
-from strata.memory.engines import backup_log
-from strata.memory.engines.backup_log import KeptCopy
-from strata.memory.engines.db import Database, placeholders
-from strata.memory.engines.dialect import vector_deletes
-from strata.memory.engines.fts import terms
 
 log = logging.getLogger(__name__)
 
@@ -182,8 +182,8 @@ class Forgetter:
                 chunk,
             )
             touched |= {r[0] for r in rows}
-        # Parents cite no rows (strata.memory.lifecycle.rollup): the roll-ups of a touched episode are
-        # rebuilt too, so a forgotten turn does not live on in a topic or era summary.
+        # Parents cite no rows (strata.memory.lifecycle.rollup): the roll-ups of a touched episode
+        # are rebuilt too, so a forgotten turn does not live on in a topic or era summary.
         touched |= await self._ancestors(touched)
         if patterns:
             rows = await self.db.fetchall(

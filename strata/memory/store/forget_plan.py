@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from strata.core.wording import counted
+from strata.memory.engines.fts import terms
 from strata.memory.rules.fact_types import Fact
 from strata.memory.rules.text import word_pattern
-from strata.memory.engines.fts import terms
 
 # A forget that matches more than this many exchanges (or more than one fact) asks first:
 # "several exchanges" in the README's words; one exchange is what a person usually means.

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from strata.core.types import NewRow
 from strata.memory.coordination.turn_queue import NewTurn, insert_turn
-from strata.memory.store.transcript import insert_rows
 from strata.memory.engines.db import Database
+from strata.memory.store.transcript import insert_rows
 
 
 class TurnIntake:

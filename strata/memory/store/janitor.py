@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from strata.core.clock import from_iso, to_iso
+from strata.memory.engines.db import Database
 from strata.memory.rules.decay import TOMBSTONE_KEEP_DAYS, episode_weight
 from strata.memory.store.prune import PruneResult, count_vectors, prune_owner
-from strata.memory.engines.db import Database
 
 log = logging.getLogger(__name__)
 

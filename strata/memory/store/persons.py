@@ -12,8 +12,8 @@ from typing import Any
 
 from strata.core.clock import from_iso, to_iso
 from strata.core.types import Channel, ChannelKind, OwnerKind, Person
-from strata.memory.store.export import export_person
 from strata.memory.engines.db import Database, Row, placeholders
+from strata.memory.store.export import export_person
 
 
 def _person(row: Row) -> Person:

@@ -1,6 +1,7 @@
 """Transcript pruning (docs/lifecycle.md §4): raw rows at or below a channel's watermark that no
 live leaf episode cites are deleted, together with their turn's tool rows; there is no age cutoff.
-Roll-up parents cite no rows (strata.memory.lifecycle.rollup), so once a leaf is rolled up (tombstoned)
+Roll-up parents cite no rows (strata.memory.lifecycle.rollup), so once a leaf is rolled up
+(tombstoned)
 its rows go on the next pass; the parent's summary, the continuity summary and the facts keep the
 meaning, and the parent's span and channel keep the provenance.
 
@@ -33,10 +34,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from strata.memory.rules.profiles import profile_for
-from strata.memory.store.transcript import watermark
 from strata.memory.engines.db import Database, placeholders
 from strata.memory.engines.dialect import vector_deletes
+from strata.memory.rules.profiles import profile_for
+from strata.memory.store.transcript import watermark
 
 log = logging.getLogger(__name__)
 

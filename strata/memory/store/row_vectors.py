@@ -24,11 +24,11 @@ from strata.core.ports import Embedder, Vector
 from strata.core.tokens import truncate_to_tokens
 from strata.core.types import Channel, Person, Role, RowKind, TranscriptRow
 from strata.memory.coordination.cursors import move_cursors, pending_channels, read_cursors
+from strata.memory.engines.db import Database
+from strata.memory.rules.profiles import profile_for
 from strata.memory.store.episodes import as_blob
 from strata.memory.store.persons import PersonRepo
-from strata.memory.rules.profiles import profile_for
 from strata.memory.store.transcript import TranscriptRepo
-from strata.memory.engines.db import Database
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from strata.core.clock import from_iso, to_iso
-from strata.memory.store.facts import FactRepo
 from strata.memory.engines.db import Database
+from strata.memory.store.facts import FactRepo
 
 KINDS = ("calendar", "contacts", "mail")
 
