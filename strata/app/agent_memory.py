@@ -20,9 +20,9 @@ from strata.core.errors import MutedSourceError, StrataError, UnknownKindError
 from strata.core.ports import Clock
 from strata.core.text import clean_text
 from strata.core.types import Channel, Person
+from strata.memory.facts.fact_store import FactStore
 from strata.memory.recall.search import Recall
 from strata.memory.rules.fact_types import FACT_KINDS, NewFact
-from strata.memory.store.facts import FactStore
 from strata.memory.store.persons import PersonRepo
 from strata.memory.store.services.agents import Agent, AgentRepo
 

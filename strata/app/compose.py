@@ -66,10 +66,10 @@ from strata.memory.coordination.turn_queue import TurnQueue
 from strata.memory.engines.db import Database
 from strata.memory.engines.fts import load_stemmer
 from strata.memory.facts.extraction import FactExtractor
+from strata.memory.facts.fact_store import FactStore
 from strata.memory.lifecycle.episode_cut import EpisodeCutter
 from strata.memory.recall.search import Recall
 from strata.memory.store.episodes import EpisodeRepo
-from strata.memory.store.facts import FactStore
 from strata.memory.store.forget import Forgetter
 from strata.memory.store.intake import TurnIntake
 from strata.memory.store.persons import ChannelRepo, PersonRepo

@@ -1,9 +1,9 @@
 """The memory map: a person's apex episodes drawn in 2-D, coloured by topic cluster.
 
-The clusters are the roll-up's (strata.memory.lifecycle.clustering: UMAP to 10 dims, HDBSCAN); the
-layout is the same UMAP to 2 dims, so an operator sees the topics at a glance; noise is grey; marker
-shape shows the level. matplotlib (the `cluster` extra) is imported inside the function, with the
-file-only Agg backend. Imports `bot` leaf modules and `memory` only.
+The clusters are the roll-up's (strata.memory.lifecycle.clustering: UMAP to 10 dims, HDBSCAN);
+the layout is the same UMAP to 2 dims, so an operator sees the topics at a glance; noise is
+grey; marker shape shows the level. matplotlib (the `cluster` extra) is imported inside the
+function, with the file-only Agg backend. The episodes come from `strata.memory.store.episodes`.
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ import numpy.typing as npt
 
 from strata.core.errors import StrataError
 from strata.core.private_files import write_private
-from strata.memory.engines.db import Database
 from strata.memory.lifecycle.clustering import (
     ClusteringUnavailableError,
     ClusterParams,
     cluster_labels,
     embed_umap,
 )
-from strata.memory.store.episodes import Episode, EpisodeRepo, episode_from_db
+from strata.memory.store.episodes import Episode, EpisodeRepo
 
 MIN_POINTS = 4
 _MARKERS = {0: "o", 1: "s", 2: "*"}
@@ -89,25 +88,20 @@ def _draw(episodes: list[Episode], coords: npt.NDArray[np.float32],
     write_private(out, png.getvalue())  # drawn from a person's memory: 0600
 
 
-async def draw_map(db: Database, owner_id: int, name: str, out: str | Path,
+async def draw_map(repo: EpisodeRepo, owner_id: int, name: str, out: str | Path,
                    params: ClusterParams | None = None,
                    step: Callable[[str], None] = lambda _: None) -> MapResult:
     """Draw the owner's live apex episodes (all channels, all levels) to the PNG `out`;
     `step` is told each of `STEPS` as it starts."""
     step(STEPS[0])
-    rows = await db.fetchall(
-        "SELECT * FROM episodes WHERE owner_id = ? AND parent_id IS NULL"
-        " AND tombstoned_at IS NULL ORDER BY id",
-        (owner_id,),
-    )
-    episodes = [episode_from_db(r) for r in rows]
+    episodes = await repo.owner_apexes(owner_id)
     if len(episodes) < MIN_POINTS:
         raise StrataError(
             f"{name} has {len(episodes)} apex episodes: the map needs at least {MIN_POINTS}")
     path = Path(out).expanduser()
     if not path.parent.is_dir():
         raise StrataError(f"cannot write {path}: folder {path.parent} does not exist")
-    vectors = await EpisodeRepo(db).embeddings([e.id for e in episodes])
+    vectors = await repo.embeddings([e.id for e in episodes])
     params = params or ClusterParams()
     step(STEPS[1])
     coords = await asyncio.to_thread(embed_umap, vectors, 2, params)

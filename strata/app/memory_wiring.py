@@ -23,6 +23,7 @@ from strata.memory.coordination.claims import RunnerLeases
 from strata.memory.coordination.jobruns import JobRunRepo
 from strata.memory.engines.db import Database
 from strata.memory.facts.extraction import FactExtractor, model_completer
+from strata.memory.facts.fact_store import FactStore
 from strata.memory.lifecycle.clustering import ClusterParams
 from strata.memory.lifecycle.compaction import CompactionHook, CompactionPolicy
 from strata.memory.lifecycle.episode_cut import CutSettings, EpisodeCutter
@@ -31,7 +32,7 @@ from strata.memory.lifecycle.rollup import RollupPolicy
 from strata.memory.recall.facts import FactCandidates
 from strata.memory.recall.search import Recall, RecallTuning
 from strata.memory.store.episodes import EpisodeRepo
-from strata.memory.store.facts import FactRepo, FactStore
+from strata.memory.store.facts import FactRepo
 from strata.memory.store.forget import Forgetter
 from strata.memory.store.linking import LinkCodes
 from strata.memory.store.persons import ChannelRepo, PersonRepo

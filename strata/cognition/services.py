@@ -24,10 +24,10 @@ from strata.core.ports import ChatModel, Clock, Embedder
 from strata.memory.coordination.claims import RunnerLeases
 from strata.memory.coordination.jobruns import JobRunRepo
 from strata.memory.facts.extraction import FactExtractor
+from strata.memory.facts.fact_store import FactStore
 from strata.memory.lifecycle.episode_cut import EpisodeCutter
 from strata.memory.lifecycle.passes import MemoryLifecycle
 from strata.memory.store.episodes import EpisodeRepo
-from strata.memory.store.facts import FactStore
 from strata.memory.store.persons import ChannelRepo, PersonRepo
 from strata.memory.store.portraits import PortraitRepo
 from strata.memory.store.refusals import RefusalRepo

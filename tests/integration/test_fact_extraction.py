@@ -15,8 +15,9 @@ from strata.core.errors import ModelBadResponseError
 from strata.core.types import Channel, ChannelKind, NewRow, Person, Role
 from strata.memory.domain.prompts.facts import SYSTEM, FactsSchema, system_prompt
 from strata.memory.facts.extraction import FactExtractor, evidence_problem, model_completer
+from strata.memory.facts.fact_store import FactStore
 from strata.memory.store.episodes import EpisodeRepo, NewEpisode
-from strata.memory.store.facts import FactRepo, FactStore
+from strata.memory.store.facts import FactRepo
 from tests.fakes.openai_server import FakeOpenAI
 
 

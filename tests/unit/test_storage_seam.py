@@ -43,7 +43,6 @@ REPOSITORY_BUILDERS = {
     "strata/app/compose.py",
     "strata/app/memory_wiring.py",
     "strata/memory/coordination/jobruns.py",
-    "strata/app/memory_map.py",
     "strata/memory/recall/search.py",
     "strata/memory/recall/sources.py",
     "strata/memory/lifecycle/rollup.py",

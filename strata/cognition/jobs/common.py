@@ -10,9 +10,9 @@ from typing import Protocol, TypeVar
 from strata.cognition.registry import JobContext
 from strata.cognition.reminders import local
 from strata.memory.checks.grounding import Refusal
+from strata.memory.facts.fact_store import FactStore
 from strata.memory.rules.fact_types import Fact, NewFact
 from strata.memory.rules.profiles import sources_with
-from strata.memory.store.facts import FactStore
 from strata.memory.store.refusals import RefusalRepo
 from strata.memory.store.transcript import RowFilter, TranscriptRepo
 

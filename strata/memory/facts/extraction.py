@@ -49,6 +49,7 @@ from strata.memory.domain.prompts.facts import (
 )
 from strata.memory.engines.db import Database
 from strata.memory.facts.batch import Batch, evidence_in, line_problem
+from strata.memory.facts.fact_store import FactStore
 from strata.memory.facts.plain import lasting
 from strata.memory.rules.fact_types import (
     FACT_KINDS,
@@ -59,7 +60,6 @@ from strata.memory.rules.fact_types import (
 )
 from strata.memory.rules.profiles import profile_for
 from strata.memory.store.episodes import LEAF, Episode, episode_from_db
-from strata.memory.store.facts import FactStore
 from strata.memory.store.persons import PersonRepo
 from strata.memory.store.refusals import RefusalRepo
 

@@ -5,13 +5,16 @@ fact, a search hit and a write's result are. docs/memory.md."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from strata.core.clock import from_iso
 from strata.core.errors import MutedSourceError, UnknownKindError
 from strata.memory.engines.db import Row
+from strata.memory.engines.fts import terms
 from strata.memory.rules.profiles import profile_for
+from strata.memory.rules.text import term_coverage
 
 # Kinds of facts about a person (docs/memory.md) …
 PERSON_KINDS: tuple[str, ...] = (
@@ -167,3 +170,20 @@ def fact_from_db(row: Row) -> Fact:
         last_relevant_at=from_iso(row["last_relevant_at"]),
         weight=row["weight"],
     )
+
+
+def scored_hits(facts: Sequence[Fact], text: str, cosine: dict[int, float],
+                bm25: dict[int, float]) -> list[FactHit]:
+    """Found facts as hits, best first: relevance from the cosine and the query terms' coverage
+    of the fact's indexed text."""
+    query_terms = terms(text)
+    hits = []
+    for fact in facts:
+        # Negative cosine carries no evidence.
+        sim = min(max(cosine.get(fact.id, 0.0), 0.0), 1.0)
+        cov = term_coverage(query_terms, index_text(fact.text, fact.attribute))
+        relevance = min(max(sim, cov) + 0.25 * min(sim, cov), 1.0)
+        hits.append(FactHit(fact, relevance, sim, cov, cosine.get(fact.id),
+                            bm25.get(fact.id)))
+    hits.sort(key=lambda h: (-h.relevance, -h.fact.id))
+    return hits

@@ -257,6 +257,15 @@ class EpisodeRepo:
         )
         return [episode_from_db(r) for r in rows]
 
+    async def owner_apexes(self, owner_id: int) -> list[Episode]:
+        """An owner's live apex episodes of every channel and level, oldest first (the map)."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM episodes WHERE owner_id = ? AND parent_id IS NULL"
+            " AND tombstoned_at IS NULL ORDER BY id",
+            (owner_id,),
+        )
+        return [episode_from_db(r) for r in rows]
+
     async def embeddings(self, ids: Sequence[int]) -> npt.NDArray[np.float32]:
         """The stored embeddings of `ids`, in that order, shape (len(ids), dim)."""
         out = np.zeros((len(ids), self.db.dim), dtype=np.float32)

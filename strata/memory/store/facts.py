@@ -8,9 +8,8 @@ way it is hidden from recall at once, loses its vector, decays fast and is purge
 weight is negligible. A live fact fades by its kind (`strata.memory.rules.decay.FACT_DECAY`):
 hidden from recall below the weight floor, purged by `decay` after the kind's grace.
 
-`FactRepo` is the storage (callers bring embeddings); `FactStore` is the write API the rest of
-the code uses: it embeds, refuses muted sources, folds duplicates into the existing fact and
-supersedes a live fact with the same subject/attribute key. `FactRepo.search` is the fact
+`FactRepo` is the storage (callers bring embeddings); the write API the rest of the code uses is
+`strata.memory.facts.fact_store.FactStore`. `FactRepo.search` is the fact
 candidate source of recall: kNN over the owner's vector partition plus FTS5, with calibrated
 scores in [0, 1]. Imports `bot` leaf modules and `memory` modules only.
 """
@@ -26,16 +25,13 @@ import numpy as np
 import numpy.typing as npt
 
 from strata.core.clock import from_iso, to_iso
-from strata.core.ports import Embedder
 from strata.memory.engines.db import Database, placeholders
 from strata.memory.engines.dialect import vector_deletes
-from strata.memory.engines.fts import terms
 from strata.memory.rules.decay import fact_expired, fact_weight
 from strata.memory.rules.fact_types import (
     LIVE,
     RETRACTED,
     SUPERSEDED,
-    AddResult,
     Fact,
     FactHit,
     NewFact,
@@ -43,11 +39,9 @@ from strata.memory.rules.fact_types import (
     check_kind,
     check_source,
     fact_from_db,
-    index_text,
     normalise_key,
-    normalise_text,
+    scored_hits,
 )
-from strata.memory.rules.text import term_coverage
 from strata.memory.store.episodes import as_blob, cosines
 
 log = logging.getLogger(__name__)
@@ -300,6 +294,28 @@ class FactRepo:
         Every hit carries its raw signals too: `cosine` (keyword hits are compared with the
         query through their stored vector) and `bm25` (None when FTS did not find it).
         `match` overrides the FTS expression built from `text`."""
+        cosine, bm25 = await self._signals(owner_id, text, embedding, limit, match)
+        ids = list(cosine.keys() | bm25.keys())
+        if not ids:
+            return []
+        facts = await self.db.fetchall(
+            f"SELECT * FROM facts WHERE id IN ({placeholders(ids)}) AND owner_id = ?"
+            " AND status = 'live'",
+            [*ids, owner_id],
+        )
+        hits = scored_hits([fact_from_db(row) for row in facts], text, cosine, bm25)
+        return hits[:limit]
+
+    async def _signals(
+        self,
+        owner_id: int,
+        text: str,
+        embedding: npt.NDArray[np.floating] | None,
+        limit: int,
+        match: str | None,
+    ) -> tuple[dict[int, float], dict[int, float]]:
+        """Each found fact's cosine to the query and its BM25 score: kNN, FTS5, and the stored
+        vectors of the keyword hits the kNN did not reach."""
         cosine: dict[int, float] = {}
         if embedding is not None:
             rows = await self.db.fetchall(self.db.dialect.knn_sql("fact_vec", "fact_id"),
@@ -312,9 +328,6 @@ class FactRepo:
             rows = await self.db.fetchall(dialect.fact_search, (
                 dialect.scoped(query, owner_id, ("text", "attribute")), owner_id, limit))
             bm25 = {r[0]: float(r[1]) for r in rows}
-        ids = list(cosine.keys() | bm25.keys())
-        if not ids:
-            return []
         missing = [i for i in bm25 if i not in cosine]
         if missing and embedding is not None:
             query_vec = np.asarray(embedding, dtype=np.float32)
@@ -323,72 +336,5 @@ class FactRepo:
                 sim = float(np.dot(np.frombuffer(r[1], dtype="<f4"), query_vec))
                 if math.isfinite(sim):  # a vector stored before they were checked: no cosine
                     cosine[r[0]] = sim
-        facts = await self.db.fetchall(
-            f"SELECT * FROM facts WHERE id IN ({placeholders(ids)}) AND owner_id = ?"
-            " AND status = 'live'",
-            [*ids, owner_id],
-        )
-        query_terms = terms(text)
-        hits = []
-        for row in facts:
-            fact = fact_from_db(row)
-            # Negative cosine carries no evidence.
-            sim = min(max(cosine.get(fact.id, 0.0), 0.0), 1.0)
-            cov = term_coverage(query_terms, index_text(fact.text, fact.attribute))
-            relevance = min(max(sim, cov) + 0.25 * min(sim, cov), 1.0)
-            hits.append(FactHit(fact, relevance, sim, cov, cosine.get(fact.id),
-                                bm25.get(fact.id)))
-        hits.sort(key=lambda h: (-h.relevance, -h.fact.id))
-        return hits[:limit]
+        return cosine, bm25
 
-
-class FactStore:
-    """The write API of the data graph: embed, check, fold duplicates, supersede by key."""
-
-    def __init__(self, repo: FactRepo, embedder: Embedder) -> None:
-        self.repo = repo
-        self.embedder = embedder
-
-    async def add(
-        self,
-        new: NewFact,
-        now: datetime,
-        *,
-        replaces: Sequence[int] = (),
-        correction: bool = False,
-    ) -> AddResult:
-        """Store `new` unless the owner already has it live.
-
-        A live fact with the same subject/attribute key and other text, or one named in
-        `replaces` (the model judged it contradicted), is superseded — or retracted when the
-        person explicitly corrected it (`correction`). Raises `UnknownKindError` /
-        `MutedSourceError` with nothing stored.
-        """
-        check_kind(new.kind)
-        check_source(new.source)
-        live = await self.repo.for_owner(new.owner_id)
-        norm = normalise_text(new.text)
-        subject, attribute = normalise_key(new.subject), normalise_key(new.attribute)
-        for fact in live:
-            if normalise_text(fact.text) == norm and (
-                not attribute or fact.key in (None, (subject, attribute))
-            ):
-                await self.repo.add_sources(fact.id, new.owner_id, new.episode_ids, new.row_ids)
-                await self.repo.touch([fact.id], now)
-                return AddResult(None, duplicate_of=fact.id)
-        live_ids = {f.id for f in live}
-        targets = [f.id for f in live if attribute and f.key == (subject, attribute)]
-        targets += [i for i in replaces if i in live_ids and i not in targets]
-        vec = (await self.embedder.embed([index_text(new.text, new.attribute)]))[0]
-        if correction:
-            fact_id = await self.repo.add(new, vec, now, retract=targets)
-            return AddResult(fact_id, retracted=tuple(targets))
-        fact_id = await self.repo.add(new, vec, now, supersede=targets)
-        return AddResult(fact_id, superseded=tuple(targets))
-
-    async def retract(self, owner_id: int, ids: Sequence[int], now: datetime) -> None:
-        await self.repo.retract(owner_id, ids, now)
-
-    async def search(self, owner_id: int, text: str, *, limit: int = 20) -> list[FactHit]:
-        vec = (await self.embedder.embed([text]))[0] if text.strip() else None
-        return await self.repo.search(owner_id, text, vec, limit=limit)
