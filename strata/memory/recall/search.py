@@ -34,7 +34,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
@@ -49,7 +48,6 @@ from strata.memory.engines.fts import terms
 from strata.memory.engines.readers import ReaderPool
 from strata.memory.recall.bridge import bridged_stems, bridges_for
 from strata.memory.recall.focus import focus
-from strata.memory.recall.gate import gate_features, gate_idf, gate_logit
 from strata.memory.recall.hint import (
     GateWords,
     clean_hints,
@@ -57,7 +55,6 @@ from strata.memory.recall.hint import (
     hinted_stems,
     hinted_text,
     mean_vector,
-    own_coverage,
 )
 from strata.memory.recall.index import OWNERS_KEPT, OwnerRows, RowIndex, recency_of
 from strata.memory.recall.leaves import LeafIndex, leaf_signals, mark_faded, no_leaves
@@ -82,25 +79,15 @@ from strata.memory.recall.types import (
     RecallResult,
     RecallTuning,
 )
+from strata.memory.recall.verdict import GateScope, gate_opens
 from strata.memory.rules.decay import EPISODE_TAU_DAYS
-from strata.memory.rules.names import name_check
-from strata.memory.rules.row_table import RowTable, surface_words
-from strata.memory.rules.text import query_stems, text_coverage
+from strata.memory.rules.row_table import RowTable
+from strata.memory.rules.text import query_stems
 from strata.memory.store.episodes import LEAF, EpisodeRepo
 
 log = logging.getLogger(__name__)
 
 QUERY_TOKENS = 512
-
-
-@dataclass(frozen=True, slots=True)
-class _GateScope:
-    """What the gate needs when a hint or a bridge widened the ranking: the question's own
-    words (`gate`, None when nothing widened it), and the rows and recency it ranked over."""
-
-    gate: GateWords | None
-    mask: npt.NDArray[np.bool_]
-    recency: npt.NDArray[np.float64]
 
 
 def _drop(loading: asyncio.Future[tuple[OwnerRows, RowTable]] | None) -> None:
@@ -198,19 +185,8 @@ class Recall:
                 _drop(loading)
                 raise
         started = time.perf_counter()
-        words = hinted_text(query, also)
-        q = RecallQuery(
-            owner_id=owner_id,
-            text=query,
-            terms=tuple(terms(words)),
-            match=self.db.dialect.keyword_query(words),
-            vector=vector,
-            now=now,
-            k=self.tuning.candidates,
-            scan=self.tuning.keyword_scan,
-            skip_channel_id=skip_channel_id,
-            skip_after_row_id=skip_after_row_id,
-        )
+        q = self._query(owner_id, query, hinted_text(query, also), vector, now,
+                        skip_channel_id, skip_after_row_id)
         items: list[RecallItem] = []
         considered = 0
         asked = query_stems(query)
@@ -224,6 +200,23 @@ class Recall:
             _drop(loading)
         elapsed = (time.perf_counter() - started) * 1000
         return RecallResult(tuple(items), considered, round(elapsed, 3))
+
+    def _query(self, owner_id: int, query: str, words: str,
+               vector: npt.NDArray[np.float32] | None, now: datetime,
+               skip_channel_id: int | None, skip_after_row_id: int) -> RecallQuery:
+        """One search as the candidate sources see it: `words` are the query's and the hints'."""
+        return RecallQuery(
+            owner_id=owner_id,
+            text=query,
+            terms=tuple(terms(words)),
+            match=self.db.dialect.keyword_query(words),
+            vector=vector,
+            now=now,
+            k=self.tuning.candidates,
+            scan=self.tuning.keyword_scan,
+            skip_channel_id=skip_channel_id,
+            skip_after_row_id=skip_after_row_id,
+        )
 
     async def _search(self, q: RecallQuery, stems: list[str], budget: int,
                       loading: Awaitable[tuple[OwnerRows, RowTable]] | None = None,
@@ -259,7 +252,8 @@ class Recall:
         if not top and not extras:
             return [], 0
         extra_scores = [self._extra_score(c, ws, rank) for c in extras]
-        if not self._gate_opens(q, stems, rows, table, ws, extras, _GateScope(gate, mask, recency)):
+        scope = GateScope(gate, mask, recency)
+        if not gate_opens(q, stems, rows, table, ws, extras, scope, self.tuning, self.profiles):
             return [], len(top) + len(extras)
         wanted = sorted({int(m) for i in top for m in ws.members[i] if m >= 0})
         fresh_rows = await self.index.texts(q.owner_id, [int(table.ids[i]) for i in wanted])
@@ -275,26 +269,6 @@ class Recall:
                               faded=c.kind == EPISODE and c.recency < floor))
         return pack(table, fresh, units, extras, extra_scores, budget,
                     self.tuning), len(top) + len(extras)
-
-    def _gate_opens(self, q: RecallQuery, stems: list[str], rows: OwnerRows, table: RowTable,
-                    ws: WindowScores, extras: list[Candidate], scope: _GateScope) -> bool:
-        """The gate: how far the best window stands out, and how much of the query one passage
-        of memory holds (a note counts as such a passage)."""
-        z, cover = gate_features(table, ws, q.text, stems)
-        gate = scope.gate
-        if gate is not None:  # a hint or a bridge widened the ranking: the question's words
-            cover = own_coverage(table, gate, q.text, scope.mask, scope.recency,
-                                 self.tuning.rank, ws.counted)
-        if extras:
-            weights = gate_idf(table, stems if gate is None else gate.stems)
-            cover = max(cover, *(text_coverage(c.text, weights) for c in extras))
-        # A name said only in rows since pruned lives on in the notes: not a stranger.
-        noted = {w for c in extras for w in surface_words(c.text)}
-        names = name_check(q.text, table, noted)
-        unowned = self.profiles.penalty(q.owner_id, table, rows.texts, q.text,
-                                        [c.text for c in extras], self.tuning.gate_unowned
-                                        ) if names.familiar else 0.0
-        return gate_logit(z, cover, names, self.tuning.rank, unowned) >= 0
 
     def _scored(self, table: RowTable, mask: npt.NDArray[np.bool_]
                 ) -> npt.NDArray[np.bool_] | None:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from strata.memory.recall.rank import RankTuning
 from strata.memory.rules.row_table import F32, RowTable
@@ -139,10 +140,7 @@ def greedy(units: Sequence[Unit], table: RowTable, span_cost: Callable[[tuple[in
     # Stop once nothing left can fit: not the cheapest unit's current cost, not a lone row.
     smallest = min(span_cost((u.centre,)) if u.key >= 0 else u.cost for u in units)
     while alive.any() and budget - sel.used >= min(smallest, float(cost[alive].min())):
-        value = score * share
-        if tuning.cost_power:
-            value = np.where(value > 0, value / (np.maximum(cost, 1.0) / TYPICAL_COST)
-                             ** tuning.cost_power, value)
+        value = _value(score * share, cost, tuning)
         value = value - tuning.session_penalty * taken[session] - tuning.redundancy * closest
         value[~alive] = -np.inf
         j = int(np.argmax(value))
@@ -163,14 +161,34 @@ def greedy(units: Sequence[Unit], table: RowTable, span_cost: Callable[[tuple[in
             taken[u.session] += 1
         if mmr and vectors is not None:
             np.maximum(closest, vectors @ vectors[j], out=closest)
-        for k in {k for r in added for k in near.get(r, ()) if alive[k]}:
-            rest = [r for r in units[k].rows if r not in sel.rows]
-            if not rest:
-                alive[k] = False
-                continue
-            share[k] = len(rest) / len(units[k].rows)
-            cost[k] = added_cost(table, sel.rows, rest, span_cost)
+        _refresh(units, table, sel, {k for r in added for k in near.get(r, ()) if alive[k]},
+                 (alive, share, cost), span_cost)
     return sel
+
+
+def _value(value: npt.NDArray[np.float64], cost: npt.NDArray[np.float64],
+           tuning: RankTuning) -> npt.NDArray[np.float64]:
+    """Score × share per (tokens it adds)^cost_power, for the units worth anything."""
+    if tuning.cost_power:
+        value = np.where(value > 0, value / (np.maximum(cost, 1.0) / TYPICAL_COST)
+                         ** tuning.cost_power, value)
+    return value
+
+
+def _refresh(units: Sequence[Unit], table: RowTable, sel: Selection, touched: set[int],
+             state: tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64],
+                          npt.NDArray[np.float64]],
+             span_cost: Callable[[tuple[int, ...]], int]) -> None:
+    """The units next to what was just taken: the share of their rows not yet quoted and the
+    tokens they add now; a unit with nothing left is done (`state`: alive, share, cost)."""
+    alive, share, cost = state
+    for k in touched:
+        rest = [r for r in units[k].rows if r not in sel.rows]
+        if not rest:
+            alive[k] = False
+            continue
+        share[k] = len(rest) / len(units[k].rows)
+        cost[k] = added_cost(table, sel.rows, rest, span_cost)
 
 
 def unit_vectors(table: RowTable, units: Sequence[Unit]) -> F32:
