@@ -15,7 +15,7 @@ Four checks, one per kind of memory, and one echo test shared by all:
 - `check_summary`: a summary (continuity, episode, roll-up parent) must not carry a name,
   number or date its sources lack, nor a quotation nobody said, must be about its sources
   (a quarter of its content words), and where speakers are known, must not give one speaker's
-  words to another (`misattributed`, a cheap test: see its docstring for what it misses),
+  words to another (`frames.misattributed`, a cheap test: see its docstring for what it misses),
   nor tell a number in another frame or unit than its sources ("every 2 minutes" of "in 2
   minutes": `number_frames`).
 - `check_discovery`: a research note must not carry a name, number or date its search
@@ -30,13 +30,13 @@ memory is asked again, an invented one is trusted.
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from strata.memory.checks.fact_evidence import evidence_problem
+from strata.memory.checks.claim_words import content_words, sentences, surface
+from strata.memory.checks.frames import misattributed, unframed, unquoted
 from strata.memory.checks.number_frames import reframed
 from strata.memory.checks.subjects import borrowed, only_filler
 from strata.memory.rules.names import calendar_stems, names_in
@@ -76,24 +76,9 @@ REFRAMED = "a number told in another frame"
 
 # A claim keeps at least this share of its content words from its evidence.
 CLAIM_SHARE = 0.5
-# Words that frame a claim rather than carry it ("the person usually mentions ...").
-_FRAMING_WORDS = """person user people someone usual usually often regularly frequently
-    typically tend tends habit habits habitually routine routines pattern patterns repeatedly
-    always sometimes mention mentions mentioned say says said talk talks talked tell tells told
-    write writes wrote message messages seem seems appear appears likely also like likes really
-    very much many each every time times"""
-
-
-@functools.cache
-def _framing() -> frozenset[str]:
-    """The framing words' stems, made on first use (importing must not load the stemmer)."""
-    return frozenset(stem(w) for w in _FRAMING_WORDS.split())
-
 _DIGITS = re.compile(r"\d+")
-_WORDS = re.compile(r"[\w'’]+")
 _QUOTED = re.compile(r"[\"“”]([^\"“”]{8,})[\"“”]")
 _SNAKE = re.compile(r"\b[a-z]+_[a-z_]+\b")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"“])")
 # Placeholders and instructions a model copies from a prompt into its answer.
 _PLACEHOLDER = re.compile(
     r"short statement|statement about|the person's (?:exact |own )?words|exact words|"
@@ -119,10 +104,6 @@ def log_refusal(refusal: Refusal, owner_id: int | None = None) -> None:
               refusal.reason, refusal.text[:400])
 
 
-def _surface(text: str) -> list[str]:
-    return [w.lower().replace("’", "'") for w in _WORDS.findall(text)]
-
-
 def echo(text: str, prompt: Iterable[str] = (), sources: Sequence[str] = ()) -> str | None:
     """Why `text` echoes its prompt (ECHO, MARKUP), or None. `prompt` is what the model was
     shown besides its sources: instructions, examples, the tool and field names."""
@@ -133,13 +114,13 @@ def echo(text: str, prompt: Iterable[str] = (), sources: Sequence[str] = ()) -> 
         return ECHO
     if any(ident not in said for ident in _SNAKE.findall(text)):
         return ECHO  # a tool or field name: code, not a memory about a person
-    words = _surface(text)
+    words = surface(text)
     runs = {" ".join(words[i:i + ECHO_RUN]) for i in range(len(words) - ECHO_RUN + 1)}
     if not runs:
         return None
-    source_text = " " + " ".join(_surface(said)) + " "
+    source_text = " " + " ".join(surface(said)) + " "
     for part in prompt:
-        shown = " " + " ".join(_surface(part)) + " "
+        shown = " " + " ".join(surface(part)) + " "
         for run in runs:
             if f" {run} " in shown and f" {run} " not in source_text:
                 return ECHO
@@ -149,27 +130,20 @@ def echo(text: str, prompt: Iterable[str] = (), sources: Sequence[str] = ()) -> 
 def _missing_specifics(text: str, sources: str, known: Collection[str] = ()) -> str | None:
     """NAME, NUMBER or DATE when `text` carries one its sources lack (`known`: names that need
     no source, the person's own and the bot's)."""
-    have = set(_surface(sources)) | {w for name in known for w in _surface(name)}
+    have = set(surface(sources)) | {w for name in known for w in surface(name)}
     have |= {w.removesuffix("'s") for w in have}
     stems = set(tokens(sources))
     digits = set(_DIGITS.findall(sources))
     if any(d not in digits for d in _DIGITS.findall(text)):
         return NUMBER
     calendar = calendar_stems()
-    if any(stem(w) in calendar and stem(w) not in stems for w in _surface(text)):
+    if any(stem(w) in calendar and stem(w) not in stems for w in surface(text)):
         return DATE
     if any(n not in have and stem(n) not in stems for n in names_in(text)
            if stem(n) not in calendar):
         return NAME
     return None
 
-
-
-def _content(text: str) -> set[str]:
-    """The stems that carry `text`'s meaning: not framing, numbers or calendar words."""
-    calendar = calendar_stems()
-    return {t for t in tokens(text)
-            if t not in _framing() and not t.isdigit() and t not in calendar}
 
 
 def content_share(text: str, source: str, names: Collection[str] = ()) -> float:
@@ -179,7 +153,7 @@ def content_share(text: str, source: str, names: Collection[str] = ()) -> float:
 
 
 def _share(text: str, sources: str, known: Collection[str] = ()) -> float:
-    words = _content(text) - set(known)
+    words = content_words(text) - set(known)
     if not words:
         return 0.0
     return len(words & set(tokens(sources))) / len(words)
@@ -187,7 +161,7 @@ def _share(text: str, sources: str, known: Collection[str] = ()) -> float:
 
 def _supported(text: str, sources: Sequence[str], prompt: Iterable[str], share: float,
                short: str, known: Collection[str] = ()) -> str | None:
-    if not text.strip() or not _surface(text):
+    if not text.strip() or not surface(text):
         return EMPTY
     if not sources or not any(s.strip() for s in sources):
         return UNCITED
@@ -228,11 +202,6 @@ def check_discovery(note: str, page: Sequence[str], *, layer: str = DISCOVERIES,
     return Refusal(layer, why, note) if why else None
 
 
-def sentences(text: str) -> list[str]:
-    """`text` split into sentences (a portrait is checked one sentence at a time)."""
-    return [s.strip() for s in _SENTENCE.split(" ".join(text.split())) if s.strip()]
-
-
 def check_summary(text: str, sources: Sequence[str], *, layer: str, prompt: Iterable[str] = (),
                   speakers: Mapping[str, Sequence[str]] | None = None,
                   names: Collection[str] = (), share: float = GROUNDED_SHARE) -> Refusal | None:
@@ -246,16 +215,17 @@ def check_summary(text: str, sources: Sequence[str], *, layer: str, prompt: Iter
     if why is None and reframed(text, sources) is not None:
         why = REFRAMED  # "every 2 minutes" of "in 2 minutes" (`number_frames`)
     if why is None and speakers:
-        why = (misattributed(text, speakers) or unframed(text, sources)
-               or unquoted(text, sources) or thin_sentence(text, sources, share, known))
+        why = ((MISATTRIBUTED if misattributed(text, speakers) else None)
+               or (UNFRAMED if unframed(text, sources) or unquoted(text, sources) else None)
+               or thin_sentence(text, sources, share, known))
     return Refusal(layer, why, text) if why else None
 
 
 def _invented_quote(text: str, sources: Sequence[str]) -> str | None:
     """QUOTE when the summary quotes words (three or more) that no source holds."""
-    said = " " + " ".join(_surface("\n".join(sources))) + " "
+    said = " " + " ".join(surface("\n".join(sources))) + " "
     for quoted in _QUOTED.findall(text):
-        words = _surface(quoted)
+        words = surface(quoted)
         if len(words) >= 3 and f" {' '.join(words)} " not in said:
             return QUOTE
     return None
@@ -269,94 +239,6 @@ def by_speaker(lines: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
     return out
 
 
-def misattributed(text: str, speakers: Mapping[str, Sequence[str]]) -> str | None:
-    """MISATTRIBUTED when a sentence names exactly one speaker and its content words come only
-    from other speakers' lines, none from that speaker's own lines or from lines that mention
-    them ("Bob is allergic to peanuts" when only Carol said so). What it misses: a sentence
-    naming two speakers, a pronoun ("he"), and a claim mixing both speakers' words."""
-    by_name = {name.lower(): lines for name, lines in speakers.items() if name.strip()}
-    for sentence in sentences(text):
-        named = {w for w in _surface(sentence) if w.removesuffix("'s") in by_name}
-        named = {w.removesuffix("'s") for w in named}
-        if len(named) != 1:
-            continue
-        who = named.pop()
-        words = _content(sentence) - set(tokens(" ".join(by_name)))
-        own = set(tokens(" ".join(by_name[who])))
-        about = set(tokens(" ".join(line for lines in by_name.values() for line in lines
-                                    if who in _surface(line))))
-        others = set(tokens(" ".join(line for name, lines in by_name.items() if name != who
-                                     for line in lines)))
-        if len(words & others) >= 2 and not words & (own | about):
-            return MISATTRIBUTED
-    return None
-
-
-# Words that keep a sentence's frame: it tells a question, a wish or someone's words as such.
-_FRAME = re.compile(
-    r"\b(if|would|might|could|maybe|perhaps|consider\w*|wonder\w*|ask\w*|question\w*|"
-    r"hypothetical\w*|imagin\w*|dream\w*|idea|said|says|told|tells|according|quot\w*|"
-    r"whether|wants? to know|curious)\b", re.IGNORECASE)
-
-
-def unframed(text: str, sources: Sequence[str]) -> str | None:
-    """UNFRAMED when a sentence's content words come from a question, a hypothetical or
-    someone else's reported words and from no plain statement, and the sentence keeps none of
-    that frame ("Dag plans to move to Oslo" of "if I moved to Oslo I'd buy a boat"). Which
-    lines are framed is read as for facts (`fact_evidence.evidence_problem`). Only the framing
-    speaker's own plain lines make the words a fact: the bot's "moving to Oslo is an excellent
-    idea" does not make "if I moved to Oslo" a plan."""
-    framed: dict[str, set[str]] = {}
-    plain: dict[str, set[str]] = {}
-    for line in sources:
-        speaker, colon, said = line.partition(":")
-        speaker, said = (speaker, said) if colon else ("", line)
-        (framed if evidence_problem(said) is not None else plain).setdefault(
-            speaker, set()).update(tokens(said))
-    for sentence in sentences(text):
-        if _FRAME.search(sentence):
-            continue
-        words = _content(sentence)
-        if any((words & heard) - plain.get(speaker, set()) for speaker, heard in framed.items()):
-            return UNFRAMED
-    return None
-
-
-# A verb that tells someone's words as theirs; and "<who> said/told ..." in a source line.
-_SAYING = re.compile(r"\b(said|says|say|told|tells|tell|according|quot\w*|claim\w*|"
-                     r"reckon\w*)\b", re.IGNORECASE)
-_REPORTER = re.compile(r"\b(\w+)\s+(?:said|says|told|tells|thinks|believes|claims|reckons|"
-                       r"wrote|writes)\b", re.IGNORECASE)
-
-
-def unquoted(text: str, sources: Sequence[str]) -> str | None:
-    """UNFRAMED when a sentence tells someone else's reported words (two content words or
-    more of a quoted line that no plain line holds) with neither a verb of saying nor who
-    said them: "Dag asks about his move to Cork" of "My brother told me he moved to Cork"
-    (a question's frame does not make the brother's move Dag's). `unframed` lets any frame
-    word pass; this one wants the quote's own. Only the quoting speaker's own plain lines
-    make the words theirs: the bot repeating "Cork" does not."""
-    quotes: list[tuple[str, set[str], set[str]]] = []
-    plain: dict[str, set[str]] = {}  # by speaker: another's echo of a quote makes it no fact
-    for line in sources:
-        speaker, colon, said = line.partition(":")
-        speaker, said = (speaker, said) if colon else ("", line)
-        if evidence_problem(said) == "quote":
-            who = {m.lower() for m in _REPORTER.findall(said)} - {"i", "we", "you"}
-            quotes.append((speaker, set(tokens(said)) - {stem(w) for w in who}, who))
-        elif evidence_problem(said) is None:
-            plain.setdefault(speaker, set()).update(tokens(said))
-    for sentence in sentences(text):
-        if _SAYING.search(sentence):
-            continue
-        words = _content(sentence)
-        have = {w.removesuffix("'s") for w in _surface(sentence)}
-        for speaker, content, who in quotes:
-            if len((words & content) - plain.get(speaker, set())) >= 2 and not who & have:
-                return UNFRAMED
-    return None
-
-
 def thin_sentence(text: str, sources: Sequence[str], share: float,
                   known: Collection[str] = ()) -> str | None:
     """OFF_TOPIC when one sentence keeps under `share` of its content words from the sources,
@@ -365,6 +247,6 @@ def thin_sentence(text: str, sources: Sequence[str], share: float,
     joined = "\n".join(sources)
     known_words = {t for name in known for t in tokens(name)}
     for sentence in sentences(text):
-        if _content(sentence) - known_words and _share(sentence, joined, known_words) < share:
+        if content_words(sentence) - known_words and _share(sentence, joined, known_words) < share:
             return OFF_TOPIC
     return None
