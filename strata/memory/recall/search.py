@@ -84,6 +84,7 @@ from strata.memory.rules.decay import EPISODE_TAU_DAYS
 from strata.memory.rules.row_table import RowTable
 from strata.memory.rules.text import query_stems
 from strata.memory.store.episodes import LEAF, EpisodeRepo
+from strata.memory.store.transcript import TranscriptRepo
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,18 @@ def _drop(loading: asyncio.Future[tuple[OwnerRows, RowTable]] | None) -> None:
         loading.cancel()
         if loading.done() and not loading.cancelled():
             loading.exception()
+
+
+def _extra_units(extras: list[Candidate], scores: list[float], rows: OwnerRows,
+                 floor: float) -> list[Unit]:
+    """The extra candidates (notes, facts) as units, by the rows they cite; an episode below the
+    decay floor has faded."""
+    units = []
+    for j, c in enumerate(extras):
+        cited = tuple(rows.position[r] for r in c.cited_rows if r in rows.position)
+        units.append(Unit(-1 - j, scores[j], cited, -1,
+                          faded=c.kind == EPISODE and c.recency < floor))
+    return units
 
 
 class Recall:
@@ -120,6 +133,7 @@ class Recall:
         self.leaves = LeafIndex(self.pool, OWNERS_KEPT)
         self.profiles = ProfileCache(OWNERS_KEPT)  # what each owner's memory ties to a name
         self.repo = EpisodeRepo(db)
+        self.transcript = TranscriptRepo(db)
         self.sources: list[CandidateSource] = (
             list(sources) if sources is not None else [EpisodeSource(db, self.pool, self.leaves)]
         )
@@ -263,10 +277,7 @@ class Recall:
         units = mark_faded(window_units(table, ws, top, said,
                                         *shares_for(table, ws, top, stems, q.vector,
                                                     self.tuning)), faded)
-        for j, c in enumerate(extras):
-            cited = tuple(rows.position[r] for r in c.cited_rows if r in rows.position)
-            units.append(Unit(-1 - j, extra_scores[j], cited, -1,
-                              faded=c.kind == EPISODE and c.recency < floor))
+        units += _extra_units(extras, extra_scores, rows, floor)
         return pack(table, fresh, units, extras, extra_scores, budget,
                     self.tuning), len(top) + len(extras)
 
@@ -305,12 +316,8 @@ class Recall:
         n = self.tuning.skip_recent_rows
         if n <= 0:
             return 2**62
-        value = await self.db.fetchval(
-            "SELECT id FROM transcript WHERE channel_id = ? AND kind = 'message'"
-            " ORDER BY id DESC LIMIT 1 OFFSET ?",
-            (channel_id, n - 1),
-        )
-        return int(value) if value is not None else 0
+        value = await self.transcript.nth_newest_message(channel_id, n)
+        return value if value is not None else 0
 
     async def recall(
         self, *, channel: Channel, person: Person, query: str,

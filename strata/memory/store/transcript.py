@@ -246,6 +246,15 @@ class TranscriptRepo:
         value = await self.db.fetchval(f"SELECT max(id) FROM transcript WHERE {clause}", params)
         return None if value is None else int(value)
 
+    async def nth_newest_message(self, channel_id: int, n: int) -> int | None:
+        """The id of the channel's `n`-th newest message (1: the newest), or None."""
+        value = await self.db.fetchval(
+            "SELECT id FROM transcript WHERE channel_id = ? AND kind = 'message'"
+            " ORDER BY id DESC LIMIT 1 OFFSET ?",
+            (channel_id, n - 1),
+        )
+        return int(value) if value is not None else None
+
     async def matching(
         self, owner_id: int, where: RowFilter, *, after_id: int = 0, limit: int,
         newest: bool = False,
