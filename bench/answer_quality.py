@@ -34,7 +34,7 @@ from strata.core.types import ChatMessage
 from strata.evaluation.recall import EvalOptions, run_eval
 from strata.evaluation.recall_data import EvalQuestion, EvalTurn, row_text, speakers
 from strata.evaluation.recall_metrics import answer_coverage, content_words
-from strata.memory.domain.recall_render import render_span
+from strata.memory.recall.render import render_span
 
 CONDITIONS = ("memory", "none", "gold")
 # Per conversation: how many questions of each category (LoCoMo's conversations 3-4 hold

@@ -32,12 +32,12 @@ if str(ROOT) not in sys.path:
 from strata.bot.llm import OpenAIEmbedder  # noqa: E402
 from strata.core.clock import ManualClock  # noqa: E402
 from strata.core.types import ChannelKind, NewRow, Role  # noqa: E402
-from strata.memory.domain.persons import ChannelRepo, PersonRepo  # noqa: E402
-from strata.memory.domain.recall import Recall  # noqa: E402
-from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
-from strata.memory.domain.row_vectors import RowIndexer  # noqa: E402
-from strata.memory.domain.transcript import TranscriptRepo  # noqa: E402
 from strata.memory.engines.db import Database  # noqa: E402
+from strata.memory.recall.search import Recall  # noqa: E402
+from strata.memory.recall.types import RecallTuning  # noqa: E402
+from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
+from strata.memory.store.row_vectors import RowIndexer  # noqa: E402
+from strata.memory.store.transcript import TranscriptRepo  # noqa: E402
 
 SAID = "I work as a pharmacist"
 WRONG = "My job is to help people with their questions."

@@ -23,9 +23,9 @@ sys.path.insert(0, str(ROOT))
 
 from strata.app.cli import main as strata  # noqa: E402
 from strata.core.types import ChannelKind  # noqa: E402
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode  # noqa: E402
-from strata.memory.domain.persons import ChannelRepo, PersonRepo  # noqa: E402
 from strata.memory.engines.db import Database  # noqa: E402
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode  # noqa: E402
+from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
 from tests.fakes.openai_server import hashed_embedding  # noqa: E402
 
 DIM = 256

@@ -11,7 +11,7 @@ Zipf-distributed made-up words. No model is involved.
 
 Measured per engine, in the same run, over the same data:
 
-- `recall`: `strata.memory.domain.recall.Recall.search` as the bot builds it (`strata.app.compose`:
+- `recall`: `strata.memory.recall.search.Recall.search` as the bot builds it (`strata.app.compose`:
 rows, episodes and facts), default tuning, for `--queries` queries of each of the `--recall-persons`
 people. A person's first search loads their rows into recall's in-memory row index (`cold`, one per
   person); the person's following searches are `warm` (what a person in an ongoing chat pays).
@@ -91,16 +91,16 @@ from bench.report import write_report  # noqa: E402
 from bench.storage import HashEmbedder  # noqa: E402
 from strata.core.clock import ManualClock  # noqa: E402
 from strata.core.types import Channel, ChannelKind, NewRow, Person, Role  # noqa: E402
-from strata.memory.domain.episodes import NewEpisode, insert_episode  # noqa: E402
-from strata.memory.domain.fact_recall import FactCandidates  # noqa: E402
-from strata.memory.domain.fact_types import NewFact  # noqa: E402
-from strata.memory.domain.facts import FactRepo  # noqa: E402
-from strata.memory.domain.persons import ChannelRepo, PersonRepo  # noqa: E402
-from strata.memory.domain.recall import Recall  # noqa: E402
-from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
-from strata.memory.domain.row_vectors import RowIndexer  # noqa: E402
-from strata.memory.domain.transcript import TranscriptRepo  # noqa: E402
 from strata.memory.engines.db import Database  # noqa: E402
+from strata.memory.recall.facts import FactCandidates  # noqa: E402
+from strata.memory.recall.search import Recall  # noqa: E402
+from strata.memory.recall.types import RecallTuning  # noqa: E402
+from strata.memory.rules.fact_types import NewFact  # noqa: E402
+from strata.memory.store.episodes import NewEpisode, insert_episode  # noqa: E402
+from strata.memory.store.facts import FactRepo  # noqa: E402
+from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
+from strata.memory.store.row_vectors import RowIndexer  # noqa: E402
+from strata.memory.store.transcript import TranscriptRepo  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 
 ENGINES = ("sqlite", "postgres")

@@ -2,7 +2,7 @@
 each labelled utterance (bench/fact_labels.py, 128 with 56 negatives) is said by a new person,
 the paused conversation is cut into an episode (extractively, so only facts are measured), and
 the fact extractor asks the model under its JSON schema, reads plain statements without the
-model (strata.memory.domain.plain_facts) and applies its checks to both. What it stores is
+model (strata.memory.facts.plain) and applies its checks to both. What it stores is
 scored against the labels. Run as the `facts` part of `python -m bench.model_quality`.
 
 A stored fact is right when it contains all the words of one expected fact of its utterance;
@@ -27,7 +27,7 @@ from strata.core.config import Settings
 from strata.core.config_sections import DbSettings
 from strata.core.errors import ModelError
 from strata.core.types import ChannelKind, NewRow, Role
-from strata.memory.domain.plain_facts import plain_candidates
+from strata.memory.facts.plain import plain_candidates
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

@@ -46,8 +46,8 @@ if str(ROOT) not in sys.path:
 
 from bench.report import write_report  # noqa: E402
 from strata.memory.coordination.claims import RunnerLeases  # noqa: E402
-from strata.memory.domain.persons import PersonRepo  # noqa: E402
 from strata.memory.engines.db import Database  # noqa: E402
+from strata.memory.store.persons import PersonRepo  # noqa: E402
 
 DIM = 8  # no vectors are used; the smallest dimension keeps the schema cheap
 LEASE = timedelta(minutes=5)

@@ -36,12 +36,12 @@ from strata.bot.llm import OpenAIChatModel, OpenAIEmbedder  # noqa: E402
 from strata.cognition.writers.rollup import rollup_channel  # noqa: E402
 from strata.core.clock import to_iso  # noqa: E402
 from strata.core.types import ChannelKind  # noqa: E402
-from strata.memory.domain.clustering import cluster_labels  # noqa: E402
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode, as_blob  # noqa: E402
-from strata.memory.domain.janitor import decay_pass, recompute_weights  # noqa: E402
-from strata.memory.domain.lifecycle import MemoryLifecycle  # noqa: E402
-from strata.memory.domain.persons import ChannelRepo, PersonRepo  # noqa: E402
 from strata.memory.engines.db import Database  # noqa: E402
+from strata.memory.lifecycle.clustering import cluster_labels  # noqa: E402
+from strata.memory.lifecycle.passes import MemoryLifecycle  # noqa: E402
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode, as_blob  # noqa: E402
+from strata.memory.store.janitor import decay_pass, recompute_weights  # noqa: E402
+from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
 
 DIM = 768

@@ -49,7 +49,7 @@ from strata.evaluation.lived import run_lived_eval
 from strata.evaluation.recall import EvalOptions, write_json
 from strata.evaluation.recall_data import EvalQuestion, EvalTurn, load_questions, load_turns
 from strata.evaluation.recall_metrics import answer_record
-from strata.memory.domain import recall_render
+from strata.memory.recall import render as recall_render
 
 RESULTS = Path(__file__).parent / "results"
 PARTS = ("facts", "summaries", "answers", "lived")
@@ -75,10 +75,10 @@ def data_key(data: Path) -> str:
 
 
 def recall_code_key() -> str:
-    """A hash of the recall code (`strata/memory/domain/recall*.py`): the cached blocks are
+    """A hash of the recall code (`strata/memory/recall/*.py`): the cached blocks are
     rebuilt when what chooses or renders them changes."""
     digest = hashlib.sha1()
-    for f in sorted(Path(recall_render.__file__).parent.glob("recall*.py")):
+    for f in sorted(Path(recall_render.__file__).parent.glob("*.py")):
         digest.update(f.read_bytes())
     return digest.hexdigest()[:10]
 

@@ -30,7 +30,7 @@ from bench.recall_latency import stats  # noqa: E402
 from bench.recall_statements import Statements  # noqa: E402
 from bench.report import write_report  # noqa: E402
 from strata.core.types import NewRow, Role  # noqa: E402
-from strata.memory.domain.transcript import TranscriptRepo  # noqa: E402
+from strata.memory.store.transcript import TranscriptRepo  # noqa: E402
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:

@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from strata.evaluation.recall_data import load_questions, load_turns  # noqa: E402
-from strata.memory.domain.recall_table import surface_words  # noqa: E402
+from strata.memory.rules.row_table import surface_words  # noqa: E402
 
 
 def split(details: list[dict[str, Any]], text: dict[str, str],

@@ -17,7 +17,7 @@ Features (each relative to the owner's own memory, so meaningful across data and
   less the sqrt(2 ln n) that the best of n unrelated windows reaches anyway;
 - `cov`: the idf-weighted share of the query's words (dates left out; names kept: a name
   this memory never mentions is a word it lacks) found in the best window by keywords
-  (`strata.memory.domain.recall_gate`, the defaults);
+  (`strata.memory.recall.gate`, the defaults);
 - `cov_best`, `cov_top3`: the same in the best window, the best three, by the full score;
 - `cov_content`: `cov` without names (the previous gate's keyword feature);
 - `stranger`: a name this memory never mentions (the previous gate's veto, now a feature);
@@ -69,12 +69,12 @@ if str(ROOT) not in sys.path:
 from bench.recall_gate_entity import date_gap, entity_features  # noqa: E402
 from bench.recall_tune import Conv, data_arguments, load  # noqa: E402
 from strata.evaluation.recall_data import EvalQuestion  # noqa: E402
-from strata.memory.domain.recall_gate import gate_features, gate_idf  # noqa: E402
-from strata.memory.domain.recall_index import recency_of  # noqa: E402
-from strata.memory.domain.recall_names import name_check, without_names  # noqa: E402
-from strata.memory.domain.recall_rank import keyword_coverage, window_scores  # noqa: E402
-from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
-from strata.memory.domain.text import coverage, query_stems  # noqa: E402
+from strata.memory.recall.gate import gate_features, gate_idf  # noqa: E402
+from strata.memory.recall.index import recency_of  # noqa: E402
+from strata.memory.recall.rank import keyword_coverage, window_scores  # noqa: E402
+from strata.memory.recall.types import RecallTuning  # noqa: E402
+from strata.memory.rules.names import name_check, without_names  # noqa: E402
+from strata.memory.rules.text import coverage, query_stems  # noqa: E402
 
 FEATURE_SETS = {
     "z+cov+stranger": ("z", "cov", "stranger"),

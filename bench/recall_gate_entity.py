@@ -2,7 +2,7 @@
 
 Issue 27's third session (bench/NOTEBOOK.md): what tells a question about this memory's John from
 one about another John should be what the memory knows about its John. When the query names
-someone this memory mentions (`strata.memory.domain.recall_names.known_names`), these measure
+someone this memory mentions (`strata.memory.rules.names.known_names`), these measure
 the query's other content words (names and dates left out, idf as the gate weighs them) over
 only that person's rows, the rows whose words include the name (in the eval's transcripts a
 row begins with its speaker's name, so these are the rows the person says or is named in):
@@ -38,11 +38,11 @@ from datetime import UTC, date, datetime
 
 import numpy as np
 
-from strata.memory.domain.recall_gate import gate_idf
-from strata.memory.domain.recall_names import known_names, without_names
-from strata.memory.domain.recall_rank import WindowScores, keyword_coverage
-from strata.memory.domain.recall_table import RowTable
-from strata.memory.domain.text import coverage, stem
+from strata.memory.recall.gate import gate_idf
+from strata.memory.recall.rank import WindowScores, keyword_coverage
+from strata.memory.rules.names import known_names, without_names
+from strata.memory.rules.row_table import RowTable
+from strata.memory.rules.text import coverage, stem
 
 ENTITY_WINDOWS = 10
 

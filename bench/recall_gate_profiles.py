@@ -3,7 +3,7 @@
 For every question of the chosen conversations (`bench/recall_tune.py`'s in-memory tables, the
 same ranking and gate as recall) this computes the defaults' gate logit without the penalty
 and whether the question calls something a known person's that the memory never ties to them
-(`strata.memory.domain.recall_profiles.unowned`). It reports, per conversation and over all:
+(`strata.memory.recall.profiles.unowned`). It reports, per conversation and over all:
 
 - own questions that name someone the memory knows: how many the gate lets through, and how
   many of those the penalty would silence at each value;
@@ -40,13 +40,13 @@ if str(ROOT) not in sys.path:
 
 from bench.recall_tune import Conv, data_arguments, load  # noqa: E402
 from strata.evaluation.recall_data import EvalQuestion, row_text  # noqa: E402
-from strata.memory.domain.recall_gate import gate_features, gate_logit  # noqa: E402
-from strata.memory.domain.recall_index import keyword_text, recency_of  # noqa: E402
-from strata.memory.domain.recall_names import name_check, names_in  # noqa: E402
-from strata.memory.domain.recall_profiles import asked_of, build_profiles, unowned  # noqa: E402
-from strata.memory.domain.recall_rank import window_scores  # noqa: E402
-from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
-from strata.memory.domain.text import query_stems  # noqa: E402
+from strata.memory.recall.gate import gate_features, gate_logit  # noqa: E402
+from strata.memory.recall.index import keyword_text, recency_of  # noqa: E402
+from strata.memory.recall.profiles import asked_of, build_profiles, unowned  # noqa: E402
+from strata.memory.recall.rank import window_scores  # noqa: E402
+from strata.memory.recall.types import RecallTuning  # noqa: E402
+from strata.memory.rules.names import name_check, names_in  # noqa: E402
+from strata.memory.rules.text import query_stems  # noqa: E402
 
 KINDS = {1: "own", 0: "foreign", -1: "hard"}
 

@@ -1,6 +1,6 @@
 """Turn-zero recall latency with 1k, 10k and 100k memories for one person among 50 people.
 
-Recall's unit is a window of transcript rows (strata.memory.domain.recall_rank), so a memory here is
+Recall's unit is a window of transcript rows (strata.memory.recall.rank), so a memory here is
 a live transcript message row with its vector. For each size it builds a fresh SQLite store (the
 real migrations, sqlite-vec and FTS5) in a temporary folder: 50 people with a private channel each;
 the measured person owns `size` rows (in sessions of 20 turns, 30 s apart, spread over two
@@ -11,7 +11,7 @@ measured person (their content words: the 100 most frequent made-up words stand 
 stopwords a real query drops), with their embeddings precomputed, so no model is needed and the
 numbers are recall's own cost. In the same run, over the same vectors, it times:
 
-- `recall`: the real turn-zero recall search (`strata.memory.domain.recall`, default tuning), from
+- `recall`: the real turn-zero recall search (`strata.memory.recall.search`, default tuning), from
 the query text to the chosen items (the freshness check of the person's row index, every window's
   BM25 and cosine, the episode searches, the gate, selection and rendering from fresh rows);
   the query's embedding is looked up, not computed. The first search of a person loads their
@@ -53,10 +53,10 @@ if str(ROOT) not in sys.path:
 from bench.report import write_report  # noqa: E402
 from strata.core.clock import ManualClock, to_iso  # noqa: E402 - after the path set-up
 from strata.core.types import Channel, ChannelKind, Person  # noqa: E402
-from strata.memory.domain.persons import ChannelRepo, PersonRepo  # noqa: E402
-from strata.memory.domain.recall import Recall  # noqa: E402
-from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
 from strata.memory.engines.db import Database  # noqa: E402
+from strata.memory.recall.search import Recall  # noqa: E402
+from strata.memory.recall.types import RecallTuning  # noqa: E402
+from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 SPAN_DAYS = 730

@@ -50,11 +50,11 @@ from strata.evaluation.recall_data import (  # noqa: E402
     load_questions,
     load_turns,
 )
-from strata.memory.domain.recall_index import recency_of  # noqa: E402
-from strata.memory.domain.recall_names import without_names  # noqa: E402
-from strata.memory.domain.recall_rank import WindowScores, idf_of, window_scores  # noqa: E402
-from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
-from strata.memory.domain.text import query_stems  # noqa: E402
+from strata.memory.recall.index import recency_of  # noqa: E402
+from strata.memory.recall.rank import WindowScores, idf_of, window_scores  # noqa: E402
+from strata.memory.recall.types import RecallTuning  # noqa: E402
+from strata.memory.rules.names import without_names  # noqa: E402
+from strata.memory.rules.text import query_stems  # noqa: E402
 
 Features = dict[str, np.ndarray]
 GATE_OFF = dataclasses.replace(RecallTuning(), gate_bias=100.0)

@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import engines  # noqa: E402
-from strata.memory.domain.episodes import as_blob  # noqa: E402
+from strata.memory.store.episodes import as_blob  # noqa: E402
 
 
 async def main_async(args: argparse.Namespace) -> None:

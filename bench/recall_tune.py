@@ -2,8 +2,8 @@
 
 `strata eval recall` is the measurement of record (the real store, the chat's own after-turn
 steps, recall exactly as the bot runs it). Tuning needs hundreds of runs, so this script runs
-the same pure ranking (`strata.memory.domain.recall_rank`) and packing
-(`strata.memory.domain.recall_pack.pack`) on the rows of a LoCoMo-format data set held in
+the same pure ranking (`strata.memory.recall.rank`) and packing
+(`strata.memory.recall.pack.pack`) on the rows of a LoCoMo-format data set held in
 memory, with vectors from an OpenAI-compatible embeddings endpoint (cached in a local file), and:
 
 - prints evidence recall, multi-hop recall and the false-injection rate for settings given on
@@ -59,24 +59,24 @@ from strata.evaluation.recall_data import (  # noqa: E402
     speakers,
 )
 from strata.evaluation.recall_metrics import abstention_sample  # noqa: E402
-from strata.memory.domain.recall_gate import gate_features, gate_logit  # noqa: E402
-from strata.memory.domain.recall_index import (  # noqa: E402
+from strata.memory.recall.gate import gate_features, gate_logit  # noqa: E402
+from strata.memory.recall.index import (  # noqa: E402
     SESSION_GAP_MINUTES,
     keyword_text,
     minutes_of,
     recency_of,
 )
-from strata.memory.domain.recall_leaves import mark_faded  # noqa: E402
-from strata.memory.domain.recall_names import name_check, strangers  # noqa: E402
-from strata.memory.domain.recall_pack import (  # noqa: E402
+from strata.memory.recall.leaves import mark_faded  # noqa: E402
+from strata.memory.recall.pack import (  # noqa: E402
     pack,
     shares_for,
     window_units,
 )
-from strata.memory.domain.recall_rank import WindowScores, window_scores  # noqa: E402
-from strata.memory.domain.recall_table import RowTable, build_table  # noqa: E402
-from strata.memory.domain.recall_types import RecallTuning  # noqa: E402
-from strata.memory.domain.text import query_stems  # noqa: E402
+from strata.memory.recall.rank import WindowScores, window_scores  # noqa: E402
+from strata.memory.recall.types import RecallTuning  # noqa: E402
+from strata.memory.rules.names import name_check, strangers  # noqa: E402
+from strata.memory.rules.row_table import RowTable, build_table  # noqa: E402
+from strata.memory.rules.text import query_stems  # noqa: E402
 
 
 class Embeddings:

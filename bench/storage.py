@@ -42,11 +42,11 @@ if str(ROOT) not in sys.path:
 from bench.report import write_report  # noqa: E402
 from strata.core.ports import Vector  # noqa: E402 - after the path set-up
 from strata.core.types import ChannelKind, NewRow, Role  # noqa: E402
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode  # noqa: E402
-from strata.memory.domain.persons import ChannelRepo, PersonRepo  # noqa: E402
-from strata.memory.domain.row_vectors import RowIndexer  # noqa: E402
-from strata.memory.domain.transcript import TranscriptRepo  # noqa: E402
 from strata.memory.engines.db import Database  # noqa: E402
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode  # noqa: E402
+from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
+from strata.memory.store.row_vectors import RowIndexer  # noqa: E402
+from strata.memory.store.transcript import TranscriptRepo  # noqa: E402
 
 TARGET_BYTES_PER_PERSON = 64 * 1024
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

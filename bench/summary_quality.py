@@ -28,7 +28,7 @@ from strata.core.config_sections import DbSettings
 from strata.core.tokens import count_tokens
 from strata.core.types import ChannelKind, NewRow
 from strata.evaluation.recall_data import EvalTurn, row_text, speakers
-from strata.memory.domain.episode_cut import cut_windows
+from strata.memory.lifecycle.episode_cut import cut_windows
 
 WINDOWS = 8  # per conversation
 

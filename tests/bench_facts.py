@@ -19,7 +19,7 @@ from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.config import load_settings
 from strata.core.types import ChannelKind, NewRow, Role
-from strata.memory.domain.fact_types import NewFact
+from strata.memory.rules.fact_types import NewFact
 from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI
 

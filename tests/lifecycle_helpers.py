@@ -14,11 +14,11 @@ import numpy.typing as npt
 
 from strata.core.ports import Embedder
 from strata.core.types import Channel, ChannelKind, NewRow, Person, Role, RowKind
-from strata.memory.domain.episodes import LEAF, EpisodeRepo, NewEpisode
-from strata.memory.domain.lifecycle import MemoryLifecycle
-from strata.memory.domain.persons import ChannelRepo, PersonRepo
-from strata.memory.domain.transcript import TranscriptRepo
 from strata.memory.engines.db import Database
+from strata.memory.lifecycle.passes import MemoryLifecycle
+from strata.memory.store.episodes import LEAF, EpisodeRepo, NewEpisode
+from strata.memory.store.persons import ChannelRepo, PersonRepo
+from strata.memory.store.transcript import TranscriptRepo
 
 
 class HasMemory(Protocol):

@@ -10,12 +10,12 @@ from strata.cognition.writers.episodes import EpisodeCutter
 from strata.core.clock import ManualClock
 from strata.core.ports import ChatModel, Clock, Embedder
 from strata.core.types import Channel, ChannelKind, NewRow, Person, Role, RowKind
-from strata.memory.domain.episode_cut import CutSettings, EpisodeWindows
-from strata.memory.domain.persons import ChannelRepo, PersonRepo
-from strata.memory.domain.row_vectors import RowIndexer
-from strata.memory.domain.transcript import TranscriptRepo
 from strata.memory.engines.db import Database
 from strata.memory.engines.migrations import available
+from strata.memory.lifecycle.episode_cut import CutSettings, EpisodeWindows
+from strata.memory.store.persons import ChannelRepo, PersonRepo
+from strata.memory.store.row_vectors import RowIndexer
+from strata.memory.store.transcript import TranscriptRepo
 from tests.fakes.openai_server import FakeOpenAI
 
 

@@ -20,11 +20,11 @@ from strata.core.errors import MutedSourceError, StrataError, UnknownKindError
 from strata.core.ports import Clock
 from strata.core.text import clean_text
 from strata.core.types import Channel, Person
-from strata.memory.domain.agents import Agent, AgentRepo
-from strata.memory.domain.fact_types import FACT_KINDS, NewFact
-from strata.memory.domain.facts import FactStore
-from strata.memory.domain.persons import PersonRepo
-from strata.memory.domain.recall import Recall
+from strata.memory.facts.fact_store import FactStore
+from strata.memory.recall.search import Recall
+from strata.memory.rules.fact_types import FACT_KINDS, NewFact
+from strata.memory.store.persons import PersonRepo
+from strata.memory.store.services.agents import Agent, AgentRepo
 
 log = logging.getLogger(__name__)
 

@@ -56,17 +56,17 @@ from strata.core.identity import ProcessIdentity, this_process
 from strata.core.ports import Adapter, ChatModel, Clock, Recaller
 from strata.memory.coordination.leases import Leases
 from strata.memory.coordination.turn_queue import TurnQueue
-from strata.memory.domain.episodes import EpisodeRepo
-from strata.memory.domain.facts import FactStore
-from strata.memory.domain.forget import Forgetter
-from strata.memory.domain.intake import TurnIntake
-from strata.memory.domain.persons import ChannelRepo, PersonRepo
-from strata.memory.domain.recall import Recall
-from strata.memory.domain.row_vectors import RowIndexer
-from strata.memory.domain.transcript import TranscriptRepo
-from strata.memory.domain.web_access import RecallLogRepo, WebTokens
 from strata.memory.engines.db import Database
 from strata.memory.engines.fts import load_stemmer
+from strata.memory.facts.fact_store import FactStore
+from strata.memory.recall.search import Recall
+from strata.memory.store.episodes import EpisodeRepo
+from strata.memory.store.forget import Forgetter
+from strata.memory.store.intake import TurnIntake
+from strata.memory.store.persons import ChannelRepo, PersonRepo
+from strata.memory.store.row_vectors import RowIndexer
+from strata.memory.store.services.web_access import RecallLogRepo, WebTokens
+from strata.memory.store.transcript import TranscriptRepo
 
 if TYPE_CHECKING:
     from strata.app.web.server import WebServer

@@ -25,7 +25,7 @@ from strata.bot.memory_commands import MemoryCommands
 from strata.bot.tools import ToolRegistry
 from strata.core.config import Settings
 from strata.core.ports import Clock
-from strata.memory.domain.web_access import WebTokens
+from strata.memory.store.services.web_access import WebTokens
 
 
 @dataclass(frozen=True)

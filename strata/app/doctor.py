@@ -17,8 +17,8 @@ from strata.core.errors import ModelBadResponseError, ModelError, StrataError
 from strata.core.private_files import missing_folders
 from strata.core.wording import counted
 from strata.memory.coordination.jobruns import failing_jobs
-from strata.memory.domain.transcript import describe_store
 from strata.memory.engines.driver import sqlite_driver
+from strata.memory.store.transcript import describe_store
 
 
 @dataclass(frozen=True, slots=True)

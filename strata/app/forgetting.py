@@ -1,7 +1,7 @@
 """Forgetting that reaches every copy Strata keeps of a person's words, on every door (`/forget`
 and `/wipe` in a chat, the web view's button, `strata memory forget|wipe`).
 
-`strata.memory.domain.forget.Forgetter` deletes from the memory tables and scrubs the database
+`strata.memory.store.forget.Forgetter` deletes from the memory tables and scrubs the database
 files. `ForgetEverywhere` also clears the web view's recall record (a block may quote what was
 forgotten; `strata.bot.recall_record`) and the terminal chat's prompt history
 (`strata.adapters.console.history`): after `/forget WORDS` no entry of the person's console
@@ -19,11 +19,11 @@ from typing import Any
 from strata.adapters.console.history import drop_entries, history_file
 from strata.core.config import default_db_path
 from strata.core.types import Role
-from strata.memory.domain.forget import Forgetter
-from strata.memory.domain.forget_plan import ForgetPlan, WipeReport, matcher, matches
-from strata.memory.domain.persons import ChannelRepo
-from strata.memory.domain.transcript import TranscriptRepo
-from strata.memory.domain.web_access import RecallLogRepo
+from strata.memory.store.forget import Forgetter
+from strata.memory.store.forget_plan import ForgetPlan, WipeReport, matcher, matches
+from strata.memory.store.persons import ChannelRepo
+from strata.memory.store.services.web_access import RecallLogRepo
+from strata.memory.store.transcript import TranscriptRepo
 
 CONSOLE = "console"
 

@@ -31,7 +31,7 @@ from strata.app.agent_memory import (
     AgentMemory,
     FactView,
 )
-from strata.memory.domain.agents import AgentRepo
+from strata.memory.store.services.agents import AgentRepo
 
 log = logging.getLogger(__name__)
 

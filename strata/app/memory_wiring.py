@@ -23,29 +23,30 @@ from strata.core.config import Settings
 from strata.core.ports import AfterTurn, ChatModel, Clock, ContextSource, Embedder
 from strata.memory.coordination.claims import RunnerLeases
 from strata.memory.coordination.jobruns import JobRunRepo
-from strata.memory.domain.agents import AgentRepo
-from strata.memory.domain.calendar import CalendarRepo
-from strata.memory.domain.clustering import ClusterParams
-from strata.memory.domain.compaction import CompactionPolicy
-from strata.memory.domain.connectors import ConnectorStore, MailHeaders
-from strata.memory.domain.episode_cut import CutSettings, EpisodeWindows
-from strata.memory.domain.episodes import EpisodeRepo
-from strata.memory.domain.fact_extraction import FactExtractor
-from strata.memory.domain.fact_recall import FactCandidates
-from strata.memory.domain.facts import FactRepo, FactStore
-from strata.memory.domain.forget import Forgetter
-from strata.memory.domain.lifecycle import LifecyclePolicy, MemoryLifecycle
-from strata.memory.domain.linking import LinkCodes
-from strata.memory.domain.persons import ChannelRepo, PersonRepo
-from strata.memory.domain.portraits import PortraitRepo
-from strata.memory.domain.recall import Recall, RecallTuning
-from strata.memory.domain.refusals import RefusalRepo
-from strata.memory.domain.reminders import ReminderRepo
-from strata.memory.domain.rollup import RollupPolicy
-from strata.memory.domain.row_vectors import RowIndexer
-from strata.memory.domain.transcript import TranscriptRepo
-from strata.memory.domain.web_access import RecallLogRepo
 from strata.memory.engines.db import Database
+from strata.memory.facts.extraction import FactExtractor
+from strata.memory.facts.fact_store import FactStore
+from strata.memory.lifecycle.clustering import ClusterParams
+from strata.memory.lifecycle.compaction import CompactionPolicy
+from strata.memory.lifecycle.episode_cut import CutSettings, EpisodeWindows
+from strata.memory.lifecycle.passes import LifecyclePolicy, MemoryLifecycle
+from strata.memory.lifecycle.rollup import RollupPolicy
+from strata.memory.recall.facts import FactCandidates
+from strata.memory.recall.search import Recall, RecallTuning
+from strata.memory.store.episodes import EpisodeRepo
+from strata.memory.store.facts import FactRepo
+from strata.memory.store.forget import Forgetter
+from strata.memory.store.linking import LinkCodes
+from strata.memory.store.persons import ChannelRepo, PersonRepo
+from strata.memory.store.portraits import PortraitRepo
+from strata.memory.store.refusals import RefusalRepo
+from strata.memory.store.row_vectors import RowIndexer
+from strata.memory.store.services.agents import AgentRepo
+from strata.memory.store.services.calendar import CalendarRepo
+from strata.memory.store.services.connectors import ConnectorStore, MailHeaders
+from strata.memory.store.services.reminders import ReminderRepo
+from strata.memory.store.services.web_access import RecallLogRepo
+from strata.memory.store.transcript import TranscriptRepo
 
 
 def make_lifecycle_policy(settings: Settings) -> LifecyclePolicy:

@@ -13,7 +13,7 @@ from datetime import datetime
 from strata.bot.commands import CommandContext, CommandRouter
 from strata.core.config import AccessSettings
 from strata.core.types import Accepted, Channel, ChannelKind, InboundMessage, Person, TurnResult
-from strata.memory.domain.persons import ChannelRepo, PersonRepo
+from strata.memory.store.persons import ChannelRepo, PersonRepo
 
 EMPTY_MESSAGE = "(That message was empty, so there is nothing to answer.)"
 PRIVATE_ONLY = "That command only works in a private chat with me."

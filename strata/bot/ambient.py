@@ -21,14 +21,14 @@ from datetime import datetime, timedelta
 from strata.core.ports import Clock
 from strata.core.recurrence import describe, describe_recurrence, local
 from strata.core.types import Channel, ChannelKind, Person
-from strata.memory.domain.calendar import CalendarRepo
-from strata.memory.domain.connectors import MailHeaders
-from strata.memory.domain.decay import fact_visible
-from strata.memory.domain.facts import FactRepo
-from strata.memory.domain.portraits import PortraitRepo
-from strata.memory.domain.profiles import sources_with
-from strata.memory.domain.reminders import ReminderRepo
-from strata.memory.domain.transcript import RowFilter, TranscriptRepo
+from strata.memory.rules.decay import fact_visible
+from strata.memory.rules.profiles import sources_with
+from strata.memory.store.facts import FactRepo
+from strata.memory.store.portraits import PortraitRepo
+from strata.memory.store.services.calendar import CalendarRepo
+from strata.memory.store.services.connectors import MailHeaders
+from strata.memory.store.services.reminders import ReminderRepo
+from strata.memory.store.transcript import RowFilter, TranscriptRepo
 
 RECENT_MAIL = timedelta(days=2)
 # The kinds synthesis writes the portrait from (strata.cognition.jobs.synthesis.KINDS).

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from strata.core.types import Channel, ChannelKind, InboundMessage, NewRow, Person, Role, RowKind
-from strata.memory.domain.persons import ChannelRepo
-from strata.memory.domain.transcript import TranscriptRepo
+from strata.memory.store.persons import ChannelRepo
+from strata.memory.store.transcript import TranscriptRepo
 
 BACKGROUND_PLATFORM = "background"
 BACKGROUND_SOURCES = ("dmn", "research", "scheduled")

@@ -13,7 +13,7 @@ finds there as if it were true or its own style:
 - **The bot's answer to the person's question about themselves** ("What is my job?" → "My
   job is to help people…"), where turn-zero recall runs: recall brings the person's own words
   for that question, and an earlier answer, right or wrong, is no evidence about the person
-  (recall leaves the same pairs out: `strata.memory.domain.recall_table.asks`). Kept where
+  (recall leaves the same pairs out: `strata.memory.rules.row_table.asks`). Kept where
   recall is off: then the history is all the model has.
 
 Both are pairs: a person's message whose answer is left out goes with it, so the history
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from strata.bot.tools import is_words_call
 from strata.core.types import Role, RowKind, TranscriptRow
-from strata.memory.domain.recall_table import asks
+from strata.memory.rules.row_table import asks
 
 
 def _code_written_turns(rows: Sequence[TranscriptRow]) -> set[str]:

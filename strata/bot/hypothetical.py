@@ -1,7 +1,7 @@
 """The hypothetical turn: before recall, the chat model writes the one short line the person
 would have said if the answer to their question were in memory ("What is my job?" → "I work
 as a nurse at the clinic"), and recall searches with the question and that line
-(`strata.memory.domain.recall_hint`). People ask in other words than they told: the line
+(`strata.memory.recall.hint`). People ask in other words than they told: the line
 brings the words they would have used.
 
 The line is a guess and is treated as one: it is never stored, never shown, never quoted; it
@@ -26,7 +26,7 @@ from typing import Protocol
 from strata.core.errors import ModelError
 from strata.core.ports import ChatModel
 from strata.core.types import Channel, ChatMessage, Person
-from strata.memory.domain.statement_kind import sentences, statement_problem
+from strata.memory.rules.statement_kind import sentences, statement_problem
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ class HypotheticalTurn:
 
 
 class HintedRecaller(Protocol):
-    """A recaller that also searches with extra lines (`strata.memory.domain.recall.Recall`)."""
+    """A recaller that also searches with extra lines (`strata.memory.recall.search.Recall`)."""
 
     async def recall(
         self, *, channel: Channel, person: Person, query: str,

@@ -2,7 +2,7 @@
 
 `/link` (in a private chat) answers with a one-time code that expires after `CODE_TTL`;
 sending `/link CODE` from another identity (another platform, usually) merges that identity's
-person into the code's person (`strata.memory.domain.linking.merge_persons`), so identities,
+person into the code's person (`strata.memory.store.linking.merge_persons`), so identities,
 channels and all memory follow one person. Whoever holds a code can attach their account to its
 owner's memory, so codes are only given and taken in private chats. Imports `bot` and `memory`.
 """
@@ -15,8 +15,8 @@ from datetime import timedelta
 from strata.bot.commands import CommandContext, CommandReply, CommandRouter
 from strata.core.ports import Clock
 from strata.core.types import OwnerKind
-from strata.memory.domain.linking import LinkCodes, format_code
-from strata.memory.domain.persons import PersonRepo
+from strata.memory.store.linking import LinkCodes, format_code
+from strata.memory.store.persons import PersonRepo
 
 log = logging.getLogger(__name__)
 

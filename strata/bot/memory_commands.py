@@ -20,15 +20,15 @@ from datetime import datetime, timedelta
 from strata.bot.commands import CommandContext, CommandReply, CommandRouter
 from strata.core.ports import Clock, ContextSource
 from strata.core.types import Person
-from strata.memory.domain.connectors import ConnectorStore
-from strata.memory.domain.episodes import EpisodeRepo
-from strata.memory.domain.fact_types import FACT_KINDS, Fact
-from strata.memory.domain.facts import FactRepo
-from strata.memory.domain.forget import Forgetter
-from strata.memory.domain.forget_plan import ForgetPlan
-from strata.memory.domain.persons import ChannelRepo, PersonRepo
-from strata.memory.domain.transcript import TranscriptRepo
 from strata.memory.engines.backup_log import KeptCopy
+from strata.memory.rules.fact_types import FACT_KINDS, Fact
+from strata.memory.store.episodes import EpisodeRepo
+from strata.memory.store.facts import FactRepo
+from strata.memory.store.forget import Forgetter
+from strata.memory.store.forget_plan import ForgetPlan
+from strata.memory.store.persons import ChannelRepo, PersonRepo
+from strata.memory.store.services.connectors import ConnectorStore
+from strata.memory.store.transcript import TranscriptRepo
 
 log = logging.getLogger(__name__)
 

@@ -26,12 +26,12 @@ from strata.bot.tools import ToolContext, ToolRegistry
 from strata.core.errors import MutedSourceError, UnknownKindError
 from strata.core.ports import Clock
 from strata.core.types import Role, RowKind, TranscriptRow
-from strata.memory.domain import grounding
-from strata.memory.domain.fact_types import FACT_KINDS, NewFact
-from strata.memory.domain.facts import FactStore
-from strata.memory.domain.refusals import RefusalRepo
-from strata.memory.domain.statement_kind import sentences, statement_problem
-from strata.memory.domain.transcript import TranscriptRepo
+from strata.memory.checks import grounding
+from strata.memory.facts.fact_store import FactStore
+from strata.memory.rules.fact_types import FACT_KINDS, NewFact
+from strata.memory.rules.statement_kind import sentences, statement_problem
+from strata.memory.store.refusals import RefusalRepo
+from strata.memory.store.transcript import TranscriptRepo
 
 log = logging.getLogger(__name__)
 

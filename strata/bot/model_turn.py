@@ -38,7 +38,7 @@ from strata.core.types import (
     ToolSpec,
     Usage,
 )
-from strata.memory.domain.transcript import TranscriptRepo
+from strata.memory.store.transcript import TranscriptRepo
 
 EMPTY_REPLY = "(I have nothing to add.)"
 

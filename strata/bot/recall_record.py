@@ -4,7 +4,7 @@ bot said what it said.
 Recall's block is not stored anywhere else (it is rebuilt for every turn), so a recorder wraps
 the turn processor's recaller (beside the turn that uses it; wired by `strata.app.compose`)
 and keeps the last few blocks per memory owner in the database
-(`strata.memory.domain.web_access.RecallLogRepo`): the process that answers a turn is not
+(`strata.memory.store.services.web_access.RecallLogRepo`): the process that answers a turn is not
 always the one serving the view. Forgetting anything (`/forget`, `/wipe`, the view's button,
 `strata memory forget|wipe`) clears the owner's record too (`strata.app.forgetting`): a block
 may quote what was forgotten.
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from strata.core.ports import Clock, Recaller
 from strata.core.types import Channel, Person
-from strata.memory.domain.web_access import RecallLogRepo, RecallRecord
+from strata.memory.store.services.web_access import RecallLogRepo, RecallRecord
 
 
 @dataclass

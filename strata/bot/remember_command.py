@@ -12,8 +12,8 @@ from strata.bot.commands import CommandContext, CommandReply, CommandRouter
 from strata.core.errors import MutedSourceError
 from strata.core.ports import Clock
 from strata.core.text import clean_text
-from strata.memory.domain.fact_types import NewFact
-from strata.memory.domain.facts import FactStore
+from strata.memory.facts.fact_store import FactStore
+from strata.memory.rules.fact_types import NewFact
 
 USAGE = "Say what to keep after the command, in your words: /remember I'm allergic to penicillin"
 MAX_CHARS = 1000

@@ -27,8 +27,8 @@ from strata.core.recurrence import (
     zone,
 )
 from strata.core.types import ChannelKind
-from strata.memory.domain.persons import PersonRepo
-from strata.memory.domain.reminders import Reminder, ReminderRepo
+from strata.memory.store.persons import PersonRepo
+from strata.memory.store.services.reminders import Reminder, ReminderRepo
 
 
 def parse_when(when: str, tz: str, now: datetime) -> datetime:

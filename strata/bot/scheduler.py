@@ -3,7 +3,7 @@
 An adapter maps a platform event to an `InboundMessage` and `submit`s it. The scheduler lets
 the processor decide (`TurnProcessor.admit`: access control, commands, a redelivery) and then
 stores the message's row and queues its turn in one transaction
-(`strata.memory.domain.intake`), so the adapter may confirm the message to its platform as
+(`strata.memory.store.intake`), so the adapter may confirm the message to its platform as
 soon as `submit` returns: from then on a crash loses nothing.
 
 Every process then runs queued turns of the platforms it has a replier for (an adapter
@@ -41,7 +41,7 @@ from strata.bot.turns import TurnProcessor
 from strata.core.ports import Clock, PartialCallback, Replier
 from strata.core.types import Accepted, InboundMessage, Intake, ReplyKey, TurnResult
 from strata.memory.coordination.turn_queue import NewTurn, QueuedTurn, TurnQueue
-from strata.memory.domain.intake import TurnIntake
+from strata.memory.store.intake import TurnIntake
 
 log = logging.getLogger(__name__)
 # When a turn leaves the queue: the reliability suite's `load` case tells the wait for a turn

@@ -41,7 +41,7 @@ class ToolContext:
 
 # The id of a tool call read from the words by code (`WORDS_CALL_PREFIX`): the turn's reply is
 # code's too, which the model's history (`strata.bot.history_view`) and the episode summaries
-# (`strata.memory.domain.code_lines`) leave out.
+# (`strata.memory.lifecycle.code_lines`) leave out.
 def words_call_id() -> str:
     return f"{WORDS_CALL_PREFIX}{uuid.uuid4().hex[:12]}"
 

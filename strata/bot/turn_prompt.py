@@ -29,8 +29,8 @@ from strata.core.types import (
     Person,
     TranscriptRow,
 )
-from strata.memory.domain.persons import PersonRepo
-from strata.memory.domain.transcript import TranscriptRepo, history_since_watermark
+from strata.memory.store.persons import PersonRepo
+from strata.memory.store.transcript import TranscriptRepo, history_since_watermark
 
 
 @dataclass(frozen=True, slots=True)

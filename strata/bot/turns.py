@@ -58,8 +58,8 @@ from strata.core.types import (
 )
 from strata.memory.coordination.model_calls import ModelCalls
 from strata.memory.coordination.turn_queue import QueuedTurn, TurnQueue
-from strata.memory.domain.persons import ChannelRepo, PersonRepo
-from strata.memory.domain.transcript import TranscriptRepo
+from strata.memory.store.persons import ChannelRepo, PersonRepo
+from strata.memory.store.transcript import TranscriptRepo
 
 log = logging.getLogger(__name__)
 

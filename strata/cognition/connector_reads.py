@@ -33,8 +33,8 @@ from strata.cognition.connectors import MAX_FEED_BYTES, ConnectorError, Contact,
 from strata.cognition.fetch import HTTP_ERRORS, fetch
 from strata.core.clock import ensure_utc
 from strata.core.errors import StrataError
-from strata.memory.domain.calendar import CalendarEvent
-from strata.memory.domain.connectors import MailHeader
+from strata.memory.store.services.calendar import CalendarEvent
+from strata.memory.store.services.connectors import MailHeader
 
 # caldav logs every request at DEBUG with its headers and body (the events' text): a
 # person's calendar does not belong in the operator's log. Keep it above DEBUG.

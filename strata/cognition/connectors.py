@@ -28,8 +28,8 @@ from strata.core.clock import ensure_utc
 from strata.core.config import Settings
 from strata.core.errors import ConfigError, StrataError
 from strata.core.types import Person
-from strata.memory.domain.calendar import CalendarEvent
-from strata.memory.domain.connectors import MailHeader
+from strata.memory.store.services.calendar import CalendarEvent
+from strata.memory.store.services.connectors import MailHeader
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from strata.core.ports import Clock
 from strata.core.types import Person
 from strata.memory.coordination.claims import RunnerLeases
 from strata.memory.coordination.jobruns import JobRunRepo
-from strata.memory.domain.persons import PersonRepo
+from strata.memory.store.persons import PersonRepo
 
 log = logging.getLogger(__name__)
 

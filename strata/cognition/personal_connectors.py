@@ -33,7 +33,7 @@ from strata.core.config import Settings
 from strata.core.errors import StrataError
 from strata.core.ports import Clock
 from strata.core.types import Person
-from strata.memory.domain.connectors import KINDS, ConnectorStore
+from strata.memory.store.services.connectors import KINDS, ConnectorStore
 
 log = logging.getLogger(__name__)
 

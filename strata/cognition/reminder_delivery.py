@@ -2,16 +2,16 @@
 commands of `strata.bot.reminder_tools`; zones and recurrence (RFC 5545 RRULE text, computed by
 dateutil) are `strata.core.recurrence`.
 
-Delivery is claim-then-deliver (see `strata.memory.domain.reminders`): the runner claims a due item,
-records the message in the channel it came from (turn id `reminder:<id>:<due>`, so a redelivery
-after a restart never stores it twice), sends it through the outbound registry to that channel's
-platform, then completes it. A delivery later than `late_after_minutes` says so. A failed
-delivery is retried with capped exponential backoff (`reminder_retry_minutes` …
+Delivery is claim-then-deliver (see `strata.memory.store.services.reminders`): the runner claims
+a due item, records the message in the channel it came from (turn id `reminder:<id>:<due>`, so a
+redelivery after a restart never stores it twice), sends it through the outbound registry to
+that channel's platform, then completes it. A delivery later than `late_after_minutes` says so.
+A failed delivery is retried with capped exponential backoff (`reminder_retry_minutes` …
 `reminder_retry_max_minutes`); after `reminder_max_attempts` a one-off reminder is dead and a
-recurring one skips to its next occurrence, and the person is told once, in the same channel.
-A send cut off by a crash is repeated at most once (see `strata.memory.domain.reminders`). A
-scheduled prompt runs as a background turn on the person's muted `scheduled` channel and its answer
-is delivered like a reminder. May import `bot` and `memory`.
+recurring one skips to its next occurrence, and the person is told once, in the same channel. A
+send cut off by a crash is repeated at most once (see `strata.memory.store.services.reminders`).
+A scheduled prompt runs as a background turn on the person's muted `scheduled` channel and its
+answer is delivered like a reminder. May import `bot` and `memory`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from strata.cognition.services import Services
 from strata.core.clock import to_iso
 from strata.core.recurrence import describe, next_occurrence
 from strata.core.types import NewRow, Role
-from strata.memory.domain.reminders import Reminder
+from strata.memory.store.services.reminders import Reminder
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from strata.cognition.connectors import ConnectorError, every_source_failed, rea
 from strata.cognition.fetch import HTTP_ERRORS, fetch
 from strata.core.config import Settings
 from strata.core.words import STOPWORDS, WORD
-from strata.memory.domain.persons import PersonRepo
+from strata.memory.store.persons import PersonRepo
 
 log = logging.getLogger(__name__)
 

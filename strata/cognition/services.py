@@ -4,7 +4,7 @@ root (`strata.app.compose`) and passed to the runner and the reminder delivery.
 Jobs do not see this whole set: each job names the few ports it uses in its own Protocol
 (`strata.cognition.jobs.*`), and `Services` satisfies all of them. There is no database handle here:
 what a job does to memory goes through a repository or
-`strata.memory.domain.lifecycle.MemoryLifecycle`.
+`strata.memory.lifecycle.passes.MemoryLifecycle`.
 
 Defined here, not in `strata.app.compose`, because `strata.app.compose` imports `cognition` (never
 the other way). May import `bot` and `memory`.
@@ -25,16 +25,16 @@ from strata.core.config import Settings
 from strata.core.ports import ChatModel, Clock, Embedder
 from strata.memory.coordination.claims import RunnerLeases
 from strata.memory.coordination.jobruns import JobRunRepo
-from strata.memory.domain.calendar import CalendarRepo
-from strata.memory.domain.connectors import MailHeaders
-from strata.memory.domain.episodes import EpisodeRepo
-from strata.memory.domain.facts import FactStore
-from strata.memory.domain.lifecycle import MemoryLifecycle
-from strata.memory.domain.persons import ChannelRepo, PersonRepo
-from strata.memory.domain.portraits import PortraitRepo
-from strata.memory.domain.refusals import RefusalRepo
-from strata.memory.domain.reminders import ReminderRepo
-from strata.memory.domain.transcript import TranscriptRepo
+from strata.memory.facts.fact_store import FactStore
+from strata.memory.lifecycle.passes import MemoryLifecycle
+from strata.memory.store.episodes import EpisodeRepo
+from strata.memory.store.persons import ChannelRepo, PersonRepo
+from strata.memory.store.portraits import PortraitRepo
+from strata.memory.store.refusals import RefusalRepo
+from strata.memory.store.services.calendar import CalendarRepo
+from strata.memory.store.services.connectors import MailHeaders
+from strata.memory.store.services.reminders import ReminderRepo
+from strata.memory.store.transcript import TranscriptRepo
 
 
 @dataclass(frozen=True)

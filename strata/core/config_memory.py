@@ -61,7 +61,7 @@ class RecallSettings(Section):
     # person's question about themselves. True only where the assistant's rows are a
     # person's words (the recall eval's second speaker).
     assistant_as_evidence: bool = False
-    # The abstention gate (strata.memory.domain.recall_gate): inject only if bias + cosine·z +
+    # The abstention gate (strata.memory.recall.gate): inject only if bias + cosine·z +
     # keyword·coverage − unknown_name·[a name the memory never mentions] − only_strangers·[and
     # none it does] > 0. Fitted on data; its features are scale-free, so no retuning for
     # another embedding model.

@@ -161,7 +161,7 @@ class NewRow:
 
 # The id prefix of a tool call that code read from the person's words (a reminder asked in
 # set words, with no model deciding): the reply of such a turn is written by code too, and is
-# no source for a summary (`strata.memory.domain.code_lines`).
+# no source for a summary (`strata.memory.lifecycle.code_lines`).
 WORDS_CALL_PREFIX = "words-"
 
 

@@ -39,7 +39,7 @@ from strata.core.types import Channel, Person
 from strata.evaluation.recall import EvalOptions, RecallFn, ingest_turn, recall_once, run_eval
 from strata.evaluation.recall_data import EvalQuestion, EvalTurn
 from strata.evaluation.recall_metrics import Answer, format_table
-from strata.memory.domain.episodes import EpisodeRepo
+from strata.memory.store.episodes import EpisodeRepo
 
 log = logging.getLogger(__name__)
 

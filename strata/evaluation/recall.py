@@ -46,9 +46,9 @@ from strata.evaluation.recall_data import (
     speakers,
 )
 from strata.evaluation.recall_metrics import Answer, abstention_sample, quoted_in, summarize
-from strata.memory.domain.janitor import decay_pass
-from strata.memory.domain.lifecycle import MemoryLifecycle
-from strata.memory.domain.recall_render import priced_span, render_span
+from strata.memory.lifecycle.passes import MemoryLifecycle
+from strata.memory.recall.render import priced_span, render_span
+from strata.memory.store.janitor import decay_pass
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +171,7 @@ IngestFn = Callable[[App, ManualClock, Channel, Person, Sequence[EvalTurn]],
 
 async def recall_once(app: App, channel: Channel, person: Person, query: str,
                       also: Sequence[str] = ()) -> RecallOutcome:
-    """One turn-zero recall (strata.memory.domain.recall) over the person's memory at the clock's
+    """One turn-zero recall (strata.memory.recall.search) over the person's memory at the clock's
     time.
 
     The search turn zero runs, read only: nothing is touched, so every question sees the same

@@ -14,7 +14,7 @@ from strata.bot.background import BACKGROUND_PLATFORM
 from strata.bot.prompt import MEMORY_PREAMBLE
 from strata.core.clock import ManualClock
 from strata.core.types import ChannelKind, Person
-from strata.memory.domain.fact_types import NewFact
+from strata.memory.rules.fact_types import NewFact
 from tests.fakes.openai_server import FakeOpenAI
 
 from .conftest import AppFactory

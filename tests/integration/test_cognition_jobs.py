@@ -15,7 +15,7 @@ from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
 from strata.core.types import Location, Person
-from strata.memory.domain import grounding as g
+from strata.memory.checks import grounding as g
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.web_sources import WebSources
 
@@ -292,7 +292,7 @@ async def test_geo_patterns_name_places_visited_repeatedly(
 
 async def test_synthesis_writes_the_portrait_used_in_every_prompt(
         make_app: AppFactory, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
-    from strata.memory.domain.fact_types import NewFact
+    from strata.memory.rules.fact_types import NewFact
 
     app = await make_app()
     alice = await say(app, clock, "hi")

@@ -18,7 +18,7 @@ from strata.cognition.runner import Runner
 from strata.core.clock import ManualClock
 from strata.core.errors import ModelError
 from strata.core.types import Person
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode
 from tests.fakes.openai_server import FakeOpenAI, hashed_embedding
 
 from .test_turns import msg

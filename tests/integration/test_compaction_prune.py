@@ -10,13 +10,13 @@ from strata.app.compose import App
 from strata.cognition.writers.compaction import CompactionHook, compact_channel
 from strata.core.clock import ManualClock
 from strata.core.types import NewRow, Role
-from strata.memory.domain.compaction import CompactionPolicy
-from strata.memory.domain.decay import episode_weight
-from strata.memory.domain.episodes import TOPIC, as_blob
-from strata.memory.domain.janitor import decay_pass
-from strata.memory.domain.lifecycle import MemoryLifecycle
-from strata.memory.domain.prune import prune_channel, prune_owner
-from strata.memory.domain.transcript import history_since_watermark, watermark
+from strata.memory.lifecycle.compaction import CompactionPolicy
+from strata.memory.lifecycle.passes import MemoryLifecycle
+from strata.memory.rules.decay import episode_weight
+from strata.memory.store.episodes import TOPIC, as_blob
+from strata.memory.store.janitor import decay_pass
+from strata.memory.store.prune import prune_channel, prune_owner
+from strata.memory.store.transcript import history_since_watermark, watermark
 from tests.fakes.openai_server import FakeOpenAI
 from tests.lifecycle_helpers import add_episode, add_turn, lifecycle, make_scope
 

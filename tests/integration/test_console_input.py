@@ -103,11 +103,11 @@ def test_a_problem_is_one_friendly_line_and_logs_go_where_asked(
     assert to_file.stderr.count("embeddings unavailable") == 1
     assert "WARNING" not in to_file.stderr
     written = log.read_text(encoding="utf-8")
-    assert "WARNING strata.memory.domain.recall: recall: query embedding failed" in written
+    assert "WARNING strata.memory.recall.search: recall: query embedding failed" in written
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
 
     loud = strata(["--log-level", "warning", "chat", "--user", "alice"], env, said)
     assert loud.stdout.splitlines() == replies
-    assert "WARNING strata.memory.domain.recall" in loud.stderr
+    assert "WARNING strata.memory.recall.search" in loud.stderr
     bad = strata(["--log-level", "chatty", "chat", "--user", "alice"], env, said)
     assert bad.returncode == 2 and "--log-level" in bad.stderr

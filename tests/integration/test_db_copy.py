@@ -21,10 +21,10 @@ from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.config import Settings, load_settings
 from strata.memory.coordination.jobruns import JobRunRepo
-from strata.memory.domain.episodes import LEAF, EpisodeRepo, NewEpisode
-from strata.memory.domain.fact_types import NewFact
 from strata.memory.engines.db import Database
 from strata.memory.engines.transfer import copy_store
+from strata.memory.rules.fact_types import NewFact
+from strata.memory.store.episodes import LEAF, EpisodeRepo, NewEpisode
 from tests.conftest import TEST_DIM, strata_env
 from tests.fakes.openai_server import FakeOpenAI, Reply
 

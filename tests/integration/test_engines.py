@@ -18,15 +18,15 @@ from strata.core.clock import ManualClock
 from strata.core.types import ChannelKind, NewRow, OwnerKind, Role, RowKind
 from strata.memory.coordination.cursors import move_cursor, pending_channels, read_cursor
 from strata.memory.coordination.jobruns import JobRunRepo
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
-from strata.memory.domain.fact_types import NewFact, Sources
-from strata.memory.domain.facts import FactRepo
-from strata.memory.domain.persons import ChannelRepo, PersonRepo
-from strata.memory.domain.recall_sources import EpisodeSource
-from strata.memory.domain.recall_types import RecallQuery
-from strata.memory.domain.reminders import ReminderRepo
-from strata.memory.domain.transcript import TranscriptRepo, history_since_watermark
 from strata.memory.engines.db import Database
+from strata.memory.recall.sources import EpisodeSource
+from strata.memory.recall.types import RecallQuery
+from strata.memory.rules.fact_types import NewFact, Sources
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode
+from strata.memory.store.facts import FactRepo
+from strata.memory.store.persons import ChannelRepo, PersonRepo
+from strata.memory.store.services.reminders import ReminderRepo
+from strata.memory.store.transcript import TranscriptRepo, history_since_watermark
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import channel, person, turn
 

@@ -10,10 +10,10 @@ from strata.bot.llm import OpenAIChatModel
 from strata.cognition.writers.episodes import EpisodeCutter
 from strata.core.clock import ManualClock
 from strata.core.types import ChannelKind, RowKind
-from strata.memory.domain.episode_cut import CutSettings
-from strata.memory.domain.episodes import EpisodeRepo
-from strata.memory.domain.persons import PersonRepo
 from strata.memory.engines.db import Database
+from strata.memory.lifecycle.episode_cut import CutSettings
+from strata.memory.store.episodes import EpisodeRepo
+from strata.memory.store.persons import PersonRepo
 from tests.fakes.openai_server import FakeOpenAI
 from tests.memory_helpers import (
     channel,

@@ -16,9 +16,9 @@ from strata.bot.llm import OpenAIChatModel
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
 from strata.core.types import Role, RowKind, TranscriptRow
-from strata.memory.domain.code_lines import snapshot_clocks, without_snapshot, written_by_code
-from strata.memory.domain.episode_cut import CutSettings
-from strata.memory.domain.episodes import EpisodeRepo
+from strata.memory.lifecycle.code_lines import snapshot_clocks, without_snapshot, written_by_code
+from strata.memory.lifecycle.episode_cut import CutSettings
+from strata.memory.store.episodes import EpisodeRepo
 from tests.fakes.openai_server import FakeOpenAI
 from tests.memory_helpers import embedder_for, episode_cutter
 

@@ -1,4 +1,4 @@
-"""Per-kind fact decay that acts (strata.memory.domain.decay.FACT_DECAY): a faded fact is not
+"""Per-kind fact decay that acts (strata.memory.rules.decay.FACT_DECAY): a faded fact is not
 injected at turn zero and the decay job deletes it after its kind's grace; a long-lived kind is
 still injected a year on. Real turns through the turn processor, real SQLite, the fake model server,
 an injected clock."""
@@ -11,7 +11,7 @@ from strata.app.compose import App
 from strata.bot.prompt import MEMORY_PREAMBLE
 from strata.core.clock import ManualClock
 from strata.core.types import InboundMessage
-from strata.memory.domain.fact_types import NewFact
+from strata.memory.rules.fact_types import NewFact
 from tests.fakes.openai_server import FakeOpenAI
 
 DISCOVERY = "The Lumen jazz club in Leipzig opened a rooftop stage"

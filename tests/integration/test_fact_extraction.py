@@ -15,9 +15,10 @@ from strata.cognition.writers.facts import FactExtraction, model_completer
 from strata.core.clock import ManualClock
 from strata.core.errors import ModelBadResponseError
 from strata.core.types import Channel, ChannelKind, NewRow, Person, Role
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
-from strata.memory.domain.fact_extraction import FactExtractor, evidence_problem
-from strata.memory.domain.facts import FactRepo, FactStore
+from strata.memory.facts.extraction import FactExtractor, evidence_problem
+from strata.memory.facts.fact_store import FactStore
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode
+from strata.memory.store.facts import FactRepo
 from tests.fakes.openai_server import FakeOpenAI
 
 

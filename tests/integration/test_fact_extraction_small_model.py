@@ -15,7 +15,7 @@ from strata.cognition.writers.facts import model_completer
 from strata.core.clock import ManualClock
 from strata.core.errors import ModelBadResponseError
 from strata.core.types import Role
-from strata.memory.domain.facts import FactRepo
+from strata.memory.store.facts import FactRepo
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_fact_extraction import cand, episode, extractor, live_texts, setup
 

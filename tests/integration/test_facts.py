@@ -12,10 +12,11 @@ from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.errors import MutedSourceError, UnknownKindError
 from strata.core.types import ChannelKind, Person
-from strata.memory.domain.decay import FACT_TAU_DAYS
-from strata.memory.domain.fact_types import FACT_KINDS, NewFact
-from strata.memory.domain.facts import FactRepo, FactStore
 from strata.memory.engines.db import Database
+from strata.memory.facts.fact_store import FactStore
+from strata.memory.rules.decay import FACT_TAU_DAYS
+from strata.memory.rules.fact_types import FACT_KINDS, NewFact
+from strata.memory.store.facts import FactRepo
 from tests.engine_views import check_values
 
 

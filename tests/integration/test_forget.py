@@ -11,8 +11,8 @@ from typing import Any
 from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.types import InboundMessage, NewRow, Person, Role, RowKind, TurnResult
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode, as_blob
-from strata.memory.domain.fact_types import NewFact
+from strata.memory.rules.fact_types import NewFact
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode, as_blob
 from tests.engine_views import all_table_text, stored_bytes
 from tests.fakes.openai_server import FakeOpenAI
 

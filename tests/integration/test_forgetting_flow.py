@@ -14,7 +14,7 @@ from strata.app.compose import App
 from strata.bot.prompt import MEMORY_PREAMBLE
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
-from strata.memory.domain.episodes import TOPIC
+from strata.memory.store.episodes import TOPIC
 from tests.fakes.openai_server import FakeOpenAI
 
 from .test_turns import msg

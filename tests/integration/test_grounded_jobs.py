@@ -1,5 +1,5 @@
 """Every model-written memory goes through the grounding rule before it is stored
-(strata.memory.domain.grounding): the fake model answers what a small model really wrote (the
+(strata.memory.checks.grounding): the fake model answers what a small model really wrote (the
 prompt's placeholder, tool names, a portrait of someone else) beside grounded items, and only
 those are stored, citing what they rest on; each refusal is counted per layer and reason.
 (Places, reflections and discoveries: in test_cognition_jobs.py.)"""
@@ -13,8 +13,8 @@ from typing import Any
 from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.types import Person, Role
-from strata.memory.domain import grounding as g
-from strata.memory.domain.fact_types import NewFact
+from strata.memory.checks import grounding as g
+from strata.memory.rules.fact_types import NewFact
 from tests.fakes.openai_server import FakeOpenAI
 
 from .test_cognition_jobs import refused, run, say

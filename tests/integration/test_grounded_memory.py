@@ -14,11 +14,11 @@ from strata.cognition.writers.facts import model_completer
 from strata.cognition.writers.rollup import rollup_channel
 from strata.core.clock import ManualClock
 from strata.core.types import Role
-from strata.memory.domain import grounding as g
-from strata.memory.domain.episodes import LEAF, EpisodeRepo
-from strata.memory.domain.refusals import RefusalRepo
-from strata.memory.domain.rollup import RollupPolicy
-from strata.memory.domain.transcript import watermark
+from strata.memory.checks import grounding as g
+from strata.memory.lifecycle.rollup import RollupPolicy
+from strata.memory.store.episodes import LEAF, EpisodeRepo
+from strata.memory.store.refusals import RefusalRepo
+from strata.memory.store.transcript import watermark
 from tests.fakes.openai_server import FakeOpenAI
 from tests.lifecycle_helpers import add_episode, add_turn, blobs, lifecycle, make_scope
 from tests.memory_helpers import channel, person, turns

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from strata.app.cli import main
-from strata.memory.domain import grounding as g
-from strata.memory.domain.persons import PersonRepo
-from strata.memory.domain.refusals import RefusalRepo
+from strata.memory.checks import grounding as g
 from strata.memory.engines.db import Database
+from strata.memory.store.persons import PersonRepo
+from strata.memory.store.refusals import RefusalRepo
 from tests.conftest import START, TEST_DIM, strata_env
 from tests.fakes.openai_server import FakeOpenAI
 

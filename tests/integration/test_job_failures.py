@@ -20,7 +20,7 @@ from strata.app.doctor import run_doctor
 from strata.core.clock import ManualClock
 from strata.core.types import Person
 from strata.memory.coordination.jobruns import JobRunRepo
-from strata.memory.domain.fact_types import NewFact
+from strata.memory.rules.fact_types import NewFact
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.web_sources import WebSources
 

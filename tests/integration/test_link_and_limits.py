@@ -11,8 +11,8 @@ from strata.app.compose import App
 from strata.bot.prompt import MEMORY_PREAMBLE
 from strata.core.clock import ManualClock
 from strata.core.types import ChannelKind, InboundMessage
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode, as_blob
-from strata.memory.domain.linking import LinkCodes
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode, as_blob
+from strata.memory.store.linking import LinkCodes
 from tests.fakes.openai_server import FakeOpenAI
 
 

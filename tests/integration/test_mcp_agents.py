@@ -29,7 +29,7 @@ from strata.app.agent_memory import AgentError, new_token
 from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.types import InboundMessage, Person, TurnResult
-from strata.memory.domain.fact_types import NewFact
+from strata.memory.rules.fact_types import NewFact
 
 ROOT = Path(__file__).parents[2]
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

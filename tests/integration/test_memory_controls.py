@@ -15,8 +15,8 @@ from strata.cognition.writers.facts import model_completer
 from strata.core.clock import ManualClock
 from strata.core.types import InboundMessage, TurnResult
 from strata.memory.coordination.jobruns import JobRunRepo
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
-from strata.memory.domain.fact_types import NewFact
+from strata.memory.rules.fact_types import NewFact
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode
 from tests.engine_views import stored_bytes_at
 from tests.fakes.openai_server import FakeOpenAI, Reply
 

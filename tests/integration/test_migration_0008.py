@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from strata.core.clock import ManualClock, to_iso
-from strata.memory.domain.episodes import EpisodeRepo
-from strata.memory.domain.janitor import decay_pass
 from strata.memory.engines.db import Database
+from strata.memory.store.episodes import EpisodeRepo
+from strata.memory.store.janitor import decay_pass
 from tests.conftest import TEST_DIM
 
 pytestmark = pytest.mark.sqlite_only(

@@ -13,11 +13,11 @@ import numpy.typing as npt
 import pytest
 
 from strata.core.clock import ManualClock
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
-from strata.memory.domain.fact_types import NewFact
-from strata.memory.domain.facts import FactRepo
 from strata.memory.engines.db import Database
 from strata.memory.engines.migrations import available
+from strata.memory.rules.fact_types import NewFact
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode
+from strata.memory.store.facts import FactRepo
 from tests.memory_helpers import channel, person, row_indexer, turn
 
 pytestmark = pytest.mark.sqlite_only(

@@ -17,12 +17,12 @@ import pytest
 
 from strata.core.clock import ManualClock
 from strata.core.errors import DimensionMismatchError, StorageError
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
-from strata.memory.domain.export import export_person
-from strata.memory.domain.fact_types import NewFact
-from strata.memory.domain.facts import FactRepo
 from strata.memory.engines.db import Database
 from strata.memory.engines.migrations import available
+from strata.memory.rules.fact_types import NewFact
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode
+from strata.memory.store.export import export_person
+from strata.memory.store.facts import FactRepo
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import channel, person, turn
 from tests.pg_server import PgServer

@@ -24,12 +24,12 @@ from strata.core.clock import ManualClock
 from strata.core.config import Settings
 from strata.core.tokens import count_tokens
 from strata.core.types import ChannelKind, InboundMessage, RowKind
-from strata.memory.domain.episode_cut import CutSettings
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
-from strata.memory.domain.persons import PersonRepo
-from strata.memory.domain.recall import Recall
-from strata.memory.domain.recall_types import RecallResult, RecallTuning
 from strata.memory.engines.db import Database
+from strata.memory.lifecycle.episode_cut import CutSettings
+from strata.memory.recall.search import Recall
+from strata.memory.recall.types import RecallResult, RecallTuning
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode
+from strata.memory.store.persons import PersonRepo
 from tests.conftest import START, TEST_DIM
 from tests.fakes.openai_server import FakeOpenAI
 from tests.memory_helpers import (
@@ -458,8 +458,8 @@ async def test_row_index_reads_the_words_of_new_rows_only(db: Database, emb: Ope
     again on every turn made the index cost grow with the whole memory (0.27 s of word
     splitting per turn at 10,000 rows): only the new rows are read; the table is the same
     as one built from scratch."""
-    import strata.memory.domain.recall_words as words
-    from strata.memory.domain.recall_index import RowIndex
+    import strata.memory.rules.row_words as words
+    from strata.memory.recall.index import RowIndex
 
     alice = await person(db, "alice", clock)
     ch = await channel(db, alice, "alice/d", clock)

@@ -13,9 +13,9 @@ import pytest
 
 from strata.bot.llm import OpenAIEmbedder
 from strata.core.clock import ManualClock
-from strata.memory.domain.recall import Recall
-from strata.memory.domain.recall_types import RecallTuning
 from strata.memory.engines.db import Database
+from strata.memory.recall.search import Recall
+from strata.memory.recall.types import RecallTuning
 from tests.conftest import START
 from tests.fakes.openai_server import FakeOpenAI, hashed_embedding
 from tests.memory_helpers import channel, embedder_for, filler, person, row_indexer, turn, turns

@@ -10,13 +10,13 @@ import numpy as np
 
 from strata.core.clock import ManualClock
 from strata.core.types import Channel, Person, RowKind
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode, insert_episode
-from strata.memory.domain.facts import FactRepo
-from strata.memory.domain.forget import Forgetter
-from strata.memory.domain.recall_index import RowIndex
-from strata.memory.domain.recall_leaves import LeafIndex, leaf_signals
 from strata.memory.engines.db import Database, Params, Row, placeholders
 from strata.memory.engines.dialect import Dialect
+from strata.memory.recall.index import RowIndex
+from strata.memory.recall.leaves import LeafIndex, leaf_signals
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode, insert_episode
+from strata.memory.store.facts import FactRepo
+from strata.memory.store.forget import Forgetter
 from tests.fakes.openai_server import FakeOpenAI
 from tests.memory_helpers import channel, embedder_for, filler, person, turn, turns
 

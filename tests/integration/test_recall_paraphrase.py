@@ -12,9 +12,9 @@ import pytest
 
 from strata.bot.llm import OpenAIEmbedder
 from strata.core.clock import ManualClock
-from strata.memory.domain.recall import Recall
-from strata.memory.domain.recall_types import RecallResult, RecallTuning
 from strata.memory.engines.db import Database
+from strata.memory.recall.search import Recall
+from strata.memory.recall.types import RecallResult, RecallTuning
 from tests.integration import test_recall
 from tests.memory_helpers import channel, filler, person, row_indexer, turn, turns
 

@@ -1,4 +1,4 @@
-"""Episodes as recall candidates (strata.memory.domain.recall_sources): one statement finds the
+"""Episodes as recall candidates (strata.memory.recall.sources): one statement finds the
 owner's live episodes by vector kNN or keyword search, with each search's own score."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import numpy as np
 
 from strata.core.clock import ManualClock
 from strata.core.types import Channel, Person
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode, insert_episode
-from strata.memory.domain.recall_leaves import LeafIndex
-from strata.memory.domain.recall_sources import EpisodeSource
-from strata.memory.domain.recall_types import RecallQuery
 from strata.memory.engines.db import Database
 from strata.memory.engines.fts import terms
+from strata.memory.recall.leaves import LeafIndex
+from strata.memory.recall.sources import EpisodeSource
+from strata.memory.recall.types import RecallQuery
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode, insert_episode
 from tests.memory_helpers import channel, person, turns
 
 

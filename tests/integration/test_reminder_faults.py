@@ -16,7 +16,7 @@ from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
 from strata.core.identity import ProcessIdentity
-from strata.memory.domain.reminders import Reminder
+from strata.memory.store.services.reminders import Reminder
 
 from .test_turns import msg
 

@@ -6,10 +6,10 @@ import numpy as np
 
 from strata.core.clock import ManualClock
 from strata.core.types import NewRow, Role, RowKind
-from strata.memory.domain.episodes import ApexCount, EpisodeRepo, NewEpisode
-from strata.memory.domain.persons import PersonRepo
-from strata.memory.domain.transcript import RowFilter, TranscriptRepo
 from strata.memory.engines.db import Database
+from strata.memory.store.episodes import ApexCount, EpisodeRepo, NewEpisode
+from strata.memory.store.persons import PersonRepo
+from strata.memory.store.transcript import RowFilter, TranscriptRepo
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import channel, person, turn
 

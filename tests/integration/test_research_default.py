@@ -14,7 +14,7 @@ import pytest
 
 from strata.app.compose import App
 from strata.core.clock import ManualClock
-from strata.memory.domain.fact_types import NewFact
+from strata.memory.rules.fact_types import NewFact
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.web_sources import WebSources
 

@@ -15,9 +15,9 @@ from strata.cognition.writers.consolidate import consolidate_owner
 from strata.cognition.writers.rollup import rollup_channel
 from strata.core.clock import ManualClock
 from strata.core.types import NewRow, Role
-from strata.memory.domain.clustering import cluster_labels
-from strata.memory.domain.episodes import ERA, LEAF, TOPIC, cited_rows_by_episode
-from strata.memory.domain.rollup import RollupPolicy
+from strata.memory.lifecycle.clustering import cluster_labels
+from strata.memory.lifecycle.rollup import RollupPolicy
+from strata.memory.store.episodes import ERA, LEAF, TOPIC, cited_rows_by_episode
 from tests.fakes.openai_server import FakeOpenAI
 from tests.lifecycle_helpers import add_episode, add_turn, blobs, lifecycle, make_scope
 
@@ -28,7 +28,7 @@ SIZES = (12, 12, 12, 5, 5, 4)
 
 def summarise(body: dict[str, Any]) -> str:
     """A summary quoting its first three memories (a model's summary must be about its
-    memories and carry no number they lack: `strata.memory.domain.grounding`)."""
+    memories and carry no number they lack: `strata.memory.checks.grounding`)."""
     lines = body["messages"][-1]["content"].splitlines()
     quoted = "; ".join(line.partition(") ")[2] for line in lines[1:4])
     return json.dumps({"summary": f"a topic gathering memories: {quoted}",
@@ -208,7 +208,7 @@ async def test_extractive_parents_need_no_model(app: App, fake_openai: FakeOpenA
 async def test_recall_drops_tombstoned_children_at_once_and_never_shows_compactions(
         app: App, rollup_model: FakeOpenAI, clock: ManualClock) -> None:
     from strata.cognition.writers.compaction import compact_channel
-    from strata.memory.domain.compaction import CompactionPolicy
+    from strata.memory.lifecycle.compaction import CompactionPolicy
 
     scope = await make_scope(app.db, "kay", clock.now())
     vecs = blobs(SIZES, app.db.dim, seed=0)
@@ -250,7 +250,7 @@ async def test_a_huge_cluster_is_summarised_within_the_input_limit(
     `input_tokens` (each child gets its share); more children than fit are refused (a round
     splits such a cluster into several parents)."""
     from strata.cognition.writers.rollup import write_parent
-    from strata.memory.domain.episodes import EpisodeRepo
+    from strata.memory.store.episodes import EpisodeRepo
 
     scope = await make_scope(app.db, "many", clock.now())
     vecs = blobs((100,), app.db.dim, seed=5)
@@ -275,7 +275,7 @@ async def test_a_long_extractive_parent_is_recalled_by_its_sentences_about_the_q
     """Without a model a parent keeps half of its children's words, so it is long; recall
     shows the sentences that answer the question, within `NOTE_TOKENS`, not the whole note."""
     from strata.core.tokens import count_tokens
-    from strata.memory.domain.recall_focus import NOTE_TOKENS
+    from strata.memory.recall.focus import NOTE_TOKENS
 
     scope = await make_scope(app.db, "lux", clock.now())
     vecs = blobs(SIZES, app.db.dim, seed=0)

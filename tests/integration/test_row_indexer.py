@@ -13,9 +13,9 @@ from strata.core.clock import ManualClock
 from strata.core.errors import ModelError
 from strata.core.types import Channel, NewRow, Person, Role, RowKind
 from strata.memory.coordination.cursors import read_cursor
-from strata.memory.domain.persons import PersonRepo
-from strata.memory.domain.transcript import TranscriptRepo
 from strata.memory.engines.db import Database
+from strata.memory.store.persons import PersonRepo
+from strata.memory.store.transcript import TranscriptRepo
 from tests.fakes.openai_server import FakeOpenAI
 from tests.memory_helpers import channel, embedder_for, person, row_indexer, turn
 

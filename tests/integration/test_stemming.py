@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 
 from strata.core.clock import ManualClock
 from strata.core.words import STOPWORDS
-from strata.memory.domain.text import stem, stem_prefix, term_coverage, word_pattern
 from strata.memory.engines.db import Database
 from strata.memory.engines.dialect import SQLITE
+from strata.memory.rules.text import stem, stem_prefix, term_coverage, word_pattern
 from tests.memory_helpers import channel, person, turn
 
 # Plurals, -ing, -ed, -ly, names (as written and possessive), numbers, a diacritic, the words

@@ -9,11 +9,11 @@ import pytest
 from strata.core.clock import ManualClock
 from strata.core.errors import DimensionMismatchError, StorageError
 from strata.core.types import ChannelKind, NewRow, Role
-from strata.memory.domain.persons import ChannelRepo, PersonRepo
-from strata.memory.domain.transcript import TranscriptRepo
 from strata.memory.engines.db import Database
 from strata.memory.engines.migrations import available
 from strata.memory.engines.sqlite_open import MMAP_BYTES
+from strata.memory.store.persons import ChannelRepo, PersonRepo
+from strata.memory.store.transcript import TranscriptRepo
 from tests.schema_dump import dump_schema
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

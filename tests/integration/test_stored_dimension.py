@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from strata.bot.embedded import EMBEDDED_DIM
-from strata.memory.domain.persons import PersonRepo
 from strata.memory.engines.db import Database
 from strata.memory.engines.sqlite_open import stored_dim
+from strata.memory.store.persons import PersonRepo
 from tests.integration.test_backup import ROOT
 
 T0 = __import__("datetime").datetime(2026, 1, 5, 9, 0, tzinfo=__import__("datetime").UTC)

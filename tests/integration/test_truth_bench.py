@@ -13,7 +13,7 @@ from strata.app.compose import App
 from strata.cognition.prompts import patterns
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
-from strata.memory.domain.fact_types import NewFact
+from strata.memory.rules.fact_types import NewFact
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.web_sources import WebSources
 

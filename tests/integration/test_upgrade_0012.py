@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 from strata.core.types import ChannelKind
 from strata.memory.coordination.claims import RunnerLeases
 from strata.memory.coordination.jobruns import JobRunRepo
-from strata.memory.domain.persons import ChannelRepo, PersonRepo
-from strata.memory.domain.reminders import ReminderRepo
 from strata.memory.engines.db import Database
+from strata.memory.store.persons import ChannelRepo, PersonRepo
+from strata.memory.store.services.reminders import ReminderRepo
 from tests.conftest import TEST_DIM
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 from strata.core.types import ChannelKind, InboundMessage, NewRow, Role
 from strata.memory.coordination.leases import Leases
 from strata.memory.coordination.turn_queue import NewTurn, TurnQueue
-from strata.memory.domain.persons import ChannelRepo, PersonRepo
-from strata.memory.domain.transcript import TranscriptRepo
 from strata.memory.engines.db import Database
+from strata.memory.store.persons import ChannelRepo, PersonRepo
+from strata.memory.store.transcript import TranscriptRepo
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import before_migration
 

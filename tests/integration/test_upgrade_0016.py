@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from strata.memory.domain.persons import PersonRepo
 from strata.memory.engines.db import Database
+from strata.memory.store.persons import PersonRepo
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import before_migration
 

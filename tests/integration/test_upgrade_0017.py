@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from strata.app.agent_memory import new_token
-from strata.memory.domain.agents import AgentRepo, token_digest
-from strata.memory.domain.persons import PersonRepo
 from strata.memory.engines.db import Database
+from strata.memory.store.persons import PersonRepo
+from strata.memory.store.services.agents import AgentRepo, token_digest
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import before_migration
 

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 from strata.core.clock import ManualClock
 from strata.core.recurrence import describe_recurrence, next_occurrence, parse_recurrence
-from strata.memory.domain.reminders import ReminderRepo
 from strata.memory.engines.db import Database
+from strata.memory.store.services.reminders import ReminderRepo
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import before_migration, channel, person
 

@@ -14,8 +14,8 @@ import pytest
 
 from strata.core.clock import ManualClock
 from strata.core.types import NewRow, Role
-from strata.memory.domain.transcript import TranscriptRepo
 from strata.memory.engines.db import Database
+from strata.memory.store.transcript import TranscriptRepo
 from tests.memory_helpers import before_migration, channel, person
 from tests.schema_dump import SCHEMA_DIM, dump_schema
 

@@ -12,13 +12,13 @@ import numpy as np
 
 from strata.core.clock import to_iso
 from strata.core.types import ChannelKind
-from strata.memory.domain import grounding as g
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
-from strata.memory.domain.facts import FactRepo
-from strata.memory.domain.persons import ChannelRepo, PersonRepo
-from strata.memory.domain.portraits import PortraitRepo
-from strata.memory.domain.refusals import RefusalRepo
+from strata.memory.checks import grounding as g
 from strata.memory.engines.db import Database
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode
+from strata.memory.store.facts import FactRepo
+from strata.memory.store.persons import ChannelRepo, PersonRepo
+from strata.memory.store.portraits import PortraitRepo
+from strata.memory.store.refusals import RefusalRepo
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import before_migration
 

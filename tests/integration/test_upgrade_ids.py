@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from strata.memory.domain.episodes import as_blob
 from strata.memory.engines.db import Database
 from strata.memory.engines.sqlite_open import migrate_file, raw_connection
+from strata.memory.store.episodes import as_blob
 from tests.conftest import TEST_DIM
 
 pytestmark = pytest.mark.sqlite_only(

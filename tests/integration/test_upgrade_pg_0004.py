@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from strata.core.types import ChannelKind, NewRow, Role
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
-from strata.memory.domain.fact_types import NewFact
-from strata.memory.domain.facts import FactRepo
-from strata.memory.domain.persons import ChannelRepo, PersonRepo
-from strata.memory.domain.transcript import TranscriptRepo
 from strata.memory.engines.db import Database
 from strata.memory.engines.migrations import available
+from strata.memory.rules.fact_types import NewFact
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode
+from strata.memory.store.facts import FactRepo
+from strata.memory.store.persons import ChannelRepo, PersonRepo
+from strata.memory.store.transcript import TranscriptRepo
 from tests.conftest import TEST_DIM
 
 pytestmark = pytest.mark.postgres_only

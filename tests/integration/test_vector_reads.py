@@ -13,8 +13,8 @@ from decimal import Decimal
 import numpy as np
 
 from strata.core.clock import ManualClock
-from strata.memory.domain.episodes import as_blob
 from strata.memory.engines.db import Database
+from strata.memory.store.episodes import as_blob
 from tests.conftest import TEST_DIM
 from tests.memory_helpers import channel, person, turn
 

@@ -16,8 +16,8 @@ from typing import Any
 from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.memory.coordination.jobruns import JobRunRepo
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
-from strata.memory.domain.fact_types import NewFact
+from strata.memory.rules.fact_types import NewFact
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode
 from tests.fakes.openai_server import FakeOpenAI
 from tests.web_helpers import chromium, say, web_app, web_link
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from strata.core.clock import ManualClock
-from strata.memory.domain.episodes import TOPIC, EpisodeRepo, NewEpisode
-from strata.memory.domain.fact_types import NewFact
+from strata.memory.rules.fact_types import NewFact
+from strata.memory.store.episodes import TOPIC, EpisodeRepo, NewEpisode
 from tests.fakes.openai_server import FakeOpenAI
 from tests.web_helpers import client, open_link, say, web_app, web_link
 

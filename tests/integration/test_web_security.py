@@ -12,8 +12,8 @@ from strata.app.compose import App
 from strata.app.web.command import OFF
 from strata.core.clock import ManualClock
 from strata.core.config import load_settings
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
-from strata.memory.domain.fact_types import NewFact
+from strata.memory.rules.fact_types import NewFact
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode
 from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI
 from tests.web_helpers import LINK, WebApp, client, open_link, say, web_app, web_link

@@ -23,8 +23,8 @@ import psycopg
 import pytest
 
 from strata.core.clock import ManualClock
-from strata.memory.domain.episodes import EpisodeRepo, NewEpisode
 from strata.memory.engines.db import Database
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode
 from tests.conftest import TEST_DIM
 from tests.fakes.openai_server import FakeOpenAI, hashed_embedding
 from tests.integration.test_run_cli import remind_and_wait, start_run

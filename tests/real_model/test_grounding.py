@@ -19,7 +19,7 @@ from strata.cognition.prompts import (
 )
 from strata.core.clock import ManualClock
 from strata.core.types import Role
-from strata.memory.domain import grounding as g
+from strata.memory.checks import grounding as g
 
 from .test_layers import _run, _say
 

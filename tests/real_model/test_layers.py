@@ -14,11 +14,11 @@ from strata.cognition.writers.compaction import compact_channel
 from strata.cognition.writers.rollup import rollup_channel
 from strata.core.clock import ManualClock
 from strata.core.types import Person
-from strata.memory.domain.compaction import CompactionPolicy
-from strata.memory.domain.episodes import LEAF
-from strata.memory.domain.fact_types import FACT_KINDS
-from strata.memory.domain.rollup import RollupPolicy
-from strata.memory.domain.transcript import history_since_watermark
+from strata.memory.lifecycle.compaction import CompactionPolicy
+from strata.memory.lifecycle.rollup import RollupPolicy
+from strata.memory.rules.fact_types import FACT_KINDS
+from strata.memory.store.episodes import LEAF
+from strata.memory.store.transcript import history_since_watermark
 from tests.lifecycle_helpers import add_episode, add_turn, blobs, lifecycle, make_scope
 
 from .test_turn import said

@@ -160,6 +160,6 @@ def test_a_step_that_does_not_exist_is_caught() -> None:
     assert "admit" in _names_used(submit)
     assert "run_turn" not in _names_used(submit)
     layers = _layers()
-    up = _crossing(Step(1, "strata/memory/domain/intake.py", "", "", None, "—"),
+    up = _crossing(Step(1, "strata/memory/store/intake.py", "", "", None, "—"),
                    Step(2, "strata/bot/turns.py", "", "", 1, "up"), layers)
     assert up == "up"

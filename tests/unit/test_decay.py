@@ -3,7 +3,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from strata.memory.domain.decay import (
+from strata.memory.rules.decay import (
     FACT_DECAY,
     FACT_FLOOR,
     episode_weight,
@@ -12,7 +12,7 @@ from strata.memory.domain.decay import (
     fact_weight,
     weight,
 )
-from strata.memory.domain.fact_types import FACT_KINDS
+from strata.memory.rules.fact_types import FACT_KINDS
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 

@@ -9,10 +9,10 @@ import pytest
 
 from strata.cognition.prompts.episode_summary import build_messages
 from strata.core.types import Role, RowKind, TranscriptRow
-from strata.memory.domain.episode_answer import parse
-from strata.memory.domain.episode_cut import cut_windows
-from strata.memory.domain.episode_draft import heuristic_salience
 from strata.memory.engines.fts import owner_scoped
+from strata.memory.lifecycle.episode_answer import parse
+from strata.memory.lifecycle.episode_cut import cut_windows
+from strata.memory.lifecycle.episode_draft import heuristic_salience
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 

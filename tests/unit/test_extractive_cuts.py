@@ -3,12 +3,12 @@ whole or left out, never cut into something that reads as a plain statement."""
 
 from __future__ import annotations
 
-from strata.memory.domain.episode_draft import (
+from strata.memory.lifecycle.episode_draft import (
     EXTRACTIVE_LINE_TOKENS,
     EXTRACTIVE_TOKENS,
     excerpt,
 )
-from strata.memory.domain.extractive import OMITTED, select, whole_sentences
+from strata.memory.rules.extractive import OMITTED, select, whole_sentences
 
 # About 40 tokens of plain statement.
 PLAIN = "I live in Porto near the old harbour and walk to the market most mornings. "

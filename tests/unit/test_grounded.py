@@ -1,7 +1,7 @@
-"""A model's summary must be about its source (`strata.memory.domain.grounding.check_summary`,
+"""A model's summary must be about its source (`strata.memory.checks.grounding.check_summary`,
 which replaced `text.grounded`): the same cases, through the one grounding rule."""
 
-from strata.memory.domain import grounding
+from strata.memory.checks import grounding
 
 
 def grounded(summary: str, source: str) -> bool:

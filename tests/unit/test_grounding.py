@@ -1,11 +1,11 @@
-"""The grounding rule (strata.memory.domain.grounding): what a model proposes is stored only
+"""The grounding rule (strata.memory.checks.grounding): what a model proposes is stored only
 when it is found in what it cites. Each case is one that a small model really produced."""
 
 from __future__ import annotations
 
 import pytest
 
-from strata.memory.domain import grounding as g
+from strata.memory.checks import grounding as g
 
 PROMPT = ('Answer only with JSON: {"patterns": [{"pattern": "short statement about the '
           'person", "tool": "name or null"}]}. Only patterns supported by at least two '
@@ -80,7 +80,7 @@ def test_one_speakers_facts_are_not_given_to_another() -> None:
 
 
 def test_a_refusal_is_logged_at_debug(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level("DEBUG", logger="strata.memory.domain.grounding")
+    caplog.set_level("DEBUG", logger="strata.memory.checks.grounding")
     refusal = g.check_claim("short statement about the person", SAID, layer=g.PATTERNS)
     assert refusal is not None
     g.log_refusal(refusal, 7)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from strata.core.types import Role, RowKind, TranscriptRow
-from strata.memory.domain.compaction import CompactionPolicy, choose_rows
-from strata.memory.domain.compaction import extractive as compaction_extractive
-from strata.memory.domain.rollup import RollupPolicy, extractive, extractive_words, parse_answer
+from strata.memory.lifecycle.compaction import CompactionPolicy, choose_rows
+from strata.memory.lifecycle.compaction import extractive as compaction_extractive
+from strata.memory.lifecycle.rollup import RollupPolicy, extractive, extractive_words, parse_answer
 
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 

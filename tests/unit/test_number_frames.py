@@ -3,8 +3,8 @@ through `grounding.check_summary`): one case a test."""
 
 from __future__ import annotations
 
-from strata.memory.domain import grounding as g
-from strata.memory.domain.number_frames import Said, numbers, reframed
+from strata.memory.checks import grounding as g
+from strata.memory.checks.number_frames import Said, numbers, reframed
 
 
 def refused(summary: str, *said: str) -> str | None:

@@ -1,12 +1,12 @@
-"""The model-free path for plain first-person statements (`strata.memory.domain.plain_facts`):
+"""The model-free path for plain first-person statements (`strata.memory.facts.plain`):
 what it reads, and each class of sentence it must refuse."""
 
 from __future__ import annotations
 
 import pytest
 
-from strata.memory.domain.plain_facts import lasting, plain_candidates
-from strata.memory.domain.statement_kind import statement_problem
+from strata.memory.facts.plain import lasting, plain_candidates
+from strata.memory.rules.statement_kind import statement_problem
 
 
 def facts(text: str) -> list[tuple[str, str, str]]:

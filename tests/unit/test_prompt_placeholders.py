@@ -3,7 +3,7 @@ example JSON of their instructions verbatim ("short statement about the person",
 person's exact words", "..."), and what they copy would be stored as a memory. Every prompt
 module's text is read; each string value of an example JSON must be a real-looking example,
 which the grounding rule then refuses as an echo when a model copies it without the person
-having said it (strata.memory.domain.grounding)."""
+having said it (strata.memory.checks.grounding)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import re
 import pytest
 
 import strata.cognition.prompts
-from strata.memory.domain import grounding
-from strata.memory.domain.fact_types import FACT_KINDS
+from strata.memory.checks import grounding
+from strata.memory.rules.fact_types import FACT_KINDS
 
 PACKAGES = (strata.cognition.prompts,)
 # A string value in example JSON: "key": "value", or a list item ["value", ...].

@@ -1,18 +1,18 @@
-"""The typed fact bridge (`strata.memory.domain.recall_bridge`) and the hints' pure parts
-(`strata.memory.domain.recall_hint`)."""
+"""The typed fact bridge (`strata.memory.recall.bridge`) and the hints' pure parts
+(`strata.memory.recall.hint`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from strata.memory.domain.recall_bridge import bridged_stems, bridges_for
-from strata.memory.domain.recall_hint import (
+from strata.memory.recall.bridge import bridged_stems, bridges_for
+from strata.memory.recall.hint import (
     clean_hints,
     gate_words,
     hinted_stems,
     mean_vector,
 )
-from strata.memory.domain.text import query_stems, tokens
+from strata.memory.rules.text import query_stems, tokens
 
 
 def test_a_question_naming_a_kind_of_fact_gets_the_words_stating_one() -> None:

@@ -1,10 +1,10 @@
-"""Query-focused excerpts of long notes (strata.memory.domain.recall_focus, pure)."""
+"""Query-focused excerpts of long notes (strata.memory.recall.focus, pure)."""
 
 from __future__ import annotations
 
 from strata.core.tokens import count_tokens
-from strata.memory.domain.recall_focus import GAP, excerpt
-from strata.memory.domain.text import query_stems
+from strata.memory.recall.focus import GAP, excerpt
+from strata.memory.rules.text import query_stems
 
 FILLER = "Melanie: We talked about the weather and how the week went, nothing much else."
 

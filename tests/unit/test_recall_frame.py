@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from strata.memory.domain.recall_rank import (
+from strata.memory.recall.rank import (
     BM25_B,
     BM25_K1,
     RankTuning,
@@ -15,7 +15,7 @@ from strata.memory.domain.recall_rank import (
     idf_of,
     window_scores,
 )
-from strata.memory.domain.recall_table import RowTable, build_table
+from strata.memory.rules.row_table import RowTable, build_table
 
 WORDS = [f"w{i}" for i in range(30)]
 

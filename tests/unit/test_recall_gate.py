@@ -1,4 +1,4 @@
-"""Recall's abstention gate (strata.memory.domain.recall_gate), on hand-made rows and vectors."""
+"""Recall's abstention gate (strata.memory.recall.gate), on hand-made rows and vectors."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from strata.memory.domain.recall_gate import gate_features, gate_idf, gate_logit
-from strata.memory.domain.recall_names import NameCheck, name_check, unknown_name
-from strata.memory.domain.recall_rank import RankTuning
-from strata.memory.domain.recall_table import RowTable
-from strata.memory.domain.text import query_stems
+from strata.memory.recall.gate import gate_features, gate_idf, gate_logit
+from strata.memory.recall.rank import RankTuning
+from strata.memory.rules.names import NameCheck, name_check, unknown_name
+from strata.memory.rules.row_table import RowTable
+from strata.memory.rules.text import query_stems
 from tests.unit.test_recall_rank import scores, table_of
 
 ROWS = ["Caroline: I joined a support group downtown",

@@ -1,5 +1,5 @@
 """The gate's candidates conditioned on a named person and on a named date
-(`strata.memory.domain.recall_names.known_names`, `bench/recall_gate_entity.py`), on hand-made
+(`strata.memory.rules.names.known_names`, `bench/recall_gate_entity.py`), on hand-made
 rows."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from bench.recall_gate_entity import date_gap, entity_features, named_dates
-from strata.memory.domain.recall_names import known_names
-from strata.memory.domain.recall_rank import RankTuning, window_scores
-from strata.memory.domain.recall_table import RowTable, build_table
-from strata.memory.domain.text import query_stems
+from strata.memory.recall.rank import RankTuning, window_scores
+from strata.memory.rules.names import known_names
+from strata.memory.rules.row_table import RowTable, build_table
+from strata.memory.rules.text import query_stems
 
 DIM = 8
 

@@ -1,6 +1,6 @@
-"""Recall's selection and rendering pieces: display trimming (strata.memory.domain.recall_pack), the
+"""Recall's selection and rendering pieces: display trimming (strata.memory.recall.pack), the
 core row a window falls back to, and channel headings with the budget
-(strata.memory.domain.recall_pack.pack), on hand-made rows and vectors."""
+(strata.memory.recall.pack.pack), on hand-made rows and vectors."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from strata.core.tokens import count_tokens
-from strata.memory.domain.recall_pack import pack, rank_order, row_shares, shown_rows, window_units
-from strata.memory.domain.recall_rank import RankTuning, window_scores
-from strata.memory.domain.recall_select import Unit, greedy
-from strata.memory.domain.recall_types import RecallItem, RecallResult, RecallTuning, heading
-from strata.memory.domain.text import query_stems
+from strata.memory.recall.pack import pack, rank_order, row_shares, shown_rows, window_units
+from strata.memory.recall.rank import RankTuning, window_scores
+from strata.memory.recall.select import Unit, greedy
+from strata.memory.recall.types import RecallItem, RecallResult, RecallTuning, heading
+from strata.memory.rules.text import query_stems
 from tests.unit.test_recall_rank import DIM, table_of, unit
 
 

@@ -1,13 +1,12 @@
-"""What a memory ties to each person it names (strata.memory.domain.recall_profiles), and the
+"""What a memory ties to each person it names (strata.memory.recall.profiles), and the
 gate's penalty for a question about things this memory's person never had."""
 
 from __future__ import annotations
 
 import pytest
 
-from strata.memory.domain.recall_gate import gate_logit
-from strata.memory.domain.recall_names import NameCheck
-from strata.memory.domain.recall_profiles import (
+from strata.memory.recall.gate import gate_logit
+from strata.memory.recall.profiles import (
     ProfileCache,
     add_notes,
     asked_of,
@@ -15,7 +14,8 @@ from strata.memory.domain.recall_profiles import (
     speaker_of,
     unowned,
 )
-from strata.memory.domain.recall_rank import RankTuning
+from strata.memory.recall.rank import RankTuning
+from strata.memory.rules.names import NameCheck
 from tests.unit.test_recall_rank import table_of
 
 # A chat of John and Maria, as the row index keeps it (the speaker's name first).

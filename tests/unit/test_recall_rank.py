@@ -1,4 +1,4 @@
-"""Recall's ranking pieces (strata.memory.domain.recall_rank), on hand-made rows and vectors."""
+"""Recall's ranking pieces (strata.memory.recall.rank), on hand-made rows and vectors."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from strata.memory.domain.recall_names import strangers, unknown_name, without_names
-from strata.memory.domain.recall_rank import RankTuning, keyword_coverage, window_scores
-from strata.memory.domain.recall_select import (
+from strata.memory.recall.rank import RankTuning, keyword_coverage, window_scores
+from strata.memory.recall.select import (
     Unit,
     above_floor,
     added_cost,
@@ -17,8 +16,9 @@ from strata.memory.domain.recall_select import (
     spans,
     unit_vectors,
 )
-from strata.memory.domain.recall_table import RowTable, build_table, surface_words
-from strata.memory.domain.text import query_stems
+from strata.memory.rules.names import strangers, unknown_name, without_names
+from strata.memory.rules.row_table import RowTable, build_table, surface_words
+from strata.memory.rules.text import query_stems
 
 DIM = 8
 
@@ -198,7 +198,7 @@ def test_a_name_known_only_from_other_memories_is_not_a_stranger() -> None:
 
 
 def test_a_rows_month_is_searchable() -> None:
-    from strata.memory.domain.recall_index import keyword_text
+    from strata.memory.recall.index import keyword_text
 
     rows = [{"content": "Caroline: I baked bread", "role": "user", "speaker": "Caroline",
              "ts": ts} for ts in ("2023-05-08T13:56:00Z", "2023-06-27T10:00:00Z")]

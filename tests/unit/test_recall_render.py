@@ -1,4 +1,4 @@
-"""The recall block as the model reads it (`strata.memory.domain.recall_render`): dates as a
+"""The recall block as the model reads it (`strata.memory.recall.render`): dates as a
 person writes them, rows as transcript lines with who said them, and never longer than the
 form selection pays for, so the block keeps within the budget with the same rows chosen."""
 
@@ -8,7 +8,7 @@ import random
 from typing import Any
 
 from strata.core.tokens import count_tokens
-from strata.memory.domain.recall_render import (
+from strata.memory.recall.render import (
     BOT_SPEAKER,
     SpanCost,
     priced_span,

@@ -7,7 +7,7 @@ from dataclasses import fields
 from strata.app.memory_wiring import recall_tuning
 from strata.core.config import Settings
 from strata.core.config_memory import RecallSettings
-from strata.memory.domain.recall_types import RecallTuning
+from strata.memory.recall.types import RecallTuning
 
 
 def test_config_defaults_are_recalls_defaults() -> None:

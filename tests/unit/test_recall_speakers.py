@@ -1,17 +1,17 @@
 """Who said a row, as recall ranks and shows it (issue 34, item 3), on hand-made rows: the
 bot's replies add nothing to a window and never centre one, the person's question about
 themselves that the bot answered neither, and of the bot's lines only a question the person
-answered next is shown (strata.memory.domain.recall_table.speakers,
-strata.memory.domain.recall_pack.context_rows)."""
+answered next is shown (strata.memory.rules.row_table.speakers,
+strata.memory.recall.pack.context_rows)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from strata.memory.domain.recall_pack import context_rows
-from strata.memory.domain.recall_rank import RankTuning, window_scores
-from strata.memory.domain.recall_table import RowTable, asks, build_table
-from strata.memory.domain.text import query_stems
+from strata.memory.recall.pack import context_rows
+from strata.memory.recall.rank import RankTuning, window_scores
+from strata.memory.rules.row_table import RowTable, asks, build_table
+from strata.memory.rules.text import query_stems
 from tests.unit.test_recall_rank import DIM, unit
 
 ROWS = [  # (role, text)

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from strata.memory.domain.recall_rank import best_first, quotable
-from strata.memory.domain.recall_table import add_words, build_table, link_neighbours, surface_words
-from strata.memory.domain.recall_words import Posting, Postings, merge, split_rows
-from strata.memory.domain.text import tokens
+from strata.memory.recall.rank import best_first, quotable
+from strata.memory.rules.row_table import add_words, build_table, link_neighbours, surface_words
+from strata.memory.rules.row_words import Posting, Postings, merge, split_rows
+from strata.memory.rules.text import tokens
 
 ODD = [
     "", "   ", "the and of", "Hello, WORLD! It's Jürgen's café—naïve “quotes” ΟΔΟΣ Σ",

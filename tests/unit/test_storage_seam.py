@@ -43,11 +43,10 @@ REPOSITORY_BUILDERS = {
     "strata/app/compose.py",
     "strata/app/memory_wiring.py",
     "strata/memory/coordination/jobruns.py",
-    "strata/memory/domain/map.py",
-    "strata/memory/domain/recall.py",
-    "strata/memory/domain/recall_sources.py",
-    "strata/memory/domain/rollup.py",
-    "strata/memory/domain/transcript.py",
+    "strata/memory/recall/search.py",
+    "strata/memory/recall/sources.py",
+    "strata/memory/lifecycle/rollup.py",
+    "strata/memory/store/transcript.py",
 }
 
 
@@ -117,9 +116,9 @@ def test_the_checks_catch_what_they_look_for() -> None:
     assert len(handle_calls(bad)) == 3
     assert len(sql_strings(bad)) == 2
     assert database_imports(bad) == ["line 1: Database"]
-    built = ast.parse("import strata.memory.domain.facts\n"
+    built = ast.parse("import strata.memory.store.facts\n"
                       "def f(db):\n"
-                      "    return PersonRepo(db), strata.memory.domain.facts.FactRepo(db),"
+                      "    return PersonRepo(db), strata.memory.store.facts.FactRepo(db),"
                       " Repos.over(db)\n")
     assert repository_constructions(built) == ["line 3: PersonRepo()", "line 3: FactRepo()"]
     fine = ast.parse(

@@ -5,7 +5,7 @@ episodes bench.truth judged unsupported (bench/results/truth_episodes.json)."""
 
 from __future__ import annotations
 
-from strata.memory.domain import grounding as g
+from strata.memory.checks import grounding as g
 
 DAG = [("Dag", "I live in Porto, near the old harbour."),
        ("Dag", "My brother told me he just moved to Cork for a chef job."),

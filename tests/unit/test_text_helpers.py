@@ -4,8 +4,8 @@ from hypothesis import strategies as st
 from strata.bot.commands import CommandRouter
 from strata.core.tokens import count_tokens, truncate_to_tokens
 from strata.core.wording import counted
-from strata.memory.domain.profiles import MUTED, profile_for
 from strata.memory.engines.fts import match_query, terms
+from strata.memory.rules.profiles import MUTED, profile_for
 
 
 def test_token_count_is_ceil_chars_over_four() -> None:

@@ -20,7 +20,7 @@ from bench.reliability import harness
 from bench.reliability.registry import CaseResult, Context
 from bench.reliability.suite import SUITE
 from strata.core.clock import ManualClock
-from strata.memory.domain.fact_types import NewFact
+from strata.memory.rules.fact_types import NewFact
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 START = datetime.fromisoformat("2026-03-02T09:00:00+00:00")

@@ -20,9 +20,9 @@ from strata.core.config import Settings
 from strata.core.errors import StrataError
 from strata.core.ports import Clock
 from strata.core.recurrence import describe_recurrence
-from strata.memory.domain.export import export_person
-from strata.memory.domain.lifecycle import hierarchy
-from strata.memory.domain.persons import PersonRepo
+from strata.memory.lifecycle.passes import hierarchy
+from strata.memory.store.export import export_person
+from strata.memory.store.persons import PersonRepo
 
 if TYPE_CHECKING:
     from strata.adapters.console.adapter import ConsoleAdapter

@@ -27,9 +27,9 @@ from strata.core.errors import StrataError
 from strata.core.identity import holder_gone
 from strata.core.ports import Clock
 from strata.core.types import OwnerKind
+from strata.memory.checks import grounding as g
 from strata.memory.coordination.jobruns import JobCursor, JobSummary
-from strata.memory.domain import grounding as g
-from strata.memory.domain.refusals import RefusalCount
+from strata.memory.store.refusals import RefusalCount
 
 
 def _clock(now: str | None) -> Clock:

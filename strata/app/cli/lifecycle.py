@@ -21,19 +21,20 @@ from strata.core.config import Settings
 
 
 async def cmd_memory_map(args: argparse.Namespace, settings: Settings) -> int:
-    from strata.memory.domain.map import STEPS, draw_map
+    from strata.app.memory_map import STEPS, draw_map
 
     out = Path(args.out).expanduser()
     if out.exists():
         may_replace(f"{out} exists: replace it with the map?", "--force", args.force)
     db = await open_db(settings, read_only=True)
     try:
-        person = await _person_or_fail(Repos.over(db).persons, args.user)
+        repos = Repos.over(db)
+        person = await _person_or_fail(repos.persons, args.user)
         policy = make_lifecycle_policy(settings)
         # The steps on stderr (a terminal only): stdout keeps the one result line.
         async with progress("map", len(STEPS)) as shown:
-            result = await draw_map(db, person.id, person.name, out, policy.rollup.cluster,
-                                    shown.step)
+            result = await draw_map(repos.episodes, person.id, person.name, out,
+                                    policy.rollup.cluster, shown.step)
     finally:
         await db.close()
     say(f"{result.path}: {result.points} apex episodes, {result.clusters} clusters, "

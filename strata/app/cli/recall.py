@@ -19,7 +19,7 @@ from strata.app.memory_wiring import Repos, make_recall, open_db
 from strata.app.model_wiring import make_embedder
 from strata.bot.visible import say
 from strata.core.config import Settings
-from strata.memory.domain.persons import PersonRepo
+from strata.memory.store.persons import PersonRepo
 
 
 async def _owner(persons: PersonRepo, name: str) -> int:

@@ -2,7 +2,7 @@
 
 A link is an unguessable token (`secrets.token_urlsafe`) for one person, good once and for a
 few minutes; opening it starts a session bound to that person, with its own CSRF token. Both
-are kept in the database (`strata.memory.domain.web_access`, as hashes), because the process
+are kept in the database (`strata.memory.store.services.web_access`, as hashes), because the process
 that answers `/web` is not always the one serving the pages: any process on the database may
 claim a chat's turn. Time comes from the injected clock.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from strata.core.ports import Clock
-from strata.memory.domain.web_access import WebTokens
+from strata.memory.store.services.web_access import WebTokens
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from strata.app.web.links import WebLinks, WebSession
 from strata.app.web.view import MemoryView
 from strata.bot.memory_commands import KIND_TITLES, ForgetWording, MemoryCommands
 from strata.bot.metrics import Metrics
-from strata.memory.domain.persons import PersonRepo
+from strata.memory.store.persons import PersonRepo
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The topic map for the web view: a person's live episodes laid out in 2-D, as SVG points.
 
-The roll-up's UMAP layout (strata.memory.domain.map) costs seconds of JIT warm-up, too slow for a
+The roll-up's UMAP layout (strata.app.memory_map) costs seconds of JIT warm-up, too slow for a
 page view; a PCA of the same embeddings (numpy's SVD, milliseconds) keeps near topics near, which
 is all a map to click through needs. The SVG itself is written by the template, so every text
 on it goes through Jinja's escaping. Pure: no I/O.

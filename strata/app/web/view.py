@@ -15,13 +15,13 @@ from strata.app.web.topic_map import LEVEL_NAMES, MapPoint, layout
 from strata.core.ports import Clock
 from strata.core.types import Channel, ChannelKind, TranscriptRow
 from strata.memory.coordination.jobruns import JobRun, JobRunRepo
-from strata.memory.domain.decay import episode_weight, fact_weight
-from strata.memory.domain.episodes import Episode, EpisodeRepo
-from strata.memory.domain.fact_types import FACT_KINDS, Fact
-from strata.memory.domain.facts import FactRepo
-from strata.memory.domain.persons import ChannelRepo
-from strata.memory.domain.transcript import TranscriptRepo
-from strata.memory.domain.web_access import RecallLogRepo, RecallRecord
+from strata.memory.rules.decay import episode_weight, fact_weight
+from strata.memory.rules.fact_types import FACT_KINDS, Fact
+from strata.memory.store.episodes import Episode, EpisodeRepo
+from strata.memory.store.facts import FactRepo
+from strata.memory.store.persons import ChannelRepo
+from strata.memory.store.services.web_access import RecallLogRepo, RecallRecord
+from strata.memory.store.transcript import TranscriptRepo
 
 RECENT_ROWS = 40
 RECENT_JOBS = 30
@@ -31,7 +31,7 @@ RECENT_JOBS = 30
 class EpisodeView:
     episode: Episode
     level: str
-    weight: float  # the decay weight now (strata.memory.domain.decay), not the stored one
+    weight: float  # the decay weight now (strata.memory.rules.decay), not the stored one
     where: str
 
 
@@ -50,7 +50,7 @@ class RecallView:
 
 
 def source_words(source: str) -> str:
-    """Provenance in words (strata/memory/domain/profiles.py names the sources that feed facts): the
+    """Provenance in words (strata/memory/rules/profiles.py names the sources that feed facts): the
     person, research, a connector, an outside agent or the bot's own reflection."""
     kind, _, name = source.partition(":")
     words = {"user": "your conversation", "dmn": "the bot's own reflection",

@@ -9,12 +9,12 @@ from typing import Protocol, TypeVar
 
 from strata.cognition.registry import JobContext
 from strata.core.recurrence import local
-from strata.memory.domain.fact_types import Fact, NewFact
-from strata.memory.domain.facts import FactStore
-from strata.memory.domain.grounding import Refusal
-from strata.memory.domain.profiles import sources_with
-from strata.memory.domain.refusals import RefusalRepo
-from strata.memory.domain.transcript import RowFilter, TranscriptRepo
+from strata.memory.checks.grounding import Refusal
+from strata.memory.facts.fact_store import FactStore
+from strata.memory.rules.fact_types import Fact, NewFact
+from strata.memory.rules.profiles import sources_with
+from strata.memory.store.refusals import RefusalRepo
+from strata.memory.store.transcript import RowFilter, TranscriptRepo
 
 
 class FactPorts(Protocol):

@@ -3,7 +3,7 @@ direct call, no model). Calendar events are stored for the ambient snapshot and 
 `document` facts (the event) and `place` facts (where it is); contacts with a birthday or a
 relation become `user_specific` facts; a mailbox's newest headers (sender, subject, date) are
 kept for the snapshot's "recent mail" and become no facts (mail is too many and too passing).
-Every fact is written with the source `connector:<name>` (strata/memory/domain/profiles.py: facts
+Every fact is written with the source `connector:<name>` (strata/memory/rules/profiles.py: facts
 only). Input watermark: the fingerprint of what each connector returned, so an unchanged calendar
 does nothing."""
 
@@ -22,9 +22,9 @@ from strata.cognition.connectors import (
 from strata.cognition.jobs.common import FactPorts, add_fact
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
 from strata.core.recurrence import describe
-from strata.memory.domain.calendar import CalendarRepo
-from strata.memory.domain.connectors import MailHeaders
-from strata.memory.domain.persons import PersonRepo
+from strata.memory.store.persons import PersonRepo
+from strata.memory.store.services.calendar import CalendarRepo
+from strata.memory.store.services.connectors import MailHeaders
 
 log = logging.getLogger(__name__)
 

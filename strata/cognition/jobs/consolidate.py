@@ -10,8 +10,8 @@ from typing import Protocol
 from strata.cognition.jobs.common import TranscriptPorts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
 from strata.cognition.writers.consolidate import consolidate_owner
-from strata.memory.domain.episodes import EpisodeRepo
-from strata.memory.domain.lifecycle import MemoryLifecycle
+from strata.memory.lifecycle.passes import MemoryLifecycle
+from strata.memory.store.episodes import EpisodeRepo
 
 
 class ConsolidatePorts(TranscriptPorts, Protocol):

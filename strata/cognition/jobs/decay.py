@@ -1,7 +1,7 @@
 """Decay: recompute episode weights, delete expired tombstones, prune the transcript (the
 memory life cycle's `decay_pass`), then per-kind fact decay and the purge of faded facts —
 invalid ones, and live ones hidden for longer than their kind's grace (the data graph's
-`FactRepo.decay`, table in `strata.memory.domain.decay.FACT_DECAY`) — and the person's job-run
+`FactRepo.decay`, table in `strata.memory.rules.decay.FACT_DECAY`) — and the person's job-run
 records older than `job_runs_keep_days` — direct calls, no model. Runs at most every `decay_hours`
 for each person and shared room; its input is time itself, one watermark per period."""
 
@@ -14,7 +14,7 @@ from strata.cognition.jobs.common import FactPorts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
 from strata.core.config import Settings
 from strata.memory.coordination.jobruns import JobRunRepo
-from strata.memory.domain.lifecycle import MemoryLifecycle
+from strata.memory.lifecycle.passes import MemoryLifecycle
 
 
 class DecayPorts(FactPorts, Protocol):

@@ -19,10 +19,10 @@ from strata.bot.ambient import PORTRAIT_KINDS
 from strata.cognition.jobs.common import FactPorts, TranscriptPorts, add_grounded, live_facts
 from strata.cognition.prompts import dmn as prompts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
-from strata.memory.domain import grounding
-from strata.memory.domain.episodes import EpisodeRepo
-from strata.memory.domain.fact_evidence import evidence_problem
-from strata.memory.domain.portraits import PortraitRepo
+from strata.memory.checks import grounding
+from strata.memory.checks.fact_evidence import evidence_problem
+from strata.memory.store.episodes import EpisodeRepo
+from strata.memory.store.portraits import PortraitRepo
 
 
 class DmnPorts(FactPorts, TranscriptPorts, Protocol):

@@ -3,7 +3,7 @@
 First the conversation windows the person left open are closed: they have been idle long
 enough that the conversation paused, so the episode cutter flushes them into episodes (only
 channels whose sources make episodes). Then the data graph's extractor
-(`strata.cognition.writers.facts` over `strata.memory.domain.fact_extraction`, which keeps its
+(`strata.cognition.writers.facts` over `strata.memory.facts.extraction`, which keeps its
 own per-episode cursor and checks the model's answer) reads the new episodes, with its model
 call routed through a background turn on the muted `job:extract` channel. Input watermark:
 the newest unread episode and the newest row not yet cut into an episode. With
@@ -21,8 +21,8 @@ from strata.cognition.writers.episodes import EpisodeCutter
 from strata.cognition.writers.facts import FactExtraction
 from strata.core.config import Settings
 from strata.core.types import ChatMessage
-from strata.memory.domain.fact_candidates import FactsSchema
-from strata.memory.domain.profiles import sources_with
+from strata.memory.facts.candidates import FactsSchema
+from strata.memory.rules.profiles import sources_with
 
 
 class ExtractPorts(TranscriptPorts, Protocol):

@@ -22,8 +22,8 @@ from strata.cognition.prompts import read_json
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
 from strata.core.recurrence import local
 from strata.core.types import Role
-from strata.memory.domain import grounding
-from strata.memory.domain.transcript import RowFilter
+from strata.memory.checks import grounding
+from strata.memory.store.transcript import RowFilter
 
 
 class GeoPorts(FactPorts, TranscriptPorts, Protocol):

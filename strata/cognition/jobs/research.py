@@ -23,9 +23,9 @@ from strata.cognition.prompts import research as prompts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
 from strata.cognition.research import Finding, SearchProvider
 from strata.core.config import Settings
-from strata.memory.domain import grounding
-from strata.memory.domain.persons import ChannelRepo
-from strata.memory.domain.portraits import PortraitRepo
+from strata.memory.checks import grounding
+from strata.memory.store.persons import ChannelRepo
+from strata.memory.store.portraits import PortraitRepo
 
 
 class ResearchPorts(FactPorts, TranscriptPorts, Protocol):
@@ -44,7 +44,7 @@ class ResearchPorts(FactPorts, TranscriptPorts, Protocol):
     def channels(self) -> ChannelRepo: ...
 
 
-# Its turns are muted; its discoveries may feed facts (strata/memory/domain/profiles.py).
+# Its turns are muted; its discoveries may feed facts (strata/memory/rules/profiles.py).
 SOURCE = "research"
 
 

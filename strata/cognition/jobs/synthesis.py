@@ -11,8 +11,8 @@ from strata.bot.ambient import PORTRAIT_KINDS
 from strata.cognition.jobs.common import FactPorts, live_facts, refuse
 from strata.cognition.prompts import synthesis as prompts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
-from strata.memory.domain import grounding
-from strata.memory.domain.portraits import PortraitRepo
+from strata.memory.checks import grounding
+from strata.memory.store.portraits import PortraitRepo
 
 
 class SynthesisPorts(FactPorts, Protocol):

@@ -1,6 +1,6 @@
 """The continuity-summary prompt: fold the previous summary and the next stretch of transcript
 into one summary that replaces both in later prompts (the extractive summary used without a
-model is memory's: `strata.memory.domain.compaction.extractive`)."""
+model is memory's: `strata.memory.lifecycle.compaction.extractive`)."""
 
 from __future__ import annotations
 

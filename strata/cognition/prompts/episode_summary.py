@@ -3,7 +3,7 @@
 The model gets the window as quoted lines and must answer with one JSON object (its schema,
 `EpisodeSummary`, is requested): summary, salience 0–1, emotion label and intensity, key
 terms. Memory validates and grounds the answer
-(`strata.memory.domain.episode_cut.EpisodeWindows.accept`).
+(`strata.memory.lifecycle.episode_cut.EpisodeWindows.accept`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from strata.core.tokens import truncate_to_tokens
 from strata.core.types import ChatMessage
-from strata.memory.domain.episode_answer import EpisodeSummary
+from strata.memory.lifecycle.episode_answer import EpisodeSummary
 
 __all__ = ["LINE_TOKENS", "SYSTEM", "EpisodeSummary", "build_messages"]
 

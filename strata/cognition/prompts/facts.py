@@ -1,6 +1,6 @@
 """The fact-extraction prompt: durable facts a person asserted, from new episodes, as JSON of
 `FactsSchema`'s shape (the answer is read and checked by memory:
-`strata.memory.domain.fact_candidates`, `strata.memory.domain.fact_routing`).
+`strata.memory.facts.candidates`, `strata.memory.facts.routing`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from strata.core.tokens import count_tokens, share_budget
 from strata.core.types import ChatMessage
-from strata.memory.domain.fact_candidates import Excerpt, FactsSchema
+from strata.memory.facts.candidates import Excerpt, FactsSchema
 
 __all__ = ["SYSTEM", "Excerpt", "FactsSchema", "KnownFact", "build_messages", "system_prompt"]
 

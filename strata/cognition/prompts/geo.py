@@ -1,6 +1,6 @@
 """Geo patterns: location habits from the places a person shared. Each habit names the place
 (its coordinates, as given) and is checked against when the person was there and what they
-wrote there (`strata.memory.domain.grounding.check_claim`)."""
+wrote there (`strata.memory.checks.grounding.check_claim`)."""
 
 from __future__ import annotations
 

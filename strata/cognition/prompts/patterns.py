@@ -1,6 +1,6 @@
 """Pattern match: behavioural patterns in a person's own recent messages. Each pattern cites
 the numbers of the messages it rests on; code checks it against those messages
-(`strata.memory.domain.grounding.check_claim`)."""
+(`strata.memory.checks.grounding.check_claim`)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ summaries of its child episodes, as JSON of `RollupAnswer`'s shape.
 
 The parent is what remains once the children and their transcript rows are gone, so the prompt
 insists on the specifics (names, places, dates, numbers). Memory's store validates the answer
-and grounds it (`strata.memory.domain.rollup.store_parent`), or writes the extractive parent.
+and grounds it (`strata.memory.lifecycle.rollup.store_parent`), or writes the extractive parent.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from strata.core.tokens import count_tokens, share_budget, truncate_to_tokens
 from strata.core.types import ChatMessage
-from strata.memory.domain.episodes import Episode
-from strata.memory.domain.rollup import RollupAnswer
+from strata.memory.lifecycle.rollup import RollupAnswer
+from strata.memory.store.episodes import Episode
 
 __all__ = ["SYSTEM", "RollupAnswer", "build_messages", "child_lines"]
 

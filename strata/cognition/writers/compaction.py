@@ -1,6 +1,6 @@
 """Compaction's model work: the continuity summary of a channel whose un-compacted transcript
-is over budget (`strata.memory.domain.compaction.compaction_due`), asked here and stored by
-`strata.memory.domain.compaction.store_compaction` (both through `MemoryLifecycle`), which
+is over budget (`strata.memory.lifecycle.compaction.compaction_due`), asked here and stored by
+`strata.memory.lifecycle.compaction.store_compaction` (both through `MemoryLifecycle`), which
 grounds it or writes the extractive summary instead.
 
 A retryable failure (endpoint down, rate limited, the run's budget spent) stores nothing and is
@@ -19,8 +19,8 @@ from strata.cognition.prompts import compaction as prompt
 from strata.core.errors import ModelBadResponseError, ModelError
 from strata.core.ports import ChatModel, Clock
 from strata.core.types import Channel, Person
-from strata.memory.domain.compaction import CompactionPolicy, CompactionResult, CompactionWork
-from strata.memory.domain.lifecycle import MemoryLifecycle
+from strata.memory.lifecycle.compaction import CompactionPolicy, CompactionResult, CompactionWork
+from strata.memory.lifecycle.passes import MemoryLifecycle
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The consolidate pass of one memory owner: compaction of each of its channels (continuity
 summaries), then the roll-up rounds (leaf, then era) on each memory-producing channel, with the
 model the caller hands in (a job run's budgeted `JobContext.model()`), over the memory life
-cycle (`strata.memory.domain.lifecycle.MemoryLifecycle`) the composition root built. Run by
+cycle (`strata.memory.lifecycle.passes.MemoryLifecycle`) the composition root built. Run by
 the background job `strata.cognition.jobs.consolidate` and by the evaluation.
 """
 
@@ -13,11 +13,11 @@ from datetime import datetime
 from strata.cognition.writers.compaction import compact_until_under_budget
 from strata.cognition.writers.rollup import rollup_channel
 from strata.core.ports import ChatModel
-from strata.memory.domain.compaction import CompactionResult
-from strata.memory.domain.episodes import LEAF, TOPIC
-from strata.memory.domain.lifecycle import LifecyclePolicy, MemoryLifecycle
-from strata.memory.domain.profiles import profile_for
-from strata.memory.domain.rollup import RollupResult
+from strata.memory.lifecycle.compaction import CompactionResult
+from strata.memory.lifecycle.passes import LifecyclePolicy, MemoryLifecycle
+from strata.memory.lifecycle.rollup import RollupResult
+from strata.memory.rules.profiles import profile_for
+from strata.memory.store.episodes import LEAF, TOPIC
 
 
 @dataclass(frozen=True, slots=True)

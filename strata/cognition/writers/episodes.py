@@ -1,5 +1,5 @@
 """Episode summaries' model work: the episode cutter. Memory reads a channel's closed
-windows and stores their episodes (`strata.memory.domain.episode_cut.EpisodeWindows`); here
+windows and stores their episodes (`strata.memory.lifecycle.episode_cut.EpisodeWindows`); here
 each window's text is asked of the model (`strata.cognition.prompts.episode_summary`, a JSON
 schema) and handed to memory's `accept`, which validates and grounds it. A malformed, failed or
 refused answer is asked once more, then the window's own text is stored as an extractive
@@ -23,8 +23,8 @@ from strata.core.errors import ModelError
 from strata.core.ports import ChatModel, Clock
 from strata.core.retry import RetryPolicy
 from strata.core.types import Channel, ChatMessage, Person, TranscriptRow
-from strata.memory.domain.episode_cut import CursorMoved, CutSettings, EpisodeWindows
-from strata.memory.domain.episode_draft import Draft
+from strata.memory.lifecycle.episode_cut import CursorMoved, CutSettings, EpisodeWindows
+from strata.memory.lifecycle.episode_draft import Draft
 
 log = logging.getLogger(__name__)
 

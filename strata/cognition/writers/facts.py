@@ -1,5 +1,5 @@
 """Fact extraction's model work: one model call per batch of an owner's new episodes. Memory
-prepares the batch (`strata.memory.domain.fact_extraction.FactExtractor.prepare`); the request
+prepares the batch (`strata.memory.facts.extraction.FactExtractor.prepare`); the request
 is built here (`strata.cognition.prompts.facts`) and asked through `Complete` (the job's
 background turn on `job:extract`, or after a turn the model charged to the owner); memory's
 `accept` reads the answer and routes each candidate through the checks and the grounding
@@ -17,13 +17,13 @@ from strata.cognition.prompts.facts import KnownFact, build_messages
 from strata.core.errors import ModelError
 from strata.core.ports import AfterTurn, ChatModel, Clock
 from strata.core.types import Channel, ChatMessage, Person
-from strata.memory.domain.episodes import Episode
-from strata.memory.domain.fact_candidates import FactsSchema
-from strata.memory.domain.fact_extraction import (
+from strata.memory.facts.candidates import FactsSchema
+from strata.memory.facts.extraction import (
     ExtractionReport,
     FactBatchWork,
     FactExtractor,
 )
+from strata.memory.store.episodes import Episode
 
 # (messages) -> the model's answer text.
 Complete = Callable[[Sequence[ChatMessage]], Awaitable[str]]

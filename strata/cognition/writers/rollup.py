@@ -1,6 +1,6 @@
 """Roll-up's model work: the parent summary of each cluster a due round found
-(`strata.memory.domain.rollup.rollup_round`), asked here and stored by
-`strata.memory.domain.rollup.store_parent`, which validates and grounds it or writes the
+(`strata.memory.lifecycle.rollup.rollup_round`), asked here and stored by
+`strata.memory.lifecycle.rollup.store_parent`, which validates and grounds it or writes the
 extractive parent instead.
 
 A retryable failure (endpoint down, rate limited, the run's budget spent) or a failed embedding
@@ -18,14 +18,14 @@ from datetime import datetime
 from strata.cognition.prompts import rollup as prompt
 from strata.core.errors import ModelBadResponseError, ModelError
 from strata.core.ports import ChatModel
-from strata.memory.domain.episodes import Episode
-from strata.memory.domain.lifecycle import MemoryLifecycle
-from strata.memory.domain.rollup import (
+from strata.memory.lifecycle.passes import MemoryLifecycle
+from strata.memory.lifecycle.rollup import (
     RollupConflictError,
     RollupPolicy,
     RollupResult,
     parent_children,
 )
+from strata.memory.store.episodes import Episode
 
 log = logging.getLogger(__name__)
 

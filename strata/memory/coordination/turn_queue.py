@@ -1,7 +1,7 @@
 """The turn queue: turns taken in from a platform and not yet answered and shown.
 
 `strata.bot.scheduler.TurnScheduler.submit` stores each message (the transcript row) and
-queues its turn here in one transaction (`strata.memory.domain.intake`) before the adapter
+queues its turn here in one transaction (`strata.memory.store.intake`) before the adapter
 confirms the message to its platform; any process then claims the channel
 (`strata.memory.coordination.leases`, `turn:<channel id>`) and runs that channel's queued turns
 in order, counting each run it starts (`start`: a second run is a retry, whose sends a

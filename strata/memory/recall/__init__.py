@@ -1,0 +1,3 @@
+"""Turn-zero recall: candidate sources, ranking, the abstention gate, selection and packing.
+Reads through `strata.memory.store`.
+"""

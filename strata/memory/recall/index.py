@@ -1,0 +1,300 @@
+"""One owner's live recallable transcript rows in memory, for `strata.memory.recall.rank`.
+
+Recall ranks every window of an owner's memory per query (a matrix–vector product and a few
+BM25 posting lists), which needs the rows' words and vectors at hand. They are loaded from the
+database once per owner, each row with its vector when it has one, and kept fresh by a cheap
+check per search: the number and the newest id of the owner's rows (of any kind: the owner
+index alone answers), and the row-vector cursors of the owner's channels. New rows are
+appended; a row whose vector arrives later gets it once its channel's cursor has passed it;
+anything else (a deleted row: forget, pruning) reloads the owner. The text shown in a recall
+block is always read fresh from the database, never from this cache.
+
+Which rows: exactly those the transcript source used to search — the owner's `message` rows of
+role user or assistant, from sources whose profile feeds memory. A person's rows cover all of
+their channels; a shared room's owner is the room's scope. Imports `bot` leaf modules and
+`memory`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from strata.core.clock import from_iso
+from strata.memory.engines.db import Reads, Row, placeholders
+from strata.memory.rules.profiles import sources_with, wildcard_prefixes_with
+from strata.memory.rules.row_table import RowTable, add_words, asks, build_table
+from strata.memory.rules.row_words import Postings
+
+EPOCH_MINUTES = 60.0
+SESSION_GAP_MINUTES = 60.0
+OWNERS_KEPT = 8
+CHUNK = 500
+
+
+def source_filter(column: str) -> tuple[str, list[object]]:
+    """SQL keeping only sources whose profile feeds memory (muted sources are never found)."""
+    exact = sources_with("episodes")
+    parts = [f"{column} IN ({placeholders(exact)})"] if exact else []
+    params: list[object] = list(exact)
+    for prefix in wildcard_prefixes_with("episodes"):
+        parts.append(f"substr({column}, 1, ?) = ?")
+        params += [len(prefix), prefix]
+    return "(" + (" OR ".join(parts) or "0") + ")", params
+
+
+def minutes_of(ts: str) -> float:
+    return from_iso(ts).timestamp() / EPOCH_MINUTES
+
+
+@dataclass
+class OwnerRows:
+    """The cached rows of one owner, in id order."""
+
+    owner_id: int
+    dim: int
+    ids: list[int] = field(default_factory=list)
+    channel: list[int] = field(default_factory=list)
+    minutes: list[float] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)  # what keyword search sees
+    # The texts split into stems, extended as rows arrive (splitting is most of a rebuild).
+    postings: Postings = field(default_factory=dict)
+    lengths: list[float] = field(default_factory=list)
+    surface: set[str] = field(default_factory=set)  # every word as written (lower-cased)
+    vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    has_vec: list[bool] = field(default_factory=list)
+    settled: list[bool] = field(default_factory=list)  # the indexer has passed the row
+    bot: list[bool] = field(default_factory=list)  # the bot's own reply (role assistant)
+    asking: list[bool] = field(default_factory=list)  # the row asks (`recall_table.asks`)
+    fingerprint: tuple[int, int, int] = (-1, -1, -1)
+    exact: bool = True  # every loaded row is covered by `fingerprint` (`RowIndex.table`)
+    table: RowTable | None = None
+    position: dict[int, int] = field(default_factory=dict)
+    touched: list[int] = field(default_factory=list)  # rows whose vector came since `table`
+
+    def rebuild(self) -> RowTable:
+        previous = (self.table, self.touched) if self.table is not None else None
+        self.table = build_table(self.ids, self.channel, self.minutes, self.texts,
+                                 self.vectors[: len(self.ids)], np.asarray(self.has_vec, bool),
+                                 SESSION_GAP_MINUTES, (self.postings, self.lengths, self.surface),
+                                 self.bot, self.asking, previous)
+        self.touched = []
+        self.position = {rid: i for i, rid in enumerate(self.ids)}
+        return self.table
+
+
+@dataclass(frozen=True, slots=True)
+class Look:
+    """What one look at an owner's rows found (`RowIndex._look`)."""
+
+    fingerprint: tuple[int, int, int]  # rows of every kind, newest id, sum of the cursors
+    added: int  # rows of every kind after the id asked about
+    cursors: dict[int, int]  # channel → its last row with a vector
+
+
+NAMED = re.compile(r"^[\w .'’-]{1,40}: ")
+
+
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+          "september", "october", "november", "december")
+
+
+def keyword_text(row: Row, month: int | None = None) -> str:
+    """A row's searchable text: the speaker's name (questions use names), the content (the
+    name only once when the content already begins with one) and the month it was said in
+    (questions ask what happened "in June"; the date itself is shown in the block's header).
+    `month` (1–12): the row's, when the caller has parsed its time already."""
+    content = str(row["content"])
+    speaker = row["speaker"] if row["role"] == "user" else ""
+    text = content if not speaker or NAMED.match(content) else f"{speaker} {content}"
+    return f"{text} {MONTHS[(month or from_iso(row['ts']).month) - 1]}"
+
+
+def times_of(stamps: Sequence[str]) -> tuple[np.ndarray, list[int]]:
+    """Minutes since the epoch (as `minutes_of`) and month (1–12) of stored times, parsed in
+    one go when all have the stored fixed-width UTC form (`to_iso`), else one by one."""
+    if all(len(t) == 27 and t[-1] == "Z" for t in stamps):
+        try:
+            at = np.array([t[:-1] for t in stamps], dtype="datetime64[us]")
+        except ValueError:
+            pass
+        else:
+            # Whole microseconds over 1e6 round as `datetime.timestamp()` does.
+            minutes = at.astype(np.int64) / 1e6 / EPOCH_MINUTES
+            months = at.astype("datetime64[M]").astype(np.int64) % 12 + 1
+            return minutes, months.tolist()
+    parsed = [from_iso(t) for t in stamps]
+    return (np.array([p.timestamp() / EPOCH_MINUTES for p in parsed], dtype=np.float64),
+            [p.month for p in parsed])
+
+
+class RowIndex:
+    """Per-owner caches of recallable rows (the `OWNERS_KEPT` most recently searched)."""
+
+    def __init__(self, reads: Reads, dim: int) -> None:
+        self.reads = reads
+        self.dim = dim
+        self._owners: OrderedDict[int, OwnerRows] = OrderedDict()
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    def _where(self) -> tuple[str, list[object]]:
+        allowed, params = source_filter("t.source")
+        return (f"t.owner_id = ? AND t.kind = 'message' AND t.role IN ('user', 'assistant')"
+                f" AND {allowed}", params)
+
+    async def _look(self, owner_id: int, since: int) -> Look:
+        """One statement: how many rows the owner has and the newest id, of every kind (the
+        owner index alone answers: ids are never reused, so any row added or deleted changes
+        them), how many have come after id `since`, and the row-vector cursors of the
+        owner's channels."""
+        rows = await self.reads.fetchall(
+            "SELECT (SELECT count(*) FROM transcript WHERE owner_id = ?),"
+            " (SELECT coalesce(max(id), 0) FROM transcript WHERE owner_id = ?),"
+            " (SELECT count(*) FROM transcript WHERE owner_id = ? AND id > ?),"
+            " cv.channel_id, cv.last_row_id FROM (SELECT 1 AS one) AS o LEFT JOIN"
+            " (SELECT v.channel_id, v.last_row_id FROM transcript_vec_cursors v"
+            "  JOIN channels c ON c.id = v.channel_id WHERE c.owner_id = ?) AS cv ON 1 = 1",
+            [owner_id, owner_id, owner_id, since, owner_id])
+        cursors = {int(r[3]): int(r[4]) for r in rows if r[3] is not None}
+        r = rows[0]
+        return Look((int(r[0]), int(r[1]), sum(cursors.values())), int(r[2]), cursors)
+
+    async def _count(self, owner_id: int) -> int:
+        """How many recallable rows the owner has."""
+        where, params = self._where()
+        return int((await self.reads.fetchall(
+            f"SELECT count(*) FROM transcript t WHERE {where}", [owner_id, *params]))[0][0])
+
+    async def table(self, owner_id: int) -> tuple[OwnerRows, RowTable]:
+        """The owner's rows, fresh as of now."""
+        lock = self._locks.setdefault(owner_id, asyncio.Lock())
+        async with lock:
+            cached = self._owners.get(owner_id)
+            look = await self._look(owner_id, cached.fingerprint[1] if cached else 0)
+            fp = look.fingerprint
+            if (cached is not None and cached.fingerprint == fp and cached.exact
+                    and cached.table is not None):
+                self._owners.move_to_end(owner_id)
+                return cached, cached.table
+            rows = cached if cached is not None else OwnerRows(owner_id, self.dim)
+            if cached is not None and cached.exact and fp[0] != cached.fingerprint[0] + look.added:
+                rows = OwnerRows(owner_id, self.dim)  # something was deleted: start over
+            new = await self._rows_after(owner_id, rows.ids[-1] if rows.ids else 0)
+            if (rows is cached and not cached.exact
+                    and len(rows.ids) + len(new) != await self._count(owner_id)):
+                rows = OwnerRows(owner_id, self.dim)
+                new = await self._rows_after(owner_id, 0)
+            self._append(rows, new)
+            settled = await self._settle_vectors(rows, look.cursors)
+            rows.fingerprint = fp
+            # A row newer than the look came in with this load: the next look's counts do not
+            # cover it (were it deleted, they would not tell), so the next load counts.
+            rows.exact = not new or int(new[-1]["id"]) <= fp[1]
+            if rows is cached and not new and not settled and rows.table is not None:
+                table = rows.table  # only rows recall never sees came (a tool row)
+            else:
+                table = rows.rebuild()
+            self._owners[owner_id] = rows
+            self._owners.move_to_end(owner_id)
+            while len(self._owners) > OWNERS_KEPT:
+                self._owners.popitem(last=False)
+            return rows, table
+
+    async def _rows_after(self, owner_id: int, after: int) -> list[Row]:
+        where, params = self._where()
+        return await self.reads.fetchall(
+            # A row's vector comes with it when it has one (one round trip, one point
+            # lookup per row): a row with a vector has been passed by the indexer.
+            "SELECT t.id, t.channel_id, t.ts, t.role, t.content, p.name AS speaker,"
+            " v.embedding FROM transcript t LEFT JOIN persons p ON p.id = t.person_id"
+            " LEFT JOIN transcript_vec v ON v.row_id = t.id"
+            f" WHERE {where} AND t.id > ? ORDER BY t.id",
+            [owner_id, *params, after])
+
+    def _append(self, rows: OwnerRows, new: Sequence[Row]) -> None:
+        if not new:
+            return
+        start = len(rows.ids)
+        need = start + len(new)
+        if rows.vectors.shape[0] < need or rows.vectors.shape[1] != self.dim:
+            grown = np.zeros((max(need, 2 * rows.vectors.shape[0], 64), self.dim), np.float32)
+            if rows.vectors.shape[1] == self.dim:
+                grown[:start] = rows.vectors[:start]
+            rows.vectors = grown
+        minutes, months = times_of([r["ts"] for r in new])
+        rows.ids.extend(int(r["id"]) for r in new)
+        rows.channel.extend(int(r["channel_id"]) for r in new)
+        rows.minutes.extend(minutes.tolist())
+        rows.texts.extend(keyword_text(r, m) for r, m in zip(new, months, strict=True))
+        rows.bot.extend(r["role"] == "assistant" for r in new)
+        rows.asking.extend(asks(str(r["role"]), str(r["content"])) for r in new)
+        blobs = [r["embedding"] for r in new]
+        rows.has_vec.extend([False] * len(new))
+        # A row that came with a vector is settled; one without waits for its channel's cursor.
+        rows.settled.extend(b is not None for b in blobs)
+        self._put_vectors(rows, [start + i for i, b in enumerate(blobs) if b is not None],
+                          [b for b in blobs if b is not None])
+        add_words(rows.postings, rows.lengths, rows.surface, rows.texts[start:])
+
+    def _put_vectors(self, rows: OwnerRows, at: Sequence[int], blobs: Sequence[bytes]) -> None:
+        """Store the rows' vectors, L2-normalised; a vector of another size, or a NaN or zero
+        one stored before vectors were checked, counts as none (keyword recall still works)."""
+        fits = [k for k, b in enumerate(blobs) if len(b) == 4 * self.dim]
+        if not fits:
+            return
+        mat = np.frombuffer(b"".join(blobs[k] for k in fits), dtype="<f4").reshape(-1, self.dim)
+        # Each row's own dot product, as `np.linalg.norm(vec)` of one row computes it: its
+        # axis=1 sum can differ in the last bit, and the cosines would no longer be exactly
+        # those of a search before the vectors were read in bulk.
+        norm = np.sqrt(np.matmul(mat[:, None, :], mat[:, :, None])[:, 0, 0])
+        usable = np.isfinite(norm) & (norm > 0)
+        where = [at[k] for k in fits]
+        if usable.all() and where[-1] - where[0] == len(where) - 1:  # a run: no gather
+            rows.vectors[where[0]:where[-1] + 1] = mat / norm[:, None]
+        else:
+            index = np.asarray(where, dtype=np.int64)
+            rows.vectors[index[usable]] = mat[usable] / norm[usable, None]
+        for i, ok in zip(where, usable.tolist(), strict=True):
+            rows.has_vec[i] = ok
+        rows.touched.extend(where)
+
+    async def _settle_vectors(self, rows: OwnerRows, cursors: dict[int, int]) -> int:
+        """Load the vectors of rows the row indexer has passed (`cursors`: each channel's
+        last indexed row) since the last look; return how many rows were settled."""
+        todo = [i for i, done in enumerate(rows.settled)
+                if not done and rows.ids[i] <= cursors.get(rows.channel[i], 0)]
+        for start in range(0, len(todo), CHUNK):
+            part = todo[start:start + CHUNK]
+            ids = [rows.ids[i] for i in part]
+            found = await self.reads.fetchall(
+                *self.reads.dialect.vectors_query("transcript_vec", "row_id", ids))
+            at = {rid: i for rid, i in zip(ids, part, strict=True)}
+            self._put_vectors(rows, [at[int(r[0])] for r in found], [r[1] for r in found])
+            for i in part:
+                rows.settled[i] = True
+        return len(todo)
+
+    async def texts(self, owner_id: int, row_ids: Sequence[int]) -> dict[int, Row]:
+        """The rows as they are now, with their channel's provenance (for rendering)."""
+        if not row_ids:
+            return {}
+        where, params = self._where()
+        found = await self.reads.fetchall(
+            "SELECT t.id, t.ts, t.role, t.content, p.name AS speaker, c.kind, c.platform,"
+            " c.name, c.source FROM transcript t JOIN channels c ON c.id = t.channel_id"
+            " LEFT JOIN persons p ON p.id = t.person_id"
+            f" WHERE t.id IN ({placeholders(row_ids)}) AND {where}",
+            [*row_ids, owner_id, *params])
+        return {int(r["id"]): r for r in found}
+
+
+def recency_of(minutes: np.ndarray, now: datetime, tau_days: float) -> np.ndarray:
+    """exp(−age/τ) per row (a row from the future weighs 1)."""
+    age_days = np.maximum(now.timestamp() / EPOCH_MINUTES - minutes, 0.0) / (24 * 60)
+    return np.exp(-age_days / tau_days)
