@@ -6,7 +6,15 @@ from __future__ import annotations
 from strata.bot.llm import OpenAIEmbedder
 from strata.core.clock import ManualClock
 from strata.memory.engines.db import Database
-from tests.integration.test_recall import emb, index, recall_for  # noqa: F401 - a fixture
+
+# `_close_recalls` is test_recall's autouse fixture: imported, it closes this module's recalls
+# too (each holds four open connections, whose threads would hold pytest at its exit).
+from tests.integration.test_recall import (  # noqa: F401 - fixtures
+    _close_recalls,
+    emb,
+    index,
+    recall_for,
+)
 from tests.memory_helpers import channel, filler, person, turn, turns
 
 TEAM = "my team won the county league final last night, the whole town came"
