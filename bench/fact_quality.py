@@ -21,7 +21,7 @@ from typing import Any
 
 from bench.fact_labels import LABELS, Label
 from strata.app.compose import App
-from strata.cognition.writers.facts import model_completer
+from strata.bot.writers.facts import model_completer
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
 from strata.core.config_sections import DbSettings

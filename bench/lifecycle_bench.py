@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.report import write_report  # noqa: E402
 from strata.bot.llm import OpenAIChatModel, OpenAIEmbedder  # noqa: E402
-from strata.cognition.writers.rollup import rollup_channel  # noqa: E402
+from strata.bot.writers.rollup import rollup_channel  # noqa: E402
 from strata.core.clock import to_iso  # noqa: E402
 from strata.core.types import ChannelKind  # noqa: E402
 from strata.memory.engines.db import Database  # noqa: E402

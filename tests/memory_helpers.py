@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 
 from strata.bot.llm import OpenAIEmbedder
-from strata.cognition.writers.episodes import EpisodeCutter
+from strata.bot.writers.episodes import EpisodeCutter
 from strata.core.clock import ManualClock
 from strata.core.ports import ChatModel, Clock, Embedder
 from strata.core.types import Channel, ChannelKind, NewRow, Person, Role, RowKind

@@ -46,11 +46,11 @@ from strata.bot.scheduler import TurnScheduler
 from strata.bot.timed_chat import TimedChat
 from strata.bot.tools import ToolRegistry
 from strata.bot.turns import TurnProcessor
+from strata.bot.writers.episodes import EpisodeCutter
+from strata.bot.writers.facts import FactExtraction
 from strata.cognition.jobs import default_registry
 from strata.cognition.runner import Runner
 from strata.cognition.services import Services
-from strata.cognition.writers.episodes import EpisodeCutter
-from strata.cognition.writers.facts import FactExtraction
 from strata.core.config import Settings
 from strata.core.identity import ProcessIdentity, this_process
 from strata.core.ports import Adapter, ChatModel, Clock, Recaller

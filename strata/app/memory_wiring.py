@@ -16,9 +16,9 @@ from strata.bot.memory_tools import MemoryTools
 from strata.bot.metered_chat import Metered
 from strata.bot.remember_command import RememberCommand
 from strata.bot.tools import ToolRegistry
-from strata.cognition.writers.compaction import CompactionHook
-from strata.cognition.writers.episodes import EpisodeCutter
-from strata.cognition.writers.facts import ExtractAfterTurn, FactExtraction
+from strata.bot.writers.compaction import CompactionHook
+from strata.bot.writers.episodes import EpisodeCutter
+from strata.bot.writers.facts import ExtractAfterTurn, FactExtraction
 from strata.core.config import Settings
 from strata.core.ports import AfterTurn, ChatModel, Clock, ContextSource, Embedder
 from strata.memory.coordination.claims import RunnerLeases

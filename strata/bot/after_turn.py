@@ -2,7 +2,7 @@
 a task of its own, off the hot path, once the reply is stored. A hook that fails is logged
 and skipped; it never fails the turn or the bot. The hooks
 are wired by `strata.app.memory_wiring` (the model-writing ones live in
-`strata.cognition.writers`).
+`strata.bot.writers`).
 """
 
 from __future__ import annotations

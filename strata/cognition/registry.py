@@ -94,7 +94,7 @@ class JobContext(Generic[P]):
         """The services' model on this run's budget: every call's tokens count in
         `tokens` (and so in the run's row), and a call after the budget is spent raises
         `BudgetExhaustedError`. For jobs whose model work is not a turn (consolidate, through
-        `strata.cognition.writers`: only cognition calls it, memory never does)."""
+        `strata.bot.writers`: only cognition calls it, memory never does)."""
         return MeteredChat(self.chat, self.charge, lambda: self.remaining)
 
     async def charge(self, tokens: int) -> None:

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from strata.bot.outbound import Outbound
 from strata.bot.tools import ToolRegistry
 from strata.bot.turns import TurnProcessor
+from strata.bot.writers.episodes import EpisodeCutter
+from strata.bot.writers.facts import FactExtraction
 from strata.cognition.connectors import Connector
 from strata.cognition.research import SearchProvider
-from strata.cognition.writers.episodes import EpisodeCutter
-from strata.cognition.writers.facts import FactExtraction
 from strata.core.config import Settings
 from strata.core.ports import ChatModel, Clock, Embedder
 from strata.memory.coordination.claims import RunnerLeases

@@ -30,7 +30,7 @@ from typing import Any
 
 from strata.app.compose import App
 from strata.app.memory_wiring import make_lifecycle_policy
-from strata.cognition.writers.consolidate import consolidate_owner
+from strata.bot.writers.consolidate import consolidate_owner
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
 from strata.core.config_sections import DbSettings

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from strata.app.compose import App
-from strata.cognition.writers.compaction import CompactionHook, compact_channel
+from strata.bot.writers.compaction import CompactionHook, compact_channel
 from strata.core.clock import ManualClock
 from strata.core.types import NewRow, Role
 from strata.memory.lifecycle.compaction import CompactionPolicy

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from strata.bot.llm import OpenAIChatModel
-from strata.cognition.writers.episodes import EpisodeCutter
+from strata.bot.writers.episodes import EpisodeCutter
 from strata.core.clock import ManualClock
 from strata.core.types import ChannelKind, RowKind
 from strata.memory.engines.db import Database

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from strata.app.compose import App
-from strata.cognition.prompts.facts import SYSTEM, FactsSchema, system_prompt
-from strata.cognition.writers.facts import FactExtraction, model_completer
+from strata.bot.writers.facts import FactExtraction, model_completer
+from strata.bot.writers.prompts.facts import SYSTEM, FactsSchema, system_prompt
 from strata.core.clock import ManualClock
 from strata.core.errors import ModelBadResponseError
 from strata.core.types import Channel, ChannelKind, NewRow, Person, Role

@@ -10,8 +10,8 @@ import re
 import pytest
 
 from strata.app.compose import App
-from strata.cognition.prompts.facts import system_prompt
-from strata.cognition.writers.facts import model_completer
+from strata.bot.writers.facts import model_completer
+from strata.bot.writers.prompts.facts import system_prompt
 from strata.core.clock import ManualClock
 from strata.core.errors import ModelBadResponseError
 from strata.core.types import Role

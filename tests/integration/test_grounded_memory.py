@@ -9,9 +9,9 @@ import json
 from typing import Any
 
 from strata.app.compose import App
-from strata.cognition.writers.compaction import compact_channel
-from strata.cognition.writers.facts import model_completer
-from strata.cognition.writers.rollup import rollup_channel
+from strata.bot.writers.compaction import compact_channel
+from strata.bot.writers.facts import model_completer
+from strata.bot.writers.rollup import rollup_channel
 from strata.core.clock import ManualClock
 from strata.core.types import Role
 from strata.memory.checks import grounding as g

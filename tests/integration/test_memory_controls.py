@@ -11,7 +11,7 @@ from typing import Any
 
 from strata.app.compose import App
 from strata.bot.prompt import MEMORY_PREAMBLE
-from strata.cognition.writers.facts import model_completer
+from strata.bot.writers.facts import model_completer
 from strata.core.clock import ManualClock
 from strata.core.types import InboundMessage, TurnResult
 from strata.memory.coordination.jobruns import JobRunRepo

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from strata.app.compose import App
-from strata.cognition.writers.consolidate import consolidate_owner
-from strata.cognition.writers.rollup import rollup_channel
+from strata.bot.writers.consolidate import consolidate_owner
+from strata.bot.writers.rollup import rollup_channel
 from strata.core.clock import ManualClock
 from strata.core.types import NewRow, Role
 from strata.memory.lifecycle.clustering import cluster_labels
@@ -207,7 +207,7 @@ async def test_extractive_parents_need_no_model(app: App, fake_openai: FakeOpenA
 
 async def test_recall_drops_tombstoned_children_at_once_and_never_shows_compactions(
         app: App, rollup_model: FakeOpenAI, clock: ManualClock) -> None:
-    from strata.cognition.writers.compaction import compact_channel
+    from strata.bot.writers.compaction import compact_channel
     from strata.memory.lifecycle.compaction import CompactionPolicy
 
     scope = await make_scope(app.db, "kay", clock.now())
@@ -249,7 +249,7 @@ async def test_a_huge_cluster_is_summarised_within_the_input_limit(
     """However long the children's summaries, one parent's summary request stays within
     `input_tokens` (each child gets its share); more children than fit are refused (a round
     splits such a cluster into several parents)."""
-    from strata.cognition.writers.rollup import write_parent
+    from strata.bot.writers.rollup import write_parent
     from strata.memory.store.episodes import EpisodeRepo
 
     scope = await make_scope(app.db, "many", clock.now())

@@ -7,16 +7,8 @@ nothing stored echoes a prompt, its examples or the tool list."""
 from __future__ import annotations
 
 from strata.app.compose import App
-from strata.cognition.prompts import (
-    compaction,
-    dmn,
-    episode_summary,
-    geo,
-    patterns,
-    research,
-    rollup,
-    synthesis,
-)
+from strata.bot.writers.prompts import compaction, episode_summary, rollup
+from strata.cognition.prompts import dmn, geo, patterns, research, synthesis
 from strata.core.clock import ManualClock
 from strata.core.types import Role
 from strata.memory.checks import grounding as g

@@ -10,8 +10,8 @@ from datetime import timedelta
 from typing import Any
 
 from strata.app.compose import App
-from strata.cognition.writers.compaction import compact_channel
-from strata.cognition.writers.rollup import rollup_channel
+from strata.bot.writers.compaction import compact_channel
+from strata.bot.writers.rollup import rollup_channel
 from strata.core.clock import ManualClock
 from strata.core.types import Person
 from strata.memory.lifecycle.compaction import CompactionPolicy

@@ -1,7 +1,6 @@
 """docs/architecture.md's two walks are true: every step's file and function exist, the step
 each row says calls it does call it (by name, in its body), and the crossings column is the
-layers' real direction (`pyproject.toml`'s layers contract), with no call up in either walk
-but the one named in `KNOWN_UP`.
+layers' real direction (`pyproject.toml`'s layers contract), with no call up in either walk.
 
 A walk row reads `| 5 | `path.py` | `Class.method` (as `name`) | 3 | down | what |`: the
 function is a dotted path in the module (methods and nested functions too); `(as `name`)` is
@@ -26,10 +25,7 @@ WALKS = ("Walk 1: one Telegram message", "Walk 2: one job run")
 ROW = re.compile(
     r"^\| (\d+) \| `([^`]+)` \| `([^`]+)`(?: \(as `([^`]+)`\))? \| (\d+|—) \| (\w+|—) \|")
 TOTALS = re.compile(r"^Crossings: (\d+) down, (\d+) room, (\d+) up\.$")
-# The one upward call left: the turn's after-turn hook that asks the model (the episode cut,
-# then facts), which lives in `strata/cognition/writers` and is reached through the hook port.
-# Moving that work onto the jobs' background path empties this set; nothing else may go up.
-KNOWN_UP = {("Walk 1: one Telegram message", "ExtractAfterTurn.__call__")}
+
 
 
 @dataclass(frozen=True)
@@ -144,11 +140,10 @@ def test_the_crossings_are_the_layers_own_and_none_goes_up(title: str) -> None:
             assert step.crossing == real, f"{step.number}: says {step.crossing}, is {real}"
         if real != "same":
             counted["up" if real == "up" and step.crossing != "room" else step.crossing] += 1
-        if step.crossing == "up":
-            assert (title, step.function) in KNOWN_UP, f"{step.number}: a new call up"
     totals = [TOTALS.match(line) for line in _section(title)]
     stated = [m.groups() for m in totals if m is not None]
-    assert stated == [(str(counted["down"]), str(counted["room"]), str(counted["up"]))]
+    assert counted["up"] == 0
+    assert stated == [(str(counted["down"]), str(counted["room"]), "0")]
 
 
 def test_a_step_that_does_not_exist_is_caught() -> None:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from strata.cognition.prompts.episode_summary import build_messages
+from strata.bot.writers.prompts.episode_summary import build_messages
 from strata.core.types import Role, RowKind, TranscriptRow
 from strata.memory.engines.fts import owner_scoped
 from strata.memory.lifecycle.episode_answer import parse

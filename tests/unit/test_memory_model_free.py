@@ -1,5 +1,5 @@
 """`strata.memory` calls no model (issue #36, one model path): model work that writes memory
-is asked in cognition (`strata.cognition.writers`) and reaches a store only through memory's
+is asked in cognition (`strata.bot.writers`) and reaches a store only through memory's
 checks. The model's port (`ChatModel`) lives in `strata.core.ports` beside ports memory does
 use (`Clock`, `Embedder`), so an import-linter contract cannot tell them apart: this test reads
 every module of `strata/memory` instead."""

@@ -39,9 +39,9 @@ def test_every_prompt_module_is_read() -> None:
     names = {name.rsplit(".", 1)[0] for name, _ in prompt_texts()}
     assert {"strata.cognition.prompts.patterns", "strata.cognition.prompts.geo",
             "strata.cognition.prompts.research", "strata.cognition.prompts.dmn",
-            "strata.cognition.prompts.synthesis", "strata.cognition.prompts.facts",
-            "strata.cognition.prompts.compaction", "strata.cognition.prompts.rollup",
-            "strata.cognition.prompts.episode_summary"} <= names
+            "strata.cognition.prompts.synthesis", "strata.bot.writers.prompts.facts",
+            "strata.bot.writers.prompts.compaction", "strata.bot.writers.prompts.rollup",
+            "strata.bot.writers.prompts.episode_summary"} <= names
 
 
 @pytest.mark.parametrize(("name", "text"), prompt_texts(), ids=lambda v: v[:50])

@@ -1,4 +1,4 @@
-"""Consolidate: `strata.cognition.writers.consolidate` — compaction of each channel, then the
+"""Consolidate: `strata.bot.writers.consolidate` — compaction of each channel, then the
 episode roll-up rounds (UMAP → HDBSCAN) on each memory-producing channel — for a person or
 a shared room. Input watermark: the apex counts per channel and level plus the newest
 transcript row, so an owner whose memory did not change is not clustered again."""
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from strata.bot.writers.consolidate import consolidate_owner
 from strata.cognition.jobs.common import TranscriptPorts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
-from strata.cognition.writers.consolidate import consolidate_owner
 from strata.memory.lifecycle.passes import MemoryLifecycle
 from strata.memory.store.episodes import EpisodeRepo
 

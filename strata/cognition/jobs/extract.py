@@ -3,7 +3,7 @@
 First the conversation windows the person left open are closed: they have been idle long
 enough that the conversation paused, so the episode cutter flushes them into episodes (only
 channels whose sources make episodes). Then the data graph's extractor
-(`strata.cognition.writers.facts` over `strata.memory.facts.extraction`, which keeps its
+(`strata.bot.writers.facts` over `strata.memory.facts.extraction`, which keeps its
 own per-episode cursor and checks the model's answer) reads the new episodes, with its model
 call routed through a background turn on the muted `job:extract` channel. Input watermark:
 the newest unread episode and the newest row not yet cut into an episode. With
@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from strata.bot.writers.episodes import EpisodeCutter
+from strata.bot.writers.facts import FactExtraction
 from strata.cognition.jobs.common import TranscriptPorts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
-from strata.cognition.writers.episodes import EpisodeCutter
-from strata.cognition.writers.facts import FactExtraction
 from strata.core.config import Settings
 from strata.core.types import ChatMessage
 from strata.memory.facts.candidates import FactsSchema

@@ -1,7 +1,7 @@
 """Fact candidates as the model proposes them (untrusted): the answer's shape (`FactsSchema`,
 requested as its JSON schema), its lenient reading (`parse_answer`: one bad item does not cost
 the others) and the excerpts a batch shows (`Excerpt`). The prompt is cognition's
-(`strata.cognition.prompts.facts`); every candidate is checked before it is stored
+(`strata.bot.writers.prompts.facts`); every candidate is checked before it is stored
 (`strata.memory.facts.routing`). Imports no model.
 
 The contract with the model (tested as text): every candidate carries `modality` and

@@ -4,7 +4,7 @@ Per owner, a cursor (`fact_cursors`) marks the newest leaf episode already read,
 episode is never read twice. Only episodes whose source profile has `facts` on are used, and
 nothing runs while the person has paused memory. A run is three steps: `prepare` reads the
 next batch (the episodes' excerpts, the known facts, the kinds allowed), cognition asks the
-model (`strata.cognition.writers.facts`, through a background turn), and `accept` reads the
+model (`strata.bot.writers.facts`, through a background turn), and `accept` reads the
 answer (`strata.memory.facts.candidates`) and routes each candidate through the checks
 and the grounding rule (`strata.memory.facts.routing`), the one door into the graph.
 Plain first-person statements are also read without the model (`plain_facts`), so a person's

@@ -11,7 +11,7 @@ skipped when it reads as a joke ("lol", "just kidding", "/s"); a sentence is ski
 a question, a hypothetical or wish ("if I moved…", "I'd love to…"), reported speech ("my boss
 said…"), negated (except "I don't eat/drink…", a diet), or about a passing moment ("today",
 "right now"). "Actually …" / "No, …" before a statement makes it a correction. Imports
-`memory.domain.fact_candidates` and `statement_kind` only; whether a sentence
+`memory.facts.candidates` and `statement_kind` only; whether a sentence
 is a plain statement at all is `statement_kind`'s.
 """
 

@@ -4,7 +4,7 @@ the channel's history watermark (docs/memory.md).
 
 The summary covers the oldest rows after the current watermark, up to a turn boundary, and
 leaves a recent tail verbatim (`compaction_due`). The model's summary is written in cognition
-(`strata.cognition.writers.compaction`) and reaches the store only through `store_compaction`,
+(`strata.bot.writers.compaction`) and reaches the store only through `store_compaction`,
 which passes it through the grounding rule; without a model, or when the model's summary is
 empty or refused, the summary is extractive: the most distinct sentences of the previous
 summary and the new rows (strata.memory.rules.extractive), so the watermark still advances

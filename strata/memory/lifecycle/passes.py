@@ -1,6 +1,6 @@
 """The memory life cycle over one database, for the operator CLI and the background runner:
 
-- `MemoryLifecycle`: what the consolidate pass (`strata.cognition.writers.consolidate`, which
+- `MemoryLifecycle`: what the consolidate pass (`strata.bot.writers.consolidate`, which
   asks the model) reads and writes: a channel's compaction work and its stored summary
   (`strata.memory.lifecycle.compaction`), a roll-up round's clusters and their stored parents
   (`strata.memory.lifecycle.rollup`); the model's text is stored only through their checks;

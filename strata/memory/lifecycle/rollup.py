@@ -11,7 +11,7 @@ for provenance, hidden from recall, deleted by the janitor after 30 days). Noise
 never forced into a cluster: they stay apexes for the next round. Rounds are triggered by
 counts only, never by a similarity score (`rollup_round`).
 
-Summaries: the model's is asked in cognition (`strata.cognition.writers.rollup`) and reaches the
+Summaries: the model's is asked in cognition (`strata.bot.writers.rollup`) and reaches the
 store only through `store_parent`: it must validate as `RollupAnswer` and pass the grounding
 rule. Without one (`use_model` off, an unusable or refused answer) the parent is extractive: the
 children's most distinct sentences within the word budget. Imports no model.

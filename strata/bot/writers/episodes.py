@@ -1,6 +1,6 @@
 """Episode summaries' model work: the episode cutter. Memory reads a channel's closed
 windows and stores their episodes (`strata.memory.lifecycle.episode_cut.EpisodeWindows`); here
-each window's text is asked of the model (`strata.cognition.prompts.episode_summary`, a JSON
+each window's text is asked of the model (`strata.bot.writers.prompts.episode_summary`, a JSON
 schema) and handed to memory's `accept`, which validates and grounds it. A malformed, failed or
 refused answer is asked once more, then the window's own text is stored as an extractive
 episode, so no window is ever skipped.
@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from strata.cognition.prompts import episode_summary
+from strata.bot.writers.prompts import episode_summary
 from strata.core.errors import ModelError
 from strata.core.ports import ChatModel, Clock
 from strata.core.retry import RetryPolicy

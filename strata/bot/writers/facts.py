@@ -1,6 +1,6 @@
 """Fact extraction's model work: one model call per batch of an owner's new episodes. Memory
 prepares the batch (`strata.memory.facts.extraction.FactExtractor.prepare`); the request
-is built here (`strata.cognition.prompts.facts`) and asked through `Complete` (the job's
+is built here (`strata.bot.writers.prompts.facts`) and asked through `Complete` (the job's
 background turn on `job:extract`, or after a turn the model charged to the owner); memory's
 `accept` reads the answer and routes each candidate through the checks and the grounding
 rule before anything reaches the data graph.
@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from strata.cognition.prompts.facts import KnownFact, build_messages
+from strata.bot.writers.prompts.facts import KnownFact, build_messages
 from strata.core.errors import ModelError
 from strata.core.ports import AfterTurn, ChatModel, Clock
 from strata.core.types import Channel, ChatMessage, Person

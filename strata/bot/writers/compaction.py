@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from strata.cognition.prompts import compaction as prompt
+from strata.bot.writers.prompts import compaction as prompt
 from strata.core.errors import ModelBadResponseError, ModelError
 from strata.core.ports import ChatModel, Clock
 from strata.core.types import Channel, Person

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from strata.cognition.writers.compaction import compact_until_under_budget
-from strata.cognition.writers.rollup import rollup_channel
+from strata.bot.writers.compaction import compact_until_under_budget
+from strata.bot.writers.rollup import rollup_channel
 from strata.core.ports import ChatModel
 from strata.memory.lifecycle.compaction import CompactionResult
 from strata.memory.lifecycle.passes import LifecyclePolicy, MemoryLifecycle

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime
 
-from strata.cognition.prompts import rollup as prompt
+from strata.bot.writers.prompts import rollup as prompt
 from strata.core.errors import ModelBadResponseError, ModelError
 from strata.core.ports import ChatModel
 from strata.memory.lifecycle.passes import MemoryLifecycle
