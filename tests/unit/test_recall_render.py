@@ -1,7 +1,6 @@
 """The recall block as the model reads it (`strata.memory.domain.recall_render`): dates as a
-person writes them, rows as transcript lines with who said them, every line quoted data, and
-never longer than the form selection pays for, so the block keeps within the budget with the
-same rows chosen."""
+person writes them, rows as transcript lines with who said them, and never longer than the
+form selection pays for, so the block keeps within the budget with the same rows chosen."""
 
 from __future__ import annotations
 
