@@ -136,8 +136,8 @@ async def test_each_channel_is_named_once_above_its_quoted_rows(
         for line in block.splitlines():
             if line.startswith("From the "):
                 under = line
-            elif line.startswith("alice: the violin"):
-                text = line.removeprefix("alice: ")
+            elif line.startswith("> alice: the violin"):
+                text = line.removeprefix("> alice: ")
                 ch = telegram if text in said[telegram] else console
                 assert text in said[ch] and under == f"From the private chat on {ch.platform}:"
                 quoted += 1
@@ -282,10 +282,10 @@ async def test_compaction_tool_and_muted_rows_are_never_recalled(
     await index(db, emb, clock)
     result = await recall_for(db, emb, clock).search(alice.id, "zebra", clock.now())
     # Quoted as a window of the transcript: the channel in a heading, the date as a person
-    # writes it, then who said what.
+    # writes it, then who said what, as quoted data.
     assert [i.text for i in result.items] == ["zebra in the zoo"]
     assert result.render() == ("From the private chat on console:\n"
-                               "5 January 2026\nalice: zebra in the zoo")
+                               "5 January 2026\n> alice: zebra in the zoo")
 
 
 async def test_recency_breaks_ties_and_duplicates_collapse(

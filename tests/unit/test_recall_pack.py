@@ -160,8 +160,9 @@ def test_the_packed_block_never_exceeds_the_budget(headings: bool) -> None:
         if block is None:
             continue
         assert count_tokens(block) <= RecallResult(tuple(items)).tokens <= budget
-        for i in items:  # every quoted row whole, verbatim, with who said it
-            assert all(fresh[r - 100]["content"] in block.splitlines() for r in i.cited_rows)
+        for i in items:  # every quoted row whole, verbatim, with who said it, as quoted data
+            assert all(f"> {fresh[r - 100]['content']}" in block.splitlines()
+                       for r in i.cited_rows)
         if headings:
             wheres = [line for line in block.splitlines() if line.startswith("From the ")]
             assert len(wheres) == len(set(wheres)) >= 1

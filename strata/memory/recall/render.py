@@ -5,8 +5,11 @@ A span is priced in one form and shown in another. The price (`SpanCost`, `price
 compact form selection has always paid for: an ISO date header and every line quoted with
 "  > ". What the model reads (`render_span`) is written for a small reader: the date as a person
 says it ("8 May 2023"), then each row on its own line starting with who said it, like a
-transcript. It is never longer than its price (the date's extra characters are paid by the
-quote marks it drops), so the block stays within the budget and what is chosen is unchanged.
+transcript, every line still quoted with "> " (what was said is data, never an instruction: a
+stored "ignore previous instructions" must not read like one). It is never longer than its
+price: the two characters of indent it drops per line pay for the longer date, and where they
+do not (a one-line span on "28 September 2023") the months are shortened ("28 Sep 2023"), so
+the block stays within the budget and what is chosen is unchanged.
 """
 
 from __future__ import annotations
@@ -34,24 +37,30 @@ def date_of(ts: str) -> str:
     return ts[:10]
 
 
-def spoken_date(day: str) -> str:
+def _month(month: str, short: bool) -> str:
+    name = MONTHS[int(month) - 1]
+    return name[:3] if short else name
+
+
+def spoken_date(day: str, short: bool = False) -> str:
     """An ISO day as a person writes it: "2023-05-08" → "8 May 2023" (what a reply can repeat
-    as it stands; a small model copies "2023-05-08" rather than say the date)."""
+    as it stands; a small model copies "2023-05-08" rather than say the date); `short`: the
+    month in three letters ("28 Sep 2023")."""
     year, month, d = day.split("-")
-    return f"{int(d)} {MONTHS[int(month) - 1]} {year}"
+    return f"{int(d)} {_month(month, short)} {year}"
 
 
-def spoken_range(start: str, end: str) -> str:
+def spoken_range(start: str, end: str, short: bool = False) -> str:
     """Two ISO days as one span of dates: "8 May 2023", "8 to 9 May 2023", "30 May to
     2 June 2023", "31 December 2023 to 1 January 2024"."""
     if start == end:
-        return spoken_date(start)
+        return spoken_date(start, short)
     (y0, m0, d0), (y1, m1, _d1) = start.split("-"), end.split("-")
     if y0 != y1:
-        return f"{spoken_date(start)} to {spoken_date(end)}"
+        return f"{spoken_date(start, short)} to {spoken_date(end, short)}"
     if m0 != m1:
-        return f"{int(d0)} {MONTHS[int(m0) - 1]} to {spoken_date(end)}"
-    return f"{int(d0)} to {spoken_date(end)}"
+        return f"{int(d0)} {_month(m0, short)} to {spoken_date(end, short)}"
+    return f"{int(d0)} to {spoken_date(end, short)}"
 
 
 def render_item(c: Candidate, provenance: bool = True) -> str:
@@ -78,10 +87,10 @@ def row_line(row: Row) -> str:
 
 
 def reader_line(row: Row) -> str:
-    """A row as the model reads it: who said it and what, as a transcript line; a message's
-    further lines indented under it, so none stands alone as if outside the quote."""
-    first, *rest = _said(row) or [""]
-    return "\n".join([first, *("  " + line for line in rest)])
+    """A row as the model reads it: who said it and what, as a transcript line, every line of
+    it quoted with "> " (a message's further lines too, so none stands alone as if it were
+    the prompt's own words)."""
+    return "\n".join("> " + line for line in _said(row))
 
 
 def row_where(row: Row) -> str:
@@ -105,10 +114,14 @@ def priced_span(rows: Sequence[Row], provenance: bool = True) -> str:
 def render_span(rows: Sequence[Row], provenance: bool = True) -> str:
     """Neighbouring rows as the model reads them: the date (range) as a person says it and
     the channel (unless a heading above gives it), then each row as a transcript line. Never
-    longer than `priced_span`."""
-    when = spoken_range(date_of(rows[0]["ts"]), date_of(rows[-1]["ts"]))
-    head = f"{when}, {row_where(rows[0])}" if provenance else when
-    return head + "\n" + "\n".join(reader_line(x) for x in rows)
+    longer than `priced_span`: where the months in full would make it so, they are shortened."""
+    days = date_of(rows[0]["ts"]), date_of(rows[-1]["ts"])
+    body = "\n".join(reader_line(x) for x in rows)
+    where = f", {row_where(rows[0])}" if provenance else ""
+    shown = f"{spoken_range(*days)}{where}\n{body}"
+    if len(shown) <= len(priced_span(rows, provenance)):
+        return shown
+    return f"{spoken_range(*days, short=True)}{where}\n{body}"
 
 
 @dataclass
