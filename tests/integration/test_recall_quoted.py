@@ -10,7 +10,7 @@ from typing import Any
 from strata.app.compose import App
 from strata.core.clock import ManualClock
 from strata.core.types import InboundMessage
-from strata.memory.domain.fact_types import NewFact
+from strata.memory.rules.fact_types import NewFact
 from tests.fakes.openai_server import FakeOpenAI
 
 HOSTILE = [
