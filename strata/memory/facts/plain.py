@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable
 
 from strata.memory.facts.candidates import Candidate
+from strata.memory.rules.fact_words import PROFESSIONS
 from strata.memory.rules.statement_kind import (
     is_joke,
     is_passing,
@@ -51,21 +52,6 @@ _RELATIONS = (r"(?i:mother|mum|mom|father|dad|sister|brother|wife|husband|partne
               r"grandfather|grandma|grandpa|granny|niece|nephew|best friend|flatmate|"
               r"roommate|stepmother|stepfather|stepson|stepdaughter|"
               r"dog|cat|puppy|kitten|parrot|rabbit|hamster|horse|tortoise|budgie)")
-_PROFESSIONS = frozenset((
-    "accountant", "actor", "actress", "architect", "artist", "baker", "barista", "barber",
-    "biologist", "builder", "butcher", "carpenter", "cashier", "chef", "chemist", "cleaner",
-    "coach", "consultant", "cook", "dancer", "dentist", "designer", "developer", "doctor",
-    "driver", "economist", "editor", "electrician", "engineer", "farmer", "firefighter",
-    "gardener", "hairdresser", "journalist", "judge", "lawyer", "lecturer", "librarian",
-    "mechanic", "midwife", "musician", "nanny", "nurse", "optician", "painter", "paramedic",
-    "pharmacist", "photographer", "physicist", "physiotherapist", "pilot", "plumber",
-    "policeman", "policewoman", "postman", "professor", "programmer", "psychologist",
-    "receptionist", "researcher", "scientist", "secretary", "singer", "soldier", "student",
-    "surgeon", "tailor", "teacher", "therapist", "translator", "vet", "veterinarian",
-    "waiter", "waitress", "writer",
-))
-# Public: recall's fact bridges state a job in these words (`recall_bridge`).
-PROFESSIONS = _PROFESSIONS
 _CONDITIONS = (r"(?:type [12] )?(?i:diabetes|asthma|epilepsy|coeliac disease|celiac disease|"
                r"migraines|arthritis|eczema|adhd|autism|dyslexia|tinnitus|psoriasis)")
 _TRAITS = (r"(?i:lactose intolerant|gluten intolerant|colou?r-?blind|left-handed|"
@@ -154,7 +140,7 @@ def _trait(m: re.Match[str]) -> Found:
 
 @_rule(rf"{_I_AM} (?P<x>(?:a|an) (?:retired |former )?(?P<job>[a-z]+)\b(?:{_REST})?)")
 def _job(m: re.Match[str]) -> Found:
-    if m["job"].lower() not in _PROFESSIONS:
+    if m["job"].lower() not in PROFESSIONS:
         return []
     return [("self", "job", f"Is {_own(m['x'].strip())}")]
 
@@ -219,7 +205,7 @@ def _relation(m: re.Match[str]) -> Found:
 @_rule(rf"(?i:my) (?P<rel>{_RELATIONS}) is (?P<x>(?:a|an) (?:retired |former )?"
       rf"(?P<job>[a-z]+)\b(?:{_REST})?)")
 def _relation_job(m: re.Match[str]) -> Found:
-    if m["job"].lower() not in _PROFESSIONS:
+    if m["job"].lower() not in PROFESSIONS:
         return []
     rel = m["rel"].lower()
     return [(rel, "job", f"{rel.capitalize()} is {_own(m['x'].strip())}")]
