@@ -32,7 +32,8 @@ import pytest
 from strata.app.compose import App
 from strata.bot.embedded import EmbeddedModels, Endpoint, runtime_installed
 from strata.bot.prompt import MEMORY_PREAMBLE
-from strata.bot.writers.prompts import compaction, synthesis
+from strata.bot.writers.prompts import compaction
+from strata.cognition.prompts import synthesis
 from strata.core.clock import ManualClock
 from strata.core.config import Settings, load_settings
 from tests.conftest import ENGINE, strata_env

@@ -13,11 +13,12 @@ import re
 
 import pytest
 
+import strata.bot.writers.prompts
 import strata.cognition.prompts
 from strata.memory.checks import grounding
 from strata.memory.rules.fact_types import FACT_KINDS
 
-PACKAGES = (strata.cognition.prompts,)
+PACKAGES = (strata.cognition.prompts, strata.bot.writers.prompts)
 # A string value in example JSON: "key": "value", or a list item ["value", ...].
 _VALUE = re.compile(r'"\w+"\s*:\s*"([^"]*)"|[\[,]\s*"([^"]*)"\s*(?=[,\]])')
 # Descriptions where an example belongs (beyond what the grounding rule already refuses).
