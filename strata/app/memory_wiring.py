@@ -39,6 +39,7 @@ from strata.memory.store.forget import Forgetter
 from strata.memory.store.linking import LinkCodes
 from strata.memory.store.persons import ChannelRepo, PersonRepo
 from strata.memory.store.portraits import PortraitRepo
+from strata.memory.store.recall_reads import RecallReads
 from strata.memory.store.refusals import RefusalRepo
 from strata.memory.store.row_vectors import RowIndexer
 from strata.memory.store.services.agents import AgentRepo
@@ -80,7 +81,7 @@ def make_recall(settings: Settings, db: Database, embedder: Embedder, clock: Clo
     """Turn-zero recall over `db` with its sources (it only reads: `strata memory recall`
     runs it on a read-only database)."""
     repos = Repos.over(db)
-    recall = Recall(db, embedder, clock, recall_tuning(settings))
+    recall = Recall(RecallReads(db), embedder, clock, recall_tuning(settings))
     recall.add_source(FactCandidates(repos.facts, repos.channels))
     return recall
 
