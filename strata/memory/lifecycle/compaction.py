@@ -23,12 +23,9 @@ from strata.core.tokens import count_tokens
 from strata.core.types import Role, RowKind, TranscriptRow
 from strata.memory.checks import grounding
 from strata.memory.rules.extractive import summarise
-from strata.memory.store.lifecycle import COMPACTION_SOURCE, LifecycleStore
+from strata.memory.store.lifecycle import LifecycleStore
 
 log = logging.getLogger(__name__)
-
-__all__ = ["COMPACTION_SOURCE", "CompactionPolicy", "CompactionResult", "CompactionWork",
-           "compaction_due", "store_compaction"]
 
 
 @dataclass(frozen=True, slots=True)
