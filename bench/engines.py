@@ -99,6 +99,7 @@ from strata.memory.rules.fact_types import NewFact  # noqa: E402
 from strata.memory.store.episodes import NewEpisode, insert_episode  # noqa: E402
 from strata.memory.store.facts import FactRepo  # noqa: E402
 from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
+from strata.memory.store.recall_reads import RecallReads  # noqa: E402
 from strata.memory.store.row_vectors import RowIndexer  # noqa: E402
 from strata.memory.store.transcript import TranscriptRepo  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
@@ -248,7 +249,8 @@ async def populate(stores: Sequence[Store], args: argparse.Namespace,
 def bot_recall(db: Database, vectors: dict[str, Any], dim: int) -> Recall:
     """Recall as the bot builds it (rows, episodes and facts), default tuning, answering the
     queries in `vectors` (text → vector) without an embedder."""
-    recall = Recall(db, PrecomputedEmbedder(vectors, dim), ManualClock(NOW), RecallTuning())
+    recall = Recall(RecallReads(db), PrecomputedEmbedder(vectors, dim), ManualClock(NOW),
+                    RecallTuning())
     recall.add_source(FactCandidates(FactRepo(db), ChannelRepo(db)))
     return recall
 
@@ -279,7 +281,7 @@ async def measure_recall(store: Store, queries: Sequence[PersonQueries], dim: in
     items = 0
     statements = Statements()
     statements.watch(store.db)
-    statements.watch(recall.pool)
+    statements.watch(recall.reads.pool)
     counted: dict[str, list[int]] = {"cold": [], "warm": []}
     try:
         for p, pq in enumerate(tqdm(queries, desc=f"recall {store.engine}", unit="person",

@@ -41,6 +41,7 @@ from strata.memory.lifecycle.clustering import cluster_labels  # noqa: E402
 from strata.memory.lifecycle.passes import MemoryLifecycle  # noqa: E402
 from strata.memory.store.episodes import EpisodeRepo, NewEpisode, as_blob  # noqa: E402
 from strata.memory.store.janitor import decay_pass, recompute_weights  # noqa: E402
+from strata.memory.store.lifecycle import LifecycleStore  # noqa: E402
 from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
 
@@ -106,8 +107,8 @@ async def bench_rollup(n: int) -> dict[str, Any]:
             labels = cluster_labels(vecs)
             clustering = time.perf_counter() - t
             t = time.perf_counter()
-            result = await rollup_channel(MemoryLifecycle(db, embedder), chat, channel.id, 0,
-                                          NOW)
+            result = await rollup_channel(MemoryLifecycle(LifecycleStore(db), embedder), chat,
+                                          channel.id, 0, NOW)
             full = time.perf_counter() - t
         finally:
             await chat.close()

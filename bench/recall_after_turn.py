@@ -45,7 +45,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             text, vec = pq.queries[0]
             await recall.search(person.id, text, engines.NOW, vector=vec)  # the first
             statements.watch(db)
-            statements.watch(recall.pool)
+            statements.watch(recall.reads.pool)
             for k, (text, vec) in enumerate(pq.queries):
                 await TranscriptRepo(db).append([NewRow(
                     ch.id, person.id, engines.NOW, ch.source, Role.USER, f"turn {k}: {text}",

@@ -57,6 +57,7 @@ from strata.memory.engines.db import Database  # noqa: E402
 from strata.memory.recall.search import Recall  # noqa: E402
 from strata.memory.recall.types import RecallTuning  # noqa: E402
 from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
+from strata.memory.store.recall_reads import RecallReads  # noqa: E402
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 SPAN_DAYS = 730
@@ -256,8 +257,8 @@ async def run_size(args: argparse.Namespace, size: int) -> dict[str, Any]:
                 "queries": len(queries),
                 "build_seconds": round(build_s, 1),
             }
-            recall = Recall(db, PrecomputedEmbedder(dict(queries), args.dim), ManualClock(NOW),
-                            RecallTuning())
+            recall = Recall(RecallReads(db), PrecomputedEmbedder(dict(queries), args.dim),
+                            ManualClock(NOW), RecallTuning())
             try:
                 start = time.perf_counter()
                 await recall.index.table(person.id)  # the person's first search loads them

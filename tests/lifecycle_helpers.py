@@ -17,6 +17,7 @@ from strata.core.types import Channel, ChannelKind, NewRow, Person, Role, RowKin
 from strata.memory.engines.db import Database
 from strata.memory.lifecycle.passes import MemoryLifecycle
 from strata.memory.store.episodes import LEAF, EpisodeRepo, NewEpisode
+from strata.memory.store.lifecycle import LifecycleStore
 from strata.memory.store.persons import ChannelRepo, PersonRepo
 from strata.memory.store.transcript import TranscriptRepo
 
@@ -34,7 +35,7 @@ class HasMemory(Protocol):
 def lifecycle(app: HasMemory) -> MemoryLifecycle:
     """The memory life cycle over the app's database (as the composition root builds it;
     the tests pass their own policies)."""
-    return MemoryLifecycle(app.db, app.embedder)
+    return MemoryLifecycle(LifecycleStore(app.db), app.embedder)
 
 
 @dataclass

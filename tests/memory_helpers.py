@@ -13,6 +13,7 @@ from strata.core.types import Channel, ChannelKind, NewRow, Person, Role, RowKin
 from strata.memory.engines.db import Database
 from strata.memory.engines.migrations import available
 from strata.memory.lifecycle.episode_cut import CutSettings, EpisodeWindows
+from strata.memory.store.episode_cuts import EpisodeCuts
 from strata.memory.store.persons import ChannelRepo, PersonRepo
 from strata.memory.store.row_vectors import RowIndexer
 from strata.memory.store.transcript import TranscriptRepo
@@ -78,7 +79,7 @@ def row_indexer(db: Database, embedder: Embedder) -> RowIndexer:
 def episode_cutter(db: Database, embedder: Embedder, clock: Clock, chat: ChatModel | None,
                    settings: CutSettings) -> EpisodeCutter:
     """An episode cutter over `db` with its repositories (as the composition root wires it)."""
-    return EpisodeCutter(EpisodeWindows(db, embedder, settings, TranscriptRepo(db),
+    return EpisodeCutter(EpisodeWindows(EpisodeCuts(db), embedder, settings, TranscriptRepo(db),
                                         PersonRepo(db)), clock, chat)
 
 

@@ -33,12 +33,16 @@ from strata.memory.lifecycle.passes import LifecyclePolicy, MemoryLifecycle
 from strata.memory.lifecycle.rollup import RollupPolicy
 from strata.memory.recall.facts import FactCandidates
 from strata.memory.recall.search import Recall, RecallTuning
+from strata.memory.store.episode_cuts import EpisodeCuts
 from strata.memory.store.episodes import EpisodeRepo
+from strata.memory.store.fact_reading import FactReading
 from strata.memory.store.facts import FactRepo
 from strata.memory.store.forget import Forgetter
+from strata.memory.store.lifecycle import LifecycleStore
 from strata.memory.store.linking import LinkCodes
 from strata.memory.store.persons import ChannelRepo, PersonRepo
 from strata.memory.store.portraits import PortraitRepo
+from strata.memory.store.recall_reads import RecallReads
 from strata.memory.store.refusals import RefusalRepo
 from strata.memory.store.row_vectors import RowIndexer
 from strata.memory.store.services.agents import AgentRepo
@@ -80,7 +84,7 @@ def make_recall(settings: Settings, db: Database, embedder: Embedder, clock: Clo
     """Turn-zero recall over `db` with its sources (it only reads: `strata memory recall`
     runs it on a read-only database)."""
     repos = Repos.over(db)
-    recall = Recall(db, embedder, clock, recall_tuning(settings))
+    recall = Recall(RecallReads(db), embedder, clock, recall_tuning(settings))
     recall.add_source(FactCandidates(repos.facts, repos.channels))
     return recall
 
@@ -162,11 +166,12 @@ def build_memory(settings: Settings, db: Database, repos: Repos, embedder: Embed
     model for calls made outside a job run, charged to the memory owner."""
     facts = FactStore(repos.facts, embedder)
     row_indexer = RowIndexer(db, embedder, transcript=repos.transcript, persons=repos.persons)
-    windows = EpisodeWindows(db, embedder, cut_settings(settings), repos.transcript,
+    windows = EpisodeWindows(EpisodeCuts(db), embedder, cut_settings(settings), repos.transcript,
                              repos.persons)
     cutter = EpisodeCutter(windows, clock, chat, chat_for=metered("cut:turn"))
     extractor = FactExtraction(
-        FactExtractor(db, facts, repos.persons, min_confidence=settings.facts.min_confidence),
+        FactExtractor(FactReading(db), facts, repos.persons,
+                      min_confidence=settings.facts.min_confidence),
         input_tokens=settings.facts.input_tokens)
     after_turn: list[AfterTurn] = [
         row_indexer,
@@ -175,7 +180,7 @@ def build_memory(settings: Settings, db: Database, repos: Repos, embedder: Embed
         if settings.facts.extract_after_turn
         else cutter,
     ]
-    lifecycle = MemoryLifecycle(db, embedder, make_lifecycle_policy(settings))
+    lifecycle = MemoryLifecycle(LifecycleStore(db), embedder, make_lifecycle_policy(settings))
     if settings.lifecycle.compact_after_turn:
         after_turn.append(CompactionHook(lifecycle, chat, clock, lifecycle.policy.compaction,
                                          chat_for=metered("compact:turn")))

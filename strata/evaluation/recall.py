@@ -49,6 +49,7 @@ from strata.evaluation.recall_metrics import Answer, abstention_sample, quoted_i
 from strata.memory.lifecycle.passes import MemoryLifecycle
 from strata.memory.recall.render import priced_span, render_span
 from strata.memory.store.janitor import decay_pass
+from strata.memory.store.lifecycle import LifecycleStore
 
 log = logging.getLogger(__name__)
 
@@ -258,8 +259,8 @@ async def _eval_conversation(
             texts = {t.turn_id: row_text(t) for t in turns}
             progress.step(0, f"{conv}: {len(turns)} turns in")
             if options.consolidate:
-                done = await consolidate_owner(MemoryLifecycle(app.db, app.embedder), app.chat,
-                                               person.id, clock.now(),
+                lifecycle = MemoryLifecycle(LifecycleStore(app.db), app.embedder)
+                done = await consolidate_owner(lifecycle, app.chat, person.id, clock.now(),
                                                make_lifecycle_policy(app.settings))
                 decayed = await decay_pass(app.db, clock.now(), person.id)
                 log.info("%s: consolidate %s; decay %s", conv, done, decayed)

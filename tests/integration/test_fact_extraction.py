@@ -18,6 +18,7 @@ from strata.core.types import Channel, ChannelKind, NewRow, Person, Role
 from strata.memory.facts.extraction import FactExtractor, evidence_problem
 from strata.memory.facts.fact_store import FactStore
 from strata.memory.store.episodes import EpisodeRepo, NewEpisode
+from strata.memory.store.fact_reading import FactReading
 from strata.memory.store.facts import FactRepo
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -46,8 +47,8 @@ async def episode(app: App, clock: ManualClock, p: Person, ch: Channel,
 
 
 def extractor(app: App) -> FactExtraction:
-    return FactExtraction(FactExtractor(app.db, FactStore(FactRepo(app.db), app.embedder),
-                                        app.persons))
+    return FactExtraction(FactExtractor(FactReading(app.db),
+                                        FactStore(FactRepo(app.db), app.embedder), app.persons))
 
 
 def cand(text: str, evidence: str, **kw: Any) -> dict[str, Any]:
@@ -232,8 +233,9 @@ async def test_extraction_input_is_bounded_and_the_evidence_still_checks(
                       + [(Role.USER, "I work as a nurse in Leeds.")])
     fake_openai.reply(json.dumps({"facts": [cand("Works as a nurse", "I work as a nurse",
                                                  attribute="job")]}))
-    ex = FactExtraction(FactExtractor(app.db, FactStore(FactRepo(app.db), app.embedder),
-                                      app.persons), input_tokens=2000)
+    ex = FactExtraction(FactExtractor(FactReading(app.db),
+                                      FactStore(FactRepo(app.db), app.embedder), app.persons),
+                        input_tokens=2000)
     await ex.run(p.id, model_completer(app.chat), clock.now())
     (size,) = [n for path, n in fake_openai.sizes if path == "chat"]
     # 2000 tokens ≈ 8000 characters, the instructions (~2.7 kB), line breaks (JSON-escaped);

@@ -16,6 +16,7 @@ from strata.core.clock import ManualClock
 from strata.memory.engines.db import Database
 from strata.memory.recall.search import Recall
 from strata.memory.recall.types import RecallTuning
+from strata.memory.store.recall_reads import RecallReads
 from tests.conftest import START
 from tests.fakes.openai_server import FakeOpenAI, hashed_embedding
 from tests.memory_helpers import channel, embedder_for, filler, person, row_indexer, turn, turns
@@ -60,7 +61,7 @@ async def _memory(db: Database, clock: ManualClock) -> tuple[int, list[int], lis
 async def _search(db: Database, emb: OpenAIEmbedder, clock: ManualClock, owner: int,
                   query: str, **tuning: object) -> tuple[list[tuple[int, ...]], str]:
     await row_indexer(db, emb).index_all()
-    recall = Recall(db, emb, clock, replace(RecallTuning(), **tuning))
+    recall = Recall(RecallReads(db), emb, clock, replace(RecallTuning(), **tuning))
     try:
         result = await recall.search(owner, query, clock.now())
     finally:

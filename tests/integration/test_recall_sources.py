@@ -9,12 +9,13 @@ import numpy as np
 
 from strata.core.clock import ManualClock
 from strata.core.types import Channel, Person
+from strata.core.words import terms
 from strata.memory.engines.db import Database
-from strata.memory.engines.fts import terms
 from strata.memory.recall.leaves import LeafIndex
 from strata.memory.recall.sources import EpisodeSource
 from strata.memory.recall.types import RecallQuery
 from strata.memory.store.episodes import EpisodeRepo, NewEpisode, insert_episode
+from strata.memory.store.recall_reads import RecallReads
 from tests.memory_helpers import channel, person, turns
 
 
@@ -53,7 +54,7 @@ async def test_episodes_found_by_vector_or_words_with_each_search_s_score(
     await EpisodeRepo(db).tombstone([gone], parent, clock.now())  # rolled up into `parent`
     other = await channel(db, bob, "bob/e", clock)
     await episode(db, bob, other, "violin violin violin", unit(2, db.dim), [], clock)
-    source = EpisodeSource(db, db)
+    source = EpisodeSource(RecallReads(db, db))
 
     both = await source.candidates(query(db, alice, "violin lessons", unit(2, db.dim), clock))
     assert [c.id for c in both] == sorted([violin, shed, parent])  # never bob's, nor `gone`
@@ -69,9 +70,9 @@ async def test_episodes_found_by_vector_or_words_with_each_search_s_score(
     assert await source.candidates(query(db, alice, "", None, clock)) == []
 
     # With the leaf index's citations at hand, a leaf's rows need no statement: the same.
-    leaves = LeafIndex(db, owners_kept=2)
+    leaves = LeafIndex(RecallReads(db, db), owners_kept=2)
     await leaves.citations(alice.id)
-    kept = await EpisodeSource(db, db, leaves).candidates(
+    kept = await EpisodeSource(RecallReads(db, db), leaves).candidates(
         query(db, alice, "violin lessons", unit(2, db.dim), clock))
     assert [(c.id, c.cited_rows, c.cosine, c.bm25) for c in kept] == [
         (c.id, c.cited_rows, c.cosine, c.bm25) for c in both]

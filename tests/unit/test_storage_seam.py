@@ -43,9 +43,8 @@ REPOSITORY_BUILDERS = {
     "strata/app/compose.py",
     "strata/app/memory_wiring.py",
     "strata/memory/coordination/jobruns.py",
-    "strata/memory/recall/search.py",
-    "strata/memory/recall/sources.py",
-    "strata/memory/lifecycle/rollup.py",
+    "strata/memory/store/lifecycle.py",
+    "strata/memory/store/recall_reads.py",
     "strata/memory/store/transcript.py",
 }
 

@@ -4,7 +4,8 @@ from hypothesis import strategies as st
 from strata.bot.commands import CommandRouter
 from strata.core.tokens import count_tokens, truncate_to_tokens
 from strata.core.wording import counted
-from strata.memory.engines.fts import match_query, terms
+from strata.core.words import terms
+from strata.memory.engines.fts import match_query
 from strata.memory.rules.profiles import MUTED, profile_for
 
 

@@ -22,6 +22,7 @@ from strata.core.ports import Clock
 from strata.core.recurrence import describe_recurrence
 from strata.memory.lifecycle.passes import hierarchy
 from strata.memory.store.export import export_person
+from strata.memory.store.lifecycle import LifecycleStore
 from strata.memory.store.persons import PersonRepo
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
     try:
         repos = Repos.over(db)
         person = await _person_or_fail(repos.persons, args.user)
-        tree = [h.as_dict() for h in await hierarchy(db, person.id)]
+        tree = [h.as_dict() for h in await hierarchy(LifecycleStore(db), person.id)]
         info = await _memory_info(repos, person, tree)
         if args.json:
             say(json.dumps(info, indent=2, ensure_ascii=False))

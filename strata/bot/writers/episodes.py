@@ -23,8 +23,9 @@ from strata.core.errors import ModelError
 from strata.core.ports import ChatModel, Clock
 from strata.core.retry import RetryPolicy
 from strata.core.types import Channel, ChatMessage, Person, TranscriptRow
-from strata.memory.lifecycle.episode_cut import CursorMoved, CutSettings, EpisodeWindows
+from strata.memory.lifecycle.episode_cut import CutSettings, EpisodeWindows
 from strata.memory.lifecycle.episode_draft import Draft
+from strata.memory.store.episode_cuts import CursorMoved
 
 log = logging.getLogger(__name__)
 

@@ -19,13 +19,9 @@ from strata.bot.writers.prompts import rollup as prompt
 from strata.core.errors import ModelBadResponseError, ModelError
 from strata.core.ports import ChatModel
 from strata.memory.lifecycle.passes import MemoryLifecycle
-from strata.memory.lifecycle.rollup import (
-    RollupConflictError,
-    RollupPolicy,
-    RollupResult,
-    parent_children,
-)
+from strata.memory.lifecycle.rollup import RollupPolicy, RollupResult, parent_children
 from strata.memory.store.episodes import Episode
+from strata.memory.store.lifecycle import RollupConflictError
 
 log = logging.getLogger(__name__)
 

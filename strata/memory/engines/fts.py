@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 
-from strata.core.words import STOPWORDS, WORD
+from strata.core.words import terms
 
 _PORTER_MAX = 64  # FTS5 passes longer tokens through unstemmed (FTS5_PORTER_MAX_TOKEN)
 
@@ -73,20 +73,6 @@ def load_stemmer() -> None:
     """Load the stemmer now (seconds on a busy machine: see `_porter`), so that a long-running
     process pays it in a thread at start-up rather than in its first turn's recall."""
     _porter()
-
-
-
-
-def terms(text: str, *, max_terms: int = 32, keep_stopwords: bool = False) -> list[str]:
-    """Distinct lower-cased words of `text`, in order, stopwords dropped unless nothing is left."""
-    words = [w.lower() for w in WORD.findall(text)]
-    seen: dict[str, None] = {}
-    for w in words:
-        if keep_stopwords or w not in STOPWORDS:
-            seen.setdefault(w, None)
-    if not seen and not keep_stopwords:
-        return terms(text, max_terms=max_terms, keep_stopwords=True)
-    return list(seen)[:max_terms]
 
 
 def match_query(text: str, *, max_terms: int = 32) -> str | None:

@@ -20,20 +20,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from strata.core.clock import to_iso
 from strata.core.errors import ModelError
 from strata.core.types import OwnerKind
 from strata.memory.checks.fact_evidence import Speakers, evidence_problem
-from strata.memory.engines.db import Database
 from strata.memory.facts.batch import Batch
 from strata.memory.facts.candidates import Excerpt, parse_answer
 from strata.memory.facts.fact_store import FactStore
 from strata.memory.facts.routing import MIN_CONFIDENCE, ExtractionReport, FactRouter
 from strata.memory.rules.fact_types import FACT_KINDS, PERSON_KINDS, Fact
 from strata.memory.rules.profiles import profile_for
-from strata.memory.store.episodes import LEAF, Episode, episode_from_db
+from strata.memory.store.episodes import Episode
+from strata.memory.store.fact_reading import FactReading
 from strata.memory.store.persons import PersonRepo
-from strata.memory.store.refusals import RefusalRepo
 
 __all__ = ["ExtractionReport", "FactBatchWork", "FactExtractor", "evidence_problem"]
 
@@ -60,9 +58,9 @@ class FactBatchWork:
 
 
 class FactExtractor:
-    def __init__(self, db: Database, store: FactStore, persons: PersonRepo, *,
+    def __init__(self, reading: FactReading, store: FactStore, persons: PersonRepo, *,
                  min_confidence: float = MIN_CONFIDENCE) -> None:
-        self.db = db
+        self.reading = reading
         self.store = store
         self.persons = persons
         self.router = FactRouter(store, persons, min_confidence=min_confidence)
@@ -70,48 +68,20 @@ class FactExtractor:
     # -- the cursor ------------------------------------------------------------------------------
 
     async def cursor(self, owner_id: int) -> tuple[int, str]:
-        row = await self.db.fetchone(
-            "SELECT last_episode_id, last_created_at FROM fact_cursors WHERE owner_id = ?",
-            (owner_id,),
-        )
-        return (int(row[0]), str(row[1])) if row else (0, "")
+        return await self.reading.cursor(owner_id)
 
     async def pending(self, owner_id: int, limit: int = 100) -> list[Episode]:
         """Leaf episodes of `owner_id` not read yet, oldest first (muted sources included:
         the cursor moves past them)."""
-        last_id, last_created = await self.cursor(owner_id)
-        rows = await self.db.fetchall(
-            "SELECT * FROM episodes WHERE owner_id = ? AND level = ?"
-            " AND (id > ? OR created_at > ?) ORDER BY id LIMIT ?",
-            (owner_id, LEAF, last_id, last_created, limit),
-        )
-        return [episode_from_db(r) for r in rows]
+        return await self.reading.pending(owner_id, limit)
 
     async def watermark(self, owner_id: int) -> str | None:
         """The newest unread episode id (a job's input watermark), or None."""
-        last_id, last_created = await self.cursor(owner_id)
-        newest = await self.db.fetchval(
-            "SELECT max(id) FROM episodes WHERE owner_id = ? AND level = ?"
-            " AND (id > ? OR created_at > ?)",
-            (owner_id, LEAF, last_id, last_created),
-        )
+        newest = await self.reading.newest_pending(owner_id)
         return None if newest is None else str(newest)
 
     async def _advance(self, owner_id: int, episodes: Sequence[Episode]) -> None:
-        if not episodes:
-            return
-        last_id = max(e.id for e in episodes)
-        last_created = max(to_iso(e.created_at) for e in episodes)
-        await self.db.execute_write(
-            "INSERT INTO fact_cursors (owner_id, last_episode_id, last_created_at)"
-            " VALUES (?, ?, ?) ON CONFLICT (owner_id) DO UPDATE SET"
-            # The larger of old and new (SQLite's two-argument max() is not PostgreSQL's).
-            " last_episode_id = CASE WHEN excluded.last_episode_id > fact_cursors.last_episode_id"
-            " THEN excluded.last_episode_id ELSE fact_cursors.last_episode_id END,"
-            " last_created_at = CASE WHEN excluded.last_created_at > fact_cursors.last_created_at"
-            " THEN excluded.last_created_at ELSE fact_cursors.last_created_at END",
-            (owner_id, last_id, last_created),
-        )
+        await self.reading.advance(owner_id, episodes)
 
     # -- a run ---------------------------------------------------------------------------------
 
@@ -178,7 +148,7 @@ class FactExtractor:
 
     async def record(self, owner_id: int, report: ExtractionReport, now: datetime) -> None:
         """Count the run's refusals for the person (`jobs status`; the DEBUG log)."""
-        await RefusalRepo(self.db).record(owner_id, report.refusals, now)
+        await self.reading.record_refusals(owner_id, report.refusals, now)
 
     async def _paused(self, owner_id: int) -> bool:
         person = await self.persons.get(owner_id)
@@ -187,12 +157,7 @@ class FactExtractor:
     async def _batch(self, episodes: Sequence[Episode], person_name: str) -> Batch:
         excerpts, person_lines, other_lines = [], {}, {}
         for ep in episodes:
-            rows = await self.db.fetchall(
-                "SELECT t.id, t.role, t.content FROM episode_rows er"
-                " JOIN transcript t ON t.id = er.row_id"
-                " WHERE er.episode_id = ? AND t.kind = 'message' ORDER BY t.id",
-                (ep.id,),
-            )
+            rows = await self.reading.messages(ep.id)
             # In a person's own channel the user rows are the person; in a background channel
             # (DMN, an external agent) the rows are the agent's own findings.
             own_role = "user" if ep.source == "user" else "assistant"

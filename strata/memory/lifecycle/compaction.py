@@ -15,25 +15,17 @@ and pruning can follow. Compaction rows are never deleted and are never recall c
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from strata.core.clock import to_iso
 from strata.core.tokens import count_tokens
 from strata.core.types import Role, RowKind, TranscriptRow
 from strata.memory.checks import grounding
-from strata.memory.engines.db import Database
 from strata.memory.rules.extractive import summarise
-from strata.memory.store.refusals import RefusalRepo
-from strata.memory.store.transcript import row_from_db, watermark
+from strata.memory.store.lifecycle import LifecycleStore
 
 log = logging.getLogger(__name__)
-
-# The source of compaction rows: not in the source-profile allowlist, so nothing (episodes,
-# facts, patterns) is ever derived from a summary.
-COMPACTION_SOURCE = "compaction"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,15 +88,6 @@ def choose_rows(rows: list[TranscriptRow], policy: CompactionPolicy) -> list[Tra
     return rows[:cut]
 
 
-async def pending_rows(db: Database, channel_id: int, after_id: int) -> list[TranscriptRow]:
-    rows = await db.fetchall(
-        "SELECT * FROM transcript WHERE channel_id = ? AND id > ? AND kind != 'compaction'"
-        " ORDER BY id",
-        (channel_id, after_id),
-    )
-    return [row_from_db(r) for r in rows]
-
-
 @dataclass(frozen=True, slots=True)
 class CompactionWork:
     """A channel whose un-compacted transcript is over budget: the rows the next summary
@@ -117,12 +100,12 @@ class CompactionWork:
     rows: tuple[TranscriptRow, ...]
 
 
-async def compaction_due(db: Database, channel_id: int,
+async def compaction_due(store: LifecycleStore, channel_id: int,
                          policy: CompactionPolicy) -> CompactionWork | CompactionResult:
     """The work of the channel's next compaction, or a result saying none is due."""
-    mark = await watermark(db, channel_id)
+    mark = await store.watermark(channel_id)
     previous, after = (mark[0].content, mark[1]) if mark else (None, 0)
-    rows = await pending_rows(db, channel_id, after)
+    rows = await store.pending_rows(channel_id, after)
     pending = sum(_tokens(r) for r in rows)
     if pending <= policy.trigger_tokens:
         return CompactionResult(channel_id, pending)
@@ -140,7 +123,7 @@ def extractive(previous: str | None, rows: Sequence[TranscriptRow], *, words: in
     return summarise([previous or "", *lines], words)
 
 
-async def _grounded(db: Database, work: CompactionWork, summary: str, shown: Sequence[str],
+async def _grounded(store: LifecycleStore, work: CompactionWork, summary: str, shown: Sequence[str],
                     now: datetime) -> str:
     """The model's summary when the grounding rule passes it, else "" (the refusal counted).
     The summary replaces the rows in every later prompt: it must not say what the text it
@@ -154,33 +137,25 @@ async def _grounded(db: Database, work: CompactionWork, summary: str, shown: Seq
     if refusal is not None:
         log.warning("channel %s: compaction summary refused (%s); extractive summary",
                     work.channel_id, refusal.reason)
-        await RefusalRepo(db).record(work.owner_id, [refusal], now)
+        await store.record_refusals(work.owner_id, [refusal], now)
         return ""
     return summary
 
 
-async def store_compaction(db: Database, work: CompactionWork, now: datetime,
+async def store_compaction(store: LifecycleStore, work: CompactionWork, now: datetime,
                            policy: CompactionPolicy, summary: str = "",
                            shown: Sequence[str] = ()) -> CompactionResult:
     """Store the channel's next continuity summary: the model's `summary` (written from
     `shown`) only through the grounding rule; without one, or when it is refused, the
     extractive summary. The compaction row becomes the channel's watermark."""
     if summary:
-        summary = await _grounded(db, work, summary, shown, now)
+        summary = await _grounded(store, work, summary, shown, now)
     if not summary:
         summary = extractive(work.previous, work.rows, words=policy.summary_words)
     if not summary:
         return CompactionResult(work.channel_id, work.pending_tokens, error="nothing to summarise")
     covers_to = work.rows[-1].id
-    async with db.write() as conn:
-        cur = await conn.execute(
-            "INSERT INTO transcript (channel_id, owner_id, person_id, ts, source, role, kind,"
-            " content, turn_id, covers_to) SELECT id, owner_id, NULL, ?, ?, ?, ?, ?, ?, ?"
-            " FROM channels WHERE id = ?",
-            (to_iso(now), COMPACTION_SOURCE, Role.SYSTEM.value, RowKind.COMPACTION.value,
-             summary, uuid.uuid4().hex, covers_to, work.channel_id),
-        )
-        row_id = cur.lastrowid
+    row_id = await store.add_compaction(work.channel_id, now, summary, covers_to)
     log.info("channel %s: compacted %d rows up to %d", work.channel_id, len(work.rows), covers_to)
     return CompactionResult(work.channel_id, work.pending_tokens, True, row_id, covers_to,
                             len(work.rows))

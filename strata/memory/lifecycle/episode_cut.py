@@ -22,15 +22,13 @@ from datetime import datetime, timedelta
 from strata.core.ports import Embedder
 from strata.core.types import Role, RowKind, TranscriptRow
 from strata.memory.checks import grounding
-from strata.memory.coordination.cursors import move_cursor, pending_channels, read_cursor
-from strata.memory.engines.db import Database, placeholders
 from strata.memory.lifecycle.code_lines import summary_rows
 from strata.memory.lifecycle.episode_answer import parse
 from strata.memory.lifecycle.episode_draft import Draft, extractive_draft
 from strata.memory.rules.profiles import profile_for
-from strata.memory.store.episodes import LEAF, NewEpisode, insert_episode
+from strata.memory.store.episode_cuts import EpisodeCuts
+from strata.memory.store.episodes import LEAF, NewEpisode
 from strata.memory.store.persons import PersonRepo
-from strata.memory.store.refusals import RefusalRepo
 from strata.memory.store.transcript import TranscriptRepo
 
 log = logging.getLogger(__name__)
@@ -128,16 +126,12 @@ class ClosedWindow:
     cursor: int
 
 
-class CursorMoved(Exception):
-    """Another cutter advanced this channel's cursor first; this run stops."""
-
-
 @dataclass
 class EpisodeWindows:
     """A database's closed conversation windows and their episodes (memory's side of the
     episode cutter, `strata.bot.writers.episodes.EpisodeCutter`)."""
 
-    db: Database
+    cuts: EpisodeCuts
     embedder: Embedder
     settings: CutSettings
     transcript: TranscriptRepo
@@ -145,24 +139,15 @@ class EpisodeWindows:
 
     async def pending(self) -> list[int]:
         """The channels with rows after their episode cursor."""
-        return await pending_channels(self.db, "episode_cursors")
+        return await self.cuts.pending()
 
     async def last_row(self, channel_id: int, turn_id: str) -> int | None:
         """The id of the turn's last row in the channel (what that turn completed)."""
-        return await self.db.fetchval(
-            "SELECT max(id) FROM transcript WHERE turn_id = ? AND channel_id = ?",
-            (turn_id, channel_id),
-        )
+        return await self.cuts.last_row(channel_id, turn_id)
 
     async def _channel(self, channel_id: int) -> CutChannel | None:
-        row = await self.db.fetchone(
-            "SELECT c.id, c.owner_id, c.source, p.paused FROM channels c"
-            " JOIN persons p ON p.id = c.owner_id WHERE c.id = ?",
-            (channel_id,),
-        )
-        if row is None:
-            return None
-        return CutChannel(row["id"], row["owner_id"], row["source"], bool(row["paused"]))
+        row = await self.cuts.channel(channel_id)
+        return None if row is None else CutChannel(*row)
 
     async def _page(self, channel_id: int, cursor: int, until: datetime | None,
                     upto_row_id: int | None) -> tuple[list[TranscriptRow], bool]:
@@ -198,7 +183,7 @@ class EpisodeWindows:
             return
         produces = profile_for(channel.source).episodes and not channel.paused
         while True:
-            cursor = await read_cursor(self.db, "episode_cursors", channel_id)
+            cursor = await self.cuts.cursor(channel_id)
             page, more_pages = await self._page(channel_id, cursor, until, upto_row_id)
             if not page:
                 return
@@ -226,17 +211,11 @@ class EpisodeWindows:
         return [r for r in rows if r.turn_id not in muted_turns or not _is_content(r)]
 
     async def _advance(self, channel_id: int, expected: int, to: int) -> None:
-        async with self.db.write() as conn:
-            if not await move_cursor(conn, "episode_cursors", channel_id, expected, to):
-                raise CursorMoved
+        await self.cuts.advance(channel_id, expected, to)
 
     async def _names(self, rows: Sequence[TranscriptRow]) -> dict[int, str]:
-        ids = sorted({r.person_id for r in rows if r.person_id is not None})
-        if not ids:
-            return {}
-        marks = placeholders(ids)
-        found = await self.db.fetchall(f"SELECT id, name FROM persons WHERE id IN ({marks})", ids)
-        return {r[0]: r[1] for r in found}
+        return await self.cuts.names(sorted({r.person_id for r in rows
+                                              if r.person_id is not None}))
 
     async def lines(self, rows: Sequence[TranscriptRow]) -> list[tuple[str, str]]:
         """The window as (speaker, text) lines. Code's wording in the bot's lines (a tool's
@@ -264,7 +243,7 @@ class EpisodeWindows:
             parsed.summary, [f"{who}: {text}" for who, text in lines], layer=grounding.EPISODES,
             prompt=prompt, speakers=grounding.by_speaker(lines), share=grounding.CLAIM_SHARE)
         if refusal is not None:
-            await RefusalRepo(self.db).record(owner_id, [refusal], now)
+            await self.cuts.record_refusals(owner_id, [refusal], now)
             # The summary itself only at DEBUG (log_refusal): INFO and above carry no words.
             raise ValueError(f"the summary was refused ({refusal.reason})")
         return Draft(summary=parsed.summary, salience=parsed.salience,
@@ -294,11 +273,8 @@ class EpisodeWindows:
             emotion_intensity=draft.emotion_intensity,
             method=draft.method,
         )
-        async with self.db.write() as conn:
-            if not await move_cursor(conn, "episode_cursors", channel.id, closed.cursor,
-                                     window.last_row_id):
-                raise CursorMoved
-            episode_id = await insert_episode(conn, new, vector, now, self.db.dim)
+        episode_id = await self.cuts.add_episode(new, vector, now, closed.cursor,
+                                                  window.last_row_id)
         log.debug("channel %d: episode %d (%s, %d rows)", channel.id, episode_id,
                   draft.method, len(window.rows))
         return episode_id

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from strata.core.tokens import count_tokens
 from strata.core.types import Role, TranscriptRow
-from strata.memory.engines.fts import terms
+from strata.core.words import terms
 from strata.memory.rules.extractive import OMITTED, whole_sentences
 
 # An extractive episode is the window's own text: each line and the whole are capped so a

@@ -19,16 +19,15 @@ from datetime import datetime
 from typing import Any
 
 from strata.core.ports import Embedder
-from strata.memory.engines.db import Database
 from strata.memory.lifecycle import compaction, rollup
 from strata.memory.lifecycle.compaction import CompactionPolicy, CompactionResult, CompactionWork
 from strata.memory.lifecycle.rollup import LifecyclePolicy, RollupPolicy, RollupResult, RollupRound
-from strata.memory.store.episodes import ERA, LEAF, TOPIC, Episode, episode_from_db
+from strata.memory.store.episodes import ERA, LEAF, TOPIC, Episode
 from strata.memory.store.janitor import DecayResult, decay_pass
-from strata.memory.store.transcript import watermark
+from strata.memory.store.lifecycle import LifecycleStore
 
 __all__ = ["ChannelHierarchy", "DecayResult", "LifecyclePolicy", "MemoryLifecycle",
-           "decay_pass", "hierarchy", "owner_channels"]
+           "decay_pass", "hierarchy"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,40 +35,40 @@ class MemoryLifecycle:
     """The life-cycle passes over one database, for callers that must not hold the database
     (the background jobs): built once by the composition root."""
 
-    db: Database
+    store: LifecycleStore
     embedder: Embedder
     policy: LifecyclePolicy = field(default_factory=LifecyclePolicy)
 
     async def channels(self, owner_id: int) -> list[tuple[int, str]]:
         """(id, source) of each of the owner's channels, in id order."""
-        return await owner_channels(self.db, owner_id)
+        return await self.store.channels(owner_id)
 
     async def compaction_due(self, channel_id: int,
                              policy: CompactionPolicy) -> CompactionWork | CompactionResult:
         """`compaction.compaction_due`."""
-        return await compaction.compaction_due(self.db, channel_id, policy)
+        return await compaction.compaction_due(self.store, channel_id, policy)
 
     async def store_compaction(self, work: CompactionWork, now: datetime,
                                policy: CompactionPolicy, summary: str = "",
                                shown: Sequence[str] = ()) -> CompactionResult:
         """`compaction.store_compaction`: the model's summary only through grounding."""
-        return await compaction.store_compaction(self.db, work, now, policy, summary, shown)
+        return await compaction.store_compaction(self.store, work, now, policy, summary, shown)
 
     async def rollup_round(self, channel_id: int, level: int,
                            policy: RollupPolicy) -> RollupRound | RollupResult:
         """`rollup.rollup_round`."""
-        return await rollup.rollup_round(self.db, channel_id, level, policy)
+        return await rollup.rollup_round(self.store, channel_id, level, policy)
 
     async def store_parent(self, children: Sequence[Episode], now: datetime,
                            policy: RollupPolicy, answer: str | None = None,
                            sources: Sequence[str] = (), prompt: Sequence[str] = ()) -> int:
         """`rollup.store_parent`: the model's summary only through its schema and grounding."""
-        return await rollup.store_parent(self.db, self.embedder, children, now, policy, answer,
+        return await rollup.store_parent(self.store, self.embedder, children, now, policy, answer,
                                          sources, prompt)
 
     async def decay(self, now: datetime, owner_id: int | None = None) -> DecayResult:
         """`decay_pass` for one owner (or all)."""
-        return await decay_pass(self.db, now, owner_id)
+        return await self.store.decay(now, owner_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,43 +102,23 @@ class ChannelHierarchy:
 LEVEL_NAMES = {LEAF: "leaf", TOPIC: "topic", ERA: "era"}
 
 
-async def owner_channels(db: Database, owner_id: int) -> list[tuple[int, str]]:
-    """(id, source) of each of the owner's channels, in id order."""
-    rows = await db.fetchall(
-        "SELECT id, source FROM channels WHERE owner_id = ? ORDER BY id", (owner_id,)
-    )
-    return [(int(r[0]), str(r[1])) for r in rows]
-
-
-async def hierarchy(db: Database, owner_id: int, *, top: int = 10) -> list[ChannelHierarchy]:
+async def hierarchy(store: LifecycleStore, owner_id: int, *,
+                    top: int = 10) -> list[ChannelHierarchy]:
     """Counts per level (live, apex), tombstones, compactions and the top apexes per channel."""
     out = []
-    for channel_id, source in await owner_channels(db, owner_id):
-        rows = await db.fetchall(
-            "SELECT level, tombstoned_at IS NULL AS live, parent_id IS NULL AS apex, count(*)"
-            " FROM episodes WHERE channel_id = ? GROUP BY 1, 2, 3",
-            (channel_id,),
-        )
+    for channel_id, source in await store.channels(owner_id):
         live = {lvl: 0 for lvl in LEVEL_NAMES}
         apexes = {lvl: 0 for lvl in LEVEL_NAMES}
         tombstoned = 0
-        for level, is_live, is_apex, count in rows:
+        for level, is_live, is_apex, count in await store.level_counts(channel_id):
             if is_live:
                 live[level] += count
                 apexes[level] += count if is_apex else 0
             else:
                 tombstoned += count
-        compactions = int(await db.fetchval(
-            "SELECT count(*) FROM transcript WHERE channel_id = ? AND kind = 'compaction'",
-            (channel_id,),
-        ))
-        mark = await watermark(db, channel_id)
-        best = await db.fetchall(
-            "SELECT * FROM episodes WHERE channel_id = ? AND parent_id IS NULL"
-            " AND tombstoned_at IS NULL ORDER BY level DESC, ended_at DESC, id DESC LIMIT ?",
-            (channel_id, top),
-        )
+        compactions = await store.compactions(channel_id)
+        mark = await store.watermark(channel_id)
+        best = await store.top_apexes(channel_id, top)
         out.append(ChannelHierarchy(channel_id, source, live, apexes, tombstoned, compactions,
-                                    mark[1] if mark else None,
-                                    tuple(episode_from_db(r) for r in best)))
+                                    mark[1] if mark else None, tuple(best)))
     return out

@@ -29,33 +29,18 @@ from datetime import datetime
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from strata.core.clock import to_iso
-from strata.core.errors import StrataError
 from strata.core.model_json import read_model_json
 from strata.core.ports import Embedder
 from strata.core.tokens import truncate_to_tokens
 from strata.memory.checks import grounding
-from strata.memory.engines.db import Database, placeholders
 from strata.memory.lifecycle.clustering import ClusterParams, cluster_labels
 from strata.memory.lifecycle.compaction import CompactionPolicy
 from strata.memory.rules.extractive import summarise
 from strata.memory.rules.text import is_markup
-from strata.memory.store.episodes import (
-    ERA,
-    LEAF,
-    TOPIC,
-    Episode,
-    EpisodeRepo,
-    NewEpisode,
-    insert_episode,
-)
-from strata.memory.store.refusals import RefusalRepo
+from strata.memory.store.episodes import ERA, LEAF, TOPIC, Episode, NewEpisode
+from strata.memory.store.lifecycle import LifecycleStore
 
 log = logging.getLogger(__name__)
-
-
-class RollupConflictError(StrataError):
-    """A child was tombstoned or re-parented by someone else while its parent was written."""
 
 
 # A child's line in the roll-up prompt at its shortest: number, date range and a few words.
@@ -185,7 +170,7 @@ def parent_children(children: Sequence[Episode], policy: RollupPolicy) -> list[E
     return ordered
 
 
-async def _grounded(db: Database, children: Sequence[Episode], answer: str,
+async def _grounded(store: LifecycleStore, children: Sequence[Episode], answer: str,
                     sources: Sequence[str], prompt: Sequence[str], policy: RollupPolicy,
                     now: datetime) -> tuple[str, str] | None:
     """The model's (summary, key terms) when its answer fits the schema and the grounding rule
@@ -201,7 +186,7 @@ async def _grounded(db: Database, children: Sequence[Episode], answer: str,
     refusal = grounding.check_summary(summary, sources, layer=grounding.ROLLUP, prompt=prompt)
     if refusal is not None:
         log.warning("roll-up summary refused (%s); writing an extractive parent", refusal.reason)
-        await RefusalRepo(db).record(children[0].owner_id, [refusal], now)
+        await store.record_refusals(children[0].owner_id, [refusal], now)
         return None
     # A model that ignores max_tokens must not store a huge summary either.
     return truncate_to_tokens(summary, policy.summary_tokens), terms
@@ -228,7 +213,7 @@ def _parent(children: Sequence[Episode], summary: str, terms: str, method: str) 
 
 
 async def store_parent(
-    db: Database,
+    store: LifecycleStore,
     embedder: Embedder,
     children: Sequence[Episode],
     now: datetime,
@@ -245,7 +230,7 @@ async def store_parent(
     `RollupConflictError` when a child changed meanwhile.
     """
     children = parent_children(children, policy)
-    parsed = (await _grounded(db, children, answer, sources, prompt, policy, now)
+    parsed = (await _grounded(store, children, answer, sources, prompt, policy, now)
               if answer is not None else None)
     if parsed is not None:
         (summary, terms), method = parsed, "llm"
@@ -255,20 +240,8 @@ async def store_parent(
             words=extractive_words(sum(len(c.summary.split()) for c in children), policy))
         method = "extractive"
     embedding = (await embedder.embed([summary]))[0]
-    ids = [c.id for c in children]
-    marks = placeholders(ids)
-    async with db.write() as conn:
-        parent_id = await insert_episode(conn, _parent(children, summary, terms, method),
-                                         np.asarray(embedding), now, db.dim)
-        cur = await conn.execute(
-            f"UPDATE episodes SET parent_id = ?, tombstoned_at = ? WHERE id IN ({marks})"
-            " AND parent_id IS NULL AND tombstoned_at IS NULL",
-            (parent_id, to_iso(now), *ids),
-        )
-        if cur.rowcount != len(ids):
-            # Someone else (a /forget, a concurrent round) changed a child meanwhile.
-            raise RollupConflictError("the children changed while their parent was written")
-    return parent_id
+    return await store.add_parent(_parent(children, summary, terms, method),
+                                  np.asarray(embedding), [c.id for c in children], now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,17 +265,16 @@ class RollupRound:
                             time.perf_counter() - self.started)
 
 
-async def rollup_round(db: Database, channel_id: int, level: int,
+async def rollup_round(store: LifecycleStore, channel_id: int, level: int,
                        policy: RollupPolicy = RollupPolicy()) -> RollupRound | RollupResult:
     """Cluster the channel's apexes of `level` if there are enough of them (a `RollupRound`),
     else the result of a round that did not run."""
-    repo = EpisodeRepo(db)
-    apexes = await repo.apexes(channel_id, level)
+    apexes = await store.apexes(channel_id, level)
     threshold = policy.threshold(level)
     if threshold is None or level >= ERA or len(apexes) < threshold:
         return RollupResult(channel_id, level, len(apexes))
     started = time.perf_counter()
-    vectors = await repo.embeddings([e.id for e in apexes])
+    vectors = await store.embeddings([e.id for e in apexes])
     # CPU-bound (UMAP, HDBSCAN): off the event loop so turns keep flowing meanwhile.
     labels = await asyncio.to_thread(cluster_labels, vectors, policy.cluster)
     groups: dict[int, list[Episode]] = {}

@@ -27,26 +27,14 @@ from datetime import datetime
 import numpy as np
 
 from strata.core.clock import from_iso
-from strata.memory.engines.db import Reads, Row, placeholders
-from strata.memory.rules.profiles import sources_with, wildcard_prefixes_with
 from strata.memory.rules.row_table import RowTable, add_words, asks, build_table
 from strata.memory.rules.row_words import Postings
+from strata.memory.store.recall_reads import RecallReads, Row
 
 EPOCH_MINUTES = 60.0
 SESSION_GAP_MINUTES = 60.0
 OWNERS_KEPT = 8
 CHUNK = 500
-
-
-def source_filter(column: str) -> tuple[str, list[object]]:
-    """SQL keeping only sources whose profile feeds memory (muted sources are never found)."""
-    exact = sources_with("episodes")
-    parts = [f"{column} IN ({placeholders(exact)})"] if exact else []
-    params: list[object] = list(exact)
-    for prefix in wildcard_prefixes_with("episodes"):
-        parts.append(f"substr({column}, 1, ?) = ?")
-        params += [len(prefix), prefix]
-    return "(" + (" OR ".join(parts) or "0") + ")", params
 
 
 def minutes_of(ts: str) -> float:
@@ -89,15 +77,6 @@ class OwnerRows:
         return self.table
 
 
-@dataclass(frozen=True, slots=True)
-class Look:
-    """What one look at an owner's rows found (`RowIndex._look`)."""
-
-    fingerprint: tuple[int, int, int]  # rows of every kind, newest id, sum of the cursors
-    added: int  # rows of every kind after the id asked about
-    cursors: dict[int, int]  # channel → its last row with a vector
-
-
 NAMED = re.compile(r"^[\w .'’-]{1,40}: ")
 
 
@@ -137,46 +116,18 @@ def times_of(stamps: Sequence[str]) -> tuple[np.ndarray, list[int]]:
 class RowIndex:
     """Per-owner caches of recallable rows (the `OWNERS_KEPT` most recently searched)."""
 
-    def __init__(self, reads: Reads, dim: int) -> None:
+    def __init__(self, reads: RecallReads) -> None:
         self.reads = reads
-        self.dim = dim
+        self.dim = reads.dim
         self._owners: OrderedDict[int, OwnerRows] = OrderedDict()
         self._locks: dict[int, asyncio.Lock] = {}
-
-    def _where(self) -> tuple[str, list[object]]:
-        allowed, params = source_filter("t.source")
-        return (f"t.owner_id = ? AND t.kind = 'message' AND t.role IN ('user', 'assistant')"
-                f" AND {allowed}", params)
-
-    async def _look(self, owner_id: int, since: int) -> Look:
-        """One statement: how many rows the owner has and the newest id, of every kind (the
-        owner index alone answers: ids are never reused, so any row added or deleted changes
-        them), how many have come after id `since`, and the row-vector cursors of the
-        owner's channels."""
-        rows = await self.reads.fetchall(
-            "SELECT (SELECT count(*) FROM transcript WHERE owner_id = ?),"
-            " (SELECT coalesce(max(id), 0) FROM transcript WHERE owner_id = ?),"
-            " (SELECT count(*) FROM transcript WHERE owner_id = ? AND id > ?),"
-            " cv.channel_id, cv.last_row_id FROM (SELECT 1 AS one) AS o LEFT JOIN"
-            " (SELECT v.channel_id, v.last_row_id FROM transcript_vec_cursors v"
-            "  JOIN channels c ON c.id = v.channel_id WHERE c.owner_id = ?) AS cv ON 1 = 1",
-            [owner_id, owner_id, owner_id, since, owner_id])
-        cursors = {int(r[3]): int(r[4]) for r in rows if r[3] is not None}
-        r = rows[0]
-        return Look((int(r[0]), int(r[1]), sum(cursors.values())), int(r[2]), cursors)
-
-    async def _count(self, owner_id: int) -> int:
-        """How many recallable rows the owner has."""
-        where, params = self._where()
-        return int((await self.reads.fetchall(
-            f"SELECT count(*) FROM transcript t WHERE {where}", [owner_id, *params]))[0][0])
 
     async def table(self, owner_id: int) -> tuple[OwnerRows, RowTable]:
         """The owner's rows, fresh as of now."""
         lock = self._locks.setdefault(owner_id, asyncio.Lock())
         async with lock:
             cached = self._owners.get(owner_id)
-            look = await self._look(owner_id, cached.fingerprint[1] if cached else 0)
+            look = await self.reads.look(owner_id, cached.fingerprint[1] if cached else 0)
             fp = look.fingerprint
             if (cached is not None and cached.fingerprint == fp and cached.exact
                     and cached.table is not None):
@@ -185,11 +136,11 @@ class RowIndex:
             rows = cached if cached is not None else OwnerRows(owner_id, self.dim)
             if cached is not None and cached.exact and fp[0] != cached.fingerprint[0] + look.added:
                 rows = OwnerRows(owner_id, self.dim)  # something was deleted: start over
-            new = await self._rows_after(owner_id, rows.ids[-1] if rows.ids else 0)
+            new = await self.reads.rows_after(owner_id, rows.ids[-1] if rows.ids else 0)
             if (rows is cached and not cached.exact
-                    and len(rows.ids) + len(new) != await self._count(owner_id)):
+                    and len(rows.ids) + len(new) != await self.reads.count(owner_id)):
                 rows = OwnerRows(owner_id, self.dim)
-                new = await self._rows_after(owner_id, 0)
+                new = await self.reads.rows_after(owner_id, 0)
             self._append(rows, new)
             settled = await self._settle_vectors(rows, look.cursors)
             rows.fingerprint = fp
@@ -205,17 +156,6 @@ class RowIndex:
             while len(self._owners) > OWNERS_KEPT:
                 self._owners.popitem(last=False)
             return rows, table
-
-    async def _rows_after(self, owner_id: int, after: int) -> list[Row]:
-        where, params = self._where()
-        return await self.reads.fetchall(
-            # A row's vector comes with it when it has one (one round trip, one point
-            # lookup per row): a row with a vector has been passed by the indexer.
-            "SELECT t.id, t.channel_id, t.ts, t.role, t.content, p.name AS speaker,"
-            " v.embedding FROM transcript t LEFT JOIN persons p ON p.id = t.person_id"
-            " LEFT JOIN transcript_vec v ON v.row_id = t.id"
-            f" WHERE {where} AND t.id > ? ORDER BY t.id",
-            [owner_id, *params, after])
 
     def _append(self, rows: OwnerRows, new: Sequence[Row]) -> None:
         if not new:
@@ -272,8 +212,7 @@ class RowIndex:
         for start in range(0, len(todo), CHUNK):
             part = todo[start:start + CHUNK]
             ids = [rows.ids[i] for i in part]
-            found = await self.reads.fetchall(
-                *self.reads.dialect.vectors_query("transcript_vec", "row_id", ids))
+            found = await self.reads.row_vectors(ids)
             at = {rid: i for rid, i in zip(ids, part, strict=True)}
             self._put_vectors(rows, [at[int(r[0])] for r in found], [r[1] for r in found])
             for i in part:
@@ -282,16 +221,7 @@ class RowIndex:
 
     async def texts(self, owner_id: int, row_ids: Sequence[int]) -> dict[int, Row]:
         """The rows as they are now, with their channel's provenance (for rendering)."""
-        if not row_ids:
-            return {}
-        where, params = self._where()
-        found = await self.reads.fetchall(
-            "SELECT t.id, t.ts, t.role, t.content, p.name AS speaker, c.kind, c.platform,"
-            " c.name, c.source FROM transcript t JOIN channels c ON c.id = t.channel_id"
-            " LEFT JOIN persons p ON p.id = t.person_id"
-            f" WHERE t.id IN ({placeholders(row_ids)}) AND {where}",
-            [*row_ids, owner_id, *params])
-        return {int(r["id"]): r for r in found}
+        return await self.reads.texts(owner_id, row_ids)
 
 
 def recency_of(minutes: np.ndarray, now: datetime, tau_days: float) -> np.ndarray:

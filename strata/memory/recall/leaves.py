@@ -12,13 +12,12 @@ import numpy as np
 import numpy.typing as npt
 
 from strata.core.clock import from_iso
-from strata.memory.engines.db import Reads, placeholders
 from strata.memory.recall.select import Unit
 from strata.memory.rules.decay import episode_weight
 from strata.memory.store.episodes import LEAF
+from strata.memory.store.recall_reads import RecallReads
 
 I64 = npt.NDArray[np.int64]
-CHUNK = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,30 +36,19 @@ class LeafIndex:
     that is deleted is gone from the row table too, and ids are never reused), so a search
     reads only the leaves themselves — one short row each — not their 20-odd citations."""
 
-    def __init__(self, reads: Reads, owners_kept: int) -> None:
+    def __init__(self, reads: RecallReads, owners_kept: int) -> None:
         self.reads = reads
         self.owners_kept = owners_kept
         self._cited: OrderedDict[int, dict[int, I64]] = OrderedDict()
 
     async def citations(self, owner_id: int) -> LeafCitations:
-        leaves = await self.reads.fetchall(
-            "SELECT e.id, e.last_relevant_at, e.salience FROM episodes e"
-            " WHERE e.owner_id = ? AND e.level = ? AND e.tombstoned_at IS NULL ORDER BY e.id",
-            (owner_id, LEAF))
+        leaves = await self.reads.live_leaves(owner_id)
         known = self._cited.pop(owner_id, {})
         ids = [int(r[0]) for r in leaves]
         cited = {i: known[i] for i in ids if i in known}  # tombstoned leaves drop out
         missing = [i for i in ids if i not in cited]
-        for start in range(0, len(missing), CHUNK):
-            part = missing[start:start + CHUNK]
-            found = await self.reads.fetchall(
-                "SELECT episode_id, row_id FROM episode_rows"
-                f" WHERE episode_id IN ({placeholders(part)}) ORDER BY episode_id, row_id",
-                part)
-            rows: dict[int, list[int]] = {i: [] for i in part}
-            for r in found:
-                rows[int(r[0])].append(int(r[1]))
-            cited.update((i, np.asarray(v, dtype=np.int64)) for i, v in rows.items())
+        found = await self.reads.leaf_rows(missing)
+        cited.update((i, np.asarray(v, dtype=np.int64)) for i, v in found.items())
         self._cited[owner_id] = cited
         while len(self._cited) > self.owners_kept:
             self._cited.popitem(last=False)

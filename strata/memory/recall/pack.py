@@ -21,7 +21,6 @@ import numpy as np
 import numpy.typing as npt
 
 from strata.core.tokens import count_tokens
-from strata.memory.engines.db import Row
 from strata.memory.recall.rank import BM25_B, BM25_K1, RankTuning, WindowScores
 from strata.memory.recall.render import SpanCost, render_item, render_span, row_where
 from strata.memory.recall.select import (
@@ -36,6 +35,7 @@ from strata.memory.recall.select import (
 )
 from strata.memory.recall.types import Candidate, RecallItem, RecallTuning, heading_cost
 from strata.memory.rules.row_table import F32, RowTable
+from strata.memory.store.recall_reads import Row
 
 
 def row_shares(table: RowTable, rows: Sequence[int], stems: Sequence[str],

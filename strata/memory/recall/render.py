@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from strata.core.tokens import truncate_to_tokens
-from strata.memory.engines.db import Row
 from strata.memory.recall.index import NAMED
 from strata.memory.recall.types import Candidate, channel_where
+from strata.memory.store.recall_reads import Row
 
 ROW_TOKENS = 300
 # Who a bot reply is quoted as: the model reads it as its own earlier words, marked as such so

@@ -43,9 +43,7 @@ from strata.core.errors import ModelError
 from strata.core.ports import Clock, Embedder
 from strata.core.tokens import truncate_to_tokens
 from strata.core.types import Channel, Person
-from strata.memory.engines.db import Database
-from strata.memory.engines.fts import terms
-from strata.memory.engines.readers import ReaderPool
+from strata.core.words import terms
 from strata.memory.recall.bridge import bridged_stems, bridges_for
 from strata.memory.recall.focus import focus
 from strata.memory.recall.hint import (
@@ -83,8 +81,8 @@ from strata.memory.recall.verdict import GateScope, gate_opens
 from strata.memory.rules.decay import EPISODE_TAU_DAYS
 from strata.memory.rules.row_table import RowTable
 from strata.memory.rules.text import query_stems
-from strata.memory.store.episodes import LEAF, EpisodeRepo
-from strata.memory.store.transcript import TranscriptRepo
+from strata.memory.store.episodes import LEAF
+from strata.memory.store.recall_reads import RecallReads
 
 log = logging.getLogger(__name__)
 
@@ -117,29 +115,27 @@ class Recall:
 
     def __init__(
         self,
-        db: Database,
+        reads: RecallReads,
         embedder: Embedder,
         clock: Clock,
         tuning: RecallTuning | None = None,
         sources: Sequence[CandidateSource] | None = None,
     ) -> None:
-        self.db = db
+        # The episode (vector, keyword) searches and the row index read through `reads`, on
+        # connections of their own.
+        self.reads = reads
         self.embedder = embedder
         self.clock = clock
         self.tuning = tuning or RecallTuning()
-        # The episode (vector, keyword) searches and the row index run on these connections.
-        self.pool = ReaderPool(db, size=4)
-        self.index = RowIndex(self.pool, db.dim)
-        self.leaves = LeafIndex(self.pool, OWNERS_KEPT)
+        self.index = RowIndex(reads)
+        self.leaves = LeafIndex(reads, OWNERS_KEPT)
         self.profiles = ProfileCache(OWNERS_KEPT)  # what each owner's memory ties to a name
-        self.repo = EpisodeRepo(db)
-        self.transcript = TranscriptRepo(db)
         self.sources: list[CandidateSource] = (
-            list(sources) if sources is not None else [EpisodeSource(db, self.pool, self.leaves)]
+            list(sources) if sources is not None else [EpisodeSource(reads, self.leaves)]
         )
 
     async def close(self) -> None:
-        await self.pool.close()
+        await self.reads.close()
 
     def add_source(self, source: CandidateSource) -> None:
         """Add a candidate source (e.g. facts); its `kind` must be new."""
@@ -223,7 +219,7 @@ class Recall:
             owner_id=owner_id,
             text=query,
             terms=tuple(terms(words)),
-            match=self.db.dialect.keyword_query(words),
+            match=self.reads.keyword_query(words),
             vector=vector,
             now=now,
             k=self.tuning.candidates,
@@ -303,7 +299,7 @@ class Recall:
         """Refresh "last relevant" of everything `result` injected; quoted rows refresh the
         live episodes that cite them (decay acts on what was actually useful)."""
         quoted = sorted({r for i in result.items if i.kind == "window" for r in i.cited_rows})
-        covering = await self.repo.live_citing(quoted) if quoted else []
+        covering = await self.reads.episodes.live_citing(quoted) if quoted else []
         for source in self.sources:
             ids = [i.id for i in result.items if i.kind == source.kind]
             if source.kind == EPISODE:
@@ -316,7 +312,7 @@ class Recall:
         n = self.tuning.skip_recent_rows
         if n <= 0:
             return 2**62
-        value = await self.transcript.nth_newest_message(channel_id, n)
+        value = await self.reads.transcript.nth_newest_message(channel_id, n)
         return value if value is not None else 0
 
     async def recall(

@@ -14,7 +14,7 @@ Every cut is at a sentence end (`whole_sentences`): a text cut mid-sentence can 
 of a hypothetical, the "?" of a question or the closing mark of a quote, and what is left
 then reads as a plain statement. A question, hypothetical or quote is kept whole or left out;
 only a plain statement longer than the whole budget is cut at a word. Pure functions; imports
-`strata.memory.engines.fts`, `strata.core.tokens` and `statement_kind` only.
+`strata.core.words`, `strata.core.tokens` and `statement_kind` only.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from strata.core.tokens import count_tokens, truncate_to_tokens
-from strata.core.words import WORD
-from strata.memory.engines.fts import terms
+from strata.core.words import WORD, terms
 from strata.memory.rules.statement_kind import statement_problem
 
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+")

@@ -11,8 +11,8 @@ from datetime import datetime
 
 from strata.core.clock import from_iso
 from strata.core.errors import MutedSourceError, UnknownKindError
+from strata.core.words import terms
 from strata.memory.engines.db import Row
-from strata.memory.engines.fts import terms
 from strata.memory.rules.profiles import profile_for
 from strata.memory.rules.text import term_coverage
 

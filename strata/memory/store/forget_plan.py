@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from strata.core.wording import counted
-from strata.memory.engines.fts import terms
+from strata.core.words import terms
 from strata.memory.rules.fact_types import Fact
 from strata.memory.rules.text import word_pattern
 

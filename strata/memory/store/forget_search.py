@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from strata.core.words import terms
 from strata.memory.engines.db import Database, placeholders
-from strata.memory.engines.fts import terms
 from strata.memory.rules.fact_types import fact_from_db
 from strata.memory.rules.text import stem_prefix
 from strata.memory.store.export import OWNED_TABLES

@@ -16,8 +16,8 @@ import threading
 
 import snowballstemmer
 
+from strata.core.words import terms
 from strata.memory.engines.dialect import Dialect
-from strata.memory.engines.fts import terms
 
 # The same Snowball algorithm PostgreSQL's `english_stem` dictionary runs. Snowball releases
 # differ on a few words (3.x keeps `organiz…` and `universal` whole, PostgreSQL 18's copy
