@@ -4,7 +4,9 @@ in front of Synapse, which cannot be told to fail).
 `fail_next(method, path_regex, kind, ...)` queues a fault for the next matching request:
 `status` answers with `status` and a JSON body (Matrix-shaped for 429: `M_LIMIT_EXCEEDED`
 with `retry_after_ms`), `drop` forwards nothing and closes the connection after `after`
-seconds (a connection cut mid-stream). Everything else is forwarded as is.
+seconds (a connection cut mid-stream), `lose` forwards the request and answers `status` instead
+of the server's answer (the server acted, the client thinks it failed). Everything else is
+forwarded as is.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ _HOP = {"host", "content-length", "transfer-encoding", "connection", "keep-alive
 class ProxyFault:
     method: str
     path: re.Pattern[str]
-    kind: str  # "status" | "drop"
+    kind: str  # "status" | "drop" | "lose"
     status: int = 502
     retry_after_ms: int = 500
     after: float = 0.0
@@ -39,6 +41,7 @@ class FaultProxy:
         self.port = 0
         self.faults: list[ProxyFault] = []
         self.injected: list[tuple[str, str, str]] = []  # (method, path, kind)
+        self.seen: list[tuple[str, str]] = []  # (method, path) of every request
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -106,18 +109,25 @@ class FaultProxy:
         return None
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        with self._lock:
+            self.seen.append((request.method, request.path))
         fault = self._take(request.method, request.path)
         if fault is not None and fault.kind == "drop":
             await asyncio.sleep(fault.after)
             assert request.transport is not None
             request.transport.close()
             return web.Response(status=502)
+        if fault is not None and fault.kind == "lose":
+            await self._forward(request)
         if fault is not None:
             body: dict[str, Any] = {"errcode": "M_UNKNOWN", "error": "injected failure"}
             if fault.status == 429:
                 body = {"errcode": "M_LIMIT_EXCEEDED", "error": "Too Many Requests",
                         "retry_after_ms": fault.retry_after_ms}
             return web.json_response(body, status=fault.status)
+        return await self._forward(request)
+
+    async def _forward(self, request: web.Request) -> web.Response:
         if self._session is None:  # made inside the running loop, as aiohttp wants
             self._session = aiohttp.ClientSession()
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}

@@ -14,7 +14,8 @@ reply is shown through `room()` (typing, streaming, splitting and the error boun
 submits the message and it is queued once. Rate limits: nio is told never to retry 429s itself
 (`max_limit_exceeded=0`), so a 429 surfaces here as `PlatformRateLimited`: a streaming edit is
 skipped, a final send waits out `retry_after` a bounded number of times, the sync loop sleeps
-it out. Timeouts are retried by nio at most `max_timeouts` times per request. Sending is
+it out; a 5xx, or a timeout after nio's `max_timeouts` retries of a request, is retried like
+a 429 from `send_retry_base` seconds doubling (`outbox`: one txnId per message). Sending is
 `outbox.Outbox`; invites, the sync backoff and the end-to-end housekeeping are in `syncing`;
 the client and its login in `login`.
 
@@ -90,6 +91,7 @@ class MatrixAdapter:
         poll_timeout_ms: int = 30_000,
         edit_interval: float = 1.0,
         shutdown_grace: float = 10.0,
+        send_retry_base: float = 1.0,
     ) -> None:
         if not settings.homeserver or not settings.user:
             raise ConfigError("matrix.homeserver and matrix.user must both be set")
@@ -116,7 +118,7 @@ class MatrixAdapter:
         #: Counters for tests and logs: messages sent, edits, 429s met, messages taken in,
         #: turns delivered.
         self.stats: Counter[str] = Counter()
-        self.outbox = Outbox(self._connected, self.stats, edit_interval)
+        self.outbox = Outbox(self._connected, self.stats, edit_interval, send_retry_base)
 
     def _connected(self) -> AsyncClient:
         assert self.client is not None
