@@ -19,7 +19,7 @@ chat request whose estimated size (four characters a token, messages and tools, 
 `report_usage` (True by default) says whether chat answers carry `usage` (an endpoint that
 reports none: False). `tokenizer` (None by default: `POST /tokenize` answers 404, as an
 endpoint without it does) plays llama.cpp's `/tokenize`: `{"content": text}` answers
-`{"tokens": tokenizer(text)}`.
+`{"tokens": tokenizer(text)}`, and the `n_ctx` check counts with it.
 `close_gate()` holds every chat answer until `open_gate()` (`gated` lists the last user texts
 of the requests waiting there): a test freezes turns at the model call this way.
 
@@ -347,14 +347,20 @@ class FakeOpenAI:
         return web.json_response({"tokens": self.tokenizer(str(body.get("content") or ""))})
 
     def request_tokens(self, body: dict[str, Any]) -> int:
-        """A chat request's size as the fake counts it: ceil(characters / 4) of each message's
-        content and tool calls, 8 per message, the tools' JSON, and the reply's max_tokens."""
+        """A chat request's size as the fake counts it: the tokens (ceil(characters / 4), or
+        its `tokenizer`'s count when it has one) of each message's content and tool calls, 8
+        per message, the tools' JSON, and the reply's max_tokens."""
+        tokenizer = self.tokenizer
+
+        def count(text: str) -> int:
+            return len(tokenizer(text)) if tokenizer is not None else -(-len(text) // 4)
+
         total = 0
         for m in body.get("messages", []):
-            total += -(-len(m.get("content") or "") // 4) + 8
-            total += -(-len(json.dumps(m.get("tool_calls") or "")) // 4)
+            total += count(m.get("content") or "") + 8
+            total += count(json.dumps(m.get("tool_calls") or ""))
         if body.get("tools"):
-            total += -(-len(json.dumps(body["tools"])) // 4)
+            total += count(json.dumps(body["tools"]))
         return total + int(body.get("max_tokens") or 0)
 
     async def _record(self, path: str, request: web.Request) -> dict[str, Any]:
