@@ -13,7 +13,7 @@ from strata.core.types import ChatMessage
 from tests.conftest import strata_env
 from tests.fakes.openai_server import FakeOpenAI, last_user_text
 
-from .test_turns import msg
+from .test_context_fit import filler_turns
 
 
 def two_characters_a_token(text: str) -> list[int]:
@@ -67,12 +67,7 @@ async def test_turns_fit_a_model_that_counts_more_than_the_estimate(
     settings = load_settings(None, env=strata_env(fake_openai, db_target))  # type: ignore[arg-type]
     app = await App.create(settings, clock=clock)
     try:
-        for i in range(30):
-            clock.advance(minutes=2)
-            said = await app.processor.handle(
-                msg(f"Filler message {i} about the weather and my day. " * 12, clock=clock))
-            assert said is not None and not said.failed, said
-        await app.processor.drain()
+        await filler_turns(app, clock, 30)
     finally:
         await app.close()
     # The turns' requests (the background calls' input budgets are planned at start-up, by
