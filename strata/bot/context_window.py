@@ -6,11 +6,11 @@ refused (llama.cpp answers 400) or silently cut. The window comes from the confi
 
 Token counts here are the project's estimate (`strata.core.tokens`, about four characters a token),
 scaled by the model's own count of a sample where the endpoint offers one
-(`strata.bot.token_calibration`), so only `SAFETY` of the window is planned for. Within it the reply
-keeps its room first, then the system prompt, tool schemas, recalled memory and the message;
-the history gets what is left, and when a request still does not fit, history goes before
-memory: the oldest history messages are dropped, then the memory block is cut, then the
-message itself.
+(`strata.bot.token_calibration`). A text unlike the sample (code, other scripts) can still be
+undercounted, so only `SAFETY` of the window is planned for. Within it the reply keeps its
+room first, then the system prompt, tool schemas, recalled memory and the message; the history
+gets what is left, and when a request still does not fit, history goes before memory: the
+oldest history messages are dropped, then the memory block is cut, then the message itself.
 """
 
 from __future__ import annotations
