@@ -5,22 +5,24 @@ refused (llama.cpp answers 400) or silently cut. The window comes from the confi
 (`llm.context_tokens`) or the endpoint (llama.cpp's `/props`); unknown, nothing is fitted.
 
 Token counts here are the project's estimate (`strata.core.tokens`, about four characters a token),
-not the model's tokenizer, so only `SAFETY` of the window is planned for. Within it the reply
-keeps its room first, then the system prompt, tool schemas, recalled memory and the message;
-the history gets what is left, and when a request still does not fit, history goes before
-memory: the oldest history messages are dropped, then the memory block is cut, then the
-message itself.
+scaled by the model's own count of a sample where the endpoint offers one
+(`strata.bot.token_calibration`). A text unlike the sample (code, other scripts) can still be
+undercounted, so only `SAFETY` of the window is planned for. Within it the reply keeps its
+room first, then the system prompt, tool schemas, recalled memory and the message; the history
+gets what is left, and when a request still does not fit, history goes before memory: the
+oldest history messages are dropped, then the memory block is cut, then the message itself.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
 
+from strata.bot.token_calibration import TokenCalibration
 from strata.core.config import Settings
 from strata.core.tokens import count_tokens, truncate_to_tokens
 from strata.core.types import ChatMessage, ToolSpec
@@ -36,10 +38,26 @@ MIN_REPLY = 128
 @dataclass(frozen=True, slots=True)
 class ContextWindow:
     tokens: int
+    # The model's count per estimated token, once measured (`calibrate`); None: the estimate.
+    calibration: TokenCalibration | None = field(default=None, compare=False)
 
     @property
     def usable(self) -> int:
+        """The model tokens planned for."""
         return int(self.tokens * SAFETY)
+
+    @property
+    def scale(self) -> float:
+        return self.calibration.ratio if self.calibration is not None else 1.0
+
+    async def calibrate(self) -> None:
+        """Have the scale measured, where the endpoint offers it (once; then at once)."""
+        if self.calibration is not None:
+            await self.calibration.calibrate()
+
+    def _estimated(self, tokens: int) -> int:
+        """`tokens` of the model's in the estimate's units."""
+        return int(tokens / self.scale)
 
     def reply_tokens(self, wanted: int) -> int:
         return max(MIN_REPLY, min(wanted, self.usable // 4))
@@ -47,14 +65,14 @@ class ContextWindow:
     def history_budget(self, *, fixed: int, recall: int, reply: int, configured: int) -> int:
         """The history's share: what the reply, the fixed parts and recall's whole budget
         leave, at most the configured history budget."""
-        return max(0, min(configured, self.usable - reply - fixed - recall))
+        return max(0, min(configured, self._estimated(self.usable - reply) - fixed - recall))
 
     def fit(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec],
             reply: int) -> list[ChatMessage]:
         """`messages` cut to fit with `tools` and `reply` tokens of answer: history first
         (oldest first), then the memory block, then the message."""
         out = list(messages)
-        room = self.usable - reply - tools_cost(tools)
+        room = self._estimated(self.usable - reply) - tools_cost(tools)
         over = messages_cost(out) - room
         if over <= 0:
             return out
@@ -148,7 +166,10 @@ def fitted_settings(settings: Settings, window: ContextWindow) -> Settings:
 
 
 async def model_window(settings: Settings) -> ContextWindow | None:
-    """The chat model's window: configured (`llm.context_tokens`), else as the endpoint says."""
-    tokens = settings.llm.context_tokens or await learn_context_tokens(
-        settings.llm.base_url, settings.llm.api_key)
-    return ContextWindow(tokens) if tokens else None
+    """The chat model's window: configured (`llm.context_tokens`), else as the endpoint says;
+    calibrated on its first `calibrate`."""
+    llm = settings.llm
+    tokens = llm.context_tokens or await learn_context_tokens(llm.base_url, llm.api_key)
+    if not tokens:
+        return None
+    return ContextWindow(tokens, TokenCalibration(llm.base_url, llm.api_key, llm.timeout))

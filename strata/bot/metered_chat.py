@@ -5,10 +5,10 @@ Chat turns, background job turns, compaction, roll-up summaries, episode summari
 extraction all reach the model through a `MeteredChat`: `metered_for_owner` (wired once by
 `strata.app.compose`) charges calls made outside a job run to the memory owner, and a job run
 builds one around the same inner model for its budget. After each answer it hands the tokens
-used (the endpoint's `usage`, or an estimate from the text when the endpoint reports none) to
-`charge`; before each call it asks `remaining` and raises `BudgetExhaustedError` (a retryable
-`ModelError`, so callers store nothing from the refused call and retry later) when nothing is
-left.
+used (the endpoint's `usage`, or an estimate from the text for what the endpoint does not
+report, and for a stream cut off after it began) to `charge`; before each call it asks
+`remaining` and raises `BudgetExhaustedError` (a retryable `ModelError`, so callers store
+nothing from the refused call and retry later) when nothing is left.
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ Metered = Callable[[str], OwnerModel]
 
 
 def tokens_used(messages: Sequence[ChatMessage], completion: Completion) -> int:
-    """What the call cost: the endpoint's count, else an estimate from the text."""
-    if completion.usage.total:
-        return completion.usage.total
-    return sum(count_tokens(m.content or "") for m in messages) + count_tokens(completion.text)
+    """What the call cost: the endpoint's counts, each part it does not report (0) estimated
+    from the text."""
+    used = completion.usage
+    read = used.prompt_tokens or sum(count_tokens(m.content or "") for m in messages)
+    return read + (used.completion_tokens or count_tokens(completion.text))
 
 
 class MeteredChat:
@@ -78,11 +79,22 @@ class MeteredChat:
         max_tokens: int | None = None,
     ) -> AsyncIterator[str | Completion]:
         self._check()
-        async for part in self.inner.stream(messages, tools=tools, model=model,
-                                            max_tokens=max_tokens):
-            if isinstance(part, Completion):
-                await self.charge(tokens_used(messages, part))
-            yield part
+        shown: list[str] = []
+        charged = False
+        try:
+            async for part in self.inner.stream(messages, tools=tools, model=model,
+                                                max_tokens=max_tokens):
+                if isinstance(part, Completion):
+                    charged = True
+                    await self.charge(tokens_used(messages, part))
+                else:
+                    shown.append(part)
+                yield part
+        finally:
+            if shown and not charged:
+                # Cut off after it began (the endpoint broke, the caller stopped reading): the
+                # model read the prompt and wrote what was shown, so that much is charged.
+                await self.charge(tokens_used(messages, Completion("".join(shown))))
 
 
 def metered_for_owner(chat: ChatModel, runs: JobRunRepo, clock: Clock,

@@ -170,6 +170,7 @@ class ModelTurn:
         max_tokens = options.max_tokens
         if self.window is not None:
             # The last guard: nothing over the window is sent, whatever the tool rounds added.
+            await self.window.calibrate()
             max_tokens = self.window.reply_tokens(options.reply_tokens(self.settings))
             messages = self.window.fit(messages, tools, max_tokens)
         if on_partial is None or not self.settings.bot.stream or options.schema is not None:

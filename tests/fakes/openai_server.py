@@ -16,6 +16,10 @@ chat answer's (last user text, arrived, started, finished) on the `time.monotoni
 `n_ctx` (None by default) plays a llama.cpp server's context window: `/props` reports it, and a
 chat request whose estimated size (four characters a token, messages and tools, plus its
 `max_tokens`) is over it is refused with llama.cpp's 400 `exceed_context_size_error`.
+`report_usage` (True by default) says whether chat answers carry `usage` (an endpoint that
+reports none: False). `tokenizer` (None by default: `POST /tokenize` answers 404, as an
+endpoint without it does) plays llama.cpp's `/tokenize`: `{"content": text}` answers
+`{"tokens": tokenizer(text)}`, and the `n_ctx` check counts with it.
 `close_gate()` holds every chat answer until `open_gate()` (`gated` lists the last user texts
 of the requests waiting there): a test freezes turns at the model call this way.
 
@@ -109,6 +113,8 @@ class FakeOpenAI:
         self.chunk_delay = 0.0
         self.slots: int | None = None
         self.n_ctx: int | None = None
+        self.report_usage = True
+        self.tokenizer: Callable[[str], list[int]] | None = None
         self.served: list[tuple[str, float, float, float]] = []
         self._slot_sem: asyncio.Semaphore | None = None
         self._slot_size = 0
@@ -176,6 +182,8 @@ class FakeOpenAI:
         self.latency = self.chunk_delay = 0.0
         self.slots = None
         self.n_ctx = None
+        self.report_usage = True
+        self.tokenizer = None
         self.embed_fn = hashed_embedding
 
     def _vector(self, text: str) -> list[float]:
@@ -230,6 +238,7 @@ class FakeOpenAI:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/props", self._props)
+        app.router.add_post("/tokenize", self._tokenize)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/embeddings", self._embeddings)
         self._runner = web.AppRunner(app, access_log=None)
@@ -331,15 +340,27 @@ class FakeOpenAI:
         return web.json_response({"default_generation_settings": {"n_ctx": self.n_ctx},
                                   "total_slots": 1})
 
+    async def _tokenize(self, request: web.Request) -> web.StreamResponse:
+        body = await self._record("tokenize", request)
+        if self.tokenizer is None:
+            return web.json_response({"error": {"message": "not found"}}, status=404)
+        return web.json_response({"tokens": self.tokenizer(str(body.get("content") or ""))})
+
     def request_tokens(self, body: dict[str, Any]) -> int:
-        """A chat request's size as the fake counts it: ceil(characters / 4) of each message's
-        content and tool calls, 8 per message, the tools' JSON, and the reply's max_tokens."""
+        """A chat request's size as the fake counts it: the tokens (ceil(characters / 4), or
+        its `tokenizer`'s count when it has one) of each message's content and tool calls, 8
+        per message, the tools' JSON, and the reply's max_tokens."""
+        tokenizer = self.tokenizer
+
+        def count(text: str) -> int:
+            return len(tokenizer(text)) if tokenizer is not None else -(-len(text) // 4)
+
         total = 0
         for m in body.get("messages", []):
-            total += -(-len(m.get("content") or "") // 4) + 8
-            total += -(-len(json.dumps(m.get("tool_calls") or "")) // 4)
+            total += count(m.get("content") or "") + 8
+            total += count(json.dumps(m.get("tool_calls") or ""))
         if body.get("tools"):
-            total += -(-len(json.dumps(body["tools"])) // 4)
+            total += count(json.dumps(body["tools"]))
         return total + int(body.get("max_tokens") or 0)
 
     async def _record(self, path: str, request: web.Request) -> dict[str, Any]:
@@ -452,7 +473,7 @@ class FakeOpenAI:
                     "created": created,
                     "model": body.get("model", self.model),
                     "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": usage,
+                    **({"usage": usage} if self.report_usage else {}),
                 }
             )
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -482,7 +503,7 @@ class FakeOpenAI:
         for i, call in enumerate(calls):
             await send({"tool_calls": [{"index": i, **call}]})
         await send({}, finish)
-        if (body.get("stream_options") or {}).get("include_usage"):
+        if self.report_usage and (body.get("stream_options") or {}).get("include_usage"):
             usage_chunk = {
                 "id": "chatcmpl-fake",
                 "object": "chat.completion.chunk",

@@ -13,6 +13,16 @@ from tests.fakes.openai_server import FakeOpenAI
 from .test_turns import msg
 
 
+async def filler_turns(app: App, clock: ManualClock, count: int) -> None:
+    """`count` long messages, two minutes apart, each answered; then the jobs they started."""
+    for i in range(count):
+        clock.advance(minutes=2)
+        said = await app.processor.handle(
+            msg(f"Filler message {i} about the weather and my day. " * 12, clock=clock))
+        assert said is not None and not said.failed, said
+    await app.processor.drain()
+
+
 async def test_every_request_fits_a_4096_window_and_recall_is_kept(
         fake_openai: FakeOpenAI, db_target: object, clock: ManualClock) -> None:
     fake_openai.n_ctx = 4096
@@ -24,12 +34,7 @@ async def test_every_request_fits_a_4096_window_and_recall_is_kept(
         first = await app.processor.handle(
             msg("I adopted a beagle called Pepper last week.", clock=clock))
         assert first is not None and not first.failed
-        for i in range(50):
-            clock.advance(minutes=2)
-            said = await app.processor.handle(
-                msg(f"Filler message {i} about the weather and my day. " * 12, clock=clock))
-            assert said is not None and not said.failed, said
-        await app.processor.drain()
+        await filler_turns(app, clock, 50)
         clock.advance(minutes=2)
         answer = await app.processor.handle(msg("What is my beagle called?", clock=clock))
         assert answer is not None and not answer.failed

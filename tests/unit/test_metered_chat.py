@@ -41,6 +41,9 @@ def test_usage_or_an_estimate() -> None:
     reported = Completion("ok", usage=Usage(prompt_tokens=30, completion_tokens=5))
     assert tokens_used(ASK, reported) == 35
     assert tokens_used(ASK, Completion("y" * 8)) == 10 + 2
+    # A part the endpoint does not report is estimated, the other kept as reported.
+    assert tokens_used(ASK, Completion("y" * 8, usage=Usage(prompt_tokens=30))) == 30 + 2
+    assert tokens_used(ASK, Completion("y" * 8, usage=Usage(completion_tokens=5))) == 10 + 5
 
 
 def test_calls_are_charged_and_refused_when_the_budget_is_spent() -> None:
