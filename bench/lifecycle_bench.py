@@ -40,7 +40,7 @@ from strata.memory.engines.db import Database  # noqa: E402
 from strata.memory.lifecycle.clustering import cluster_labels  # noqa: E402
 from strata.memory.lifecycle.passes import MemoryLifecycle  # noqa: E402
 from strata.memory.store.episodes import EpisodeRepo, NewEpisode, as_blob  # noqa: E402
-from strata.memory.store.janitor import decay_pass, recompute_weights  # noqa: E402
+from strata.memory.store.forgetting.janitor import decay_pass, recompute_weights  # noqa: E402
 from strata.memory.store.lifecycle import LifecycleStore  # noqa: E402
 from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI  # noqa: E402

@@ -61,7 +61,7 @@ from strata.memory.engines.fts import load_stemmer
 from strata.memory.facts.fact_store import FactStore
 from strata.memory.recall.search import Recall
 from strata.memory.store.episodes import EpisodeRepo
-from strata.memory.store.forget import Forgetter
+from strata.memory.store.forgetting.forget import Forgetter
 from strata.memory.store.intake import TurnIntake
 from strata.memory.store.persons import ChannelRepo, PersonRepo
 from strata.memory.store.row_vectors import RowIndexer

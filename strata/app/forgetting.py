@@ -1,9 +1,9 @@
 """Forgetting that reaches every copy Strata keeps of a person's words, on every door (`/forget`
 and `/wipe` in a chat, the web view's button, `strata memory forget|wipe`).
 
-`strata.memory.store.forget.Forgetter` deletes from the memory tables and scrubs the database
-files. `ForgetEverywhere` also clears the web view's recall record (a block may quote what was
-forgotten; `strata.bot.recall_record`) and the terminal chat's prompt history
+`strata.memory.store.forgetting.forget.Forgetter` deletes from the memory tables and scrubs the
+database files. `ForgetEverywhere` also clears the web view's recall record (a block may quote what
+was forgotten; `strata.bot.recall_record`) and the terminal chat's prompt history
 (`strata.adapters.console.history`): after `/forget WORDS` no entry of the person's console
 rooms that matches the words, or that is a message the forget deleted (`/resume` forgets what
 was said while paused), is left in its file; after `/wipe` the files are removed. `#ID`
@@ -19,8 +19,8 @@ from typing import Any
 from strata.adapters.console.history import drop_entries, history_file
 from strata.core.config import default_db_path
 from strata.core.types import Role
-from strata.memory.store.forget import Forgetter
-from strata.memory.store.forget_plan import ForgetPlan, WipeReport, matcher, matches
+from strata.memory.store.forgetting.forget import Forgetter
+from strata.memory.store.forgetting.forget_plan import ForgetPlan, WipeReport, matcher, matches
 from strata.memory.store.persons import ChannelRepo
 from strata.memory.store.services.web_access import RecallLogRepo
 from strata.memory.store.transcript import TranscriptRepo

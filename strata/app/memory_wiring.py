@@ -37,7 +37,7 @@ from strata.memory.store.episode_cuts import EpisodeCuts
 from strata.memory.store.episodes import EpisodeRepo
 from strata.memory.store.fact_reading import FactReading
 from strata.memory.store.facts import FactRepo
-from strata.memory.store.forget import Forgetter
+from strata.memory.store.forgetting.forget import Forgetter
 from strata.memory.store.lifecycle import LifecycleStore
 from strata.memory.store.linking import LinkCodes
 from strata.memory.store.persons import ChannelRepo, PersonRepo

@@ -24,8 +24,8 @@ from strata.memory.engines.backup_log import KeptCopy
 from strata.memory.rules.fact_types import FACT_KINDS, Fact
 from strata.memory.store.episodes import EpisodeRepo
 from strata.memory.store.facts import FactRepo
-from strata.memory.store.forget import Forgetter
-from strata.memory.store.forget_plan import ForgetPlan
+from strata.memory.store.forgetting.forget import Forgetter
+from strata.memory.store.forgetting.forget_plan import ForgetPlan
 from strata.memory.store.persons import ChannelRepo, PersonRepo
 from strata.memory.store.services.connectors import ConnectorStore
 from strata.memory.store.transcript import TranscriptRepo

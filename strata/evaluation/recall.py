@@ -48,7 +48,7 @@ from strata.evaluation.recall_data import (
 from strata.evaluation.recall_metrics import Answer, abstention_sample, quoted_in, summarize
 from strata.memory.lifecycle.passes import MemoryLifecycle
 from strata.memory.recall.render import priced_span, render_span
-from strata.memory.store.janitor import decay_pass
+from strata.memory.store.forgetting.janitor import decay_pass
 from strata.memory.store.lifecycle import LifecycleStore
 
 log = logging.getLogger(__name__)

@@ -14,9 +14,9 @@ from strata.memory.lifecycle.compaction import CompactionPolicy
 from strata.memory.lifecycle.passes import MemoryLifecycle
 from strata.memory.rules.decay import episode_weight
 from strata.memory.store.episodes import TOPIC, as_blob
-from strata.memory.store.janitor import decay_pass
+from strata.memory.store.forgetting.janitor import decay_pass
+from strata.memory.store.forgetting.prune import prune_channel, prune_owner
 from strata.memory.store.lifecycle import LifecycleStore
-from strata.memory.store.prune import prune_channel, prune_owner
 from strata.memory.store.transcript import history_since_watermark, watermark
 from tests.fakes.openai_server import FakeOpenAI
 from tests.lifecycle_helpers import add_episode, add_turn, lifecycle, make_scope

@@ -11,7 +11,7 @@ import pytest
 from strata.core.clock import ManualClock, to_iso
 from strata.memory.engines.db import Database
 from strata.memory.store.episodes import EpisodeRepo
-from strata.memory.store.janitor import decay_pass
+from strata.memory.store.forgetting.janitor import decay_pass
 from tests.conftest import TEST_DIM
 
 pytestmark = pytest.mark.sqlite_only(

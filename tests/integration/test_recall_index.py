@@ -16,7 +16,7 @@ from strata.memory.recall.index import RowIndex
 from strata.memory.recall.leaves import LeafIndex, leaf_signals
 from strata.memory.store.episodes import EpisodeRepo, NewEpisode, insert_episode
 from strata.memory.store.facts import FactRepo
-from strata.memory.store.forget import Forgetter
+from strata.memory.store.forgetting.forget import Forgetter
 from strata.memory.store.recall_reads import RecallReads
 from tests.fakes.openai_server import FakeOpenAI
 from tests.memory_helpers import channel, embedder_for, filler, person, turn, turns

@@ -77,7 +77,8 @@ class Dialect:
     # A table's unique keys, one row per (key, column): (key name, column). Params: (table,).
     unique_keys: str
     # Whether pruning has a bulk path (per-row FTS/vector triggers to drop, FTS indexes to
-    # rebuild, `strata.memory.store.prune`); without it pruning always deletes in batches.
+    # rebuild, `strata.memory.store.forgetting.prune`); without it pruning always deletes in
+    # batches.
     bulk_prune: bool
     # `UPDATE {table} SET {column} = ? WHERE {column} = ?` that leaves a row as it is where
     # the new value would collide with a unique key: (table, column, the table's unique keys

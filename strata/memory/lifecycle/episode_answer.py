@@ -1,7 +1,7 @@
 """The episode summary as the model must answer it (`EpisodeSummary`, requested as its JSON
 schema) and its validation: `parse()` raises `ValueError` on anything unusable, so the writer
 can ask once more and then fall back to an extractive episode. The prompt that asks for it is
-cognition's (`strata.bot.writers.prompts.episode_summary`). Imports no model.
+the writers' (`strata.bot.writers.prompts.episode_summary`). Imports no model.
 """
 
 from __future__ import annotations

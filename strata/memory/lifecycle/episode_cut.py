@@ -5,7 +5,7 @@ pause of `pause_minutes`; the newest window stays open until one of those happen
 `flush`). Each closed window becomes one leaf episode. `EpisodeWindows` reads the closed
 windows (`closed`) and stores each episode (`store`): its citations (the window's message
 rows), its embedding and the channel cursor in one transaction. The episode's text is the
-model's, asked in cognition (`strata.bot.writers.episodes`) and let in only through
+model's, asked by its writer (`strata.bot.writers.episodes`) and let in only through
 `accept` (validated, grounded), or the window's own text (`extractive`).
 
 Only sources whose profile has `episodes` on produce episodes, and nothing a paused person

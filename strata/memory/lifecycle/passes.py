@@ -4,7 +4,8 @@
   asks the model) reads and writes: a channel's compaction work and its stored summary
   (`strata.memory.lifecycle.compaction`), a roll-up round's clusters and their stored parents
   (`strata.memory.lifecycle.rollup`); the model's text is stored only through their checks;
-- `decay_pass` (strata.memory.store.janitor): recompute weights, delete expired tombstones, prune;
+- `decay_pass` (strata.memory.store.forgetting.janitor): recompute weights, delete
+  expired tombstones, prune;
 - `hierarchy`: the layers per channel, for `strata memory show`.
 
 The passes take the time from the caller and return a result dataclass saying what they did
@@ -23,7 +24,7 @@ from strata.memory.lifecycle import compaction, rollup
 from strata.memory.lifecycle.compaction import CompactionPolicy, CompactionResult, CompactionWork
 from strata.memory.lifecycle.rollup import LifecyclePolicy, RollupPolicy, RollupResult, RollupRound
 from strata.memory.store.episodes import ERA, LEAF, TOPIC, Episode
-from strata.memory.store.janitor import DecayResult, decay_pass
+from strata.memory.store.forgetting.janitor import DecayResult, decay_pass
 from strata.memory.store.lifecycle import LifecycleStore
 
 __all__ = ["ChannelHierarchy", "DecayResult", "LifecyclePolicy", "MemoryLifecycle",

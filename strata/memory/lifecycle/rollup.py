@@ -2,16 +2,16 @@
 apexes) their embeddings are clustered (strata.memory.lifecycle.clustering) and each cluster gets a
 parent episode one level up: a summary of its children, salience and emotion from the
 children, its own embedding (of its summary). The parent does NOT inherit the children's row
-citations: its provenance is the link to its children (their `parent_id`, its `child_count`)
-and the span and channel it covers (`started_at`/`ended_at`, `channel_id`), which survive
-when the children are deleted. Only live leaves cite rows, so once a leaf is rolled up its rows
-below the watermark can be pruned (strata.memory.store.prune): the parent, the continuity summary
+citations: its provenance is the link to its children (their `parent_id`, its `child_count`) and
+the span and channel it covers (`started_at`/`ended_at`, `channel_id`), which survive when the
+children are deleted. Only live leaves cite rows, so once a leaf is rolled up its rows below the
+watermark can be pruned (strata.memory.store.forgetting.prune): the parent, the continuity summary
 and the facts carry the meaning forward. The children are tombstoned in the same transaction (kept
-for provenance, hidden from recall, deleted by the janitor after 30 days). Noise points are
-never forced into a cluster: they stay apexes for the next round. Rounds are triggered by
+for provenance, hidden from recall, deleted by the janitor after 30 days). Noise points are never
+forced into a cluster: they stay apexes for the next round. Rounds are triggered by
 counts only, never by a similarity score (`rollup_round`).
 
-Summaries: the model's is asked in cognition (`strata.bot.writers.rollup`) and reaches the
+Summaries: the model's is asked by its writer (`strata.bot.writers.rollup`) and reaches the
 store only through `store_parent`: it must validate as `RollupAnswer` and pass the grounding
 rule. Without one (`use_model` off, an unusable or refused answer) the parent is extractive: the
 children's most distinct sentences within the word budget. Imports no model.

@@ -1,7 +1,7 @@
 """The memory life cycle's reads and writes (`strata.memory.lifecycle`): a channel's rows not yet
 compacted and its compaction rows, the apexes a roll-up clusters and the parent it writes, the
 layers per channel that `strata memory show` lists, the refusals of the model's summaries, and
-the decay pass (`strata.memory.store.janitor`).
+the decay pass (`strata.memory.store.forgetting.janitor`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from strata.memory.checks.grounding import Refusal
 from strata.memory.engines.db import Database, placeholders
 from strata.memory.store.episodes import Episode, EpisodeRepo, NewEpisode, episode_from_db
 from strata.memory.store.episodes import insert_episode as insert_episode_row
-from strata.memory.store.janitor import DecayResult, decay_pass
+from strata.memory.store.forgetting.janitor import DecayResult, decay_pass
 from strata.memory.store.refusals import RefusalRepo
 from strata.memory.store.transcript import row_from_db, watermark
 

@@ -1,6 +1,6 @@
-"""What a forget will do, before it is done (`strata.memory.store.forget`): the plan of facts,
-turns, episodes and summaries that match the words, how it reads to the person, and when it is
-too broad to run without asking. A word matches when every query word starts a word of the text
+"""What a forget will do, before it is done (`strata.memory.store.forgetting.forget`): the plan of
+facts, turns, episodes and summaries that match the words, how it reads to the person, and when it
+is too broad to run without asking. A word matches when every query word starts a word of the text
 (case-insensitive, by stem: see `strata.memory.rules.text.word_pattern`)."""
 
 from __future__ import annotations

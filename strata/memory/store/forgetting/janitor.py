@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from strata.core.clock import from_iso, to_iso
 from strata.memory.engines.db import Database
 from strata.memory.rules.decay import TOMBSTONE_KEEP_DAYS, episode_weight
-from strata.memory.store.prune import PruneResult, count_vectors, prune_owner
+from strata.memory.store.forgetting.prune import PruneResult, count_vectors, prune_owner
 
 log = logging.getLogger(__name__)
 

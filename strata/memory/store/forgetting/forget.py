@@ -1,7 +1,7 @@
 """Forgetting and wiping: what `/forget`, `/wipe` and `strata memory forget|wipe` do.
 
 `plan_words` / `plan_since` / `plan_fact` find what to forget in one person's memory
-(`strata.memory.store.forget_search`). `forget(plan)` then deletes or
+(`strata.memory.store.forgetting.forget_search`). `forget(plan)` then deletes or
 rebuilds all of it in one transaction: an episode that mixed the forgotten turns with other talk is
 rebuilt extractively from what remains (and re-embedded); one with nothing left is deleted.
 `wipe(person)` deletes everything the person owns and then the person itself, with its
@@ -30,12 +30,12 @@ from strata.memory.engines.dialect import vector_deletes
 from strata.memory.store.episodes import as_blob
 from strata.memory.store.export import OWNED_TABLES
 from strata.memory.store.facts import FactRepo
-from strata.memory.store.forget_plan import (
+from strata.memory.store.forgetting.forget_plan import (
     EpisodeFix,
     ForgetPlan,
     WipeReport,
 )
-from strata.memory.store.forget_search import SPECIAL, ForgetPlanner, chunks
+from strata.memory.store.forgetting.forget_search import SPECIAL, ForgetPlanner, chunks
 
 log = logging.getLogger(__name__)
 

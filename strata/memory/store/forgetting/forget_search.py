@@ -1,8 +1,9 @@
 """What a forget will touch, found before anything is deleted (`ForgetPlanner`): the matching
 facts, turns (with their tool rows), the episodes that cite them or whose summaries match (and the
 roll-ups above them, rebuilt), matching sentences of compaction summaries and matching rows of
-the other tables in `strata.memory.store.export.OWNED_TABLES`. `strata.memory.store.forget`
-carries the plan out. Imports `bot` leaf modules and `memory` only.
+the other tables in `strata.memory.store.export.OWNED_TABLES`;
+`strata.memory.store.forgetting.forget` carries the plan out. Imports `bot` leaf modules and
+`memory` only.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from strata.memory.rules.fact_types import fact_from_db
 from strata.memory.rules.text import stem_prefix
 from strata.memory.store.export import OWNED_TABLES
 from strata.memory.store.facts import FactRepo
-from strata.memory.store.forget_plan import (
+from strata.memory.store.forgetting.forget_plan import (
     EpisodeFix,
     ForgetPlan,
     matcher,
@@ -51,7 +52,8 @@ def _extractive(lines: Sequence[tuple[str, str]]) -> str:
 
 
 class ForgetPlanner:
-    """Reads only: what `plan_*` finds is deleted by `strata.memory.store.forget.Forgetter`."""
+    """Reads only: what `plan_*` finds is deleted by
+    `strata.memory.store.forgetting.forget.Forgetter`."""
 
     def __init__(self, db: Database, facts: FactRepo) -> None:
         self.db = db
