@@ -39,6 +39,7 @@ from strata.bot.claims import ChannelClaims
 from strata.bot.delivery import deliver_turn
 from strata.bot.turns import TurnProcessor
 from strata.core.ports import Clock, PartialCallback, Replier
+from strata.core.tasks import cancel_and_wait
 from strata.core.types import Accepted, InboundMessage, Intake, ReplyKey, TurnResult
 from strata.memory.coordination.turn_queue import NewTurn, QueuedTurn, TurnQueue
 from strata.memory.store.intake import TurnIntake
@@ -113,9 +114,7 @@ class TurnScheduler:
         self._repliers.pop(platform, None)
         if not self._repliers and self._worker is not None:
             worker, self._worker = self._worker, None
-            worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
+            await cancel_and_wait(worker)
 
     async def lead(self, name: str, ttl: timedelta) -> bool:
         """Take or renew the lease `name` for this process (one fetcher per platform account)."""

@@ -13,7 +13,6 @@ Imports `strata.adapters.telegram.flood`, `strata.core` and python-telegram-bot.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -24,6 +23,7 @@ from telegram.error import TelegramError
 from strata.adapters.telegram.flood import RETRY_CAP, backoff
 from strata.core import retry
 from strata.core.ports import Turns
+from strata.core.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -137,9 +137,7 @@ class Poller:
         task, self._task = self._task, None
         if task is None:
             return
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancel_and_wait(task)
         if self._offset is None:
             await self._release()
             return
