@@ -187,3 +187,20 @@ def test_the_prompts_example_quotes_its_own_line() -> None:
     assert item["evidence"] and item["evidence"] in line.group(1)
     assert "exact words" not in text and '"..."' not in text
     assert item["kind"] == "user_specific"
+
+
+async def test_a_year_taken_back_is_stored_as_it_stands(
+        app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
+    # bench.truth's Alice: the year said first and taken back in the next breath is a trap;
+    # the model-free path reads the year that stands, citing the words as said.
+    p, ch = await setup(app, clock)
+    ep = await episode(app, clock, p, ch, [
+        (Role.USER, "I was born in 1987. No wait, typo: 1983."),
+        (Role.USER, "We have a cat called Mochi."),
+        (Role.USER, "I just finished work, long shift at the bakery."),
+    ])
+    fake_openai.reply(json.dumps({"facts": [
+        cand("Was born in 1987", "I was born in 1987", attribute="birth_year", episode=ep)]}))
+    await extractor(app).run(p.id, model_completer(app.chat), clock.now())
+    assert sorted(await live_texts(app, p.id)) == [
+        "Has a cat named Mochi", "Was born in 1983", "Works at the bakery"]

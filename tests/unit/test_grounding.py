@@ -167,3 +167,16 @@ def test_a_capital_at_a_sentences_start_is_no_one_else() -> None:
     assert reason(g.check_traced("Alice lives in Tartu.", ["Has a brother named Ravi",
                                                            "Ravi lives in Tartu"],
                                  layer=g.REFLECTIONS, names=["Alice"])) == g.MISATTRIBUTED
+
+
+@pytest.mark.parametrize("finding", [
+    # bench.truth's Eve (case a): the DMN's "finding" was her line copied with the excerpt's
+    # speaker labels, the bot's label left dangling.
+    "Eve: I just finished work, long shift at the bakery.\nStrata:",
+    "Strata: Eve works at the bakery.",
+])
+def test_a_transcript_line_is_no_finding(finding: str) -> None:
+    ground = ["I just finished work, long shift at the bakery.", "Works at the bakery"]
+    assert reason(g.check_traced(finding, ground, layer=g.REFLECTIONS, names=["Eve"])) == g.ECHO
+    assert g.check_traced("Eve works at the bakery.", ground, layer=g.REFLECTIONS,
+                          names=["Eve"]) is None

@@ -113,3 +113,40 @@ def test_lasting_is_decided_by_code_where_it_can_be() -> None:
     assert lasting("I'm married and we have three kids.") is True
     assert lasting("I'm tired today.") is False
     assert lasting("We went to the cinema.") is None
+
+
+@pytest.mark.parametrize(("said", "expected"), [
+    # The family's pets and people are the person's too ("we", "our").
+    ("We have a cat called Mochi.", [("cat", "name", "Has a cat named Mochi")]),
+    ("Our dog Juno chewed my shoe again.", [("dog", "name", "Has a dog named Juno")]),
+    # A relative who moved somewhere lives there.
+    ("My brother Tomas moved to Cork last year.",
+     [("brother", "name", "Has a brother named Tomas"),
+      ("brother Tomas", "home_city", "Brother Tomas lives in Cork")]),
+    ("I have a kiwi allergy, a bad one.", [("self", "", "Is allergic to kiwi")]),
+    ("Home is Porto for me, I've been here ten years.",
+     [("self", "home_city", "Lives in Porto")]),
+    ("Born in 1991 in a small town.", [("self", "birth_year", "Was born in 1991")]),
+    ("I just finished work, long shift at the bakery.",
+     [("self", "workplace", "Works at the bakery")]),
+])
+def test_more_plain_forms_are_read(said: str, expected: list[tuple[str, str, str]]) -> None:
+    assert facts(said) == expected
+
+
+@pytest.mark.parametrize("said", [
+    "I was born in 1987. No wait, typo: 1983.", "Born in 1987, I mean 1983, sorry, long day.",
+    "I was born in 1987, sorry, 1983.",
+])
+def test_a_number_corrected_in_the_next_breath_is_stored_corrected(said: str) -> None:
+    [cand] = plain_candidates(1, said)
+    assert cand.text == "Was born in 1983" and cand.attribute == "birth_year"
+    assert "1987" in cand.evidence and "1983" in cand.evidence  # the words as said
+
+
+@pytest.mark.parametrize("said", [
+    "I covered my sister's shift at the bakery.", "My wife has a long shift at the hospital.",
+    "Our neighbours have a cat called Mochi.", "We have to call Mochi.",
+])
+def test_someone_elses_work_or_pet_is_not_the_persons(said: str) -> None:
+    assert facts(said) == []

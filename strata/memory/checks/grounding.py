@@ -87,6 +87,9 @@ _PLACEHOLDER = re.compile(
     re.IGNORECASE,
 )
 ECHO_RUN = 4  # words in a row copied from the prompt
+# A line opening with a speaker's label ("Eve: …", a dangling "Strata:"): the excerpt's
+# transcript form copied, not a sentence about the person.
+_LABEL = re.compile(r"(?m)^\s*[^\W\d_][\w'-]{0,30}:(?:\s|$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,9 +190,14 @@ def check_claim(text: str, own_words: Sequence[str], *, layer: str,
 
 def check_traced(text: str, facts_or_episodes: Sequence[str], *, layer: str,
                  prompt: Iterable[str] = (), names: Collection[str] = ()) -> Refusal | None:
-    """A portrait or reflection sentence, against the stored facts and episodes it rests on."""
-    why = EMPTY if only_filler(text) else _supported(text, facts_or_episodes, prompt,
-                                                     CLAIM_SHARE, UNTRACED, names)
+    """A portrait or reflection sentence, against the stored facts and episodes it rests on.
+    A transcript line (a speaker's label) is an echo of the excerpt, not a finding."""
+    if only_filler(text):
+        why: str | None = EMPTY
+    elif _LABEL.search(text):
+        why = ECHO
+    else:
+        why = _supported(text, facts_or_episodes, prompt, CLAIM_SHARE, UNTRACED, names)
     if why is None and borrowed(text, facts_or_episodes, names):
         why = MISATTRIBUTED  # "lives in Tartu" of "Brother Ravi lives in Tartu" (`subjects`)
     return Refusal(layer, why, text) if why else None

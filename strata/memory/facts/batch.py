@@ -15,7 +15,7 @@ from strata.memory.checks.fact_evidence import (
 )
 from strata.memory.facts.candidates import Candidate, Excerpt
 from strata.memory.facts.plain import plain_candidates
-from strata.memory.rules.statement_kind import context_problem
+from strata.memory.rules.statement_kind import context_problem, taken_back
 from strata.memory.store.episodes import Episode
 
 
@@ -42,14 +42,16 @@ class Batch:
 def line_problem(cand: Candidate, batch: Batch, episode_id: int,
                   rows: Sequence[int]) -> str | None:
     """Why the lines that hold the candidate's evidence do not carry it: the evidence or the
-    text echoes the assistant, the line around the quoted words is no assertion, or the text
-    does not rest on them."""
+    text echoes the assistant, the text carries a number the line takes back, the line around
+    the quoted words is no assertion, or the text does not rest on them."""
     lines = dict(batch.person_lines[episode_id])
     theirs = [lines[r] for r in rows]
     others = batch.other_lines[episode_id]
     if echoes_assistant(cand.evidence, theirs, others) or echoes_assistant(
             cand.text, theirs, others):
         return "evidence from the assistant"
+    if any(n in cand.text for n in taken_back(theirs[0])):
+        return "taken back"  # "born in 1987. No wait: 1983": 1987 is not the person's year
     return context_problem(cand.evidence, theirs[0]) or text_problem(cand.text, cand.evidence)
 
 

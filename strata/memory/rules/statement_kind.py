@@ -82,3 +82,23 @@ def is_joke(text: str) -> bool:
 def is_passing(text: str) -> bool:
     """About a passing moment ("today", "right now")."""
     return bool(TRANSIENT.search(text))
+
+
+# "I was born in 1987. No wait, typo: 1983." / "Born in 1987, I mean 1983": a year taken back
+# in the next breath. The fact is read with the year that stands; its evidence stays the
+# words as said, both years in them.
+_TAKEN_BACK = re.compile(
+    r"\b(?P<old>\d{4})\b(?P<gap>[^\d.!?]{0,30}?)[.,;:]?\s*"
+    r"(?:no wait|wait|no|sorry|i mean|correction|typo|oops)\b[^\d.!?]{0,20}?\b(?P<new>\d{4})\b",
+    re.IGNORECASE)
+
+
+def taken_back(text: str) -> set[str]:
+    """The years `text` takes back in the next breath ("1987" of "born in 1987, I mean 1983")."""
+    return {m["old"] for m in _TAKEN_BACK.finditer(text)}
+
+
+def as_corrected(text: str) -> str:
+    """`text` with each year taken back replaced by the one that stands, the taking back
+    dropped ("born in 1987, I mean 1983" -> "born in 1983")."""
+    return _TAKEN_BACK.sub(lambda m: m["new"] + m["gap"], text)
