@@ -14,11 +14,13 @@ performed, no echo of the prompt's own words.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from strata.bot.context_window import ContextWindow
+from strata.bot.prompt import MEMORY_PREAMBLE
 from strata.bot.reply_checks import ReplyChecks, Settled
+from strata.bot.reply_voice import Voice, voice_for
 from strata.bot.tools import ToolContext, ToolRegistry, WordsRequest
 from strata.bot.turn_options import TurnOptions
 from strata.bot.turn_prompt import TurnPrompt
@@ -93,9 +95,10 @@ class ModelTurn:
         checked = options.schema is None and options.instructions is None
         framing = [self.settings.bot.persona, channel.system_prompt or "",
                    *(t.description for t in tools)]
+        voice = voice_for(msg.text, _persons_words(messages), person.name) if checked else None
         watch = on_partial
         if on_partial is not None and checked:
-            watch = _guarded(on_partial, performed, framing)
+            watch = _guarded(on_partial, performed, framing, voice)
         for round_no in range(rounds + 1):
             offer = tools if round_no < rounds else []
             completion = await self._complete(messages, offer, channel, watch, options)
@@ -110,7 +113,8 @@ class ModelTurn:
                           if not result.startswith("error")}
         reply = completion.text.strip()
         if checked:
-            reply = self.checks.check(reply, performed, framing, turn_id, asked=msg.text)
+            reply = self.checks.check(reply, performed, framing, turn_id, asked=msg.text,
+                                      voice=voice)
         return await self._store_reply(channel, turn_id, reply, used)
 
     async def _store_reply(self, channel: Channel, turn_id: str, reply: str,
@@ -190,11 +194,19 @@ class ModelTurn:
         return final
 
 
+def _persons_words(messages: Sequence[ChatMessage]) -> str:
+    """What the person said that the prompt carries: their messages and the recalled block
+    (whose lines are theirs, or marked as the bot's)."""
+    return "\n".join(m.content or "" for m in messages
+                     if m.role == "user" or (m.role == "system" and MEMORY_PREAMBLE
+                                             in (m.content or "")))
+
+
 def _guarded(on_partial: PartialCallback, performed: set[str],
-             framing: list[str]) -> PartialCallback:
+             framing: list[str], voice: Voice | None) -> PartialCallback:
     """`on_partial` given only the finished, checked sentences of the text so far (`performed`
     is read at each call: it grows with the turn's tool rounds)."""
-    last, checked = "", Settled(performed, framing)
+    last, checked = "", Settled(performed, framing, voice)
 
     async def watch(text: str) -> None:
         nonlocal last

@@ -28,6 +28,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from strata.bot.prompt import FRAMING
+from strata.bot.reply_voice import Voice
 
 log = logging.getLogger(__name__)
 
@@ -130,11 +131,14 @@ class Checked:
 
 
 def check_reply(text: str, performed: Collection[str], framing: Iterable[str], *,
-                asked: str = "", fallback: str = NOTHING_LEFT) -> Checked:
+                asked: str = "", fallback: str = NOTHING_LEFT,
+                voice: Voice | None = None) -> Checked:
     """`text` with echoed framing dropped and claims of actions no tool in `performed`
     (the names of the turn's tool calls that succeeded) replaced by an honest line
     (`fallback` when nothing is left). When the message (`asked`) asks for a reminder and
-    none was set, the reply ends with the reminder's honest line, whatever it said."""
+    none was set, the reply ends with the reminder's honest line, whatever it said. With a
+    `voice` (the message asks about the person), the person's words told as the bot's are
+    told to the person (`strata.bot.reply_voice`)."""
     echo: set[tuple[str, ...]] = set()
     for part in (*FRAMING, *framing):
         echo |= _grams(part)
@@ -148,7 +152,10 @@ def check_reply(text: str, performed: Collection[str], framing: Iterable[str], *
         rule = next((r for r in CLAIMS if r.pattern.search(sentence)
                      and not r.tools & set(performed)), None)
         if rule is None:
-            kept.append(sentence)
+            told = voice.fix(sentence) if voice is not None else sentence
+            if told != sentence:
+                caught.append("voice")
+            kept.append(told)
             continue
         if rule.reason not in caught:  # one honest line per kind of claim
             lead = sentence[:len(sentence) - len(sentence.lstrip())]
@@ -170,9 +177,11 @@ class Settled:
     stretch of finished sentences is checked once (a long reply streamed in thousands of
     pieces costs one pass over it, not one per piece)."""
 
-    def __init__(self, performed: Collection[str], framing: Iterable[str]) -> None:
+    def __init__(self, performed: Collection[str], framing: Iterable[str],
+                 voice: Voice | None = None) -> None:
         self.performed = performed  # read at each stretch: it grows with the tool rounds
         self.framing = list(framing)
+        self.voice = voice
         self.done = 0  # how much of the (left-stripped) text is checked
         self.shown = ""
 
@@ -182,7 +191,8 @@ class Settled:
         if finished is not None:
             stretch = body[self.done:finished.end()]
             self.done = finished.end()
-            checked = check_reply(stretch, self.performed, self.framing, fallback="").text
+            checked = check_reply(stretch, self.performed, self.framing, fallback="",
+                                  voice=self.voice).text
             if checked:  # with the stretch's own line breaks and spaces around it
                 lead = stretch[:len(stretch) - len(stretch.lstrip())]
                 self.shown += lead + checked + stretch[len(stretch.rstrip()):]
@@ -204,8 +214,8 @@ class ReplyChecks:
     on_caught: Callable[[str], None] | None = None
 
     def check(self, text: str, performed: Collection[str], framing: Iterable[str],
-              turn_id: str, asked: str = "") -> str:
-        checked = check_reply(text, performed, framing, asked=asked)
+              turn_id: str, asked: str = "", voice: Voice | None = None) -> str:
+        checked = check_reply(text, performed, framing, asked=asked, voice=voice)
         for reason in checked.caught:
             self.counts[reason] += 1
             if self.on_caught is not None:

@@ -158,3 +158,18 @@ async def test_activity_is_marked(app: App, clock: ManualClock) -> None:
     await app.processor.handle(msg("hi", clock=clock))
     person = await app.persons.find("alice")
     assert person is not None and person.last_active_at == clock.now()
+
+
+async def test_a_reply_about_the_person_is_told_to_them(app: App, fake_openai: FakeOpenAI,
+                                                        clock: ManualClock) -> None:
+    # The embedded 0.5B's answer to "What is my job?": the person's own line, label and all.
+    await app.processor.handle(msg("I'm a pharmacist, mostly night shifts at the hospital.",
+                                   clock=clock))
+    clock.advance(minutes=1)
+    fake_openai.reply("alice: I'm a pharmacist, mostly night shifts at the hospital.")
+    result = await app.processor.handle(msg("What is my job?", clock=clock))
+    told = "You're a pharmacist, mostly night shifts at the hospital."
+    assert result is not None and result.reply == told
+    person = await app.persons.find("alice")
+    assert person is not None
+    assert (await app.transcript.for_owner(person.id))[-1].content == told
