@@ -11,6 +11,12 @@ Two fixed conversations, each prompted twice with the real prompt code, and answ
 - `reminder`: a reminder was set from the person's words (code wrote the confirmation); the
   person then says "I work as a pharmacist". Counted: replies copying the confirmation's form
   ("Reminder #1 set for …") and replies bringing up a reminder nobody asked about.
+- `voice`: the quick start: "hi, I'm Dana and I work as a nurse at the city hospital", then
+  "what is my job?". Counted: replies naming the job, replies in the person's voice ("I am a
+  nurse…", "Dana: I work…"), replies told to the person ("You work…").
+
+`after` replies are also counted as sent, after the reply checks (`checked`: the voice of
+`strata.bot.reply_voice` for a question about the person).
 
 `before` is the prompt as it was: every message of the history, the ambient snapshot with no
 heading. `after` is `strata.bot.history_view` and the framed snapshot, as turns now build it.
@@ -34,7 +40,9 @@ import httpx
 
 from strata.bot.embedded import model_endpoints
 from strata.bot.history_view import model_history
-from strata.bot.prompt import AMBIENT_HEADING, PromptParts, build_messages
+from strata.bot.prompt import AMBIENT_HEADING, MEMORY_PREAMBLE, PromptParts, build_messages
+from strata.bot.reply_checks import check_reply
+from strata.bot.reply_voice import voice_for
 from strata.core.config import default_db_path, load_settings
 from strata.core.types import Role, RowKind, TranscriptRow
 from strata.evaluation.recall import write_json
@@ -50,6 +58,10 @@ RECALLED = ("From the private chat on console:\n- since 2026-03-02 — fact #1 (
             "  > Ana: I'm a pharmacist, mostly night shifts at the hospital.")
 CONFIRMED = ("Reminder #1 set for Mon 9 Mar 18:06 (UTC): stretch. /reminders lists your "
              "reminders.")
+DANA = "hi, I'm Dana and I work as a nurse at the city hospital"
+# A claim in the person's voice ("I am a nurse", "Ana: I'm a pharmacist") and one told to them.
+FIRST_PERSON = r"(?:^|[.!?]\s+|:\s*)(?:as of [^,]+,\s*)?(?:I am|I'm|I work|My job)\b"
+TOLD = r"\b(?:you are|you're|you work|your job)\b"
 CALL = json.dumps([{"id": "words-0a1b2c3d4e5f", "name": "set_reminder",
                     "arguments": json.dumps({"text": "stretch", "in_minutes": 2.0})}])
 
@@ -68,7 +80,9 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                       (A, M, "Mums have opinions! Do you like your work?", "t2"),
                       (U, M, "What is my job?", "t3"), (A, M, WRONG, "t3")),
         "ambient": AMBIENT, "recalled": RECALLED, "message": "What is my job?",
-        "count": {"named": r"pharmacist", "wrong": r"software|bank"}},
+        "name": "Ana",
+        "count": {"named": r"pharmacist", "wrong": r"software|bank", "as_them": FIRST_PERSON,
+                  "told": TOLD}},
     "reminder": {
         "rows": _rows((U, M, "remind me in 2 minutes to stretch", "t1"),
                       (A, RowKind.TOOL_CALL, CALL, "t1"),
@@ -78,6 +92,14 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                              "stretch",
         "recalled": None, "message": "I work as a pharmacist",
         "count": {"copied_form": r"reminder\s*#\s*\d+\s+set", "brings_up": r"remind|stretch"}},
+    "voice": {
+        "rows": _rows((U, M, DANA, "t1"),
+                      (A, M, "Hi Dana! It looks like you're working at the city hospital. Can you "
+                             "tell me more about yourself?", "t1")),
+        "ambient": AMBIENT.replace("Ana", "Dana"),
+        "recalled": f"From the private chat on console:\n- 2026-03-09:\n  > Dana: {DANA}",
+        "message": "what is my job?", "name": "Dana",
+        "count": {"named": r"nurse", "as_them": FIRST_PERSON, "told": TOLD}},
 }
 
 
@@ -91,6 +113,19 @@ def prompt(s: dict[str, Any], variant: str) -> list[dict[str, Any]]:
         for m in messages:
             m["content"] = (m.get("content") or "").replace(AMBIENT_HEADING + "\n", "")
     return messages
+
+
+def _counts(s: dict[str, Any], replies: list[str]) -> dict[str, int]:
+    return {k: sum(bool(re.search(p, r, re.I)) for r in replies) for k, p in s["count"].items()}
+
+
+def _checked(s: dict[str, Any], variant: str, reply: str) -> str:
+    """The reply as a turn sends it: after the reply checks, with the voice of a question about
+    the person (the person's words are what the prompt carried of them)."""
+    said = "\n".join(m["content"] or "" for m in prompt(s, variant)
+                     if m["role"] == "user" or MEMORY_PREAMBLE in (m["content"] or ""))
+    voice = voice_for(s["message"], said, s.get("name", ""))
+    return check_reply(reply, (), [PERSONA], asked=s["message"], voice=voice).text
 
 
 async def run(samples: int) -> dict[str, Any]:
@@ -109,9 +144,10 @@ async def run(samples: int) -> dict[str, Any]:
                         "max_tokens": 120, "seed": seed})
                     replies.append(resp.json()["choices"][0]["message"]["content"])
                     print(f"{name} {variant} {seed}: {replies[-1][:90]!r}", flush=True)
-                counts = {k: sum(bool(re.search(p, r, re.I)) for r in replies)
-                          for k, p in s["count"].items()}
-                out[f"{name}:{variant}"] = {"counts": counts, "replies": replies}
+                out[f"{name}:{variant}"] = {"counts": _counts(s, replies), "replies": replies}
+                if variant == "after":
+                    sent = [_checked(s, variant, r) for r in replies]
+                    out[f"{name}:checked"] = {"counts": _counts(s, sent), "replies": sent}
         out["model"] = eff.llm.model
     return out
 
