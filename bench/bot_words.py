@@ -35,6 +35,7 @@ from strata.core.types import ChannelKind, NewRow, Role  # noqa: E402
 from strata.memory.engines.db import Database  # noqa: E402
 from strata.memory.recall.search import Recall  # noqa: E402
 from strata.memory.recall.types import RecallTuning  # noqa: E402
+from strata.memory.store.episodes import EpisodeRepo  # noqa: E402
 from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
 from strata.memory.store.recall_reads import RecallReads  # noqa: E402
 from strata.memory.store.row_vectors import RowIndexer  # noqa: E402
@@ -87,7 +88,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, object]:
             await RowIndexer(db, emb, transcript=TranscriptRepo(db),
                              persons=PersonRepo(db)).index_all()
             for name, old in (("before", True), ("after", False)):
-                recall = Recall(RecallReads(db), emb, clock,
+                reads = RecallReads(db, episodes=EpisodeRepo(db), transcript=TranscriptRepo(db))
+                recall = Recall(reads, emb, clock,
                                 replace(RecallTuning(), assistant_as_evidence=old))
                 try:
                     block = (await recall.search(owner, QUERY, clock.now())).render() or ""

@@ -96,7 +96,7 @@ from strata.memory.recall.facts import FactCandidates  # noqa: E402
 from strata.memory.recall.search import Recall  # noqa: E402
 from strata.memory.recall.types import RecallTuning  # noqa: E402
 from strata.memory.rules.fact_types import NewFact  # noqa: E402
-from strata.memory.store.episodes import NewEpisode, insert_episode  # noqa: E402
+from strata.memory.store.episodes import EpisodeRepo, NewEpisode, insert_episode  # noqa: E402
 from strata.memory.store.facts import FactRepo  # noqa: E402
 from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
 from strata.memory.store.recall_reads import RecallReads  # noqa: E402
@@ -249,8 +249,8 @@ async def populate(stores: Sequence[Store], args: argparse.Namespace,
 def bot_recall(db: Database, vectors: dict[str, Any], dim: int) -> Recall:
     """Recall as the bot builds it (rows, episodes and facts), default tuning, answering the
     queries in `vectors` (text → vector) without an embedder."""
-    recall = Recall(RecallReads(db), PrecomputedEmbedder(vectors, dim), ManualClock(NOW),
-                    RecallTuning())
+    reads = RecallReads(db, episodes=EpisodeRepo(db), transcript=TranscriptRepo(db))
+    recall = Recall(reads, PrecomputedEmbedder(vectors, dim), ManualClock(NOW), RecallTuning())
     recall.add_source(FactCandidates(FactRepo(db), ChannelRepo(db)))
     return recall
 

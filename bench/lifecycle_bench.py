@@ -43,6 +43,7 @@ from strata.memory.store.episodes import EpisodeRepo, NewEpisode, as_blob  # noq
 from strata.memory.store.forgetting.janitor import decay_pass, recompute_weights  # noqa: E402
 from strata.memory.store.lifecycle import LifecycleStore  # noqa: E402
 from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
+from strata.memory.store.refusals import RefusalRepo  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
 
 DIM = 768
@@ -107,7 +108,8 @@ async def bench_rollup(n: int) -> dict[str, Any]:
             labels = cluster_labels(vecs)
             clustering = time.perf_counter() - t
             t = time.perf_counter()
-            result = await rollup_channel(MemoryLifecycle(LifecycleStore(db), embedder), chat,
+            store = LifecycleStore(db, repo, RefusalRepo(db))
+            result = await rollup_channel(MemoryLifecycle(store, embedder), chat,
                                           channel.id, 0, NOW)
             full = time.perf_counter() - t
         finally:

@@ -56,8 +56,10 @@ from strata.core.types import Channel, ChannelKind, Person  # noqa: E402
 from strata.memory.engines.db import Database  # noqa: E402
 from strata.memory.recall.search import Recall  # noqa: E402
 from strata.memory.recall.types import RecallTuning  # noqa: E402
+from strata.memory.store.episodes import EpisodeRepo  # noqa: E402
 from strata.memory.store.persons import ChannelRepo, PersonRepo  # noqa: E402
 from strata.memory.store.recall_reads import RecallReads  # noqa: E402
+from strata.memory.store.transcript import TranscriptRepo  # noqa: E402
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 SPAN_DAYS = 730
@@ -257,7 +259,8 @@ async def run_size(args: argparse.Namespace, size: int) -> dict[str, Any]:
                 "queries": len(queries),
                 "build_seconds": round(build_s, 1),
             }
-            recall = Recall(RecallReads(db), PrecomputedEmbedder(dict(queries), args.dim),
+            reads = RecallReads(db, episodes=EpisodeRepo(db), transcript=TranscriptRepo(db))
+            recall = Recall(reads, PrecomputedEmbedder(dict(queries), args.dim),
                             ManualClock(NOW), RecallTuning())
             try:
                 start = time.perf_counter()

@@ -19,6 +19,7 @@ from strata.memory.lifecycle.passes import MemoryLifecycle
 from strata.memory.store.episodes import LEAF, EpisodeRepo, NewEpisode
 from strata.memory.store.lifecycle import LifecycleStore
 from strata.memory.store.persons import ChannelRepo, PersonRepo
+from strata.memory.store.refusals import RefusalRepo
 from strata.memory.store.transcript import TranscriptRepo
 
 
@@ -35,7 +36,13 @@ class HasMemory(Protocol):
 def lifecycle(app: HasMemory) -> MemoryLifecycle:
     """The memory life cycle over the app's database (as the composition root builds it;
     the tests pass their own policies)."""
-    return MemoryLifecycle(LifecycleStore(app.db), app.embedder)
+    return MemoryLifecycle(lifecycle_store(app.db), app.embedder)
+
+
+def lifecycle_store(db: Database) -> LifecycleStore:
+    """The life cycle's SQL over `db` with its repositories (as the composition root wires
+    them)."""
+    return LifecycleStore(db, EpisodeRepo(db), RefusalRepo(db))
 
 
 @dataclass

@@ -10,11 +10,13 @@ from strata.bot.writers.episodes import EpisodeCutter
 from strata.core.clock import ManualClock
 from strata.core.ports import ChatModel, Clock, Embedder
 from strata.core.types import Channel, ChannelKind, NewRow, Person, Role, RowKind
-from strata.memory.engines.db import Database
+from strata.memory.engines.db import Database, Reads
 from strata.memory.engines.migrations import available
 from strata.memory.lifecycle.episode_cut import CutSettings, EpisodeWindows
 from strata.memory.store.episode_cuts import EpisodeCuts
+from strata.memory.store.episodes import EpisodeRepo
 from strata.memory.store.persons import ChannelRepo, PersonRepo
+from strata.memory.store.recall_reads import RecallReads
 from strata.memory.store.row_vectors import RowIndexer
 from strata.memory.store.transcript import TranscriptRepo
 from tests.fakes.openai_server import FakeOpenAI
@@ -74,6 +76,11 @@ def filler(i: int, words: int = 7) -> str:
 def row_indexer(db: Database, embedder: Embedder) -> RowIndexer:
     """A row indexer over `db` with its repositories (as the composition root wires it)."""
     return RowIndexer(db, embedder, transcript=TranscriptRepo(db), persons=PersonRepo(db))
+
+
+def recall_reads(db: Database, reads: Reads | None = None) -> RecallReads:
+    """Recall's reads over `db` with its repositories (as the composition root wires them)."""
+    return RecallReads(db, reads, episodes=EpisodeRepo(db), transcript=TranscriptRepo(db))
 
 
 def episode_cutter(db: Database, embedder: Embedder, clock: Clock, chat: ChatModel | None,

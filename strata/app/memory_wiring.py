@@ -80,11 +80,13 @@ def recall_tuning(settings: Settings) -> RecallTuning:
         exclude={"enabled", "hypothetical", "hypothetical_seconds", "hypothetical_always"}))
 
 
-def make_recall(settings: Settings, db: Database, embedder: Embedder, clock: Clock) -> Recall:
-    """Turn-zero recall over `db` with its sources (it only reads: `strata memory recall`
-    runs it on a read-only database)."""
-    repos = Repos.over(db)
-    recall = Recall(RecallReads(db), embedder, clock, recall_tuning(settings))
+def make_recall(settings: Settings, db: Database, embedder: Embedder, clock: Clock,
+                repos: Repos | None = None) -> Recall:
+    """Turn-zero recall over `db` (and its `repos`) with its sources (it only reads:
+    `strata memory recall` runs it on a read-only database)."""
+    repos = repos or Repos.over(db)
+    reads = RecallReads(db, episodes=repos.episodes, transcript=repos.transcript)
+    recall = Recall(reads, embedder, clock, recall_tuning(settings))
     recall.add_source(FactCandidates(repos.facts, repos.channels))
     return recall
 
@@ -180,13 +182,14 @@ def build_memory(settings: Settings, db: Database, repos: Repos, embedder: Embed
         if settings.facts.extract_after_turn
         else cutter,
     ]
-    lifecycle = MemoryLifecycle(LifecycleStore(db), embedder, make_lifecycle_policy(settings))
+    lifecycle = MemoryLifecycle(LifecycleStore(db, repos.episodes, repos.refusals), embedder,
+                                make_lifecycle_policy(settings))
     if settings.lifecycle.compact_after_turn:
         after_turn.append(CompactionHook(lifecycle, chat, clock, lifecycle.policy.compaction,
                                          chat_for=metered("compact:turn")))
     return MemoryParts(
         facts=facts,
-        recall=make_recall(settings, db, embedder, clock),
+        recall=make_recall(settings, db, embedder, clock, repos),
         row_indexer=row_indexer,
         cutter=cutter,
         forgetter=make_forgetter(db, embedder, repos, recall_log),

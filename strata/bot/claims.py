@@ -23,6 +23,7 @@ from datetime import timedelta
 from strata.core.clock import SystemClock
 from strata.core.identity import this_process
 from strata.core.ports import Clock
+from strata.core.tasks import cancel_and_wait
 from strata.memory.coordination.leases import Lease, Leases
 
 log = logging.getLogger(__name__)
@@ -67,9 +68,8 @@ class ChannelClaims:
                 with self.leases.fenced(lease):
                     yield True
             finally:
-                renew.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await renew
+                    await cancel_and_wait(renew)
                 # Shielded: a turn cancelled at shutdown still frees its channel at once.
                 await asyncio.shield(self.leases.release(lease.name, self.holder))
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from strata.bot.prompt import FRAMING
 from strata.bot.reply_voice import Voice
+from strata.core.words import SURFACE_WORD as _WORD
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,6 @@ _ASKS_REMINDER = re.compile(
     r"|(?:set|create|add|make|schedule)\s+(?:me\s+)?an?\s+(?:reminder|alarm))\b", re.I)
 # Up to the last sentence end followed by a space, or the last line break.
 _SETTLED = re.compile(r".*(?:[.!?][\"'”’)]*\s|\n)", re.S)
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 
 def sentences(text: str) -> list[str]:

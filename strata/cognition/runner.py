@@ -49,6 +49,7 @@ from strata.cognition.services import Services
 from strata.core.config_sections import CognitionSettings
 from strata.core.errors import ConfigError, WriteRefusedError
 from strata.core.identity import ProcessIdentity, this_process
+from strata.core.tasks import cancel_and_wait
 from strata.core.types import OwnerKind, Person
 
 log = logging.getLogger(__name__)
@@ -121,9 +122,7 @@ class Runner:
         The runner then retires: its claims are free for the other processes at once."""
         for task in (self._task, self._jobs_task, self._beat_task):
             if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                await cancel_and_wait(task)
         self._task = self._jobs_task = self._beat_task = None
         if self._started:
             self._started = False

@@ -8,7 +8,8 @@ sequences (CSI, OSC and the other string controls, two-byte escapes; the 7-bit a
 forms) and then every other C0/C1 control character and DEL, and turns `\\r\\n` and a lone
 `\\r` into `\\n`. Newlines, tabs and everything printable (accents, emoji and their joiners,
 any script) are kept. Idempotent. Text that was stored before (or a model's reply) is made
-safe where it is printed instead (`strata.bot.visible`). A leaf module.
+safe where it is printed instead (`strata.bot.visible`). `one_line` makes a name someone set
+(a room's name) fit on one line of a prompt. A leaf module.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ _ESCAPES = re.compile(
 )
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _CR = re.compile(r"\r\n?")
+# Every run of whitespace: line breaks of any kind (`\n`, `\u2028`, `\x85`…) included.
+_SPACES = re.compile(r"\s+")
 
 
 def clean_text(text: str) -> str:
@@ -30,3 +33,11 @@ def clean_text(text: str) -> str:
     if text.isprintable():
         return text  # the common case: nothing to do
     return _CONTROLS.sub("", _ESCAPES.sub("", _CR.sub("\n", text)))
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` on one line: without control, every run of whitespace (line breaks too) one
+    space, at most `limit` characters (cut with "…"). For a name anyone can set (a shared
+    room's) shown inside the prompt's own lines: it can never start a line of its own there."""
+    flat = _SPACES.sub(" ", clean_text(text)).strip()
+    return flat if len(flat) <= limit else flat[:limit - 1].rstrip() + "…"

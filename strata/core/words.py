@@ -1,6 +1,6 @@
 """One tokenizer and one stopword list for every place that reads words: recall and its keyword
-search, the full-text queries of both engines, the grounding and subject checks, research's feed
-matching and the recall eval's answer coverage. A leaf module.
+search, the full-text queries of both engines, the grounding and subject checks, the reply's
+echo check, research's feed matching and the recall eval's answer coverage. A leaf module.
 
 `WORD` is a run of Unicode word characters (letters, digits, underscore), the words recall and
 the search indexes compare; `SURFACE_WORD` keeps the apostrophes inside a word ("Anna's",

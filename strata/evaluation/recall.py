@@ -259,7 +259,9 @@ async def _eval_conversation(
             texts = {t.turn_id: row_text(t) for t in turns}
             progress.step(0, f"{conv}: {len(turns)} turns in")
             if options.consolidate:
-                lifecycle = MemoryLifecycle(LifecycleStore(app.db), app.embedder)
+                assert app.repos is not None
+                store = LifecycleStore(app.db, app.repos.episodes, app.repos.refusals)
+                lifecycle = MemoryLifecycle(store, app.embedder)
                 done = await consolidate_owner(lifecycle, app.chat, person.id, clock.now(),
                                                make_lifecycle_policy(app.settings))
                 decayed = await decay_pass(app.db, clock.now(), person.id)

@@ -16,10 +16,9 @@ from strata.memory.rules.decay import episode_weight
 from strata.memory.store.episodes import TOPIC, as_blob
 from strata.memory.store.forgetting.janitor import decay_pass
 from strata.memory.store.forgetting.prune import prune_channel, prune_owner
-from strata.memory.store.lifecycle import LifecycleStore
 from strata.memory.store.transcript import history_since_watermark, watermark
 from tests.fakes.openai_server import FakeOpenAI
-from tests.lifecycle_helpers import add_episode, add_turn, lifecycle, make_scope
+from tests.lifecycle_helpers import add_episode, add_turn, lifecycle, lifecycle_store, make_scope
 
 POLICY = CompactionPolicy(trigger_tokens=400, keep_tokens=150, input_tokens=2000)
 
@@ -134,7 +133,7 @@ async def test_pruning_keeps_cited_and_unreached_rows_and_drops_the_rest(
 
     fake_openai.reply("summary of every question and answer")
     policy = CompactionPolicy(trigger_tokens=10, keep_tokens=0, input_tokens=100_000)
-    done = await compact_channel(MemoryLifecycle(LifecycleStore(db), app.embedder), app.chat,
+    done = await compact_channel(MemoryLifecycle(lifecycle_store(db), app.embedder), app.chat,
                                  scope.channel.id, clock.now(), policy)
     assert done.covers_to == turns[7][-1]
     if bulk:  # one transaction that rebuilds the FTS indexes instead of per-row triggers

@@ -25,11 +25,10 @@ from strata.memory.rules.fact_types import NewFact, Sources
 from strata.memory.store.episodes import EpisodeRepo, NewEpisode
 from strata.memory.store.facts import FactRepo
 from strata.memory.store.persons import ChannelRepo, PersonRepo
-from strata.memory.store.recall_reads import RecallReads
 from strata.memory.store.services.reminders import ReminderRepo
 from strata.memory.store.transcript import TranscriptRepo, history_since_watermark
 from tests.conftest import TEST_DIM
-from tests.memory_helpers import channel, person, turn
+from tests.memory_helpers import channel, person, recall_reads, turn
 
 
 async def test_a_person_is_created_once_per_identity_even_when_racing(
@@ -362,7 +361,7 @@ async def test_recall_finds_episodes_by_vector_and_keyword_for_their_owner_only(
                                         clock.now(), clock.now(), ()), _unit(3), clock.now())
     await repo.insert(NewEpisode(bob.id, bob_chat.id, "Bob climbed a volcano", "user",
                                  clock.now(), clock.now(), ()), _unit(2), clock.now())
-    source = EpisodeSource(RecallReads(db, db))
+    source = EpisodeSource(recall_reads(db, db))
     query = RecallQuery(owner_id=ann.id, text="volcanoes", terms=("volcanoes",),
                         match=db.dialect.keyword_query("volcanoes"), vector=_unit(3),
                         now=clock.now(), k=5)

@@ -30,7 +30,6 @@ from strata.memory.recall.search import Recall
 from strata.memory.recall.types import RecallResult, RecallTuning
 from strata.memory.store.episodes import EpisodeRepo, NewEpisode
 from strata.memory.store.persons import PersonRepo
-from strata.memory.store.recall_reads import RecallReads
 from tests.conftest import START, TEST_DIM
 from tests.fakes.openai_server import FakeOpenAI
 from tests.memory_helpers import (
@@ -39,6 +38,7 @@ from tests.memory_helpers import (
     episode_cutter,
     filler,
     person,
+    recall_reads,
     row_indexer,
     turn,
     turns,
@@ -68,7 +68,7 @@ _OPEN: list[Recall] = []
 
 def recall_for(db: Database, embedder: OpenAIEmbedder, clock: ManualClock,
                **tuning: object) -> Recall:
-    recall = Recall(RecallReads(db), embedder, clock, replace(RecallTuning(), **tuning))
+    recall = Recall(recall_reads(db), embedder, clock, replace(RecallTuning(), **tuning))
     _OPEN.append(recall)
     return recall
 
@@ -466,7 +466,7 @@ async def test_row_index_reads_the_words_of_new_rows_only(db: Database, emb: Ope
     ch = await channel(db, alice, "alice/d", clock)
     await turns(db, ch, alice, [filler(i) for i in range(150)], clock)
     await index(db, emb, clock)
-    rows = RowIndex(RecallReads(db, db))
+    rows = RowIndex(recall_reads(db, db))
     await rows.table(alice.id)
     await turn(db, ch, alice, FACT, clock, reply="Lisbon, lovely.")
     split: list[int] = []  # how many rows each splitting into words was given
@@ -482,7 +482,7 @@ async def test_row_index_reads_the_words_of_new_rows_only(db: Database, emb: Ope
         sys.setprofile(None)
     assert grown.n == 302
     assert split == [2]
-    _, fresh = await RowIndex(RecallReads(db, db)).table(alice.id)
+    _, fresh = await RowIndex(recall_reads(db, db)).table(alice.id)
     assert grown.postings == fresh.postings and grown.words == fresh.words
     np.testing.assert_array_equal(grown.lengths, fresh.lengths)
     np.testing.assert_array_equal(grown.prev, fresh.prev)

@@ -16,10 +16,18 @@ from strata.core.clock import ManualClock
 from strata.memory.engines.db import Database
 from strata.memory.recall.search import Recall
 from strata.memory.recall.types import RecallTuning
-from strata.memory.store.recall_reads import RecallReads
 from tests.conftest import START
 from tests.fakes.openai_server import FakeOpenAI, hashed_embedding
-from tests.memory_helpers import channel, embedder_for, filler, person, row_indexer, turn, turns
+from tests.memory_helpers import (
+    channel,
+    embedder_for,
+    filler,
+    person,
+    recall_reads,
+    row_indexer,
+    turn,
+    turns,
+)
 
 PHARMACIST = "I work as a pharmacist"
 WRONG = "My job is to help people with their questions."
@@ -61,7 +69,7 @@ async def _memory(db: Database, clock: ManualClock) -> tuple[int, list[int], lis
 async def _search(db: Database, emb: OpenAIEmbedder, clock: ManualClock, owner: int,
                   query: str, **tuning: object) -> tuple[list[tuple[int, ...]], str]:
     await row_indexer(db, emb).index_all()
-    recall = Recall(RecallReads(db), emb, clock, replace(RecallTuning(), **tuning))
+    recall = Recall(recall_reads(db), emb, clock, replace(RecallTuning(), **tuning))
     try:
         result = await recall.search(owner, query, clock.now())
     finally:

@@ -17,9 +17,8 @@ from strata.memory.recall.leaves import LeafIndex, leaf_signals
 from strata.memory.store.episodes import EpisodeRepo, NewEpisode, insert_episode
 from strata.memory.store.facts import FactRepo
 from strata.memory.store.forgetting.forget import Forgetter
-from strata.memory.store.recall_reads import RecallReads
 from tests.fakes.openai_server import FakeOpenAI
-from tests.memory_helpers import channel, embedder_for, filler, person, turn, turns
+from tests.memory_helpers import channel, embedder_for, filler, person, recall_reads, turn, turns
 
 
 async def episode(db: Database, owner: Person, ch: Channel, rows: list[int],
@@ -37,7 +36,7 @@ async def test_leaf_citations_follow_new_and_rolled_up_leaves(db: Database,
     ch = await channel(db, alice, "alice/l", clock)
     ids = await turns(db, ch, alice, [filler(i) for i in range(6)], clock)
     first = await episode(db, alice, ch, ids[:4], clock)
-    leaves = LeafIndex(RecallReads(db, db), owners_kept=2)
+    leaves = LeafIndex(recall_reads(db, db), owners_kept=2)
     got = await leaves.citations(alice.id)
     assert [c.tolist() for c in got.cited] == [ids[:4]]
     clock.advance(days=3)
@@ -50,7 +49,7 @@ async def test_leaf_citations_follow_new_and_rolled_up_leaves(db: Database,
     await EpisodeRepo(db).tombstone([first], parent, clock.now())  # rolled up: not a leaf
     got = await leaves.citations(alice.id)
     assert [c.tolist() for c in got.cited] == [ids[4:8]]
-    fresh = await LeafIndex(RecallReads(db, db), owners_kept=2).citations(alice.id)
+    fresh = await LeafIndex(recall_reads(db, db), owners_kept=2).citations(alice.id)
     table_ids = np.asarray(ids, dtype=np.int64)
     for kept, read in zip(leaf_signals(got, table_ids, clock.now()),
                           leaf_signals(fresh, table_ids, clock.now()), strict=True):
@@ -65,7 +64,7 @@ async def test_a_row_recall_never_sees_leaves_the_table_as_it_is(db: Database,
     alice = await person(db, "alice", clock)
     ch = await channel(db, alice, "alice/t", clock)
     await turns(db, ch, alice, [filler(i) for i in range(5)], clock)
-    index = RowIndex(RecallReads(db, db))
+    index = RowIndex(recall_reads(db, db))
     _, before = await index.table(alice.id)
     await turn(db, ch, alice, "looked up the weather", clock, kind=RowKind.TOOL_CALL)
     _, same = await index.table(alice.id)
@@ -73,7 +72,7 @@ async def test_a_row_recall_never_sees_leaves_the_table_as_it_is(db: Database,
     await turn(db, ch, alice, "we met at the harbour", clock)
     _, grown = await index.table(alice.id)
     assert grown.n == before.n + 1 and "harbour" in grown.postings
-    _, fresh = await RowIndex(RecallReads(db, db)).table(alice.id)
+    _, fresh = await RowIndex(recall_reads(db, db)).table(alice.id)
     assert grown.postings == fresh.postings and grown.words == fresh.words
     np.testing.assert_array_equal(grown.ids, fresh.ids)
 
@@ -88,7 +87,7 @@ async def test_a_forgotten_row_never_comes_back_from_the_cache(
     await turns(db, ch, alice, [filler(i) for i in range(4)], clock)
     secret = await turn(db, ch, alice, "my sister Zenobia teaches violin", clock, reply="Oh!")
     await turns(db, ch, alice, [filler(i) for i in range(4, 6)], clock)
-    index = RowIndex(RecallReads(db, db))
+    index = RowIndex(recall_reads(db, db))
     _, before = await index.table(alice.id)
     assert "zenobia" in before.words and "zenobia" in before.postings
     forgetter = Forgetter(db, embedder_for(fake_openai), FactRepo(db))
@@ -98,7 +97,7 @@ async def test_a_forgotten_row_never_comes_back_from_the_cache(
     await turn(db, ch, alice, "looked it up", clock, kind=RowKind.TOOL_CALL)
     said = await turn(db, ch, alice, "the tram was late again", clock)
     _, after = await index.table(alice.id)
-    _, fresh = await RowIndex(RecallReads(db, db)).table(alice.id)
+    _, fresh = await RowIndex(recall_reads(db, db)).table(alice.id)
     assert "zenobia" not in after.words and "zenobia" not in after.postings
     assert not set(secret) & set(after.ids.tolist())
     assert said[0] in after.ids.tolist()
@@ -134,7 +133,7 @@ async def test_a_row_deleted_after_a_load_the_look_did_not_count_is_noticed(
     ch = await channel(db, alice, "alice/r", clock)
     await turns(db, ch, alice, [filler(i) for i in range(3)], clock)
     reads = RowLandsAfterTheLook(db, lambda: turn(db, ch, alice, "a quokka smiled", clock))
-    index = RowIndex(RecallReads(db, reads))
+    index = RowIndex(recall_reads(db, reads))
     _, first = await index.table(alice.id)
     assert reads.landed and reads.landed[0] in first.ids.tolist()
     await db.execute_write(f"DELETE FROM transcript WHERE id IN ({placeholders(reads.landed)})",

@@ -15,9 +15,8 @@ from strata.core.clock import ManualClock
 from strata.memory.engines.db import Database
 from strata.memory.recall.search import Recall
 from strata.memory.recall.types import RecallResult, RecallTuning
-from strata.memory.store.recall_reads import RecallReads
 from tests.integration import test_recall
-from tests.memory_helpers import channel, filler, person, row_indexer, turn, turns
+from tests.memory_helpers import channel, filler, person, recall_reads, row_indexer, turn, turns
 
 emb = test_recall.emb  # the fixture: the fake server's hashed embedder
 
@@ -40,7 +39,7 @@ async def _memory(db: Database, clock: ManualClock, said: str | None) -> int:
 async def _search(db: Database, emb: OpenAIEmbedder, clock: ManualClock, owner: int,
                   query: str, also: tuple[str, ...] = (), **tuning: object) -> RecallResult:
     await row_indexer(db, emb).index_all()
-    recall = Recall(RecallReads(db), emb, clock, replace(RecallTuning(), **tuning))
+    recall = Recall(recall_reads(db), emb, clock, replace(RecallTuning(), **tuning))
     try:
         return await recall.search(owner, query, clock.now(), also=also)
     finally:

@@ -15,8 +15,7 @@ from strata.memory.recall.leaves import LeafIndex
 from strata.memory.recall.sources import EpisodeSource
 from strata.memory.recall.types import RecallQuery
 from strata.memory.store.episodes import EpisodeRepo, NewEpisode, insert_episode
-from strata.memory.store.recall_reads import RecallReads
-from tests.memory_helpers import channel, person, turns
+from tests.memory_helpers import channel, person, recall_reads, turns
 
 
 def unit(seed: int, dim: int) -> np.ndarray:
@@ -54,7 +53,7 @@ async def test_episodes_found_by_vector_or_words_with_each_search_s_score(
     await EpisodeRepo(db).tombstone([gone], parent, clock.now())  # rolled up into `parent`
     other = await channel(db, bob, "bob/e", clock)
     await episode(db, bob, other, "violin violin violin", unit(2, db.dim), [], clock)
-    source = EpisodeSource(RecallReads(db, db))
+    source = EpisodeSource(recall_reads(db, db))
 
     both = await source.candidates(query(db, alice, "violin lessons", unit(2, db.dim), clock))
     assert [c.id for c in both] == sorted([violin, shed, parent])  # never bob's, nor `gone`
@@ -70,9 +69,9 @@ async def test_episodes_found_by_vector_or_words_with_each_search_s_score(
     assert await source.candidates(query(db, alice, "", None, clock)) == []
 
     # With the leaf index's citations at hand, a leaf's rows need no statement: the same.
-    leaves = LeafIndex(RecallReads(db, db), owners_kept=2)
+    leaves = LeafIndex(recall_reads(db, db), owners_kept=2)
     await leaves.citations(alice.id)
-    kept = await EpisodeSource(RecallReads(db, db), leaves).candidates(
+    kept = await EpisodeSource(recall_reads(db, db), leaves).candidates(
         query(db, alice, "violin lessons", unit(2, db.dim), clock))
     assert [(c.id, c.cited_rows, c.cosine, c.bm25) for c in kept] == [
         (c.id, c.cited_rows, c.cosine, c.bm25) for c in both]

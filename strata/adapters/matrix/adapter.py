@@ -30,7 +30,6 @@ Imports `strata.adapters.*`, `strata.core` and nio.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import Counter
@@ -67,6 +66,7 @@ from strata.core.config import AccessSettings, MatrixSettings
 from strata.core.errors import ConfigError, PlatformError
 from strata.core.ports import Turns
 from strata.core.sending import PlatformRateLimited
+from strata.core.tasks import cancel_and_wait
 from strata.core.types import InboundMessage, ReplyKey
 
 log = logging.getLogger(__name__)
@@ -166,9 +166,7 @@ class MatrixAdapter:
     async def stop(self) -> None:
         """Stop syncing, let in-flight turns finish (at most `shutdown_grace` s), close."""
         if self._loop_task is not None:
-            self._loop_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._loop_task
+            await cancel_and_wait(self._loop_task)
             self._loop_task = None
         if self.turns is not None:
             await self.turns.detach(self, self.shutdown_grace)

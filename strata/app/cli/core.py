@@ -114,7 +114,8 @@ async def cmd_memory_show(args: argparse.Namespace, settings: Settings) -> int:
     try:
         repos = Repos.over(db)
         person = await _person_or_fail(repos.persons, args.user)
-        tree = [h.as_dict() for h in await hierarchy(LifecycleStore(db), person.id)]
+        store = LifecycleStore(db, repos.episodes, repos.refusals)
+        tree = [h.as_dict() for h in await hierarchy(store, person.id)]
         info = await _memory_info(repos, person, tree)
         if args.json:
             say(json.dumps(info, indent=2, ensure_ascii=False))

@@ -19,6 +19,7 @@ import functools
 from collections.abc import Collection, Sequence
 
 from strata.core.words import SURFACE_WORD
+from strata.memory.checks.claim_words import surface
 from strata.memory.rules.names import names_in
 from strata.memory.rules.text import stem, tokens
 
@@ -45,7 +46,7 @@ def _filler() -> frozenset[str]:
 def only_filler(text: str) -> bool:
     """Whether every word of `text` is chat filler ("ok, bye", "thanks!"): a claim about
     nothing."""
-    words = [w.lower() for w in SURFACE_WORD.findall(text)]
+    words = surface(text)
     return bool(words) and all(w in _filler() or stem(w) in _filler() for w in words)
 
 

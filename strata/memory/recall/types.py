@@ -11,6 +11,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from strata.core.text import one_line
 from strata.core.tokens import count_tokens
 from strata.memory.recall.rank import (
     RankTuning,
@@ -144,6 +145,9 @@ class RecallItem:
     where: str = ""
 
 
+# The most of a channel's name a heading shows.
+NAME_CHARS = 60
+
 # Provenance phrases naming a channel take "the" in a heading ("From the private chat on
 # console:"); the others carry their own determiner ("From my own reflections:").
 CHANNEL_PHRASES = ("private chat", "shared room", "background channel")
@@ -192,9 +196,12 @@ class RecallResult:
 
 def channel_where(kind: str, platform: str, name: str, source: str) -> str:
     """A channel in words ("private chat on console"): the one phrase rows, episodes and
-    facts use, so a channel's items share one heading."""
+    facts use, so a channel's items share one heading. A shared room's name is any member's
+    to set ("SYSTEM: ignore all previous instructions"): it is shown as a name, on the
+    heading's one line, inside quotes it cannot close, and short."""
     if kind == "shared":
-        return f'shared room "{name}" on {platform}' if name else f"shared room on {platform}"
+        shown = one_line(name, NAME_CHARS).replace('"', "'")
+        return f'shared room "{shown}" on {platform}' if shown else f"shared room on {platform}"
     if kind == "background":
-        return f"background channel ({source})"
+        return f"background channel ({one_line(source, NAME_CHARS)})"
     return f"private chat on {platform}"

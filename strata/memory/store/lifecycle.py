@@ -34,12 +34,13 @@ class RollupConflictError(StrataError):
 
 
 class LifecycleStore:
-    """The life cycle's SQL over one database."""
+    """The life cycle's SQL over one database; `episodes`, `refusals`: the repositories the
+    composition root built (`strata.app.memory_wiring.Repos`)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, episodes: EpisodeRepo, refusals: RefusalRepo) -> None:
         self.db = db
-        self.episodes = EpisodeRepo(db)
-        self.refusals = RefusalRepo(db)
+        self.episodes = episodes
+        self.refusals = refusals
 
     async def record_refusals(self, owner_id: int, refusals: Sequence[Refusal],
                               now: datetime) -> None:

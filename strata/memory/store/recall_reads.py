@@ -65,14 +65,16 @@ class EpisodeSearch:
 
 class RecallReads:
     """The reads of recall over one database. `reads`: where they go (default: a pool of
-    `READERS` connections of its own, closed by `close`)."""
+    `READERS` connections of its own, closed by `close`); `episodes`, `transcript`: the
+    repositories the composition root built (`strata.app.memory_wiring.Repos`)."""
 
-    def __init__(self, db: Database, reads: Reads | None = None) -> None:
+    def __init__(self, db: Database, reads: Reads | None = None, *, episodes: EpisodeRepo,
+                 transcript: TranscriptRepo) -> None:
         self.pool: Reads = reads if reads is not None else ReaderPool(db, size=READERS)
         self.dim = db.dim
         self.dialect = db.dialect
-        self.episodes = EpisodeRepo(db)
-        self.transcript = TranscriptRepo(db)
+        self.episodes = episodes
+        self.transcript = transcript
 
     async def close(self) -> None:
         if isinstance(self.pool, ReaderPool):
