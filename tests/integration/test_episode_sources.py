@@ -13,10 +13,16 @@ import pytest
 
 from strata.app.compose import App
 from strata.bot.llm import OpenAIChatModel
+from strata.bot.prompt import AMBIENT_HEADING
 from strata.core.clock import ManualClock
 from strata.core.config import Settings
 from strata.core.types import Role, RowKind, TranscriptRow
-from strata.memory.lifecycle.code_lines import snapshot_clocks, without_snapshot, written_by_code
+from strata.memory.lifecycle.code_lines import (
+    SNAPSHOT_WORDING,
+    snapshot_clocks,
+    without_snapshot,
+    written_by_code,
+)
 from strata.memory.lifecycle.episode_cut import CutSettings
 from strata.memory.store.episodes import EpisodeRepo
 from tests.fakes.openai_server import FakeOpenAI
@@ -124,3 +130,37 @@ def test_a_time_the_person_said_stays(clock: ManualClock) -> None:
     reply = f"Sure, at {clock.now():%H:%M}. Stretch well."
     assert without_snapshot(reply, clocks["t"], "I said nothing of time") == "Stretch well."
     assert without_snapshot(reply, clocks["t"], f"remind me at {clock.now():%H:%M}") == reply
+
+
+@pytest.mark.parametrize("reply", [
+    # bench.truth's Oskar: the reply told the snapshot's wording back, and the episode's
+    # summary made it the topic ("Oskar and Strata are discussing the current local time").
+    "OK. I'm ready to help. What would you like to know about current local time?",
+    "This conversation is about your local time for Alice.",
+    "They last wrote 2 minutes ago (before this conversation turn).",
+    "You have upcoming reminders and scheduled prompts.",
+])
+def test_the_snapshots_wording_copied_into_a_reply_is_no_source(reply: str) -> None:
+    kept = without_snapshot(f"{reply} Tea is a fine idea.", (), "ok")
+    assert kept.endswith("Tea is a fine idea.") and "time" not in kept and "wrote" not in kept
+    assert "reminders" not in kept
+    # Said by the person, the same words are theirs.
+    said = "what is the current local time for Alice? who last wrote? upcoming " \
+           "reminders and scheduled prompts? this conversation turn"
+    assert without_snapshot(reply, (), said) == reply
+
+
+async def test_every_line_of_the_snapshot_is_known_as_its_wording(
+        app: App, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+    # memory cannot read the bot's snapshot code: the wording it knows is checked against a
+    # snapshot a real turn showed (last wrote, the time, a reminder coming up).
+    await app.processor.handle(msg("remind me in 30 minutes to stretch", clock=clock))
+    clock.advance(minutes=3)
+    await app.processor.handle(msg("hello again", clock=clock))
+    context = [m["content"] for m in fake_openai.chat_requests()[-1]["messages"]
+               if m["role"] == "system" and AMBIENT_HEADING in (m["content"] or "")]
+    lines = context[0].split(AMBIENT_HEADING)[1].split("\n\n")[0].strip().splitlines()
+    assert len(lines) >= 3
+    for line in lines:
+        if not line.startswith("- #"):  # a reminder's own text is the person's words
+            assert SNAPSHOT_WORDING.search(line), line

@@ -13,7 +13,10 @@ The prompt's ambient snapshot is code's too ("Current local time for Alice: Wedn
 on Wednesday 03 March 2026 at 18:02 UTC"). A sentence of the bot's that carries the clock time
 of its own turn (`snapshot_clocks`: the minutes from the person's message to the reply, in the
 owner's time zone and UTC) which the person did not say is the snapshot echoed, and is left
-out too (`without_snapshot`).
+out too (`without_snapshot`), as is a sentence that repeats the snapshot's own wording
+(`SNAPSHOT_WORDING`: "current local time", "last wrote") which the person did not say: "What
+would you like to know about current local time?" made a summary's topic "the current local
+time" (`bench.truth`).
 Imports `core`, `extractive` and the transcript repository only.
 """
 
@@ -32,6 +35,11 @@ from strata.memory.store.transcript import TranscriptRepo
 
 # A reply is seldom stored more than this long after the message it answers (a slow model).
 SNAPSHOT_MINUTES = 10
+# The fixed words of the lines of the snapshot (`strata.bot.ambient`; memory cannot import it,
+# so tests/integration/test_episode_sources.py checks them against a snapshot a turn showed).
+SNAPSHOT_WORDING = re.compile(
+    r"\b(?:current (?:local )?time|local time for|last wrote|this conversation turn|"
+    r"upcoming reminders|scheduled prompts|last known location)\b", re.IGNORECASE)
 
 
 def _read_by_code(row: TranscriptRow) -> bool:
@@ -98,13 +106,21 @@ def snapshot_clocks(rows: Sequence[TranscriptRow], tz: str) -> dict[str, frozens
 
 
 def without_snapshot(text: str, clocks: Iterable[str], said: str) -> str:
-    """`text` without its sentences that carry one of `clocks` not in `said` (the person's
-    own words)."""
+    """`text` without its sentences that carry one of `clocks`, or the snapshot's wording,
+    not in `said` (the person's own words)."""
     echoed = [c for c in clocks if not re.search(rf"(?<![\d:]){c}(?!\d)", said)]
-    if not echoed:
+    wording = {m.group(0).lower() for m in SNAPSHOT_WORDING.finditer(text)
+               if m.group(0).lower() not in said.lower()}
+    if not echoed and not wording:
         return text
-    pattern = re.compile(r"(?<![\d:])(?:" + "|".join(map(re.escape, echoed)) + r")(?!\d)")
-    return " ".join(s for s in end_sentences(text) if not pattern.search(s))
+    pattern = re.compile(r"(?<![\d:])(?:" + "|".join(map(re.escape, echoed)) + r")(?!\d)"
+                         if echoed else r"(?!)")
+
+    def copied(sentence: str) -> bool:
+        return bool(pattern.search(sentence)) or any(
+            m.group(0).lower() in wording for m in SNAPSHOT_WORDING.finditer(sentence))
+
+    return " ".join(s for s in end_sentences(text) if not copied(s))
 
 
 async def summary_rows(transcript: TranscriptRepo, rows: Sequence[TranscriptRow], tz: str
