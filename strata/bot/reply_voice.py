@@ -33,11 +33,30 @@ _OPENS_FIRST = re.compile(r"^(?:(?:as of [^,]{1,30}|so|well|yes|sure|right|ok|ok
 _BOT_SELF = re.compile(r"\b(?:strata|assistant|bot|ai|companion|language model|help|assist|"
                        r"remember|note|noted)\b", re.I)
 _YOU = re.compile(r"\b(?:you|your|yours|yourself)\b", re.I)
-_SWAPS = {"i am": "you are", "i'm": "you're", "i’m": "you’re", "i was": "you were",
-          "i've": "you've", "i’ve": "you’ve", "i'd": "you'd", "i’d": "you’d",
-          "i'll": "you'll", "i’ll": "you’ll", "i": "you", "my": "your", "me": "you",
-          "mine": "yours", "myself": "yourself"}
+_SWAPS = {
+    "you": {"i am": "you are", "i'm": "you're", "i’m": "you’re", "i was": "you were",
+            "i've": "you've", "i’ve": "you’ve", "i'd": "you'd", "i’d": "you’d",
+            "i'll": "you'll", "i’ll": "you’ll", "i": "you", "my": "your", "me": "you",
+            "mine": "yours", "myself": "yourself"},
+    "they": {"i am": "they are", "i'm": "they're", "i’m": "they’re", "i was": "they were",
+             "i've": "they've", "i’ve": "they’ve", "i'd": "they'd", "i’d": "they’d",
+             "i'll": "they'll", "i’ll": "they’ll", "i": "they", "my": "their", "me": "them",
+             "mine": "theirs", "myself": "themselves"},
+}
 _SWAP = re.compile(r"\b(?:i am|i was|i['’](?:m|ve|d|ll)|i|my|me|mine|myself)\b", re.I)
+
+
+def told_as(text: str, person: str) -> str:
+    """`text`'s first person turned to `person` ("you" or "they"): "I am a nurse" -> "You are
+    a nurse", "They are a nurse"."""
+    swaps = _SWAPS[person]
+    told = _SWAP.sub(lambda m: swaps[m.group(0).lower()], text)
+    return told[:1].upper() + told[1:]
+
+
+def opens_in_first_person(text: str) -> bool:
+    """Whether `text` opens as its speaker's own ("I am…", "My job…", "As of now, I…")."""
+    return bool(_OPENS_FIRST.match(text.strip()))
 
 
 # Words that say when or how much, not what: "As of now, I am a pharmacist".
@@ -69,8 +88,7 @@ class Voice:
         words = _content(body)
         if not words or sum(w in self.own for w in words) < OWN_SHARE * len(words):
             return sentence if label is None else _keep_space(sentence, body)
-        told = _SWAP.sub(lambda m: _SWAPS[m.group(0).lower()], body)
-        return _keep_space(sentence, told[0].upper() + told[1:])
+        return _keep_space(sentence, told_as(body, "you"))
 
 
 def _keep_space(sentence: str, body: str) -> str:

@@ -312,6 +312,29 @@ async def test_synthesis_writes_the_portrait_used_in_every_prompt(
     assert "Alice lives" not in str(fake_openai.chat_requests()[-1]["messages"])
 
 
+async def test_a_portrait_written_as_the_person_is_kept_about_them(
+        make_app: AppFactory, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+    # bench.truth's portrait (embedded 0.5B): in the person's voice, and the allergy and cat
+    # that are Alice's given to her brother.
+    from strata.memory.rules.fact_types import NewFact
+
+    app = await make_app()
+    alice = await say(app, clock, "hi")
+    for text in ("Is a pharmacist", "Has a brother named Ravi", "Brother Ravi lives in Tartu",
+                 "Is allergic to kiwi", "Has a cat named Ziggy"):
+        await app.facts.add(NewFact(alice.id, "user_specific", text, "user"), clock.now())
+    fake_openai.reply("I am a pharmacist and have a brother named Ravi who lives in Tartu. "
+                      "My brother Ravi is allergic to kiwi and has a cat named Ziggy.")
+    clock.advance(hours=1)
+    report = await run(app, "synthesis", alice)
+    assert report.status == "ok", report.detail
+    portrait = await app.services.portraits.latest(alice.id)
+    assert portrait is not None
+    assert portrait.text == ("They are a pharmacist and have a brother named Ravi who lives in "
+                             "Tartu.")
+    assert await refused(app, alice) == {(g.PORTRAIT, g.MISATTRIBUTED): 1}
+
+
 async def test_fact_extraction_job_goes_through_a_background_turn(
         make_app: AppFactory, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
     app = await make_app()

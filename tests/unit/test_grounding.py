@@ -180,3 +180,16 @@ def test_a_transcript_line_is_no_finding(finding: str) -> None:
     assert reason(g.check_traced(finding, ground, layer=g.REFLECTIONS, names=["Eve"])) == g.ECHO
     assert g.check_traced("Eve works at the bakery.", ground, layer=g.REFLECTIONS,
                           names=["Eve"]) is None
+
+
+def test_the_persons_own_facts_are_not_lent_to_someone_else() -> None:
+    # bench.truth's portrait (embedded 0.5B): Alice's allergy and cat given to her brother.
+    facts = ["Is a pharmacist", "Has a brother named Ravi", "Brother Ravi lives in Tartu",
+             "Is allergic to kiwi", "Has a cat named Ziggy"]
+    assert reason(g.check_traced("My brother Ravi is allergic to kiwi and has a cat named "
+                                 "Ziggy.", facts, layer=g.PORTRAIT, names=["Alice"])
+                  ) == g.MISATTRIBUTED
+    for fine in ("Their brother Ravi lives in Tartu.", "My brother Ravi lives in Tartu.",
+                 "They are a pharmacist and have a brother named Ravi.",
+                 "Alice is allergic to kiwi and has a cat named Ziggy."):
+        assert g.check_traced(fine, facts, layer=g.PORTRAIT, names=["Alice"]) is None, fine

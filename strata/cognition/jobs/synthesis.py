@@ -8,6 +8,7 @@ import hashlib
 from typing import Protocol
 
 from strata.bot.ambient import PORTRAIT_KINDS
+from strata.bot.reply_voice import opens_in_first_person, told_as
 from strata.cognition.jobs.common import FactPorts, live_facts, refuse
 from strata.cognition.prompts import synthesis as prompts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
@@ -57,7 +58,13 @@ class SynthesisJob(BaseJob):
         for sentence in grounding.sentences(reply.strip()[: prompts.MAX_CHARS]):
             why = grounding.check_traced(sentence, texts, layer=grounding.PORTRAIT,
                                          prompt=shown, names=[ctx.person.name])
-            (refused.append(why) if why else kept.append(sentence))
+            if why:
+                refused.append(why)
+            else:
+                # The small model writes the portrait as the person ("I am a pharmacist…");
+                # read under "your portrait of them" it makes the bot speak as them.
+                kept.append(told_as(sentence, "they") if opens_in_first_person(sentence)
+                            else sentence)
         await refuse(ctx, refused)
         if not kept:
             return JobOutcome(f"no sentence of the new portrait traced to the facts "

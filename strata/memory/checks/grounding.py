@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from strata.memory.checks.claim_words import content_words, sentences, surface
 from strata.memory.checks.frames import misattributed, unframed, unquoted
 from strata.memory.checks.number_frames import reframed
-from strata.memory.checks.subjects import borrowed, only_filler
+from strata.memory.checks.subjects import borrowed, lent, only_filler
 from strata.memory.rules.names import calendar_stems, names_in
 from strata.memory.rules.text import GROUNDED_SHARE, is_markup, stem, tokens
 
@@ -198,8 +198,11 @@ def check_traced(text: str, facts_or_episodes: Sequence[str], *, layer: str,
         why = ECHO
     else:
         why = _supported(text, facts_or_episodes, prompt, CLAIM_SHARE, UNTRACED, names)
-    if why is None and borrowed(text, facts_or_episodes, names):
-        why = MISATTRIBUTED  # "lives in Tartu" of "Brother Ravi lives in Tartu" (`subjects`)
+    if why is None and (borrowed(text, facts_or_episodes, names)
+                        or lent(text, facts_or_episodes, names)):
+        # "lives in Tartu" of "Brother Ravi lives in Tartu", and "my brother Ravi is allergic
+        # to kiwi" of the person's own allergy (`subjects`)
+        why = MISATTRIBUTED
     return Refusal(layer, why, text) if why else None
 
 

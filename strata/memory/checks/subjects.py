@@ -7,6 +7,10 @@ rule (`strata.memory.checks.grounding`) makes of a claim about the person.
   to the person: every word matched, yet the claim is false. Seen with the embedded 0.5B in
   the truth benchmark. A content word of the sentence that only facts about someone else
   hold must come with that someone (the kin word or their name).
+- **Lent to someone else.** The other way round: "My brother Ravi is allergic to kiwi and has
+  a cat named Ziggy", written from "Is allergic to kiwi" and "Has a cat named Ziggy" (the
+  person's) and "Brother Ravi lives in Tartu" (the truth benchmark's portrait). A sentence
+  about someone else may not carry a content word that only the person's own facts hold.
 - **Chat filler.** "ok, bye" is in the person's words, twice, and the pattern job called it a
   habit. Words like these carry nothing about a person.
 
@@ -82,5 +86,24 @@ def borrowed(text: str, facts: Sequence[str], own_names: Collection[str] = ()) -
     for word in set(tokens(text)) - _filler():
         holders = [marks for words, marks in others if word in words]
         if holders and all(holders) and not any(marks & said for marks in holders):
+            return True
+    return False
+
+
+def lent(text: str, facts: Sequence[str], own_names: Collection[str] = ()) -> bool:
+    """Whether `text`, about someone else (its subject a kin word or another's name), takes a
+    word that only facts about the person themselves hold."""
+    own = {w.lower() for name in own_names for w in SURFACE_WORD.findall(name)}
+    names = {n for f in facts for n in names_in(f)}
+    subject = _someone_else(text, own, names)
+    if not subject:
+        return False
+    others = [(set(tokens(f)), _someone_else(f, own, names),
+               {w.lower() for w in SURFACE_WORD.findall(f)} | set(tokens(f))) for f in facts]
+    for word in set(tokens(text)) - _filler() - subject:
+        holders = [(marks, words) for fact_words, marks, words in others if word in fact_words]
+        # Held, and only by the person's own facts that do not name this someone either
+        # ("Has a brother named Ravi" is about Ravi too).
+        if holders and not any(marks or (subject & words) for marks, words in holders):
             return True
     return False
