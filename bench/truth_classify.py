@@ -51,6 +51,8 @@ CLASSES = ("supported", "unsupported", "echo")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’_-]*")
 _SUFFIXES = frozenset({"s", "es", "ed", "d", "ing", "ning", "er", "ers"})
 _POSSESSIVE = re.compile(r"['’]s$")
+# Words before a sentence's subject ("My brother Ravi …", "Her cat …").
+_OWNERS = frozenset(("my", "her", "his", "their", "our", "the", "a", "an"))
 _URL = re.compile(r"https?://\S+")
 _RELATED = re.compile(r"\(related tool: [\w-]+\)")
 _SENTENCE = re.compile(r"(?<=[.!?;])[\"'”’)]*\s+|\n+")
@@ -234,6 +236,9 @@ def _trap(sentence: str, ws: list[str], layer: str, trap: Trap, src: Sources,
     anywhere."""
     if not all(_has(ws, t) for t in trap.words):
         return False
+    if trap.why == "lent":  # told of someone else: the sentence's subject is theirs
+        subject = [w for w in ws if w not in _OWNERS and not _POSSESSIVE.search(w)][:1]
+        return bool(subject) and any(_form(subject[0], f) for f in trap.frame)
     low = " ".join(ws)
     # A summary may tell what a question was about, and what the bot said.
     if layer in SUMMARY_LAYERS and (trap.why == "asked" or _bots(sentence, ws, trap, src,

@@ -66,10 +66,12 @@ class Planted:
 @dataclass(frozen=True, slots=True)
 class Trap:
     """Words in the person's talk that are not true of them: a claim about the person that
-    carries all of `words` in one sentence, without a word of `frame`, is unsupported."""
+    carries all of `words` in one sentence, without a word of `frame`, is unsupported. A `lent`
+    trap is the other way round: the person's own truth told of someone else, a sentence
+    whose subject is a word of `frame` ("My brother Ravi is allergic to kiwi")."""
 
     words: tuple[str, ...]
-    why: str  # hypothetical | corrected | quoted | asked | bot
+    why: str  # hypothetical | corrected | quoted | asked | bot | lent
     frame: tuple[str, ...] = ()
 
 
@@ -175,7 +177,10 @@ def plain(rng: random.Random, weeks: int) -> Person:
              Trap(("monday",), "quoted", QUOTE_FRAME),
              Trap(("dentist",), "quoted", QUOTE_FRAME),
              # The sibling's city is the sibling's, not the person's.
-             Trap(("live", city.lower()), "quoted", (sib.lower(), rel)))
+             Trap(("live", city.lower()), "quoted", (sib.lower(), rel)),
+             # And the person's allergy and pet are not the sibling's.
+             Trap(("allerg", allergy[:5].lower()), "lent", (sib.lower(), rel)),
+             Trap((pet_name.lower(),), "lent", (sib.lower(), rel)))
     return Person("plain", "Alice", "plain", script, planted, traps, ("b", "c"))
 
 

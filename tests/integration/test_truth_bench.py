@@ -214,3 +214,13 @@ async def test_case_c_alone_lives_its_person_with_no_jobs_after_the_last_week(
     # One week's jobs (the first), not the second's.
     assert sum(n for k, n in lived["job_runs"].items() if k.startswith("extract:")) == 1
     assert [a["question"] for a in lived["asks"]] == ["What is my job?"]
+
+
+def test_the_persons_truth_told_of_their_brother_is_unsupported() -> None:
+    # The portrait of a run with the embedded 0.5B: Alice's allergy given to her brother.
+    own = ["I have a kiwi allergy, a bad one.", "My brother Ravi moved to Tartu last year."]
+    src = Sources.of(own, own, ["Alice"], [], [Trap(("allerg", "kiwi"), "lent",
+                                                     ("ravi", "brother"))], [])
+    assert classify("My brother Ravi is allergic to kiwi.", "portrait", src,
+                    ECHOES).cls == "unsupported"
+    assert classify("Alice is allergic to kiwi.", "portrait", src, ECHOES).cls == "supported"
