@@ -1,0 +1,156 @@
+"""Whose John (issue 37): can the gate tell this memory's speaker from another person of the
+same name by what the memory ties to that speaker? Three candidate penalties, measured alone.
+
+A foreign question that names one of this memory's own speakers ("What does John want to do
+after his basketball career?" asked of a memory whose John is someone else) pays no stranger
+penalty and gets its coverage from the memory's many rows about things anyone says. Each
+candidate is 0 unless the question names exactly one of the memory's speakers (the names that
+begin its rows) and is computed over the question's other words, weighted as the gate weighs
+them (`strata.memory.recall.gate.gate_idf`):
+
+- `speaker`: the share of those words that the speaker's own rows in the best window by
+  keywords do not hold (the question's content must come from what that person said);
+- `vocabulary`: the share that the speaker never says anywhere in the memory (what the memory
+  knows about its John: the words he uses);
+- `name_weak`: how much the gate's logit drops when the speaker's name is not counted toward
+  coverage (the name shared with the memory's speaker as weak evidence).
+
+For every value of `--values` it reports, per conversation and over all, how many own
+questions the penalty silences and how many foreign and name-swapped (hard) questions it
+stops (`bench/recall_gate_profiles.py`'s `rates`), and with `--choose` the largest value that
+silences none of the own questions the gate lets through now. Run it on the tuning
+conversations only:
+
+    python bench/recall_gate_speaker.py --turns $LOCOMO/turns.jsonl \\
+        --questions $LOCOMO/questions.jsonl --conversations 0,1,2 --choose --out FILE
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.recall_gate_profiles import KINDS, choose, rates  # noqa: E402
+from bench.recall_tune import Conv, data_arguments, load  # noqa: E402
+from strata.evaluation.recall_data import row_text  # noqa: E402
+from strata.memory.recall.gate import gate_features, gate_idf, gate_logit  # noqa: E402
+from strata.memory.recall.index import recency_of  # noqa: E402
+from strata.memory.recall.profiles import speaker_of  # noqa: E402
+from strata.memory.recall.rank import RankTuning, keyword_coverage, window_scores  # noqa: E402
+from strata.memory.recall.types import RecallTuning  # noqa: E402
+from strata.memory.rules.names import name_check, names_in  # noqa: E402
+from strata.memory.rules.row_table import RowTable  # noqa: E402
+from strata.memory.rules.text import query_stems  # noqa: E402
+
+FEATURES = ("speaker", "vocabulary", "name_weak")
+
+
+def named_speaker(query: str, who: Sequence[str]) -> str:
+    """The one speaker of this memory (`who`: each row's lower-cased speaker) that the query
+    names, or "" when it names none or more than one."""
+    named = {w for w in names_in(query) if w in set(who) - {""}}
+    return next(iter(named)) if len(named) == 1 else ""
+
+
+def held(table: RowTable, rows: Sequence[int], weights: dict[str, float]) -> float:
+    """The weighted share of `weights`' stems that `rows` hold (0 for no weights)."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    return sum(w for t, w in weights.items()
+               if any(r in table.postings.get(t, ()) for r in rows)) / total
+
+
+def speaker_features(table: RowTable, who: Sequence[str], query: str, stems: Sequence[str],
+                     best_rows: Sequence[int], rank: RankTuning) -> dict[str, float]:
+    """The three candidates (module docstring) for one query; `best_rows`: the best window's
+    rows by keywords."""
+    person = named_speaker(query, who)
+    if not person:
+        return dict.fromkeys(FEATURES, 0.0)
+    weights = gate_idf(table, stems)
+    speakers = {w for w in who if w}
+    content = {t: w for t, w in weights.items() if t not in speakers}
+    theirs = [r for r in range(table.n) if who[r] == person]
+    cover = keyword_coverage(table, list(best_rows), weights)
+    cover_without = keyword_coverage(table, list(best_rows), content) if content else 0.0
+    return {"speaker": 1.0 - held(table, [r for r in best_rows if who[r] == person], content),
+            "vocabulary": 1.0 - held(table, theirs, content),
+            "name_weak": max(0.0, rank.gate_keyword * (cover - cover_without))}
+
+
+def question_rows(c: Conv, tuning: RecallTuning) -> list[dict[str, Any]]:
+    """Per question: its kind, the defaults' gate logit, whether it names someone the memory
+    knows, and the three candidates."""
+    rank = tuning.rank
+    who = [speaker_of(row_text(t), False) for t in c.turns]
+    out = []
+    for kind, questions, suffix in ((1, c.own, ""), (0, c.foreign, "/f"), (-1, c.swapped, "/s")):
+        for q in questions:
+            stems = query_stems(q.question)
+            ws = window_scores(c.table, stems, c.qvec[q.qid + suffix],
+                               np.ones(c.table.n, bool),
+                               recency_of(c.table.minutes, q.asked_at, 14.0), rank)
+            z, cover = gate_features(c.table, ws, q.question, stems)
+            names = name_check(q.question, c.table)
+            best = ([int(m) for m in ws.members[int(np.argmax(ws.keyword))] if m >= 0]
+                    if ws.bm25_best > 0 else [])
+            out.append({"conv": c.conv, "qid": q.qid, "kind": kind, "question": q.question,
+                        "adversarial": q.category == "adversarial",
+                        "logit": round(gate_logit(z, cover, names, rank), 4),
+                        "named": names.familiar,
+                        **speaker_features(c.table, who, q.question, stems, best, rank)})
+    return out
+
+
+def report(rows: Sequence[dict[str, Any]], values: Sequence[float],
+           pick: bool) -> dict[str, Any]:
+    """Per candidate and value: the counts over all and per conversation."""
+    out: dict[str, Any] = {}
+    convs = list(dict.fromkeys(r["conv"] for r in rows))
+    for feature in FEATURES:
+        out[feature] = {"by_value": {str(v): {"all": rates(rows, v, feature), **{
+            conv: rates([r for r in rows if r["conv"] == conv], v, feature)
+            for conv in convs}} for v in values}}
+        if pick:
+            out[feature]["chosen"] = choose(rows, values, feature)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    data_arguments(ap)
+    ap.add_argument("--values", default="0,0.05,0.1,0.25,0.5,1,1.5,2,3,4")
+    ap.add_argument("--choose", action="store_true", help="apply the choosing rule")
+    ap.add_argument("--out", help="write the report here (JSON)")
+    args = ap.parse_args(argv)
+    rows = [r for c in load(args) for r in question_rows(c, RecallTuning())]
+    values = [float(v) for v in args.values.split(",")]
+    result = {"command": "python " + " ".join(sys.argv), "kinds": KINDS,
+              "features": report(rows, values, args.choose)}
+    for feature, res in result["features"].items():
+        for v in values:
+            a = res["by_value"][str(v)]["all"]
+            print(f"{feature:<10} {v:>5}: own pass {a['own']['pass']}/{a['own']['n']}, foreign "
+                  f"named pass {a['foreign']['named_pass']}/{a['foreign']['named']}, hard pass "
+                  f"{a['hard']['pass']}/{a['hard']['n']}, silent {a['silent_on_own']}, "
+                  f"FI {a['false_injection']}", flush=True)
+        if args.choose:
+            print(f"{feature}: chosen {res['chosen']}")
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
