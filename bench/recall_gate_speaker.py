@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,7 +53,8 @@ from strata.memory.rules.names import name_check, names_in  # noqa: E402
 from strata.memory.rules.row_table import RowTable  # noqa: E402
 from strata.memory.rules.text import query_stems  # noqa: E402
 
-FEATURES = ("speaker", "vocabulary", "name_weak")
+FEATURES = ("speaker", "about", "vocabulary", "name_weak")
+_TO_THEM = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
 
 
 def named_speaker(query: str, who: Sequence[str]) -> str:
@@ -71,8 +73,17 @@ def held(table: RowTable, rows: Sequence[int], weights: dict[str, float]) -> flo
                if any(r in table.postings.get(t, ()) for r in rows)) / total
 
 
+def about(texts: Sequence[str], who: Sequence[str], person: str, rows: Sequence[int]) -> list[int]:
+    """The rows of `rows` about `person`: theirs, and another's that speak to them ("you",
+    "your") or name them."""
+    name = re.compile(rf"\b{re.escape(person)}\b", re.IGNORECASE)
+    return [r for r in rows if who[r] == person
+            or _TO_THEM.search(texts[r]) or name.search(texts[r].split(":", 1)[-1])]
+
+
 def speaker_features(table: RowTable, who: Sequence[str], query: str, stems: Sequence[str],
-                     best_rows: Sequence[int], rank: RankTuning) -> dict[str, float]:
+                     best_rows: Sequence[int], rank: RankTuning,
+                     texts: Sequence[str] = ()) -> dict[str, float]:
     """The three candidates (module docstring) for one query; `best_rows`: the best window's
     rows by keywords."""
     person = named_speaker(query, who)
@@ -84,7 +95,10 @@ def speaker_features(table: RowTable, who: Sequence[str], query: str, stems: Seq
     theirs = [r for r in range(table.n) if who[r] == person]
     cover = keyword_coverage(table, list(best_rows), weights)
     cover_without = keyword_coverage(table, list(best_rows), content) if content else 0.0
+    near = about(texts, who, person, best_rows) if texts else [
+        r for r in best_rows if who[r] == person]
     return {"speaker": 1.0 - held(table, [r for r in best_rows if who[r] == person], content),
+            "about": 1.0 - held(table, near, content),
             "vocabulary": 1.0 - held(table, theirs, content),
             "name_weak": max(0.0, rank.gate_keyword * (cover - cover_without))}
 
@@ -93,7 +107,8 @@ def question_rows(c: Conv, tuning: RecallTuning) -> list[dict[str, Any]]:
     """Per question: its kind, the defaults' gate logit, whether it names someone the memory
     knows, and the three candidates."""
     rank = tuning.rank
-    who = [speaker_of(row_text(t), False) for t in c.turns]
+    texts = [row_text(t) for t in c.turns]
+    who = [speaker_of(t, False) for t in texts]
     out = []
     for kind, questions, suffix in ((1, c.own, ""), (0, c.foreign, "/f"), (-1, c.swapped, "/s")):
         for q in questions:
@@ -109,7 +124,8 @@ def question_rows(c: Conv, tuning: RecallTuning) -> list[dict[str, Any]]:
                         "adversarial": q.category == "adversarial",
                         "logit": round(gate_logit(z, cover, names, rank), 4),
                         "named": names.familiar,
-                        **speaker_features(c.table, who, q.question, stems, best, rank)})
+                        **speaker_features(c.table, who, q.question, stems, best, rank,
+                                           texts)})
     return out
 
 

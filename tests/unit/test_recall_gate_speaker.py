@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.recall_gate_speaker import FEATURES, held, named_speaker, speaker_features
+from bench.recall_gate_speaker import FEATURES, about, held, named_speaker, speaker_features
 from strata.memory.recall.profiles import speaker_of
 from strata.memory.recall.rank import RankTuning
 from strata.memory.rules.text import query_stems
@@ -20,7 +20,16 @@ WHO = [speaker_of(r, False) for r in ROWS]
 
 
 def features(query: str, best: list[int]) -> dict[str, float]:
-    return speaker_features(table_of(ROWS), WHO, query, query_stems(query), best, RankTuning())
+    return speaker_features(table_of(ROWS), WHO, query, query_stems(query), best, RankTuning(),
+                            ROWS)
+
+
+def test_rows_about_a_speaker_are_theirs_and_others_speaking_to_or_of_them() -> None:
+    rows = [*ROWS, "Maria: how was your game, John?", "Maria: John said it was fun"]
+    who = [speaker_of(r, False) for r in rows]
+    assert about(rows, who, "john", range(len(rows))) == [0, 2, 4, 5]
+    # Maria's own first-person rows are hers: about John only when she names him.
+    assert about(rows, who, "maria", range(len(rows))) == [1, 3, 4, 5]
 
 
 def test_the_named_speaker_is_the_one_speaker_of_the_memory_the_question_names() -> None:
