@@ -1,5 +1,5 @@
 """Whose John (issue 37): can the gate tell this memory's speaker from another person of the
-same name by what the memory ties to that speaker? Three candidate penalties, measured alone.
+same name by what the memory ties to that speaker? Five candidates, measured alone.
 
 A foreign question that names one of this memory's own speakers ("What does John want to do
 after his basketball career?" asked of a memory whose John is someone else) pays no stranger
@@ -15,14 +15,17 @@ them (`strata.memory.recall.gate.gate_idf`):
 - `name_weak`: how much the gate's logit drops when the speaker's name is not counted toward
   coverage (the name shared with the memory's speaker as weak evidence).
 
-For every value of `--values` it reports, per conversation and over all, how many own
-questions the penalty silences and how many foreign and name-swapped (hard) questions it
-stops (`bench/recall_gate_profiles.py`'s `rates`), and with `--choose` the largest value that
-silences none of the own questions the gate lets through now. Run it on the tuning
-conversations only:
+- `speaker_named`: the gate's cosine term computed from the question with the speaker's name
+  made anyone ("John's" → "their", "John" → "someone"; a name every row of the memory holds
+  only blurs the question's vector), less a flat penalty for naming a speaker of the memory.
+
+For every value of `--values` it reports, per conversation and over all, how many foreign and
+name-swapped (hard) questions the candidate stops (`bench/recall_gate_profiles.py`'s `rates`),
+which own questions the gate lets through now it silences, and `chosen`: the largest value
+that silences none. Run it on the tuning conversations only:
 
     python bench/recall_gate_speaker.py --turns $LOCOMO/turns.jsonl \\
-        --questions $LOCOMO/questions.jsonl --conversations 0,1,2 --choose --out FILE
+        --questions $LOCOMO/questions.jsonl --conversations 0,1,2 --out FILE
 """
 
 from __future__ import annotations
@@ -41,9 +44,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.recall_gate_profiles import KINDS, choose, rates  # noqa: E402
-from bench.recall_tune import Conv, data_arguments, load  # noqa: E402
-from strata.evaluation.recall_data import row_text  # noqa: E402
+from bench.recall_gate_profiles import KINDS, rates  # noqa: E402
+from bench.recall_tune import Conv, Embeddings, data_arguments, load  # noqa: E402
+from strata.core.tokens import truncate_to_tokens  # noqa: E402
+from strata.evaluation.recall_data import EvalQuestion, row_text  # noqa: E402
 from strata.memory.recall.gate import gate_features, gate_idf, gate_logit  # noqa: E402
 from strata.memory.recall.index import recency_of  # noqa: E402
 from strata.memory.recall.profiles import speaker_of  # noqa: E402
@@ -103,9 +107,28 @@ def speaker_features(table: RowTable, who: Sequence[str], query: str, stems: Seq
             "name_weak": max(0.0, rank.gate_keyword * (cover - cover_without))}
 
 
-def question_rows(c: Conv, tuning: RecallTuning) -> list[dict[str, Any]]:
+def name_free(query: str, person: str) -> str:
+    """The query with the named speaker made anyone: "John's" → "their", "John" → "someone"."""
+    text = re.sub(rf"\b{re.escape(person)}['’]s\b", "their", query, flags=re.IGNORECASE)
+    return re.sub(rf"\b{re.escape(person)}\b", "someone", text, flags=re.IGNORECASE)
+
+
+def z_gain(c: Conv, q: EvalQuestion, person: str, emb: Embeddings | None, z: float,
+           rank: RankTuning) -> float:
+    """How much the gate's cosine term grows when the question's vector is the name-free
+    question's (0 without `emb` or a named speaker)."""
+    if emb is None or not person:
+        return 0.0
+    vec = emb.embed([truncate_to_tokens(name_free(q.question, person), 512)])[0]
+    ws = window_scores(c.table, query_stems(q.question), vec, np.ones(c.table.n, bool),
+                       recency_of(c.table.minutes, q.asked_at, 14.0), rank)
+    return rank.gate_cosine * (ws.gate_z - z)
+
+
+def question_rows(c: Conv, tuning: RecallTuning,
+                  emb: Embeddings | None = None) -> list[dict[str, Any]]:
     """Per question: its kind, the defaults' gate logit, whether it names someone the memory
-    knows, and the three candidates."""
+    knows, the candidates, and (with `emb`) the cosine term's gain without the name."""
     rank = tuning.rank
     texts = [row_text(t) for t in c.turns]
     who = [speaker_of(t, False) for t in texts]
@@ -116,6 +139,7 @@ def question_rows(c: Conv, tuning: RecallTuning) -> list[dict[str, Any]]:
             ws = window_scores(c.table, stems, c.qvec[q.qid + suffix],
                                np.ones(c.table.n, bool),
                                recency_of(c.table.minutes, q.asked_at, 14.0), rank)
+            person = named_speaker(q.question, who)
             z, cover = gate_features(c.table, ws, q.question, stems)
             names = name_check(q.question, c.table)
             best = ([int(m) for m in ws.members[int(np.argmax(ws.keyword))] if m >= 0]
@@ -123,23 +147,36 @@ def question_rows(c: Conv, tuning: RecallTuning) -> list[dict[str, Any]]:
             out.append({"conv": c.conv, "qid": q.qid, "kind": kind, "question": q.question,
                         "adversarial": q.category == "adversarial",
                         "logit": round(gate_logit(z, cover, names, rank), 4),
-                        "named": names.familiar,
+                        "named": names.familiar, "speaker_named": float(bool(person)),
+                        "z_gain": round(z_gain(c, q, person, emb, z, rank), 4),
                         **speaker_features(c.table, who, q.question, stems, best, rank,
                                            texts)})
     return out
 
 
-def report(rows: Sequence[dict[str, Any]], values: Sequence[float],
-           pick: bool) -> dict[str, Any]:
-    """Per candidate and value: the counts over all and per conversation."""
+def silenced(before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]], value: float,
+             feature: str) -> list[str]:
+    """The own questions the gate lets through now (`before`) that the candidate (`after`, at
+    `value`) silences."""
+    return [a["qid"] for b, a in zip(before, after, strict=True)
+            if b["kind"] == 1 and b["logit"] >= 0 and a["logit"] - value * a[feature] < 0]
+
+
+def report(rows: Sequence[dict[str, Any]], values: Sequence[float]) -> dict[str, Any]:
+    """Per candidate and value: the counts over all and per conversation, the own questions it
+    silences that pass now, and the largest value that silences none (`chosen`)."""
     out: dict[str, Any] = {}
     convs = list(dict.fromkeys(r["conv"] for r in rows))
-    for feature in FEATURES:
-        out[feature] = {"by_value": {str(v): {"all": rates(rows, v, feature), **{
-            conv: rates([r for r in rows if r["conv"] == conv], v, feature)
-            for conv in convs}} for v in values}}
-        if pick:
-            out[feature]["chosen"] = choose(rows, values, feature)
+    # The name-free cosine: the gate's cosine term from the question without the speaker's
+    # name, less a flat `value` for naming one of the memory's speakers.
+    name_free_rows = [{**r, "logit": r["logit"] + r["z_gain"]} for r in rows]
+    candidates = [(f, rows) for f in FEATURES] + [("speaker_named", name_free_rows)]
+    for feature, mine in candidates:
+        by_value = {str(v): {"all": rates(mine, v, feature), **{
+            conv: rates([r for r in mine if r["conv"] == conv], v, feature) for conv in convs},
+            "own_silenced": silenced(rows, mine, v, feature)} for v in values}
+        safe = [v for v in values if not by_value[str(v)]["own_silenced"]]
+        out[feature] = {"by_value": by_value, "chosen": max(safe, default=0.0)}
     return out
 
 
@@ -147,22 +184,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     data_arguments(ap)
     ap.add_argument("--values", default="0,0.05,0.1,0.25,0.5,1,1.5,2,3,4")
-    ap.add_argument("--choose", action="store_true", help="apply the choosing rule")
     ap.add_argument("--out", help="write the report here (JSON)")
     args = ap.parse_args(argv)
-    rows = [r for c in load(args) for r in question_rows(c, RecallTuning())]
+    emb = Embeddings(args.base_url, args.model, Path(args.cache))
+    rows = [r for c in load(args) for r in question_rows(c, RecallTuning(), emb)]
     values = [float(v) for v in args.values.split(",")]
-    result = {"command": "python " + " ".join(sys.argv), "kinds": KINDS,
-              "features": report(rows, values, args.choose)}
-    for feature, res in result["features"].items():
+    features = report(rows, values)
+    for feature, res in features.items():
         for v in values:
-            a = res["by_value"][str(v)]["all"]
-            print(f"{feature:<10} {v:>5}: own pass {a['own']['pass']}/{a['own']['n']}, foreign "
-                  f"named pass {a['foreign']['named_pass']}/{a['foreign']['named']}, hard pass "
+            a, lost = res["by_value"][str(v)]["all"], res["by_value"][str(v)]["own_silenced"]
+            print(f"{feature:<13} {v:>5}: own silenced {len(lost)}, foreign named pass "
+                  f"{a['foreign']['named_pass']}/{a['foreign']['named']}, hard pass "
                   f"{a['hard']['pass']}/{a['hard']['n']}, silent {a['silent_on_own']}, "
                   f"FI {a['false_injection']}", flush=True)
-        if args.choose:
-            print(f"{feature}: chosen {res['chosen']}")
+        print(f"{feature}: chosen {res['chosen']}")
+    result = {"command": "python " + " ".join(sys.argv), "kinds": KINDS, "features": features}
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return 0

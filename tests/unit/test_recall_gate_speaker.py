@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from bench.recall_gate_speaker import FEATURES, about, held, named_speaker, speaker_features
+from bench.recall_gate_speaker import (
+    FEATURES,
+    about,
+    held,
+    name_free,
+    named_speaker,
+    silenced,
+    speaker_features,
+)
 from strata.memory.recall.profiles import speaker_of
 from strata.memory.recall.rank import RankTuning
 from strata.memory.rules.text import query_stems
@@ -71,3 +79,22 @@ def test_a_question_naming_no_single_speaker_pays_nothing() -> None:
     for query in ("What did Tim's team win?", "What did John tell Maria about the park?",
                   "What is the best yoga studio?"):
         assert features(query, [1, 2]) == dict.fromkeys(FEATURES, 0.0)
+
+
+def test_the_name_free_question_makes_the_speaker_anyone() -> None:
+    assert name_free("What is John's position on the team John signed with?", "john") \
+        == "What is their position on the team someone signed with?"
+    # Only the whole name: Johnson stays.
+    assert name_free("Did john meet Johnson?", "john") == "Did someone meet Johnson?"
+
+
+def test_silenced_are_own_questions_that_pass_now_and_not_with_the_candidate() -> None:
+    before = [{"qid": "a", "kind": 1, "logit": 0.4}, {"qid": "b", "kind": 1, "logit": 2.0},
+              {"qid": "c", "kind": 1, "logit": -0.5}, {"qid": "d", "kind": 0, "logit": 0.3}]
+    after = [{**r, "f": 1.0} for r in before]
+    # At 0.5 the own question at 0.4 falls; one already silent or a foreign one is no loss.
+    assert silenced(before, after, 0.5, "f") == ["a"]
+    assert silenced(before, after, 0.0, "f") == []
+    # A candidate that moves the logit itself is judged against the gate as it is now.
+    moved = [{**r, "logit": r["logit"] - 1.0, "f": 0.0} for r in before]
+    assert silenced(before, moved, 0.0, "f") == ["a"]
