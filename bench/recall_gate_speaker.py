@@ -115,14 +115,14 @@ def name_free(query: str, person: str) -> str:
 
 def z_gain(c: Conv, q: EvalQuestion, person: str, emb: Embeddings | None, z: float,
            rank: RankTuning) -> float:
-    """How much the gate's cosine term grows when the question's vector is the name-free
-    question's (0 without `emb` or a named speaker)."""
+    """How much the gate's z grows when the question's vector is the name-free question's
+    (0 without `emb` or a named speaker)."""
     if emb is None or not person:
         return 0.0
     vec = emb.embed([truncate_to_tokens(name_free(q.question, person), 512)])[0]
     ws = window_scores(c.table, query_stems(q.question), vec, np.ones(c.table.n, bool),
                        recency_of(c.table.minutes, q.asked_at, 14.0), rank)
-    return rank.gate_cosine * (ws.gate_z - z)
+    return ws.gate_z - z
 
 
 def question_rows(c: Conv, tuning: RecallTuning,
@@ -162,14 +162,16 @@ def silenced(before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]], 
             if b["kind"] == 1 and b["logit"] >= 0 and a["logit"] - value * a[feature] < 0]
 
 
-def report(rows: Sequence[dict[str, Any]], values: Sequence[float]) -> dict[str, Any]:
+def report(rows: Sequence[dict[str, Any]], values: Sequence[float],
+           cosine: float) -> dict[str, Any]:
     """Per candidate and value: the counts over all and per conversation, the own questions it
-    silences that pass now, and the largest value that silences none (`chosen`)."""
+    silences that pass now, and the largest value that silences none (`chosen`); `cosine`:
+    the gate's cosine coefficient."""
     out: dict[str, Any] = {}
     convs = list(dict.fromkeys(r["conv"] for r in rows))
     # The name-free cosine: the gate's cosine term from the question without the speaker's
     # name, less a flat `value` for naming one of the memory's speakers.
-    name_free_rows = [{**r, "logit": r["logit"] + r["z_gain"]} for r in rows]
+    name_free_rows = [{**r, "logit": r["logit"] + cosine * r["z_gain"]} for r in rows]
     candidates = [(f, rows) for f in FEATURES] + [("speaker_named", name_free_rows)]
     for feature, mine in candidates:
         by_value = {str(v): {"all": rates(mine, v, feature), **{
@@ -177,6 +179,10 @@ def report(rows: Sequence[dict[str, Any]], values: Sequence[float]) -> dict[str,
             "own_silenced": silenced(rows, mine, v, feature)} for v in values}
         safe = [v for v in values if not by_value[str(v)]["own_silenced"]]
         out[feature] = {"by_value": by_value, "chosen": max(safe, default=0.0)}
+    # The median z gain without the name, of the questions naming a speaker that pass now.
+    out["speaker_named"]["median_z_gain"] = {label: round(float(np.median(gains)), 4) if (
+        gains := [r["z_gain"] for r in rows if r["kind"] == kind and r["speaker_named"]
+                  and r["logit"] >= 0]) else None for kind, label in KINDS.items()}
     return out
 
 
@@ -189,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     emb = Embeddings(args.base_url, args.model, Path(args.cache))
     rows = [r for c in load(args) for r in question_rows(c, RecallTuning(), emb)]
     values = [float(v) for v in args.values.split(",")]
-    features = report(rows, values)
+    features = report(rows, values, RecallTuning().rank.gate_cosine)
     for feature, res in features.items():
         for v in values:
             a, lost = res["by_value"][str(v)]["all"], res["by_value"][str(v)]["own_silenced"]
