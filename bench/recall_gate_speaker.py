@@ -162,6 +162,13 @@ def silenced(before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]], 
             if b["kind"] == 1 and b["logit"] >= 0 and a["logit"] - value * a[feature] < 0]
 
 
+def brief(counts: dict[str, Any]) -> dict[str, Any]:
+    """One conversation's counts, short: silent on own, false injection, foreign questions
+    naming someone the memory knows that pass."""
+    return {"silent_on_own": counts["silent_on_own"], "false_injection": counts["false_injection"],
+            "foreign_named_pass": [counts["foreign"]["named_pass"], counts["foreign"]["named"]]}
+
+
 def report(rows: Sequence[dict[str, Any]], values: Sequence[float],
            cosine: float) -> dict[str, Any]:
     """Per candidate and value: the counts over all and per conversation, the own questions it
@@ -174,9 +181,10 @@ def report(rows: Sequence[dict[str, Any]], values: Sequence[float],
     name_free_rows = [{**r, "logit": r["logit"] + cosine * r["z_gain"]} for r in rows]
     candidates = [(f, rows) for f in FEATURES] + [("speaker_named", name_free_rows)]
     for feature, mine in candidates:
-        by_value = {str(v): {"all": rates(mine, v, feature), **{
-            conv: rates([r for r in mine if r["conv"] == conv], v, feature) for conv in convs},
-            "own_silenced": silenced(rows, mine, v, feature)} for v in values}
+        by_value = {str(v): {"all": rates(mine, v, feature), "by_conversation": {
+            conv: brief(rates([r for r in mine if r["conv"] == conv], v, feature))
+            for conv in convs}, "own_silenced": silenced(rows, mine, v, feature)}
+            for v in values}
         safe = [v for v in values if not by_value[str(v)]["own_silenced"]]
         out[feature] = {"by_value": by_value, "chosen": max(safe, default=0.0)}
     # The median z gain without the name, of the questions naming a speaker that pass now.
