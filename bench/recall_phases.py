@@ -175,18 +175,9 @@ async def measure(store: engines.Store, queries: list[Any], dim: int) -> dict[st
     return {"first": first, "warm": warm, "warm_statements_alone": each}
 
 
-def vacuum(url: str) -> None:
-    """What autovacuum does to insert-only tables (PostgreSQL 13 on): with the visibility
-    map set, counting a person's rows reads the index alone instead of every row."""
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE")
-
-
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"benchmark": "bench/recall_phases.py", "command": args.argv,
-                           "vacuum": args.vacuum, "persons": args.persons,
+                           "persons": args.persons,
                            "memories": args.memories, "searches_per_person": args.searches,
                            "engines": {}}
     for engine in args.engines:
@@ -203,8 +194,6 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             try:
                 store = engines.Store("postgres", db)
                 queries, _ = await engines.populate([store], eargs, engines.Loads())
-                if args.vacuum:
-                    vacuum(url)
                 out["engines"][engine] = await measure(store, queries, eargs.dim)
             finally:
                 await db.close()
@@ -232,8 +221,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--searches", type=int, default=10, help="warm searches per person")
     parser.add_argument("--engines", default="sqlite,postgres")
-    parser.add_argument("--vacuum", action="store_true",
-                        help="VACUUM ANALYZE PostgreSQL after populating (else ANALYZE only)")
     parser.add_argument("--out", help="write the JSON here")
     args = parser.parse_args(argv)
     args.argv = ["python", "bench/recall_phases.py", *(sys.argv[1:] if argv is None else argv)]
