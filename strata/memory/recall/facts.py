@@ -40,8 +40,9 @@ class FactCandidates:
         self.repo = repo
         self.channels = channels
         # The channels facts came from, as found: what a fact's provenance shows of one (kind,
-        # platform, name, source) is never updated and ids are never reused, so a warm
-        # search reads no channel (a server database pays a round trip each).
+        # platform, name, source) is never updated, ids are never reused and a fact whose
+        # channel is deleted loses its `channel_id`, so a warm search reads no channel (a
+        # server database pays a round trip each).
         self._known: OrderedDict[int, Channel] = OrderedDict()
 
     async def where(self, fact: Fact, seen: dict[int, Channel | None] | None = None) -> str:
