@@ -15,6 +15,7 @@ from strata.memory.recall.leaves import LeafIndex
 from strata.memory.recall.sources import EpisodeSource
 from strata.memory.recall.types import RecallQuery
 from strata.memory.store.episodes import EpisodeRepo, NewEpisode, insert_episode
+from strata.memory.store.recall_reads import EpisodeSearch
 from tests.memory_helpers import channel, person, recall_reads, turns
 
 
@@ -75,3 +76,25 @@ async def test_episodes_found_by_vector_or_words_with_each_search_s_score(
         query(db, alice, "violin lessons", unit(2, db.dim), clock))
     assert [(c.id, c.cited_rows, c.cosine, c.bm25) for c in kept] == [
         (c.id, c.cited_rows, c.cosine, c.bm25) for c in both]
+
+
+async def test_episode_search_looks_up_only_the_episodes_it_found(
+        db: Database, clock: ManualClock) -> None:
+    """The found episodes are looked up by id, never every owner's episodes scanned (without
+    table statistics SQLite would scan them in id order to skip the sort)."""
+    alice = await person(db, "alice", clock)
+    ch = await channel(db, alice, "alice/e", clock)
+    first = await episode(db, alice, ch, "violin lessons", unit(1, db.dim), [], clock)
+    second = await episode(db, alice, ch, "the garden shed", unit(2, db.dim), [], clock)
+    reads = recall_reads(db, db)
+    for words in (None, "violin"):  # the vector search alone, and with the keyword one
+        search = EpisodeSearch(alice.id, unit(1, db.dim), words and reads.keyword_query(words),
+                               120, 2000, 40)
+        found = await reads.found_episodes(search)
+        assert sorted(int(r["id"]) for r in found) == [first, second]
+        assert [int(r["id"]) for r in found] == sorted(int(r["id"]) for r in found)
+        if db.dialect.name == "sqlite":  # PostgreSQL's planner picks by table statistics
+            sql, params = reads.found_query(search)
+            plan = [str(r[3]) for r in await db.fetchall("EXPLAIN QUERY PLAN " + sql, params)]
+            assert "SEARCH e USING INTEGER PRIMARY KEY (rowid=?)" in plan, plan
+            assert "SCAN e" not in plan, plan

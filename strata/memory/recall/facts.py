@@ -17,6 +17,7 @@ modules and `memory`.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -27,6 +28,8 @@ from strata.memory.rules.fact_types import Fact, index_text
 from strata.memory.store.facts import FactRepo
 from strata.memory.store.persons import ChannelRepo
 
+CHANNELS_KEPT = 1024
+
 
 class FactCandidates:
     """A `strata.memory.recall.types.CandidateSource` of kind "fact"."""
@@ -36,22 +39,40 @@ class FactCandidates:
     def __init__(self, repo: FactRepo, channels: ChannelRepo) -> None:
         self.repo = repo
         self.channels = channels
+        # The channels facts came from, as found: what a fact's provenance shows of one (kind,
+        # platform, name, source) is never updated, ids are never reused and a fact whose
+        # channel is deleted loses its `channel_id`, so a warm search reads no channel (a
+        # server database pays a round trip each).
+        self._known: OrderedDict[int, Channel] = OrderedDict()
 
     async def where(self, fact: Fact, seen: dict[int, Channel | None] | None = None) -> str:
         """Where the fact came from, in words. `seen`: channels already looked up, by id (a
-        search's facts mostly share one or two; a server database pays a round trip each)."""
+        search's facts mostly share one or two)."""
         if fact.source == "dmn":
             return "my own reflections"
         if fact.source.startswith("external-agent:"):
             return f"what {fact.source.partition(':')[2]} told me"
         seen = {} if seen is None else seen
         if fact.channel_id and fact.channel_id not in seen:
-            seen[fact.channel_id] = await self.channels.get(fact.channel_id)
+            seen[fact.channel_id] = await self._channel(fact.channel_id)
         channel = seen.get(fact.channel_id) if fact.channel_id else None
         if channel is None:
             return f"what came in as {fact.source}"
         return channel_where(channel.kind.value, channel.platform, channel.name,
                              channel.source)
+
+    async def _channel(self, channel_id: int) -> Channel | None:
+        """The channel, from those known or read (one that is gone is read again)."""
+        channel = self._known.get(channel_id)
+        if channel is not None:
+            self._known.move_to_end(channel_id)
+            return channel
+        channel = await self.channels.get(channel_id)
+        if channel is not None:
+            self._known[channel_id] = channel
+            if len(self._known) > CHANNELS_KEPT:
+                self._known.popitem(last=False)
+        return channel
 
     async def candidates(self, query: RecallQuery) -> list[Candidate]:
         hits = await self.repo.search(query.owner_id, query.text, query.vector, limit=query.k,

@@ -42,27 +42,32 @@ class EpisodeSource:
             query.k))
         # Found by the kNN with a distance (a zero or NaN vector stored before vectors were
         # checked has none: `cosines`) or by the keyword search.
-        rows = [r for r in found if cosines([(r["id"], r["distance"])]) or r["s"] is not None]
+        cosine = cosines([(r["id"], r["distance"]) for r in found])
+        rows = [r for r in found if int(r["id"]) in cosine or r["s"] is not None]
         known = self.leaves.known(query.owner_id) if self.leaves is not None else {}
         # A parent's rows: through its kept children.
         cited = await reads.cited_rows([int(r["id"]) for r in rows
                                         if int(r["id"]) not in known])
         cited.update((int(r["id"]), known[int(r["id"])].tolist()) for r in rows
                      if int(r["id"]) in known)
+        weights: dict[tuple[int, str], float] = {}  # episodes rolled up together share a time
         out = []
         for r in rows:
+            rid, level, last = int(r["id"]), r["level"], r["last_relevant_at"]
+            if (level, last) not in weights:
+                weights[level, last] = episode_weight(level, from_iso(last), query.now)
             start, end = date_of(r["started_at"]), date_of(r["ended_at"])
             out.append(Candidate(
                 kind=self.kind,
-                id=int(r["id"]),
+                id=rid,
                 text=r["summary"],
-                label=LEVEL_LABEL.get(r["level"], "notes"),
+                label=LEVEL_LABEL.get(level, "notes"),
                 when=start if start == end else f"{start} to {end}",
                 where=channel_where(r["kind"], r["platform"], r["name"], r["source"]),
-                recency=episode_weight(r["level"], from_iso(r["last_relevant_at"]), query.now),
+                recency=weights[level, last],
                 salience=float(r["salience"]),
-                cited_rows=tuple(cited.get(int(r["id"]), ())),
-                cosine=cosines([(r["id"], r["distance"])]).get(int(r["id"])),
+                cited_rows=tuple(cited.get(rid, ())),
+                cosine=cosine.get(rid),
                 bm25=None if r["s"] is None else float(r["s"]),
             ))
         return out

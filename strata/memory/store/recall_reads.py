@@ -184,7 +184,9 @@ class RecallReads:
         Keyword hits outside the kNN get no semantic score: looking their vectors up costs as
         much as the scan itself (vec0 reads whole chunks), and outside the top k their cosine
         is low anyway. Each search runs once (MATERIALIZED): joined, the kNN would run again
-        per row."""
+        per row. Ordered by the hits' ids, not the episodes': SQLite (without statistics)
+        would otherwise scan every owner's episodes in id order to spare the sort, instead of
+        looking up the hundred or so it found."""
         dialect = self.dialect
         found: list[str] = []
         params: list[object] = []
@@ -209,5 +211,5 @@ class RecallReads:
                " JOIN channels c ON c.id = e.channel_id"
                + (" LEFT JOIN k ON k.id = e.id" if "k" in names else "")
                + (" LEFT JOIN f ON f.id = e.id" if "f" in names else "")
-               + " WHERE e.owner_id = ? AND e.tombstoned_at IS NULL ORDER BY e.id")
+               + " WHERE e.owner_id = ? AND e.tombstoned_at IS NULL ORDER BY hits.id")
         return sql, [*params, search.owner_id]
