@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from strata.core.voice import opens_in_first_person, told_as
 from strata.core.words import STOPWORDS, WORD
 from strata.memory.rules.text import stem
 
@@ -28,37 +29,9 @@ OWN_SHARE = 0.75
 _QUESTION = re.compile(r"\?\s*$|^\s*(?:what|where|when|who|which|how|why|do|does|did|am|is|"
                        r"are|was|were|have|has|can|could|tell me)\b", re.I)
 _FIRST = re.compile(r"\b(?:my|me|mine|i|i'm|i’m|myself)\b", re.I)
-_OPENS_FIRST = re.compile(r"^(?:(?:as of [^,]{1,30}|so|well|yes|sure|right|ok|okay)[,:]?\s+)?"
-                          r"(?:i\b|i'm\b|i’m\b|i've\b|my\b)", re.I)
 _BOT_SELF = re.compile(r"\b(?:strata|assistant|bot|ai|companion|language model|help|assist|"
                        r"remember|note|noted)\b", re.I)
 _YOU = re.compile(r"\b(?:you|your|yours|yourself)\b", re.I)
-_SWAPS = {
-    "you": {"i am": "you are", "i'm": "you're", "i’m": "you’re", "i was": "you were",
-            "i've": "you've", "i’ve": "you’ve", "i'd": "you'd", "i’d": "you’d",
-            "i'll": "you'll", "i’ll": "you’ll", "i": "you", "my": "your", "me": "you",
-            "mine": "yours", "myself": "yourself"},
-    "they": {"i am": "they are", "i'm": "they're", "i’m": "they’re", "i was": "they were",
-             "i've": "they've", "i’ve": "they’ve", "i'd": "they'd", "i’d": "they’d",
-             "i'll": "they'll", "i’ll": "they’ll", "i": "they", "my": "their", "me": "them",
-             "mine": "theirs", "myself": "themselves"},
-}
-_SWAP = re.compile(r"\b(?:i am|i was|i['’](?:m|ve|d|ll)|i|my|me|mine|myself)\b", re.I)
-
-
-def told_as(text: str, person: str) -> str:
-    """`text`'s first person turned to `person` ("you" or "they"): "I am a nurse" -> "You are
-    a nurse", "They are a nurse"."""
-    swaps = _SWAPS[person]
-    told = _SWAP.sub(lambda m: swaps[m.group(0).lower()], text)
-    return told[:1].upper() + told[1:]
-
-
-def opens_in_first_person(text: str) -> bool:
-    """Whether `text` opens as its speaker's own ("I am…", "My job…", "As of now, I…")."""
-    return bool(_OPENS_FIRST.match(text.strip()))
-
-
 # Words that say when or how much, not what: "As of now, I am a pharmacist".
 _FILLER = frozenset(("am", "now", "currently", "still", "also", "really", "actually", "mostly",
                      "just", "always"))
@@ -83,7 +56,7 @@ class Voice:
         label = re.match(rf"^(?:{re.escape(self.name)}|user|person)\s*:\s*", body, re.I)
         if label:
             body = body[label.end():]
-        if (not _OPENS_FIRST.match(body) or _BOT_SELF.search(body) or _YOU.search(body)):
+        if not opens_in_first_person(body) or _BOT_SELF.search(body) or _YOU.search(body):
             return sentence if label is None else _keep_space(sentence, body)
         words = _content(body)
         if not words or sum(w in self.own for w in words) < OWN_SHARE * len(words):

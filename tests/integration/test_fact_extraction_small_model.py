@@ -204,3 +204,14 @@ async def test_a_year_taken_back_is_stored_as_it_stands(
     await extractor(app).run(p.id, model_completer(app.chat), clock.now())
     assert sorted(await live_texts(app, p.id)) == [
         "Has a cat named Mochi", "Was born in 1983", "Works at the bakery"]
+
+
+async def test_a_fact_in_the_persons_voice_is_kept_about_them(
+        app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
+    # bench.truth with the embedded 0.5B: the fact's text was the person's line, "I'm …".
+    p, ch = await setup(app, clock)
+    ep = await episode(app, clock, p, ch, [(Role.USER, "Kiwi makes me ill, I'm allergic.")])
+    fake_openai.reply(json.dumps({"facts": [
+        cand("I'm allergic to kiwi", "Kiwi makes me ill, I'm allergic", episode=ep)]}))
+    await extractor(app).run(p.id, model_completer(app.chat), clock.now())
+    assert await live_texts(app, p.id) == ["They're allergic to kiwi"]

@@ -193,3 +193,15 @@ def test_the_persons_own_facts_are_not_lent_to_someone_else() -> None:
                  "They are a pharmacist and have a brother named Ravi.",
                  "Alice is allergic to kiwi and has a cat named Ziggy."):
         assert g.check_traced(fine, facts, layer=g.PORTRAIT, names=["Alice"]) is None, fine
+
+
+def test_a_profession_its_sources_lack_is_refused_in_every_layer() -> None:
+    # bench.truth's portrait (embedded 0.5B): four words of five traced, and the job invented.
+    facts = ["Is a pharmacist", "Has a brother named Ravi", "Brother Ravi lives in Tartu"]
+    sentence = "As an accountant, they have a brother named Ravi who lives in Tartu."
+    assert reason(g.check_traced(sentence, facts, layer=g.PORTRAIT, names=["Alice"])
+                  ) == g.NOT_SAID
+    assert reason(g.check_claim("Is an accountant", ["I'm a pharmacist."], layer=g.FACTS)
+                  ) == g.NOT_SAID
+    assert g.check_traced("As a pharmacist, they have a brother named Ravi.", facts,
+                          layer=g.PORTRAIT, names=["Alice"]) is None

@@ -8,10 +8,10 @@ import hashlib
 from typing import Protocol
 
 from strata.bot.ambient import PORTRAIT_KINDS
-from strata.bot.reply_voice import opens_in_first_person, told_as
 from strata.cognition.jobs.common import FactPorts, live_facts, refuse
 from strata.cognition.prompts import synthesis as prompts
 from strata.cognition.registry import BaseJob, JobContext, JobOutcome
+from strata.core.voice import opens_in_first_person, told_as
 from strata.memory.checks import grounding
 from strata.memory.store.portraits import PortraitRepo
 

@@ -39,6 +39,7 @@ from strata.memory.checks.claim_words import content_words, sentences, surface
 from strata.memory.checks.frames import misattributed, unframed, unquoted
 from strata.memory.checks.number_frames import reframed
 from strata.memory.checks.subjects import borrowed, lent, only_filler
+from strata.memory.rules.fact_words import PROFESSIONS
 from strata.memory.rules.names import calendar_stems, names_in
 from strata.memory.rules.text import GROUNDED_SHARE, is_markup, stem, tokens
 
@@ -132,13 +133,16 @@ def echo(text: str, prompt: Iterable[str] = (), sources: Sequence[str] = ()) -> 
 
 def _missing_specifics(text: str, sources: str, known: Collection[str] = ()) -> str | None:
     """NAME, NUMBER or DATE when `text` carries one its sources lack (`known`: names that need
-    no source, the person's own and the bot's)."""
+    no source, the person's own and the bot's), and NOT_SAID for a profession they lack ("As
+    an accountant, …" of a pharmacist: one word of five, yet the claim that matters)."""
     have = set(surface(sources)) | {w for name in known for w in surface(name)}
     have |= {w.removesuffix("'s") for w in have}
     stems = set(tokens(sources))
     digits = set(_DIGITS.findall(sources))
     if any(d not in digits for d in _DIGITS.findall(text)):
         return NUMBER
+    if any(w in PROFESSIONS and stem(w) not in stems for w in surface(text.lower())):
+        return NOT_SAID
     calendar = calendar_stems()
     if any(stem(w) in calendar and stem(w) not in stems for w in surface(text)):
         return DATE

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from strata.core.errors import StrataError
+from strata.core.voice import opens_in_first_person, told_as
 from strata.memory.checks import grounding
 from strata.memory.checks.fact_evidence import alike, evidence_problem, find_evidence
 from strata.memory.facts.batch import Batch, evidence_in, line_problem
@@ -144,10 +145,13 @@ class FactRouter:
     async def _store(self, owner_id: int, cand: Candidate, episode: Episode,
                      rows: Sequence[int], now: datetime, report: ExtractionReport) -> None:
         """Add a candidate that passed every check, citing `episode` and its first rows."""
+        text = cand.text  # checked as written; kept about the person, not in their voice
+        if opens_in_first_person(text):  # "I'm allergic to kiwi"
+            text = told_as(text, "they")
         new = NewFact(
             owner_id=owner_id,
             kind=cand.kind,
-            text=cand.text,
+            text=text,
             source=episode.source,
             subject=cand.subject or "self",
             attribute=cand.attribute,
