@@ -38,6 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from bench.truth_people import Trap
+from strata.memory.rules.fact_words import PROFESSIONS
 
 ECHO_NGRAM = 4
 MIN_SUPPORT = 0.5
@@ -278,6 +279,10 @@ def _sentence(sentence: str, layer: str, src: Sources, echoes: Echoes,
         return Verdict("unsupported", "name or number not in its sources: "
                        + ", ".join(missing))
     claim = content(ws)
+    # A job is the claim that matters, however few its words ("As an accountant, …").
+    jobs = [w for w in claim if w in PROFESSIONS and not _near(w, vocab)]
+    if jobs:
+        return Verdict("unsupported", "a job not in its sources: " + ", ".join(jobs))
     if not claim:
         return Verdict("supported", "claims nothing")
     found = [w for w in claim if _near(w, vocab)]

@@ -224,3 +224,12 @@ def test_the_persons_truth_told_of_their_brother_is_unsupported() -> None:
     assert classify("My brother Ravi is allergic to kiwi.", "portrait", src,
                     ECHOES).cls == "unsupported"
     assert classify("Alice is allergic to kiwi.", "portrait", src, ECHOES).cls == "supported"
+
+
+def test_an_invented_job_is_unsupported_however_few_its_words() -> None:
+    own = ["My brother Ravi moved to Tartu last year.", "I'm a pharmacist."]
+    src = Sources.of(own, own, ["Alice"], [], [], [])
+    assert classify("As an accountant, they have a brother Ravi who lives in Tartu.",
+                    "portrait", src, ECHOES).cls == "unsupported"
+    assert classify("As a pharmacist, they have a brother Ravi who lives in Tartu.",
+                    "portrait", src, ECHOES).cls == "supported"
