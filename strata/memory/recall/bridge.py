@@ -1,17 +1,18 @@
-"""Typed facts bridge words: a question about a kind of fact reaches the lines that state one.
+"""Bridges by kind: a question that asks for a kind of thing reaches the lines that name one.
 
-People ask "What is my job?" of a memory that holds "I work as a pharmacist": not one word
-in common, and a small sentence model does not see it either. The kinds of fact the
-model-free reader knows (`strata.memory.facts.plain`) come with the words that state
-them (a job: the professions it recognises, "job", "career"…); a question that asks for one
-of those kinds by name ("job", "occupation", "profession", "career", "employer") is
-searched with those words too, and for the gate a window that holds one of them holds the
-question's word: "pharmacist" answers "job". The facts themselves already carry their kind in
-their indexed text ("Works as a pharmacist (job)"), so a stored fact is found by the word
-directly; the bridge reaches the transcript lines a fact was, or was not yet, read from.
+People ask "What is my job?" of a memory that holds "I work as a pharmacist", and "Which
+instrument is Lena learning?" of "I've been practising the harp": not one word in common, and
+a small sentence model does not see it either. Each kind of `strata.memory.recall.kind_words`
+(a job, an instrument, a dog, a pet, a sport, a language, a car…) comes with the words that
+name one; a question that asks for one by its kind's word ("job", "instrument", "dog") is
+searched with those words too, and for the gate a row that names one holds the question's
+word: "harp" answers "instrument". A stored fact carries its kind in its indexed text
+("Works as a pharmacist (job)"), so it is found by the word directly; the bridge reaches the
+transcript lines a fact was, or was not yet, read from.
 
 Narrow on purpose: each bridge is a closed list of words, never a guess, so a question whose
-kind the memory never states stays silent. Pure (no SQL, no I/O).
+kind the memory never names stays silent, and the gate still weighs every other word of the
+question (a name this memory never mentions among them). Pure (no SQL, no I/O).
 """
 
 from __future__ import annotations

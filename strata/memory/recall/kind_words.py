@@ -39,33 +39,33 @@ class Kind:
 # Professions whose stem is also another everyday word's, so they would answer "job" for
 # anyone who cooks or has a garden: the verbs ("cooked", "nursing", "coached" stem to "cook",
 # "nurs", "coach") and the agent nouns the stemmer cuts back to their root ("gardener" and
-# "garden", "designer" and "design", "engineer" and "engine"). They state a job only beside a
-# word that says so outright ("a position as a translator", "hired as an engineer").
+# "garden", "designer" and "design", "engineer" and "engine"). Left out, except the few whose
+# everyday twin is rare in chat ("engine", "translate"): those state a job only beside a word
+# that says so outright ("a position as a translator", "hired as an engineer"). Even that cue
+# has a twin ("positive" stems as "position" does), so "research" beside it is no job.
 AMBIGUOUS_PROFESSIONS = frozenset((
     "cook", "coach", "judge", "nurse", "pilot", "tailor", "vet",
     "accountant", "consultant", "designer", "developer", "engineer", "gardener", "lecturer",
-    "mechanic", "photographer", "programmer", "researcher", "translator", "interpreter",
-    "manager", "trainer", "director", "conductor", "decorator", "instructor", "intern",
+    "mechanic", "photographer", "programmer", "researcher", "translator",
 ))
+_RARE_TWIN = "engineer translator lecturer mechanic"
 
 # Professions the fact reader does not know (`strata.memory.rules.fact_words`), whose stems
-# are no everyday word's.
+# are no everyday word's (not "reporter", "report"; "animator", "animal"; "cobbler", a pie).
 _MORE_PROFESSIONS = (
-    "welder surveyor plasterer bricklayer roofer locksmith upholsterer florist jeweller jeweler "
-    "cobbler blacksmith bartender sommelier courier lifeguard zookeeper beekeeper auditor "
-    "banker actuary attorney solicitor barrister paralegal notary archivist curator tutor "
-    "headteacher hygienist orthodontist chiropractor osteopath podiatrist psychiatrist "
-    "counsellor counselor caregiver stonemason landscaper illustrator animator sculptor "
-    "composer violinist pianist guitarist drummer cellist vocalist reporter columnist "
-    "copywriter novelist poet publisher detective sheriff astronaut stewardess sailor "
-    "fisherman rancher miner lumberjack forester physician anaesthetist anesthesiologist "
-    "radiologist dermatologist cardiologist paediatrician pediatrician optometrist dietitian "
-    "nutritionist zoologist geologist astronomer archaeologist botanist linguist "
-    "mathematician statistician epidemiologist ecologist bookkeeper salesman saleswoman "
-    "realtor recruiter entrepreneur technician machinist tiler janitor caretaker "
-    "groundskeeper diplomat politician seamstress dressmaker stylist beautician tattooist "
-    "masseuse videographer filmmaker typist dispatcher trucker chauffeur postwoman "
-    "firefighter paramedic"
+    "welder surveyor bricklayer roofer locksmith florist blacksmith bartender sommelier "
+    "courier lifeguard zookeeper beekeeper auditor banker actuary attorney solicitor "
+    "barrister paralegal notary archivist tutor headteacher hygienist orthodontist "
+    "chiropractor osteopath podiatrist psychiatrist counsellor counselor caregiver "
+    "stonemason sculptor violinist pianist guitarist drummer cellist vocalist columnist "
+    "copywriter novelist poet sheriff astronaut stewardess sailor fisherman rancher miner "
+    "lumberjack physician anaesthetist anesthesiologist radiologist dermatologist "
+    "cardiologist paediatrician pediatrician optometrist dietitian nutritionist zoologist "
+    "geologist archaeologist botanist linguist mathematician statistician epidemiologist "
+    "ecologist bookkeeper salesman saleswoman realtor entrepreneur technician machinist "
+    "tiler janitor caretaker groundskeeper politician seamstress dressmaker stylist "
+    "beautician tattooist masseuse videographer filmmaker typist trucker chauffeur "
+    "postwoman firefighter paramedic"
 )
 
 # A job said outright ("my new job", "hired", "a position as"), and what says one beside a
@@ -83,7 +83,7 @@ KINDS: tuple[Kind, ...] = (
          alone=_JOB_WORDS,
          cued=(Cued(" ".join(sorted(PROFESSIONS - AMBIGUOUS_PROFESSIONS)) + " "
                     + _MORE_PROFESSIONS, _JOB_CUES),
-               Cued(" ".join(sorted(AMBIGUOUS_PROFESSIONS)), _JOB_STRICT))),
+               Cued(_RARE_TWIN, _JOB_STRICT))),
     Kind("instrument", asks="instrument instruments",
          alone=("piano guitar violin viola cello harp flute clarinet oboe bassoon saxophone "
                 "sax trumpet trombone tuba accordion ukulele banjo mandolin harmonica "
@@ -110,8 +110,8 @@ KINDS: tuple[Kind, ...] = (
                 "canoeing snooker billiards yoga pilates weightlifting powerlifting crossfit "
                 "athletics parkour frisbee dodgeball"),
          cued=(Cued("boxing fencing bowling rowing squash darts surfing climbing",
-                    "play plays playing played team match club league training tournament "
-                    "lesson lessons"),)),
+                    # Not "training" ("train"), nor "match" ("matching").
+                    "play plays playing played team club league tournament lesson lessons"),)),
     Kind("language", asks="language languages",
          alone="esperanto",
          cued=(Cued("english spanish french german italian portuguese dutch swedish norwegian "
@@ -120,8 +120,9 @@ KINDS: tuple[Kind, ...] = (
                     "chinese japanese korean vietnamese thai indonesian malay tagalog swahili "
                     "latin czech hungarian romanian catalan basque welsh gaelic icelandic",
                     "speak speaks speaking spoke fluent fluently learn learning learnt "
-                    "learned lesson lessons class course duolingo practise practising "
-                    "practice grammar vocabulary"),)),
+                    # Not "course" ("of course"), nor "practice" ("practically").
+                    "learned lesson lessons class duolingo practise practising grammar "
+                    "vocabulary"),)),
     Kind("car", asks="car cars vehicle",
          alone=("toyota honda bmw audi volkswagen tesla mercedes volvo subaru mazda nissan "
                 "hyundai kia jeep porsche ferrari lamborghini fiat peugeot renault skoda "
