@@ -89,8 +89,9 @@ class RecallSettings(Section):
     # Whether the line's words count for the gate's keyword coverage (off: only the
     # question's own words do, so a made-up line cannot open the gate by itself).
     hint_coverage: bool = False
-    # A question asking for a kind of fact by name ("What is my job?") is searched with the
-    # words that state one (the professions the fact reader knows), and the gate counts them.
+    # A question asking for a kind of thing by name ("What is my job?", "Which instrument?")
+    # is searched with the words that name one ("pharmacist", "harp"), and the gate counts them
+    # (strata.memory.recall.kind_words).
     fact_bridges: bool = True
 
     @model_validator(mode="before")

@@ -50,9 +50,10 @@ async def test_a_hypothetical_line_finds_what_the_question_words_miss(
         db: Database, emb: OpenAIEmbedder, clock: ManualClock) -> None:
     owner = await _memory(db, clock, BEAGLE)
     question = "What is the name of my dog?"
-    alone = await _search(db, emb, clock, owner, question)
+    # The dog bridge off ("beagle" answers "dog"): the question's words alone find nothing.
+    alone = await _search(db, emb, clock, owner, question, fact_bridges=False)
     assert BEAGLE not in (alone.render() or "")  # no word in common: nothing comes back
-    hinted = await _search(db, emb, clock, owner, question,
+    hinted = await _search(db, emb, clock, owner, question, fact_bridges=False,
                            also=("We adopted a puppy, we call him Rex.",))
     assert BEAGLE in (hinted.render() or ""), hinted.render()
     # The line is a search aid only: it is never quoted.
@@ -108,4 +109,37 @@ async def test_a_question_about_a_job_is_silent_when_no_job_was_said(
         db: Database, emb: OpenAIEmbedder, clock: ManualClock, said: str) -> None:
     owner = await _memory(db, clock, said)
     found = await _search(db, emb, clock, owner, "What is my job?", **KEYWORDS_ONLY)
+    assert found.items == ()
+
+
+HARP = "I've been practising the harp every evening."
+
+
+@pytest.mark.parametrize(("said", "question"), [
+    (HARP, "Which musical instrument am I learning?"),
+    ("I signed up for accordion lessons, my fingers hurt already.", "What instrument do I play?"),
+    (BEAGLE, "What is the name of my dog?"),
+    ("Had my first Portuguese lesson today, so hard", "Which languages do I know?"),
+])
+async def test_a_question_asking_by_kind_reaches_the_line_that_names_one(
+        db: Database, emb: OpenAIEmbedder, clock: ManualClock, said: str, question: str) -> None:
+    owner = await _memory(db, clock, said)
+    found = await _search(db, emb, clock, owner, question, **KEYWORDS_ONLY)
+    assert found.items and said in found.items[0].text, found.render()  # first
+    without = await _search(db, emb, clock, owner, question, fact_bridges=False,
+                            **KEYWORDS_ONLY)
+    assert without.items == ()
+
+
+@pytest.mark.parametrize(("said", "question"), [
+    # Words that share a stem with an instrument's, or name one with no cue beside it.
+    ("Bought organic carrots, and the car horn broke again", "Which instrument am I learning?"),
+    ("We had French toast at the new place", "Which language am I learning?"),
+    # Memory holds an instrument, but the question is about someone it never mentions.
+    (HARP, "Which instrument is Kwame learning?"),
+])
+async def test_a_question_asking_by_kind_is_silent_when_memory_holds_no_answer(
+        db: Database, emb: OpenAIEmbedder, clock: ManualClock, said: str, question: str) -> None:
+    owner = await _memory(db, clock, said)
+    found = await _search(db, emb, clock, owner, question, **KEYWORDS_ONLY)
     assert found.items == ()

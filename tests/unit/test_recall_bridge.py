@@ -1,39 +1,100 @@
-"""The typed fact bridge (`strata.memory.recall.bridge`) and the hints' pure parts
-(`strata.memory.recall.hint`)."""
+"""The kind bridges (`strata.memory.recall.bridge`, `strata.memory.recall.kind_words`) and
+the hints' pure parts (`strata.memory.recall.hint`)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from strata.memory.recall.bridge import bridged_stems, bridges_for
+from strata.memory.recall.bridge import BRIDGES, bridged_stems, bridges_for
 from strata.memory.recall.hint import (
     clean_hints,
     gate_words,
     hinted_stems,
     mean_vector,
 )
+from strata.memory.recall.kind_words import KINDS
 from strata.memory.rules.text import query_stems, tokens
+from tests.unit.test_recall_rank import table_of
 
 
-def test_a_question_naming_a_kind_of_fact_gets_the_words_stating_one() -> None:
-    for question in ("What is my job?", "What's her occupation?", "Who is his employer?",
-                     "Tell me about my career"):
-        bridges = bridges_for(query_stems(question))
-        assert bridges, question
-        [bridge] = set(bridges.values())
-        assert {"pharmacist", "carpent", "teacher"} <= bridge.names and "work" in bridge.cues
-    for question in ("Where did I go hiking?", "Where do I live?", "What do I do for a living?"):
-        assert bridges_for(query_stems(question)) == {}, question
+@pytest.mark.parametrize(("question", "kind"), [
+    ("What is my job?", "job"), ("What's her occupation?", "job"),
+    ("Who is his employer?", "job"), ("Tell me about my career", "job"),
+    ("Which musical instrument is Lena learning?", "instrument"),
+    ("What is the name of Yara's dog?", "dog"), ("What pets does Melanie have?", "pet"),
+    ("What sports does John like?", "sport"), ("Which language is Tim learning?", "language"),
+    ("What car does she drive?", "car"), ("What's my cat called?", "cat"),
+])
+def test_a_question_naming_a_kind_gets_its_bridge(question: str, kind: str) -> None:
+    bridges = bridges_for(query_stems(question))
+    assert {b.kind for b in bridges.values()} == {kind}, question
 
 
-def test_no_everyday_word_states_a_job() -> None:
-    """Professions whose stem another everyday word shares are left out: cooking or having a
-    garden is no job."""
-    everyday = ("cooked cooking nursing coached judged piloted tailored vetted garden design "
-                "designed engine research account consult develop lecture mechanical "
-                "photograph programme translate")
-    [job] = bridges_for(["job"]).values()
-    assert not set(tokens(everyday)) & job.names
+@pytest.mark.parametrize("question", [
+    "Where did I go hiking?", "Where do I live?", "What do I do for a living?",
+    "What harp did Lena buy?",  # names a thing, asks for no kind
+])
+def test_a_question_asking_for_no_kind_gets_no_bridge(question: str) -> None:
+    assert bridges_for(query_stems(question)) == {}, question
+
+
+def test_each_question_word_asks_for_one_kind_and_every_word_has_a_stem() -> None:
+    asks = [s for b in BRIDGES for s in b.asks]
+    assert len(asks) == len(set(asks))
+    for kind in KINDS:
+        for words in (kind.asks, kind.alone, *(c.words for c in kind.cued),
+                      *(c.cues for c in kind.cued)):
+            assert all(tokens(w) for w in words.split()), (kind.name, words)
+
+
+def _stated(texts: list[str]) -> dict[str, list[str]]:
+    """{kind: the texts that state a thing of that kind}."""
+    table = table_of(texts)
+    return {b.kind: [t for i, t in enumerate(texts) if b.stated_in(table, i)]
+            for b in BRIDGES}
+
+
+def test_a_thing_said_by_name_states_its_kind() -> None:
+    said = {
+        "job": ["I work as a pharmacist", "I got the offer! I'm starting as a welder",
+                "Big news, I accepted a position as a sound engineer.",
+                "They hired me as a translator", "I quit my job today"],
+        "instrument": ["I've been practising the harp every evening.",
+                       "I signed up for accordion lessons", "I play the organ at church"],
+        "dog": ["We finally adopted a beagle puppy, we call him Waffles."],
+        "pet": ["Our hamster escaped again", "We finally adopted a beagle puppy"],
+        "sport": ["Tennis on Saturday?", "We played squash after work"],
+        "language": ["I'm learning Spanish on Duolingo", "She speaks fluent Japanese"],
+        "car": ["Finally sold the old Toyota"],
+    }
+    stated = _stated([t for texts in said.values() for t in texts])
+    for kind, texts in said.items():
+        assert set(texts) <= set(stated[kind]), kind
+
+
+def test_an_everyday_word_states_no_kind() -> None:
+    """Words whose stem a thing's name shares, and things named beside no cue: cooking or
+    having a garden is no job, organic food is no organ, French toast is no language."""
+    everyday = [
+        "Cooked soup for the nurse next door, she loved it",
+        "Turns out I'm allergic to kiwi, the doctor confirmed it",  # a doctor, not a job
+        "Work is dragging today", "I worked in the garden all afternoon",
+        "Coached the kids, judged the bake-off, piloted the new app, tailored my suit",
+        "Started fixing the engine, designed a poster, developed the photos",
+        "Did some research, consulted my account, the lecture was mechanical",
+        "I recorded a podcast and organised a box of organic vegetables",
+        "Boxed up the books, bowled over by the news, fenced the yard",
+        "We ate French toast with Greek yogurt at the Thai place",
+        "The car horn broke and the bass in the stereo rattles",
+        "Climbing the stairs, rowing with my brother, squashed a bug",
+        "I played cards with the neighbours and learned a new recipe",
+        # "positive" stems as "position" does; "train" as "training"; "of course".
+        "I'm researching policies to create positive change, an instructor said so",
+        "Climbed onto the train after bowling", "Of course, French fries with everything",
+        "Started a report on animal shelters, then peach cobbler at work",
+    ]
+    assert all(not texts for texts in _stated(everyday).values()), _stated(everyday)
 
 
 def test_bridged_stems_keep_the_questions_first_and_are_deterministic() -> None:

@@ -1,17 +1,18 @@
-"""Typed facts bridge words: a question about a kind of fact reaches the lines that state one.
+"""Bridges by kind: a question that asks for a kind of thing reaches the lines that name one.
 
-People ask "What is my job?" of a memory that holds "I work as a pharmacist": not one word
-in common, and a small sentence model does not see it either. The kinds of fact the
-model-free reader knows (`strata.memory.facts.plain`) come with the words that state
-them (a job: the professions it recognises, "job", "career"…); a question that asks for one
-of those kinds by name ("job", "occupation", "profession", "career", "employer") is
-searched with those words too, and for the gate a window that holds one of them holds the
-question's word: "pharmacist" answers "job". The facts themselves already carry their kind in
-their indexed text ("Works as a pharmacist (job)"), so a stored fact is found by the word
-directly; the bridge reaches the transcript lines a fact was, or was not yet, read from.
+People ask "What is my job?" of a memory that holds "I work as a pharmacist", and "Which
+instrument is Lena learning?" of "I've been practising the harp": not one word in common, and
+a small sentence model does not see it either. Each kind of `strata.memory.recall.kind_words`
+(a job, an instrument, a dog, a pet, a sport, a language, a car…) comes with the words that
+name one; a question that asks for one by its kind's word ("job", "instrument", "dog") is
+searched with those words too, and for the gate a row that names one holds the question's
+word: "harp" answers "instrument". A stored fact carries its kind in its indexed text
+("Works as a pharmacist (job)"), so it is found by the word directly; the bridge reaches the
+transcript lines a fact was, or was not yet, read from.
 
 Narrow on purpose: each bridge is a closed list of words, never a guess, so a question whose
-kind the memory never states stays silent. Pure (no SQL, no I/O).
+kind the memory never names stays silent, and the gate still weighs every other word of the
+question (a name this memory never mentions among them). Pure (no SQL, no I/O).
 """
 
 from __future__ import annotations
@@ -19,60 +20,48 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from strata.memory.rules.fact_words import PROFESSIONS
+from strata.memory.recall.kind_words import KINDS, Kind
 from strata.memory.rules.row_table import RowTable
 from strata.memory.rules.text import coverage, tokens
 
 
 @dataclass(frozen=True, slots=True)
 class Bridge:
-    """A kind of fact: the question words asking for it, the words stating one on their own,
-    and the names of its values ("pharmacist"), which state one only beside a cue ("work",
-    "position"): "the doctor confirmed it" names a profession and states no job."""
+    """A kind of thing: the question words asking for one, and the groups of words stating
+    one: each a set of words and the cues one of them needs beside it in the same row (none:
+    the word states one alone). "pharmacist" states a job beside "work" or "started"; "the
+    doctor confirmed it" names a profession and states no job."""
 
     kind: str
     asks: frozenset[str]  # stems
-    states: frozenset[str]
-    names: frozenset[str]
-    cues: frozenset[str]
+    groups: tuple[tuple[frozenset[str], frozenset[str]], ...]  # (words, cues), stems
 
     @property
     def words(self) -> frozenset[str]:
-        return self.states | self.names | self.cues
+        """Every word of the bridge, cues too: what the ranking searches with."""
+        return frozenset(w for words, cues in self.groups for w in words | cues)
 
     def stated_in(self, table: RowTable, row: int) -> bool:
-        """Whether the row states a fact of this kind."""
+        """Whether the row states a thing of this kind."""
 
         def has(words: frozenset[str]) -> bool:
             return any(row in table.postings.get(w, ()) for w in words)
 
-        return has(self.states) or (has(self.names) and has(self.cues))
+        return any(has(words) and (not cues or has(cues)) for words, cues in self.groups)
 
 
-def _stems(words: Sequence[str]) -> frozenset[str]:
-    return frozenset(s for w in words for s in tokens(w))
+def _stems(words: str) -> frozenset[str]:
+    return frozenset(s for w in words.split() for s in tokens(w))
 
 
-# Professions whose stem is also another everyday word's, so they would answer "job" for
-# anyone who cooks or has a garden: the verbs ("cooked", "nursing", "coached" stem to "cook",
-# "nurs", "coach") and the agent nouns the stemmer cuts back to their root ("gardener" and
-# "garden", "designer" and "design", "engineer" and "engine"). `tests/unit/
-# test_recall_bridge.py` checks everyday words against the rest.
-_AMBIGUOUS = frozenset((
-    "cook", "coach", "judge", "nurse", "pilot", "tailor", "vet",
-    "accountant", "consultant", "designer", "developer", "engineer", "gardener", "lecturer",
-    "mechanic", "photographer", "programmer", "researcher", "translator",
-))
+def bridge_of(kind: Kind) -> Bridge:
+    """The bridge of a kind of `strata.memory.recall.kind_words`, its words stemmed."""
+    groups = [(_stems(kind.alone), frozenset[str]())] if kind.alone else []
+    groups += [(_stems(c.words), _stems(c.cues)) for c in kind.cued]
+    return Bridge(kind.name, _stems(kind.asks), tuple(groups))
 
 
-BRIDGES: tuple[Bridge, ...] = (
-    Bridge("job",
-           asks=_stems(("job", "jobs", "occupation", "profession", "career", "employer")),
-           states=_stems(("job", "occupation", "profession", "career", "employed")),
-           names=_stems(sorted(PROFESSIONS - _AMBIGUOUS)),
-           # "I work as a pharmacist", "I started as a carpenter", "a position as a nurse".
-           cues=_stems(("work", "works", "worked", "started", "position", "hired"))),
-)
+BRIDGES: tuple[Bridge, ...] = tuple(bridge_of(k) for k in KINDS)
 
 
 def bridges_for(stems: Sequence[str]) -> dict[str, Bridge]:

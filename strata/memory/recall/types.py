@@ -61,8 +61,8 @@ class RecallTuning:
     # keyword coverage too. Off: the gate reads the question's own words
     # (`strata.memory.recall.hint`).
     hint_coverage: bool = False
-    # A question asking for a kind of fact by name ("job") is searched with the words that
-    # state one ("pharmacist"), which count as its word for the gate
+    # A question asking for a kind of thing by name ("job", "instrument") is searched with
+    # the words that name one ("pharmacist", "harp"), which count as its word for the gate
     # (`strata.memory.recall.bridge`).
     fact_bridges: bool = True
     # Display: the best `trim_after` windows are shown whole; any other shows only its rows
