@@ -298,12 +298,12 @@ async def test_synthesis_writes_the_portrait_used_in_every_prompt(
     alice = await say(app, clock, "hi")
     assert (await run(app, "synthesis", alice, force=True)).detail == "nothing to work on"
     await app.facts.add(NewFact(alice.id, "user_specific", "Lives in Lyon", "user"), clock.now())
-    fake_openai.reply("Alice lives in Lyon and climbs.")
+    fake_openai.reply("Alice lives in Lyon.")
     clock.advance(hours=1)
     report = await run(app, "synthesis", alice)
     assert report.status == "ok", report.detail
     portrait = await app.services.portraits.latest(alice.id)
-    assert portrait is not None and portrait.text == "Alice lives in Lyon and climbs."
+    assert portrait is not None and portrait.text == "Alice lives in Lyon."
     assert (await run(app, "synthesis", alice)).detail == "nothing new"
     await say(app, clock, "hello again")
     system = fake_openai.chat_requests()[-1]["messages"][0]["content"]

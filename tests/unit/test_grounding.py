@@ -205,3 +205,16 @@ def test_a_profession_its_sources_lack_is_refused_in_every_layer() -> None:
                   ) == g.NOT_SAID
     assert g.check_traced("As a pharmacist, they have a brother named Ravi.", facts,
                           layer=g.PORTRAIT, names=["Alice"]) is None
+
+
+@pytest.mark.parametrize("sentence", [
+    # bench.truth --seed 5 (embedded 0.5B): three words of five traced, the rest invented.
+    "They have a sister named Greta who also works in Cork, so they love her.",
+    "Alice's sister Greta lives in Cork, which is a prominent city.",
+])
+def test_a_portrait_sentence_traces_three_quarters_of_its_words(sentence: str) -> None:
+    facts = ["Is a pharmacist", "Has a sister named Greta", "Sister Greta lives in Cork"]
+    assert reason(g.check_traced(sentence, facts, layer=g.PORTRAIT, names=["Alice"])
+                  ) == g.UNTRACED
+    assert g.check_traced("Their sister Greta lives in Cork.", facts, layer=g.PORTRAIT,
+                          names=["Alice"]) is None

@@ -11,7 +11,7 @@ Four checks, one per kind of memory, and one echo test shared by all:
   its other content words (stems). The bot's lines are never evidence; callers pass only the
   person's lines.
 - `check_traced`: a portrait or reflection sentence must trace to the stored facts or episodes
-  it is built from, by the same measure.
+  it is built from, by a stricter share (`TRACED_SHARE`, three quarters of its content words).
 - `check_summary`: a summary (continuity, episode, roll-up parent) must not carry a name,
   number or date its sources lack, nor a quotation nobody said, must be about its sources
   (a quarter of its content words), and where speakers are known, must not give one speaker's
@@ -77,6 +77,9 @@ REFRAMED = "a number told in another frame"
 
 # A claim keeps at least this share of its content words from its evidence.
 CLAIM_SHARE = 0.5
+# A portrait or reflection sentence, from facts already in the person's words: more of it must
+# trace ("a sister named Greta who also works in Cork, so they love her" traced 3 words of 5).
+TRACED_SHARE = 0.75
 _DIGITS = re.compile(r"\d+")
 _QUOTED = re.compile(r"[\"“”]([^\"“”]{8,})[\"“”]")
 _SNAKE = re.compile(r"\b[a-z]+_[a-z_]+\b")
@@ -201,7 +204,7 @@ def check_traced(text: str, facts_or_episodes: Sequence[str], *, layer: str,
     elif _LABEL.search(text):
         why = ECHO
     else:
-        why = _supported(text, facts_or_episodes, prompt, CLAIM_SHARE, UNTRACED, names)
+        why = _supported(text, facts_or_episodes, prompt, TRACED_SHARE, UNTRACED, names)
     if why is None and (borrowed(text, facts_or_episodes, names)
                         or lent(text, facts_or_episodes, names)):
         # "lives in Tartu" of "Brother Ravi lives in Tartu", and "my brother Ravi is allergic
