@@ -215,3 +215,14 @@ async def test_a_fact_in_the_persons_voice_is_kept_about_them(
         cand("I'm allergic to kiwi", "Kiwi makes me ill, I'm allergic", episode=ep)]}))
     await extractor(app).run(p.id, model_completer(app.chat), clock.now())
     assert await live_texts(app, p.id) == ["They're allergic to kiwi"]
+
+
+async def test_children_named_in_a_list_are_kept(
+        app: App, fake_openai: FakeOpenAI, clock: ManualClock) -> None:
+    # bench.fact_quality: "Has a child named Noor" of "two kids" kept one content word of
+    # three, and grounding refused both.
+    p, ch = await setup(app, clock)
+    await episode(app, clock, p, ch, [(Role.USER, "I've got two kids, Noor and Sami.")])
+    fake_openai.reply(json.dumps({"facts": []}))
+    await extractor(app).run(p.id, model_completer(app.chat), clock.now())
+    assert sorted(await live_texts(app, p.id)) == ["Has a kid named Noor", "Has a kid named Sami"]

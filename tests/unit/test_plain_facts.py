@@ -26,8 +26,8 @@ def facts(text: str) -> list[tuple[str, str, str]]:
     ("I play the cello in an orchestra.", [("self", "", "Plays the cello in an orchestra")]),
     ("I keep bees in my garden.", [("self", "", "Keeps bees in their garden")]),
     ("Oh, I don't eat pork.", [("self", "", "Does not eat pork")]),
-    ("I've got two kids, Noor and Sami.", [("child Noor", "name", "Has a child named Noor"),
-                                            ("child Sami", "name", "Has a child named Sami")]),
+    ("I've got two kids, Noor and Sami.", [("kid Noor", "name", "Has a kid named Noor"),
+                                            ("kid Sami", "name", "Has a kid named Sami")]),
 ])
 def test_plain_statements_are_read(said: str, expected: list[tuple[str, str, str]]) -> None:
     assert facts(said) == expected

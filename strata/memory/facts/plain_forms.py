@@ -198,7 +198,7 @@ def _named(m: re.Match[str]) -> Found:
 @_rule(rf"{_I_HAVE} (?i:two|three|four|\d) (?P<what>[a-z]+?)s?,? (?:(?i:called|named) )?"
       rf"(?P<n>{_NAME}(?:, {_NAME})*,? and {_NAME})")
 def _several(m: re.Match[str]) -> Found:
-    what = {"kid": "child", "children": "child", "childre": "child"}.get(
+    what = {"children": "child", "childre": "child"}.get(
         m["what"].lower(), m["what"].lower())
     return [(f"{what} {n}", "name", f"Has a {what} named {n}") for n in _names(m["n"])]
 
