@@ -20,8 +20,7 @@ import re
 from dataclasses import dataclass
 
 from strata.core.voice import opens_in_first_person, told_as
-from strata.core.words import STOPWORDS, WORD
-from strata.memory.rules.text import stem
+from strata.memory.rules.text import stem, tokens
 
 # A content word of the sentence must be the person's in at least this share.
 OWN_SHARE = 0.75
@@ -33,13 +32,12 @@ _BOT_SELF = re.compile(r"\b(?:strata|assistant|bot|ai|companion|language model|h
                        r"remember|note|noted)\b", re.I)
 _YOU = re.compile(r"\b(?:you|your|yours|yourself)\b", re.I)
 # Words that say when or how much, not what: "As of now, I am a pharmacist".
-_FILLER = frozenset(("am", "now", "currently", "still", "also", "really", "actually", "mostly",
-                     "just", "always"))
+_FILLER = frozenset(stem(w) for w in ("am", "now", "currently", "still", "also", "really",
+                                      "actually", "mostly", "just", "always"))
 
 
 def _content(text: str) -> list[str]:
-    return [stem(w) for w in WORD.findall(text.lower())
-            if w not in STOPWORDS and w not in _FILLER and not w.isdigit()]
+    return [w for w in tokens(text) if w not in _FILLER and not w.isdigit()]
 
 
 @dataclass(frozen=True, slots=True)

@@ -174,6 +174,8 @@ def test_a_capital_at_a_sentences_start_is_no_one_else() -> None:
     # speaker labels, the bot's label left dangling.
     "Eve: I just finished work, long shift at the bakery.\nStrata:",
     "Strata: Eve works at the bakery.",
+    # the same label after a sentence's end, as extractive summaries write it
+    "Eve works at the bakery. Eve: I just finished work, long shift at the bakery.",
 ])
 def test_a_transcript_line_is_no_finding(finding: str) -> None:
     ground = ["I just finished work, long shift at the bakery.", "Works at the bakery"]
@@ -218,3 +220,11 @@ def test_a_portrait_sentence_traces_three_quarters_of_its_words(sentence: str) -
                   ) == g.UNTRACED
     assert g.check_traced("Their sister Greta lives in Cork.", facts, layer=g.PORTRAIT,
                           names=["Alice"]) is None
+
+
+def test_a_profession_only_recall_knew_is_still_not_said() -> None:
+    # Recall's job bridge knew "welder" and grounding did not: four words of five traced.
+    facts = ["Is a pharmacist", "Has a brother named Ravi", "Brother Ravi lives in Tartu"]
+    sentence = "As a welder, they have a brother named Ravi who lives in Tartu."
+    assert reason(g.check_traced(sentence, facts, layer=g.PORTRAIT, names=["Alice"])
+                  ) == g.NOT_SAID

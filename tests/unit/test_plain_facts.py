@@ -150,3 +150,11 @@ def test_a_number_corrected_in_the_next_breath_is_stored_corrected(said: str) ->
 ])
 def test_someone_elses_work_or_pet_is_not_the_persons(said: str) -> None:
     assert facts(said) == []
+
+
+def test_one_profession_list_serves_the_reader_and_recalls_bridge() -> None:
+    # Recall's job bridge knew "locksmith" and the reader did not: the person said their job
+    # and no fact was stored, while recall could find the line by kind.
+    assert facts("I'm a locksmith.") == [("self", "job", "Is a locksmith")]
+    assert facts("My sister is a florist in Cork.") == [
+        ("sister", "job", "Sister is a florist in Cork")]

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from strata.core.words import WORD
+from strata.memory.checks.claim_words import SPEAKER_LABEL
 from strata.memory.rules.fact_types import normalise_text
 
 # Share of the evidence's words that must occur in the person's own lines of the episode.
@@ -36,8 +37,6 @@ _REPORTED = re.compile(
 )
 _REPORTED_OTHER = re.compile(r"\baccording to\b", re.IGNORECASE)
 
-# "Name: " at the start of a summary or after a sentence's end (the extractive summary's form).
-_SUMMARY_LABEL = re.compile(r"(?:^|[.!?]\s+)([^\W\d_][\w'-]{0,30})\s*:\s")
 _OWN = ("person", "user")
 _OTHER = ("assistant",)
 RUN = 4  # words in a row, copied from the assistant's line, that make evidence the assistant's
@@ -101,7 +100,7 @@ class Speakers:
 
     @classmethod
     def of(cls, person_name: str, summaries: Sequence[str]) -> Speakers:
-        found = {m.group(1) for s in summaries for m in _SUMMARY_LABEL.finditer(s)}
+        found = {m.group(1) for s in summaries for m in SPEAKER_LABEL.finditer(s)}
         own = {person_name, *_OWN}
         others = {label for label in found if label.lower() not in {o.lower() for o in own}}
         return cls(frozenset(own), frozenset(others | set(_OTHER)))

@@ -35,7 +35,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from strata.memory.checks.claim_words import content_words, sentences, surface
+from strata.memory.checks.claim_words import SPEAKER_LABEL, content_words, sentences, surface
 from strata.memory.checks.frames import misattributed, unframed, unquoted
 from strata.memory.checks.number_frames import reframed
 from strata.memory.checks.subjects import borrowed, lent, only_filler
@@ -91,9 +91,6 @@ _PLACEHOLDER = re.compile(
     re.IGNORECASE,
 )
 ECHO_RUN = 4  # words in a row copied from the prompt
-# A line opening with a speaker's label ("Eve: …", a dangling "Strata:"): the excerpt's
-# transcript form copied, not a sentence about the person.
-_LABEL = re.compile(r"(?m)^\s*[^\W\d_][\w'-]{0,30}:(?:\s|$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +198,7 @@ def check_traced(text: str, facts_or_episodes: Sequence[str], *, layer: str,
     A transcript line (a speaker's label) is an echo of the excerpt, not a finding."""
     if only_filler(text):
         why: str | None = EMPTY
-    elif _LABEL.search(text):
+    elif SPEAKER_LABEL.search(text):
         why = ECHO
     else:
         why = _supported(text, facts_or_episodes, prompt, TRACED_SHARE, UNTRACED, names)

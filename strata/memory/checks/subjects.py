@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
 from strata.core.words import SURFACE_WORD
 from strata.memory.checks.claim_words import surface
@@ -75,16 +76,35 @@ def _someone_else(fact: str, own: Collection[str], names: Collection[str]) -> fr
     return frozenset()
 
 
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """One fact as both checks read it: its content words, whom it is about when that is
+    someone else (`_someone_else`), and its words as written and stemmed."""
+
+    content: frozenset[str]
+    about: frozenset[str]
+    words: frozenset[str]
+
+
+def _read(facts: Sequence[str], own_names: Collection[str]) -> tuple[set[str], set[str],
+                                                                      list[_Held]]:
+    """The person's own name words, the names the facts use, and each fact read."""
+    own = {w.lower() for name in own_names for w in SURFACE_WORD.findall(name)}
+    names = {n for f in facts for n in names_in(f)}
+    held = [_Held(frozenset(tokens(f)), _someone_else(f, own, names),
+                  frozenset({w.lower() for w in SURFACE_WORD.findall(f)} | set(tokens(f))))
+            for f in facts]
+    return own, names, held
+
+
 def borrowed(text: str, facts: Sequence[str], own_names: Collection[str] = ()) -> bool:
     """Whether `text` takes a word that only facts about someone else hold, without naming
     that someone (their kin word or name)."""
-    own = {w.lower() for name in own_names for w in SURFACE_WORD.findall(name)}
     said = {w.lower() for w in SURFACE_WORD.findall(text)}
     said |= {stem(w) for w in said}
-    names = {n for f in facts for n in names_in(f)}
-    others = [(set(tokens(f)), _someone_else(f, own, names)) for f in facts]
+    _, _, held = _read(facts, own_names)
     for word in set(tokens(text)) - _filler():
-        holders = [marks for words, marks in others if word in words]
+        holders = [h.about for h in held if word in h.content]
         if holders and all(holders) and not any(marks & said for marks in holders):
             return True
     return False
@@ -93,17 +113,14 @@ def borrowed(text: str, facts: Sequence[str], own_names: Collection[str] = ()) -
 def lent(text: str, facts: Sequence[str], own_names: Collection[str] = ()) -> bool:
     """Whether `text`, about someone else (its subject a kin word or another's name), takes a
     word that only facts about the person themselves hold."""
-    own = {w.lower() for name in own_names for w in SURFACE_WORD.findall(name)}
-    names = {n for f in facts for n in names_in(f)}
+    own, names, held = _read(facts, own_names)
     subject = _someone_else(text, own, names)
     if not subject:
         return False
-    others = [(set(tokens(f)), _someone_else(f, own, names),
-               {w.lower() for w in SURFACE_WORD.findall(f)} | set(tokens(f))) for f in facts]
     for word in set(tokens(text)) - _filler() - subject:
-        holders = [(marks, words) for fact_words, marks, words in others if word in fact_words]
+        holders = [h for h in held if word in h.content]
         # Held, and only by the person's own facts that do not name this someone either
         # ("Has a brother named Ravi" is about Ravi too).
-        if holders and not any(marks or (subject & words) for marks, words in holders):
+        if holders and not any(h.about or (subject & h.words) for h in holders):
             return True
     return False

@@ -18,3 +18,23 @@ PROFESSIONS = frozenset((
     "surgeon", "tailor", "teacher", "therapist", "translator", "vet", "veterinarian",
     "waiter", "waitress", "writer",
 ))
+# Professions whose stems are no everyday word's (not "reporter", "report"; "animator",
+# "animal"; "cobbler", a pie), so a job named alone is one.
+PROFESSIONS = PROFESSIONS | frozenset((
+    "actuary", "anaesthetist", "anesthesiologist", "archaeologist", "archivist", "astronaut",
+    "attorney", "auditor", "banker", "barrister", "bartender", "beautician", "beekeeper",
+    "blacksmith", "bookkeeper", "botanist", "bricklayer", "cardiologist", "caregiver",
+    "caretaker", "cellist", "chauffeur", "chiropractor", "columnist", "copywriter",
+    "counsellor", "counselor", "courier", "dermatologist", "dietitian", "dressmaker",
+    "drummer", "ecologist", "entrepreneur", "epidemiologist", "filmmaker", "fisherman",
+    "florist", "geologist", "groundskeeper", "guitarist", "headteacher", "hygienist",
+    "janitor", "lifeguard", "linguist", "locksmith", "lumberjack", "machinist", "masseuse",
+    "mathematician", "miner", "notary", "novelist", "nutritionist", "optometrist",
+    "orthodontist", "osteopath", "paediatrician", "paralegal", "pediatrician", "physician",
+    "pianist", "podiatrist", "poet", "politician", "postwoman", "psychiatrist", "radiologist",
+    "rancher", "realtor", "roofer", "sailor", "salesman", "saleswoman", "sculptor",
+    "seamstress", "sheriff", "solicitor", "sommelier", "statistician", "stewardess",
+    "stonemason", "stylist", "surveyor", "tattooist", "technician", "tiler", "trucker",
+    "tutor", "typist", "videographer", "violinist", "vocalist", "welder", "zookeeper",
+    "zoologist",
+))
