@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from strata.bot.context_window import ContextWindow
 from strata.bot.prompt import MEMORY_PREAMBLE
 from strata.bot.reply_checks import ReplyChecks, Settled
-from strata.bot.reply_voice import Voice, voice_for
+from strata.bot.reply_identity import Identity
+from strata.bot.reply_voice import voice_for
 from strata.bot.tools import ToolContext, ToolRegistry, WordsRequest
 from strata.bot.turn_options import TurnOptions
 from strata.bot.turn_prompt import TurnPrompt
@@ -96,9 +97,10 @@ class ModelTurn:
         framing = [self.settings.bot.persona, channel.system_prompt or "",
                    *(t.description for t in tools)]
         voice = voice_for(msg.text, _persons_words(messages), person.name) if checked else None
+        identity = Identity.of(person.name, self.settings.bot.name) if checked else None
         watch = on_partial
         if on_partial is not None and checked:
-            watch = _guarded(on_partial, performed, framing, voice)
+            watch = _guarded(on_partial, Settled(performed, framing, voice, identity))
         for round_no in range(rounds + 1):
             offer = tools if round_no < rounds else []
             completion = await self._complete(messages, offer, channel, watch, options)
@@ -114,7 +116,7 @@ class ModelTurn:
         reply = completion.text.strip()
         if checked:
             reply = self.checks.check(reply, performed, framing, turn_id, asked=msg.text,
-                                      voice=voice)
+                                      voice=voice, identity=identity)
         return await self._store_reply(channel, turn_id, reply, used)
 
     async def _store_reply(self, channel: Channel, turn_id: str, reply: str,
@@ -202,11 +204,10 @@ def _persons_words(messages: Sequence[ChatMessage]) -> str:
                                              in (m.content or "")))
 
 
-def _guarded(on_partial: PartialCallback, performed: set[str],
-             framing: list[str], voice: Voice | None) -> PartialCallback:
-    """`on_partial` given only the finished, checked sentences of the text so far (`performed`
-    is read at each call: it grows with the turn's tool rounds)."""
-    last, checked = "", Settled(performed, framing, voice)
+def _guarded(on_partial: PartialCallback, checked: Settled) -> PartialCallback:
+    """`on_partial` given only the finished, checked sentences of the text so far (the turn's
+    performed tools are read at each call: they grow with the tool rounds)."""
+    last = ""
 
     async def watch(text: str) -> None:
         nonlocal last

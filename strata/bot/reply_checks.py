@@ -28,6 +28,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from strata.bot.prompt import FRAMING
+from strata.bot.reply_identity import Identity
 from strata.bot.reply_voice import Voice
 from strata.core.words import SURFACE_WORD as _WORD
 
@@ -132,13 +133,14 @@ class Checked:
 
 def check_reply(text: str, performed: Collection[str], framing: Iterable[str], *,
                 asked: str = "", fallback: str = NOTHING_LEFT,
-                voice: Voice | None = None) -> Checked:
+                voice: Voice | None = None, identity: Identity | None = None) -> Checked:
     """`text` with echoed framing dropped and claims of actions no tool in `performed`
     (the names of the turn's tool calls that succeeded) replaced by an honest line
     (`fallback` when nothing is left). When the message (`asked`) asks for a reminder and
     none was set, the reply ends with the reminder's honest line, whatever it said. With a
     `voice` (the message asks about the person), the person's words told as the bot's are
-    told to the person (`strata.bot.reply_voice`)."""
+    told to the person (`strata.bot.reply_voice`). With an `identity`, the bot naming itself
+    as the person is told as the bot (`strata.bot.reply_identity`)."""
     echo: set[tuple[str, ...]] = set()
     for part in (*FRAMING, *framing):
         echo |= _grams(part)
@@ -155,7 +157,10 @@ def check_reply(text: str, performed: Collection[str], framing: Iterable[str], *
             told = voice.fix(sentence) if voice is not None else sentence
             if told != sentence:
                 caught.append("voice")
-            kept.append(told)
+            named = identity.fix(told) if identity is not None else told
+            if named != told:
+                caught.append("identity")
+            kept.append(named)
             continue
         if rule.reason not in caught:  # one honest line per kind of claim
             lead = sentence[:len(sentence) - len(sentence.lstrip())]
@@ -178,10 +183,11 @@ class Settled:
     pieces costs one pass over it, not one per piece)."""
 
     def __init__(self, performed: Collection[str], framing: Iterable[str],
-                 voice: Voice | None = None) -> None:
+                 voice: Voice | None = None, identity: Identity | None = None) -> None:
         self.performed = performed  # read at each stretch: it grows with the tool rounds
         self.framing = list(framing)
         self.voice = voice
+        self.identity = identity
         self.done = 0  # how much of the (left-stripped) text is checked
         self.shown = ""
 
@@ -192,7 +198,7 @@ class Settled:
             stretch = body[self.done:finished.end()]
             self.done = finished.end()
             checked = check_reply(stretch, self.performed, self.framing, fallback="",
-                                  voice=self.voice).text
+                                  voice=self.voice, identity=self.identity).text
             if checked:  # with the stretch's own line breaks and spaces around it
                 lead = stretch[:len(stretch) - len(stretch.lstrip())]
                 self.shown += lead + checked + stretch[len(stretch.rstrip()):]
@@ -214,8 +220,10 @@ class ReplyChecks:
     on_caught: Callable[[str], None] | None = None
 
     def check(self, text: str, performed: Collection[str], framing: Iterable[str],
-              turn_id: str, asked: str = "", voice: Voice | None = None) -> str:
-        checked = check_reply(text, performed, framing, asked=asked, voice=voice)
+              turn_id: str, asked: str = "", voice: Voice | None = None,
+              identity: Identity | None = None) -> str:
+        checked = check_reply(text, performed, framing, asked=asked, voice=voice,
+                              identity=identity)
         for reason in checked.caught:
             self.counts[reason] += 1
             if self.on_caught is not None:

@@ -228,3 +228,16 @@ async def test_a_remember_call_refused_while_paused_does_not_make_the_claim_true
     result = await tools_app.processor.handle(msg("I like oolong tea", clock=clock))
     assert result is not None and "remember" not in result.reply
     assert tools_app.processor.reply_checks.counts["memory"] == 1
+
+
+async def test_the_bot_naming_itself_as_the_person_is_caught_and_counted(
+        app: tuple[App, Inbox], clock: ManualClock, fake_openai: FakeOpenAI) -> None:
+    # The embedded 0.5B's answer to "who are you?" after "hi, I'm Dana…" (`strata chat`).
+    application, _ = app
+    fake_openai.reply("I'm Dana, a companion who helps people in care.")
+    result = await application.processor.handle(msg("who are you?", user="Dana", clock=clock))
+    assert result is not None
+    assert result.reply == "I'm Strata, a companion who helps people in care."
+    assert application.processor.reply_checks.counts["identity"] == 1
+    rows = await application.transcript.for_channel(1)
+    assert rows[-1].content == result.reply
