@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 
 from strata.core.ports import Clock
 from strata.core.recurrence import describe, describe_recurrence, local
+from strata.core.snapshot_words import LAST_WROTE, LOCAL_TIME, LOCATION, THIS_TURN, TIME, UPCOMING
 from strata.core.types import Channel, ChannelKind, Person
 from strata.memory.rules.decay import fact_visible
 from strata.memory.rules.profiles import sources_with
@@ -80,24 +81,24 @@ class AmbientContext:
     async def ambient(self, person: Person, channel: Channel) -> str | None:
         now = self.clock.now()
         if channel.kind is ChannelKind.SHARED:
-            return f"Current time: {now:%A %d %B %Y, %H:%M} UTC."
+            return f"{TIME}: {now:%A %d %B %Y, %H:%M} UTC."
         tz = person.timezone
-        lines = [f"Current local time for {person.name}: {local(now, tz):%A %d %B %Y, %H:%M} "
+        lines = [f"{LOCAL_TIME} {person.name}: {local(now, tz):%A %d %B %Y, %H:%M} "
                  f"({tz})."]
         last = await self._last_spoke(person, channel)
         if last is not None:
-            lines.append(f"They last wrote {ago(now - last)} (before this conversation turn)."
+            lines.append(f"{LAST_WROTE} {ago(now - last)} ({THIS_TURN})."
                          if channel.kind is not ChannelKind.BACKGROUND
-                         else f"They last wrote {ago(now - last)}.")
+                         else f"{LAST_WROTE} {ago(now - last)}.")
         place = await self._last_location(person)
         if place is not None:
             lat, lon, ts = place
-            lines.append(f"Last known location: {lat:.4f}, {lon:.4f} ({ago(now - ts)}).")
+            lines.append(f"{LOCATION}: {lat:.4f}, {lon:.4f} ({ago(now - ts)}).")
         horizon = now + timedelta(hours=self.upcoming_hours)
         upcoming = [r for r in await self.reminders.upcoming(person.id, limit=10)
                     if r.due_at <= horizon]
         if upcoming:
-            lines.append("Upcoming reminders and scheduled prompts:")
+            lines.append(f"{UPCOMING}:")
             for r in upcoming:
                 rec = f" ({describe_recurrence(r.recurrence)})" if r.recurrence else ""
                 lines.append(f"- #{r.id} {describe(r.due_at, r.timezone, now)}{rec}: {r.text}")

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from strata.bot.prompt import FRAMING
 from strata.bot.reply_identity import Identity
 from strata.bot.reply_voice import Voice
+from strata.core.snapshot_words import THIS_TURN, UPCOMING
 from strata.core.words import SURFACE_WORD as _WORD
 
 log = logging.getLogger(__name__)
@@ -96,8 +97,8 @@ CLAIMS = (
 
 # Fixed wording of the prompt's ambient snapshot and of the reminder tool's confirmation,
 # which a small model copies into a reply (seen with the embedded 0.5B in `strata chat`).
-_LEAK = re.compile(r"\bbefore this conversation turn\b|\bupcoming reminders and scheduled "
-                   r"prompts\b|/reminders lists your reminders", re.I)
+_LEAK = re.compile(rf"\b{re.escape(THIS_TURN)}\b|\b{re.escape(UPCOMING)}\b"
+                   r"|/reminders lists your reminders", re.I)
 _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+[\"'”’)]*|\n|$)")
 # A message asking to be reminded (not "remind me what her name is", a question).
 _ASKS_REMINDER = re.compile(

@@ -152,8 +152,8 @@ def test_the_snapshots_wording_copied_into_a_reply_is_no_source(reply: str) -> N
 
 async def test_every_line_of_the_snapshot_is_known_as_its_wording(
         app: App, clock: ManualClock, fake_openai: FakeOpenAI) -> None:
-    # memory cannot read the bot's snapshot code: the wording it knows is checked against a
-    # snapshot a real turn showed (last wrote, the time, a reminder coming up).
+    # The wording (`strata.core.snapshot_words`) is checked against a snapshot a real turn
+    # showed (last wrote, the time, a reminder coming up): a new line without it fails here.
     await app.processor.handle(msg("remind me in 30 minutes to stretch", clock=clock))
     clock.advance(minutes=3)
     await app.processor.handle(msg("hello again", clock=clock))

@@ -29,17 +29,15 @@ from dataclasses import replace
 from datetime import timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from strata.core.snapshot_words import WORDING
 from strata.core.types import WORDS_CALL_PREFIX, Role, RowKind, TranscriptRow
 from strata.memory.rules.extractive import end_sentences
 from strata.memory.store.transcript import TranscriptRepo
 
 # A reply is seldom stored more than this long after the message it answers (a slow model).
 SNAPSHOT_MINUTES = 10
-# The fixed words of the lines of the snapshot (`strata.bot.ambient`; memory cannot import it,
-# so tests/integration/test_episode_sources.py checks them against a snapshot a turn showed).
-SNAPSHOT_WORDING = re.compile(
-    r"\b(?:current (?:local )?time|local time for|last wrote|this conversation turn|"
-    r"upcoming reminders|scheduled prompts|last known location)\b", re.IGNORECASE)
+# The fixed words of the snapshot's lines, as `strata.bot.ambient` writes them.
+SNAPSHOT_WORDING = WORDING
 
 
 def _read_by_code(row: TranscriptRow) -> bool:
