@@ -2,7 +2,7 @@
 
     python -m bench.model_history [--samples 10] [--out FILE]
 
-Two fixed conversations, each prompted twice with the real prompt code, and answered
+Fixed conversations, each prompted twice with the real prompt code, and answered
 `--samples` times (seeds 1..N, the replies' own sampling) by the embedded default model:
 
 - `job`: the person said "I'm a pharmacist"; the bot once answered "What is my job?" wrongly;
@@ -14,9 +14,11 @@ Two fixed conversations, each prompted twice with the real prompt code, and answ
 - `voice`: the quick start: "hi, I'm Dana and I work as a nurse at the city hospital", then
   "what is my job?". Counted: replies naming the job, replies in the person's voice ("I am a
   nurse…", "Dana: I work…"), replies told to the person ("You work…").
+- `identity`: the same line, then "who are you?". Counted: replies where the bot names itself
+  as the person ("I'm Dana, a warm attentive companion…"), and as itself ("I'm Strata").
 
 `after` replies are also counted as sent, after the reply checks (`checked`: the voice of
-`strata.bot.reply_voice` for a question about the person).
+`strata.bot.reply_voice` for a question about the person, and `strata.bot.reply_identity`).
 
 `before` is the prompt as it was: every message of the history, the ambient snapshot with no
 heading. `after` is `strata.bot.history_view` and the framed snapshot, as turns now build it.
@@ -42,6 +44,7 @@ from strata.bot.embedded import model_endpoints
 from strata.bot.history_view import model_history
 from strata.bot.prompt import AMBIENT_HEADING, MEMORY_PREAMBLE, PromptParts, build_messages
 from strata.bot.reply_checks import check_reply
+from strata.bot.reply_identity import Identity
 from strata.bot.reply_voice import voice_for
 from strata.core.config import default_db_path, load_settings
 from strata.core.types import Role, RowKind, TranscriptRow
@@ -100,6 +103,14 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "recalled": f"From the private chat on console:\n- 2026-03-09:\n  > Dana: {DANA}",
         "message": "what is my job?", "name": "Dana",
         "count": {"named": r"nurse", "as_them": FIRST_PERSON, "told": TOLD}},
+    "identity": {
+        "rows": _rows((U, M, DANA, "t1"),
+                      (A, M, "Hi Dana! It looks like you're working at the city hospital. Can you "
+                             "tell me more about yourself?", "t1")),
+        "ambient": AMBIENT.replace("Ana", "Dana"), "recalled": None,
+        "message": "who are you?", "name": "Dana",
+        "count": {"as_person": r"\b(?:I'm|I am|my name is|call me)\s+Dana\b(?!'s)",
+                  "as_itself": r"\b(?:I'm|I am|my name is|call me)\s+Strata\b"}},
 }
 
 
@@ -125,7 +136,8 @@ def _checked(s: dict[str, Any], variant: str, reply: str) -> str:
     said = "\n".join(m["content"] or "" for m in prompt(s, variant)
                      if m["role"] == "user" or MEMORY_PREAMBLE in (m["content"] or ""))
     voice = voice_for(s["message"], said, s.get("name", ""))
-    return check_reply(reply, (), [PERSONA], asked=s["message"], voice=voice).text
+    return check_reply(reply, (), [PERSONA], asked=s["message"], voice=voice,
+                       identity=Identity.of(s.get("name", ""), "Strata")).text
 
 
 async def run(samples: int) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from strata.bot.prompt import FRAMING
 from strata.bot.reply_identity import Identity
-from strata.bot.reply_voice import Voice
+from strata.bot.reply_voice import Voice, asks_about_bot
 from strata.core.snapshot_words import THIS_TURN, UPCOMING
 from strata.core.words import SURFACE_WORD as _WORD
 
@@ -105,6 +105,7 @@ _ASKS_REMINDER = re.compile(
     r"\b(?:remind\s+me(?![\s,:;–—-]+(?:what|who|whom|whose|where|which|how|why|when|"
     r"of\s+what)\b)"
     r"|(?:set|create|add|make|schedule)\s+(?:me\s+)?an?\s+(?:reminder|alarm))\b", re.I)
+_SELF_INTRO = re.compile(r"\s*(?:(?:hi|hello|hey)\b[!,.]?\s*)?(?:i['’]m|i am|my name is)\b", re.I)
 # Up to the last sentence end followed by a space, or the last line break.
 _SETTLED = re.compile(r".*(?:[.!?][\"'”’)]*\s|\n)", re.S)
 
@@ -142,13 +143,20 @@ def check_reply(text: str, performed: Collection[str], framing: Iterable[str], *
     `voice` (the message asks about the person), the person's words told as the bot's are
     told to the person (`strata.bot.reply_voice`). With an `identity`, the bot naming itself
     as the person is told as the bot (`strata.bot.reply_identity`)."""
-    echo: set[tuple[str, ...]] = set()
-    for part in (*FRAMING, *framing):
-        echo |= _grams(part)
+    fixed: set[tuple[str, ...]] = set()
+    for part in FRAMING:
+        fixed |= _grams(part)
+    given: set[tuple[str, ...]] = set()
+    for part in framing:
+        given |= _grams(part)
+    about_bot = asks_about_bot(asked)
     kept: list[str] = []
     caught: list[str] = []
     for sentence in sentences(text):
-        if _grams(sentence) & echo or _LEAK.search(sentence):
+        grams = _grams(sentence)
+        # Asked who it is, the bot may say what its persona says of it, in its own voice.
+        own_intro = about_bot and bool(_SELF_INTRO.match(sentence))
+        if grams & fixed or (grams & given and not own_intro) or _LEAK.search(sentence):
             caught.append("echo")
             kept.append("\n" if sentence.endswith("\n") else "")
             continue

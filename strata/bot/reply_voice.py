@@ -27,6 +27,10 @@ OWN_SHARE = 0.75
 
 _QUESTION = re.compile(r"\?\s*$|^\s*(?:what|where|when|who|which|how|why|do|does|did|am|is|"
                        r"are|was|were|have|has|can|could|tell me)\b", re.I)
+# "who are you?": the 0.5B answers with the person's line as its own ("I work as a nurse at
+# the city hospital", `bench.model_history`, identity), so such a reply gets a voice too.
+_ASKS_BOT = re.compile(r"\b(?:who|what)\s+are\s+you\b|\bwhat(?:['’]s|\s+is)\s+your\s+name\b|"
+                       r"\b(?:about|introduce)\s+yourself\b", re.I)
 _FIRST = re.compile(r"\b(?:my|me|mine|i|i'm|i’m|myself)\b", re.I)
 _BOT_SELF = re.compile(r"\b(?:strata|assistant|bot|ai|companion|language model|help|assist|"
                        r"remember|note|noted)\b", re.I)
@@ -68,9 +72,16 @@ def _keep_space(sentence: str, body: str) -> str:
     return lead + body + sentence[len(sentence.rstrip()):]
 
 
+def asks_about_bot(asked: str) -> bool:
+    """Whether `asked` asks who or what the bot is ("who are you?", "what's your name?")."""
+    return bool(_ASKS_BOT.search(asked))
+
+
 def voice_for(asked: str, own_words: str, name: str) -> Voice | None:
     """A `Voice` when `asked` is a question about the person themselves ("What is my job?",
-    "where do I live"), else None: other replies are left as the model wrote them."""
-    if not (_QUESTION.search(asked) and _FIRST.search(asked)) or not own_words.strip():
+    "where do I live") or about the bot ("who are you?"), else None: other replies are left
+    as the model wrote them."""
+    about_them = bool(_QUESTION.search(asked) and _FIRST.search(asked))
+    if not (about_them or asks_about_bot(asked)) or not own_words.strip():
         return None
     return Voice(frozenset(_content(f"{own_words}\n{asked}")), name or "user")

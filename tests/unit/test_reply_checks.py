@@ -169,3 +169,14 @@ def test_the_snapshots_lines_copied_loosely_are_still_caught() -> None:
     assert "quick reminder" not in checked.text
     assert checked.text.startswith("A pharmacist makes medicines.")
     assert set(checked.caught) == {"echo", "reminder"}
+
+
+@pytest.mark.parametrize("asked", ["who are you?", "What's your name?", "tell me about yourself"])
+def test_asked_who_it_is_the_bot_may_say_its_persona(asked: str) -> None:
+    # The embedded 0.5B's answer to "who are you?": dropped as an echo, it left "(I have
+    # nothing to add.)" (`bench.model_history`, identity).
+    reply = "I'm Strata, a warm attentive companion who remembers what people tell me."
+    assert check_reply(reply, (), (PERSONA,), asked=asked).text == reply
+    assert check_reply(reply, (), (PERSONA,), asked="how was your day?").caught == ("echo",)
+    told = "Hi! I am Strata. Answer briefly and naturally."
+    assert check_reply(told, (), (PERSONA,), asked=asked).text == "Hi! I am Strata."

@@ -59,3 +59,14 @@ def test_a_streamed_reply_shows_what_is_sent() -> None:
     sent = check_reply(reply, (), (), asked="What is my job?", voice=voice).text
     assert shown.feed(reply + " ") == sent
     assert sent == "You're a pharmacist, mostly night shifts at the hospital. Anything else?"
+
+
+def test_asked_who_it_is_the_bot_does_not_take_the_persons_life() -> None:
+    # `bench.model_history`, identity: "who are you?" after Dana's line.
+    voice = voice_for("who are you?", DANA, "Dana")
+    reply = ("I'm Strata, a warm attentive companion who remembers what people tell me. "
+             "I work as a nurse at the city hospital.")
+    checked = check_reply(reply, (), (), asked="who are you?", voice=voice)
+    assert checked.text == ("I'm Strata, a warm attentive companion who remembers what people "
+                            "tell me. You work as a nurse at the city hospital.")
+    assert checked.caught == ("voice",)
