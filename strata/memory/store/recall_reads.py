@@ -208,8 +208,8 @@ class RecallReads:
                 f" WHERE episode_id IN ({placeholders(part)}) ORDER BY episode_id, row_id",
                 part)
             rows: dict[int, list[int]] = {i: [] for i in part}
-            for r in found:
-                rows[int(r[0])].append(int(r[1]))
+            for episode, row in found:  # unpacked: a driver's row indexes by key in Python
+                rows[int(episode)].append(int(row))
             out.update(rows)
         return out
 

@@ -15,6 +15,9 @@ CREATE TABLE recall_tables (
     format TEXT COLLATE "C" NOT NULL,
     body BYTEA NOT NULL
 );
+-- Stored out of line, uncompressed: a table is mostly float32 vectors, which do not compress,
+-- and decompressing one on every first search cost more than reading it.
+ALTER TABLE recall_tables ALTER COLUMN body SET STORAGE EXTERNAL;
 
 CREATE FUNCTION recall_owner_changed(who BIGINT) RETURNS void LANGUAGE plpgsql AS $body$
 BEGIN
