@@ -1,18 +1,18 @@
 """One owner's live recallable transcript rows in memory, for `strata.memory.recall.rank`.
 
-Recall ranks every window of an owner's memory per query (a matrix–vector product and a few
-BM25 posting lists), which needs the rows' words and vectors at hand. They are loaded once per
-owner and process: from the owner's prepared table (`recall_tables`, `recall.prepared`) when
-there is one, else from the rows, each with its vector when it has one. They are kept fresh by
-one cheap statement per search: the number and the newest id of the owner's rows (of any kind:
-the owner index alone answers), the row-vector cursors of the owner's channels and the owner's
-change counter (`recall_epochs`, moved by triggers on every deleted or edited row and renamed
-speaker). New rows are appended; a row whose vector arrives later gets it once its channel's
-cursor has passed it; anything else (a deleted or edited row: forget, pruning, a merge)
-reloads the owner from the rows. Once `PREPARE_ROWS` rows are not in the stored table, a task
-stores the rows as the owner's prepared table, unless the counter moved since the look they
-came with. The text shown in a recall block is always read fresh from the database, never
-from this cache.
+Recall ranks every window of an owner's memory per query (a matrix–vector product and a few BM25
+posting lists), which needs the rows' words and vectors at hand. They are loaded once per owner
+and process: from the owner's prepared table (`recall_tables`, `recall.prepared`) when there is
+one, else from the rows, each with its vector when it has one. They are kept fresh by one cheap
+statement per search: the number and the newest id of the owner's rows (of any kind: the owner
+index alone answers), the row-vector cursors of the owner's channels and the owner's change
+counter (`recall_epochs`, moved by triggers on every deleted or edited row and renamed speaker).
+New rows are appended; a row whose vector arrives later gets it once its channel's cursor has
+passed it; anything else (a deleted or edited row: forget, pruning, a merge) reloads the owner
+from the rows. Once `PREPARE_ROWS` rows (and a tenth of those stored) are not in the stored
+table, a task stores the rows as the owner's prepared table, unless the counter moved since the
+look they came with. The text shown in a recall block is always read fresh from the database,
+never from this cache.
 
 Which rows: exactly those the transcript source used to search — the owner's `message` rows of
 role user or assistant, from sources whose profile feeds memory. A person's rows cover all of
@@ -42,8 +42,8 @@ __all__ = ["SESSION_GAP_MINUTES", "OwnerRows", "RowIndex", "keyword_text", "rece
 log = logging.getLogger(__name__)
 
 EPOCH_MINUTES = 60.0
-# A prepared table is stored once this many of the owner's rows are not in the stored one: a
-# smaller index is built about as fast as a stored one is read.
+# A prepared table is stored once this many of the owner's rows (and a tenth of those stored)
+# are not in the stored one: a smaller index is built about as fast as a stored one is read.
 PREPARE_ROWS = 200
 OWNERS_KEPT = 8
 CHUNK = 500
@@ -100,6 +100,7 @@ class RowIndex:
         self._owners: OrderedDict[int, OwnerRows] = OrderedDict()
         self._locks: dict[int, asyncio.Lock] = {}
         self._saving: set[asyncio.Task[None]] = set()
+        self._storing: set[int] = set()  # owners whose table a task is storing
 
     async def table(self, owner_id: int) -> tuple[OwnerRows, RowTable]:
         """The owner's rows, fresh as of now."""
@@ -117,7 +118,8 @@ class RowIndex:
             self._owners.move_to_end(owner_id)
             while len(self._owners) > OWNERS_KEPT:
                 self._owners.popitem(last=False)
-            if rows.exact and len(rows.ids) - rows.stored >= self.prepare_rows:
+            if self._worth_storing(rows) and owner_id not in self._storing:
+                self._storing.add(owner_id)
                 task = asyncio.create_task(self._prepare(owner_id))
                 self._saving.add(task)
                 task.add_done_callback(self._saving.discard)
@@ -161,22 +163,30 @@ class RowIndex:
         rows.fingerprint = found.fingerprint
         return rows
 
+    def _worth_storing(self, rows: OwnerRows) -> bool:
+        """Whether enough of the rows are not in the stored table: `prepare_rows`, and a tenth
+        of those stored (a big table is not written again every few turns)."""
+        return rows.exact and rows.table is not None and rows.table.n == len(rows.ids) and (
+            len(rows.ids) - rows.stored >= max(self.prepare_rows, rows.stored // 10))
+
     async def _prepare(self, owner_id: int) -> None:
         """Store the owner's rows as their prepared table (off the search: a task). Only
         rows a look covers are stored, and only if nothing but new rows changed since that
-        look (`RecallReads.save_prepared`)."""
+        look (`RecallReads.save_prepared`). The rows are packed under the owner's lock (a
+        search may not change them meanwhile), written without it."""
         try:
             async with self._locks.setdefault(owner_id, asyncio.Lock()):
                 rows = self._owners.get(owner_id)
-                if (rows is None or not rows.exact or rows.table is None
-                        or rows.table.n != len(rows.ids)
-                        or len(rows.ids) - rows.stored < self.prepare_rows):
+                if rows is None or not self._worth_storing(rows):
                     return
                 body = await asyncio.to_thread(pack, rows)
-                if await self.reads.save_prepared(owner_id, rows.fingerprint, self.format, body):
-                    rows.stored = len(rows.ids)
+                fingerprint, count = rows.fingerprint, len(rows.ids)
+            if await self.reads.save_prepared(owner_id, fingerprint, self.format, body):
+                rows.stored = max(rows.stored, count)
         except Exception:  # a task boundary: recall works without a prepared table
             log.exception("recall: could not store the prepared table of owner %s", owner_id)
+        finally:
+            self._storing.discard(owner_id)
 
     async def drain(self) -> None:
         """Wait for the prepared tables being stored."""
