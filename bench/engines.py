@@ -13,8 +13,10 @@ Measured per engine, in the same run, over the same data:
 
 - `recall`: `strata.memory.recall.search.Recall.search` as the bot builds it (`strata.app.compose`:
 rows, episodes and facts), default tuning, for `--queries` queries of each of the `--recall-persons`
-people. A person's first search loads their rows into recall's in-memory row index (`cold`, one per
-  person); the person's following searches are `warm` (what a person in an ongoing chat pays).
+people. A person's first search in a process reads their prepared table into recall's in-memory
+  row index (`cold`, one per person; an earlier recall, as the bot's earlier run, made each
+  person's first search ever, `unprepared`, which reads and splits their rows and stores the
+  table); the person's following searches are `warm` (what a person in an ongoing chat pays).
   `statements`: the mean number of statements per cold and per warm search
   (bench/recall_statements.py).
   Query vectors are precomputed (noisy copies of the person's rows), so nothing is embedded.
@@ -278,9 +280,30 @@ async def sqlite_store(persons: int, memories: int, queries: int
             await db.close()
 
 
+async def first_searches(store: Store, queries: Sequence[PersonQueries], dim: int
+                         ) -> tuple[list[float], list[Any]]:
+    """Each person's first search ever (ms, and what it found): their rows are read and
+    split, and their prepared table stored (awaited by `close`, outside the times), as a
+    bot's earlier run did."""
+    recall = bot_recall(store.db, {text: vec for pq in queries for text, vec in pq.queries}, dim)
+    took, found = [], []
+    try:
+        for p, pq in enumerate(queries):
+            start = time.perf_counter()
+            found.append(await recall.search(store.persons[p].id, pq.queries[0][0], NOW,
+                                             vector=pq.queries[0][1]))
+            took.append((time.perf_counter() - start) * 1000)
+    finally:
+        await recall.close()
+    return took, found
+
+
 async def measure_recall(store: Store, queries: Sequence[PersonQueries], dim: int
                          ) -> dict[str, Any]:
-    """Cold (first search of a person: loads the row index) and warm recall searches."""
+    """Cold (a person's first search in a process: reads their prepared table) and warm
+    recall searches; `unprepared`: their first searches ever (`first_searches`)."""
+    unprepared, ever = await first_searches(store, queries, dim)
+    same = True
     recall = bot_recall(store.db, {text: vec for pq in queries for text, vec in pq.queries}, dim)
     cold: list[float] = []
     warm: list[float] = []
@@ -297,13 +320,16 @@ async def measure_recall(store: Store, queries: Sequence[PersonQueries], dim: in
                 statements.count = 0
                 start = time.perf_counter()
                 result = await recall.search(owner, text, NOW, vector=vec)
+                same = same and (n > 0 or result.items == ever[p].items)
                 (cold if n == 0 else warm).append((time.perf_counter() - start) * 1000)
                 counted["cold" if n == 0 else "warm"].append(statements.count)
                 items += len(result.items) if n else 0
     finally:
         statements.close()
         await recall.close()
-    return {"cold": stats(cold), "warm": stats(warm), "cold_searches": len(cold),
+    return {"cold": stats(cold), "warm": stats(warm), "unprepared": stats(unprepared),
+            # The first search from the prepared table found what the first ever found.
+            "prepared_same_items": same, "cold_searches": len(cold),
             "warm_searches": len(warm), "mean_items": round(items / max(len(warm), 1), 2),
             # Statements per search (each read the database answers once).
             "statements": {k: round(sum(v) / max(len(v), 1), 2) for k, v in counted.items()}}

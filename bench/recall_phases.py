@@ -4,11 +4,13 @@ statements each search runs, for a person's first search and their warm ones.
 The store is bench/engines.py's (`--persons` people × `--memories` rows, 384-d, facts and
 episodes); the searches are `Recall.search` as the bot builds it, with the query's vector given.
 Per search: wall time, the process's CPU time (every thread: the reader threads run SQLite's
-statements) and the statements (bench/recall_statements.py). Per phase (the awaited parts
-run side by side, so their wall times overlap): wall time and the event loop thread's CPU
-time. Then each statement of one warm search run again alone, one at a time (median of 20):
-what it costs without the others beside it. On a shared machine read the CPU times and the
-statement counts; the load average is recorded.
+statements) and the statements (bench/recall_statements.py). A first search is a person's first
+in a process, reading the prepared table an earlier recall stored (`first_ever_ms`: those first
+searches ever, which read every row). Per phase (the awaited parts run side by side, so their
+wall times overlap): wall time and the event loop thread's CPU time. Then each statement of one
+warm search run again alone, one at a time (median of 20): what it costs without the others
+beside it. On a shared machine read the CPU times and the statement counts; the load average is
+recorded.
 
     python bench/recall_phases.py --out bench/results/recall_phases.json
 """
@@ -157,6 +159,7 @@ async def alone(db: Database, recall: Recall, owner: int, query: tuple[str, Any]
 
 
 async def measure(store: engines.Store, queries: list[Any], dim: int) -> dict[str, Any]:
+    ever, _ = await engines.first_searches(store, queries, dim)  # stores the prepared tables
     recall = engines.bot_recall(store.db, {t: v for q in queries for t, v in q.queries}, dim)
     statements, phases = Statements(), cast(Timings, {})
     statements.watch(store.db)
@@ -172,7 +175,8 @@ async def measure(store: engines.Store, queries: list[Any], dim: int) -> dict[st
         each = await alone(store.db, recall, store.persons[0].id, queries[0].queries[1])
     finally:
         await recall.close()
-    return {"first": first, "warm": warm, "warm_statements_alone": each}
+    return {"first_ever_ms": [round(t, 2) for t in ever], "first": first, "warm": warm,
+            "warm_statements_alone": each}
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
@@ -202,6 +206,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
 def show(out: dict[str, Any]) -> None:
     for engine, rep in out["engines"].items():
+        print(f"{engine} first searches ever (ms): {rep['first_ever_ms']}")
         for kind in ("first", "warm"):
             r = rep[kind]
             print(f"{engine} {kind}: wall p50 {r['wall_p50_ms']} p95 {r['wall_p95_ms']} ms, CPU"

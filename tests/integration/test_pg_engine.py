@@ -38,7 +38,7 @@ def _kind(declared: str) -> str:
     if declared.startswith("FLOAT[") or declared == "USER-DEFINED":
         return "vector"
     return {"INTEGER": "int", "BIGINT": "int", "REAL": "float", "DOUBLE PRECISION": "float",
-            "TEXT": "text"}.get(declared, declared)
+            "TEXT": "text", "BLOB": "bytes", "BYTEA": "bytes"}.get(declared, declared)
 
 
 async def _sqlite_columns(db: Database) -> dict[str, dict[str, tuple[str, bool]]]:

@@ -30,8 +30,8 @@ from strata.core.errors import StorageError
 from strata.memory.engines.db import Database, Row
 
 # The engine's own bookkeeping: each store keeps its own embedding dimension, creation time
-# and migration history.
-SKIPPED = frozenset({"meta", "migrations"})
+# and migration history; recall's prepared tables are a cache the destination builds again.
+SKIPPED = frozenset({"meta", "migrations", "recall_tables"})
 BATCH = 500
 
 Progress = Callable[[str, int, int], None]  # (table, rows copied so far, rows in the table)

@@ -1,13 +1,18 @@
 """One owner's live recallable transcript rows in memory, for `strata.memory.recall.rank`.
 
-Recall ranks every window of an owner's memory per query (a matrix–vector product and a few
-BM25 posting lists), which needs the rows' words and vectors at hand. They are loaded from the
-database once per owner, each row with its vector when it has one, and kept fresh by a cheap
-check per search: the number and the newest id of the owner's rows (of any kind: the owner
-index alone answers), and the row-vector cursors of the owner's channels. New rows are
-appended; a row whose vector arrives later gets it once its channel's cursor has passed it;
-anything else (a deleted row: forget, pruning) reloads the owner. The text shown in a recall
-block is always read fresh from the database, never from this cache.
+Recall ranks every window of an owner's memory per query (a matrix–vector product and a few BM25
+posting lists), which needs the rows' words and vectors at hand. They are loaded once per owner
+and process: from the owner's prepared table (`recall_tables`, `recall.prepared`) when there is
+one, else from the rows, each with its vector when it has one. They are kept fresh by one cheap
+statement per search: the number and the newest id of the owner's rows (of any kind: the owner
+index alone answers), the row-vector cursors of the owner's channels and the owner's change
+counter (`recall_epochs`, moved by triggers on every deleted or edited row and renamed speaker).
+New rows are appended; a row whose vector arrives later gets it once its channel's cursor has
+passed it; anything else (a deleted or edited row: forget, pruning, a merge) reloads the owner
+from the rows. Once `PREPARE_ROWS` rows (and a tenth of those stored) are not in the stored
+table, a task stores the rows as the owner's prepared table, unless the counter moved since the
+look they came with. The text shown in a recall block is always read fresh from the database,
+never from this cache.
 
 Which rows: exactly those the transcript source used to search — the owner's `message` rows of
 role user or assistant, from sources whose profile feeds memory. A person's rows cover all of
@@ -18,63 +23,34 @@ their channels; a shared room's owner is the room's scope. Imports `bot` leaf mo
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
 
 from strata.core.clock import from_iso
-from strata.memory.rules.row_table import RowTable, add_words, asks, build_table
-from strata.memory.rules.row_words import Postings
-from strata.memory.store.recall_reads import RecallReads, Row
+from strata.memory.recall.owner_rows import SESSION_GAP_MINUTES, OwnerRows
+from strata.memory.recall.prepared import format_key, pack, unpack
+from strata.memory.rules.row_table import RowTable, add_words, asks
+from strata.memory.store.recall_reads import Look, RecallReads, Row
+
+__all__ = ["SESSION_GAP_MINUTES", "OwnerRows", "RowIndex", "keyword_text", "recency_of"]
+
+log = logging.getLogger(__name__)
 
 EPOCH_MINUTES = 60.0
-SESSION_GAP_MINUTES = 60.0
+# A prepared table is stored once this many of the owner's rows (and a tenth of those stored)
+# are not in the stored one: a smaller index is built about as fast as a stored one is read.
+PREPARE_ROWS = 200
 OWNERS_KEPT = 8
 CHUNK = 500
 
 
 def minutes_of(ts: str) -> float:
     return from_iso(ts).timestamp() / EPOCH_MINUTES
-
-
-@dataclass
-class OwnerRows:
-    """The cached rows of one owner, in id order."""
-
-    owner_id: int
-    dim: int
-    ids: list[int] = field(default_factory=list)
-    channel: list[int] = field(default_factory=list)
-    minutes: list[float] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)  # what keyword search sees
-    # The texts split into stems, extended as rows arrive (splitting is most of a rebuild).
-    postings: Postings = field(default_factory=dict)
-    lengths: list[float] = field(default_factory=list)
-    surface: set[str] = field(default_factory=set)  # every word as written (lower-cased)
-    vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
-    has_vec: list[bool] = field(default_factory=list)
-    settled: list[bool] = field(default_factory=list)  # the indexer has passed the row
-    bot: list[bool] = field(default_factory=list)  # the bot's own reply (role assistant)
-    asking: list[bool] = field(default_factory=list)  # the row asks (`recall_table.asks`)
-    fingerprint: tuple[int, int, int] = (-1, -1, -1)
-    exact: bool = True  # every loaded row is covered by `fingerprint` (`RowIndex.table`)
-    table: RowTable | None = None
-    position: dict[int, int] = field(default_factory=dict)
-    touched: list[int] = field(default_factory=list)  # rows whose vector came since `table`
-
-    def rebuild(self) -> RowTable:
-        previous = (self.table, self.touched) if self.table is not None else None
-        self.table = build_table(self.ids, self.channel, self.minutes, self.texts,
-                                 self.vectors[: len(self.ids)], np.asarray(self.has_vec, bool),
-                                 SESSION_GAP_MINUTES, (self.postings, self.lengths, self.surface),
-                                 self.bot, self.asking, previous)
-        self.touched = []
-        self.position = {rid: i for i, rid in enumerate(self.ids)}
-        return self.table
 
 
 NAMED = re.compile(r"^[\w .'’-]{1,40}: ")
@@ -116,46 +92,106 @@ def times_of(stamps: Sequence[str]) -> tuple[np.ndarray, list[int]]:
 class RowIndex:
     """Per-owner caches of recallable rows (the `OWNERS_KEPT` most recently searched)."""
 
-    def __init__(self, reads: RecallReads) -> None:
+    def __init__(self, reads: RecallReads, *, prepare_rows: int = PREPARE_ROWS) -> None:
         self.reads = reads
+        self.prepare_rows = prepare_rows
         self.dim = reads.dim
+        self.format = format_key(reads.dim)
         self._owners: OrderedDict[int, OwnerRows] = OrderedDict()
         self._locks: dict[int, asyncio.Lock] = {}
+        self._saving: set[asyncio.Task[None]] = set()
+        self._storing: set[int] = set()  # owners whose table a task is storing
 
     async def table(self, owner_id: int) -> tuple[OwnerRows, RowTable]:
         """The owner's rows, fresh as of now."""
         lock = self._locks.setdefault(owner_id, asyncio.Lock())
         async with lock:
-            cached = self._owners.get(owner_id)
+            cached = self._owners.get(owner_id) or await self._stored(owner_id)
             look = await self.reads.look(owner_id, cached.fingerprint[1] if cached else 0)
             fp = look.fingerprint
             if (cached is not None and cached.fingerprint == fp and cached.exact
                     and cached.table is not None):
-                self._owners.move_to_end(owner_id)
-                return cached, cached.table
-            rows = cached if cached is not None else OwnerRows(owner_id, self.dim)
-            if cached is not None and cached.exact and fp[0] != cached.fingerprint[0] + look.added:
-                rows = OwnerRows(owner_id, self.dim)  # something was deleted: start over
-            new = await self.reads.rows_after(owner_id, rows.ids[-1] if rows.ids else 0)
-            if (rows is cached and not cached.exact
-                    and len(rows.ids) + len(new) != await self.reads.count(owner_id)):
-                rows = OwnerRows(owner_id, self.dim)
-                new = await self.reads.rows_after(owner_id, 0)
-            self._append(rows, new)
-            settled = await self._settle_vectors(rows, look.cursors)
-            rows.fingerprint = fp
-            # A row newer than the look came in with this load: the next look's counts do not
-            # cover it (were it deleted, they would not tell), so the next load counts.
-            rows.exact = not new or int(new[-1]["id"]) <= fp[1]
-            if rows is cached and not new and not settled and rows.table is not None:
-                table = rows.table  # only rows recall never sees came (a tool row)
+                rows, table = cached, cached.table
             else:
-                table = rows.rebuild()
+                rows, table = await self._refresh(owner_id, cached, look)
             self._owners[owner_id] = rows
             self._owners.move_to_end(owner_id)
             while len(self._owners) > OWNERS_KEPT:
                 self._owners.popitem(last=False)
+            if self._worth_storing(rows) and owner_id not in self._storing:
+                self._storing.add(owner_id)
+                task = asyncio.create_task(self._prepare(owner_id))
+                self._saving.add(task)
+                task.add_done_callback(self._saving.discard)
             return rows, table
+
+    async def _refresh(self, owner_id: int, cached: OwnerRows | None,
+                       look: Look) -> tuple[OwnerRows, RowTable]:
+        """`cached` (or, when something but new rows changed, a fresh start) brought up to
+        `look`, and its table."""
+        fp = look.fingerprint
+        rows = cached if cached is not None else OwnerRows(owner_id, self.dim)
+        if cached is not None and (fp[3] != cached.fingerprint[3] or (
+                cached.exact and fp[0] != cached.fingerprint[0] + look.added)):
+            rows = OwnerRows(owner_id, self.dim)  # something was deleted or edited: start over
+        new = await self.reads.rows_after(owner_id, rows.ids[-1] if rows.ids else 0)
+        if (rows is cached and not cached.exact
+                and len(rows.ids) + len(new) != await self.reads.count(owner_id)):
+            rows = OwnerRows(owner_id, self.dim)
+            new = await self.reads.rows_after(owner_id, 0)
+        self._append(rows, new)
+        settled = await self._settle_vectors(rows, look.cursors)
+        rows.fingerprint = fp
+        # A row newer than the look came in with this load: the next look's counts do not
+        # cover it (were it deleted, they would not tell), so the next load counts.
+        rows.exact = not new or int(new[-1]["id"]) <= fp[1]
+        if rows is cached and not new and not settled and rows.table is not None:
+            return rows, rows.table  # only rows recall never sees came (a tool row)
+        return rows, rows.rebuild()
+
+    async def _stored(self, owner_id: int) -> OwnerRows | None:
+        """The owner's prepared table (`recall_tables`), when there is one of this format."""
+        found = await self.reads.prepared(owner_id)
+        if found is None or found.format != self.format:
+            return None
+        try:
+            rows = unpack(owner_id, self.dim, found.body)
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("recall: the prepared table of owner %s is unreadable (%s); rebuilding",
+                        owner_id, exc)
+            return None
+        rows.fingerprint = found.fingerprint
+        return rows
+
+    def _worth_storing(self, rows: OwnerRows) -> bool:
+        """Whether enough of the rows are not in the stored table: `prepare_rows`, and a tenth
+        of those stored (a big table is not written again every few turns)."""
+        return rows.exact and rows.table is not None and rows.table.n == len(rows.ids) and (
+            len(rows.ids) - rows.stored >= max(self.prepare_rows, rows.stored // 10))
+
+    async def _prepare(self, owner_id: int) -> None:
+        """Store the owner's rows as their prepared table (off the search: a task). Only
+        rows a look covers are stored, and only if nothing but new rows changed since that
+        look (`RecallReads.save_prepared`). The rows are packed under the owner's lock (a
+        search may not change them meanwhile), written without it."""
+        try:
+            async with self._locks.setdefault(owner_id, asyncio.Lock()):
+                rows = self._owners.get(owner_id)
+                if rows is None or not self._worth_storing(rows):
+                    return
+                body = await asyncio.to_thread(pack, rows)
+                fingerprint, count = rows.fingerprint, len(rows.ids)
+            if await self.reads.save_prepared(owner_id, fingerprint, self.format, body):
+                rows.stored = max(rows.stored, count)
+        except Exception:  # a task boundary: recall works without a prepared table
+            log.exception("recall: could not store the prepared table of owner %s", owner_id)
+        finally:
+            self._storing.discard(owner_id)
+
+    async def drain(self) -> None:
+        """Wait for the prepared tables being stored."""
+        while self._saving:
+            await asyncio.gather(*list(self._saving))
 
     def _append(self, rows: OwnerRows, new: Sequence[Row]) -> None:
         if not new:

@@ -135,6 +135,7 @@ class Recall:
         )
 
     async def close(self) -> None:
+        await self.index.drain()
         await self.reads.close()
 
     def add_source(self, source: CandidateSource) -> None:

@@ -68,6 +68,20 @@ class Posting:
     def items(self) -> list[tuple[int, float]]:
         return list(zip(self.rows.tolist(), self.counts.tolist(), strict=True))
 
+    @classmethod
+    def many(cls, rows: I64, counts: F64, ends: Sequence[int]) -> list[Posting]:
+        """The postings whose rows and counts lie one after another in `rows` and `counts`
+        (each ends at its entry of `ends`), made without the frozen `__init__`'s per-field
+        `object.__setattr__` (a stored row index holds thousands: `recall.prepared`)."""
+        out = []
+        start = 0
+        for end in ends:
+            p = cls.__new__(cls)
+            p.__dict__.update(rows=rows[start:end], counts=counts[start:end])
+            out.append(p)
+            start = end
+        return out
+
 
 Postings = dict[str, Posting]  # stem -> its posting
 

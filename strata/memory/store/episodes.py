@@ -155,8 +155,8 @@ async def cited_rows_by_episode(db: Reads, ids: Sequence[int]) -> dict[int, list
         list(ids),
     )
     out: dict[int, list[int]] = {}
-    for r in rows:
-        out.setdefault(int(r[0]), []).append(int(r[1]))
+    for root, row in rows:  # unpacked: a driver's row indexes by key in Python
+        out.setdefault(int(root), []).append(int(row))
     return out
 
 

@@ -44,9 +44,20 @@ def source_filter(column: str) -> tuple[str, list[object]]:
 class Look:
     """What one look at an owner's rows found (`RecallReads.look`)."""
 
-    fingerprint: tuple[int, int, int]  # rows of every kind, newest id, sum of the cursors
+    # Rows of every kind, newest id, sum of the cursors, the owner's change counter.
+    fingerprint: tuple[int, int, int, int]
     added: int  # rows of every kind after the id asked about
     cursors: dict[int, int]  # channel → its last row with a vector
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """An owner's stored prepared table (`RecallReads.prepared`): the look it was built at
+    (`Look.fingerprint`), its format and its body (`strata.memory.recall.prepared`)."""
+
+    fingerprint: tuple[int, int, int, int]
+    format: str
+    body: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +82,7 @@ class RecallReads:
     def __init__(self, db: Database, reads: Reads | None = None, *, episodes: EpisodeRepo,
                  transcript: TranscriptRepo) -> None:
         self.pool: Reads = reads if reads is not None else ReaderPool(db, size=READERS)
+        self.db = db
         self.dim = db.dim
         self.dialect = db.dialect
         self.episodes = episodes
@@ -93,19 +105,54 @@ class RecallReads:
     async def look(self, owner_id: int, since: int) -> Look:
         """One statement: how many rows the owner has and the newest id, of every kind (the
         owner index alone answers: ids are never reused, so any row added or deleted changes
-        them), how many have come after id `since`, and the row-vector cursors of the
-        owner's channels."""
+        them), how many have come after id `since`, the row-vector cursors of the owner's
+        channels and the owner's change counter (0: never changed)."""
         rows = await self.pool.fetchall(
             "SELECT (SELECT count(*) FROM transcript WHERE owner_id = ?),"
             " (SELECT coalesce(max(id), 0) FROM transcript WHERE owner_id = ?),"
             " (SELECT count(*) FROM transcript WHERE owner_id = ? AND id > ?),"
+            " (SELECT coalesce(max(epoch), 0) FROM recall_epochs WHERE owner = ?),"
             " cv.channel_id, cv.last_row_id FROM (SELECT 1 AS one) AS o LEFT JOIN"
             " (SELECT v.channel_id, v.last_row_id FROM transcript_vec_cursors v"
             "  JOIN channels c ON c.id = v.channel_id WHERE c.owner_id = ?) AS cv ON 1 = 1",
-            [owner_id, owner_id, owner_id, since, owner_id])
-        cursors = {int(r[3]): int(r[4]) for r in rows if r[3] is not None}
+            [owner_id, owner_id, owner_id, since, owner_id, owner_id])
+        cursors = {int(r[4]): int(r[5]) for r in rows if r[4] is not None}
         r = rows[0]
-        return Look((int(r[0]), int(r[1]), sum(cursors.values())), int(r[2]), cursors)
+        return Look((int(r[0]), int(r[1]), sum(cursors.values()), int(r[3])), int(r[2]),
+                    cursors)
+
+    async def prepared(self, owner_id: int) -> Prepared | None:
+        """The owner's stored prepared table, if any."""
+        found = await self.pool.fetchall(
+            "SELECT row_count, newest_id, cursor_sum, epoch, format, body FROM recall_tables"
+            " WHERE owner = ?", [owner_id])
+        if not found:
+            return None
+        r = found[0]
+        return Prepared((int(r[0]), int(r[1]), int(r[2]), int(r[3])), str(r[4]), bytes(r[5]))
+
+    async def save_prepared(self, owner_id: int, fingerprint: tuple[int, int, int, int],
+                            format_: str, body: bytes) -> bool:
+        """Store the owner's prepared table, built at a look that gave `fingerprint`, unless
+        the owner's change counter has moved since (a row deleted or edited: the table may
+        hold it); whether it was stored. Writes are serialised, and a change deletes the
+        owner's table in its own transaction, so a stored table never outlives a change."""
+        async with self.db.write() as conn:
+            cur = await conn.execute(
+                "SELECT coalesce(max(epoch), 0) FROM recall_epochs WHERE owner = ?", (owner_id,))
+            row = await cur.fetchone()
+            if row is None or int(row[0]) != fingerprint[3]:
+                return False
+            await conn.execute(
+                "INSERT INTO recall_tables (owner, epoch, row_count, newest_id, cursor_sum,"
+                " format, body) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner) DO UPDATE SET"
+                " epoch = excluded.epoch, row_count = excluded.row_count,"
+                " newest_id = excluded.newest_id, cursor_sum = excluded.cursor_sum,"
+                " format = excluded.format, body = excluded.body",
+                # A memoryview: a `bytes` parameter is a vector on PostgreSQL (`pg.values`).
+                (owner_id, fingerprint[3], fingerprint[0], fingerprint[1], fingerprint[2],
+                 format_, memoryview(body)))
+        return True
 
     async def count(self, owner_id: int) -> int:
         """How many recallable rows the owner has."""
@@ -161,8 +208,8 @@ class RecallReads:
                 f" WHERE episode_id IN ({placeholders(part)}) ORDER BY episode_id, row_id",
                 part)
             rows: dict[int, list[int]] = {i: [] for i in part}
-            for r in found:
-                rows[int(r[0])].append(int(r[1]))
+            for episode, row in found:  # unpacked: a driver's row indexes by key in Python
+                rows[int(episode)].append(int(row))
             out.update(rows)
         return out
 

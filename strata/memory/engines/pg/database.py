@@ -13,12 +13,13 @@ position and by column name. What the engine does to keep that promise:
   across processes, a transaction-level advisory lock taken first in every write
   transaction. A read-check-write inside one `write()` block is therefore atomic against
   every other writer of the database, as the repositories assume. Reads never wait for it.
-- Values (`strata.memory.engines.pg.values`): this schema has no binary column except the
-  pgvector ones, so a `bytes` parameter (a little-endian float32 blob, as stored in SQLite) is
-  sent as a `vector`, and a `vector` column reads back as such a blob. A read naming the
-  `embedding` column fetches binary results, so vectors are copied rather than parsed from
-  text. `numeric` (what `sum()` of integers returns) reads as an int or a float, never a
-  `Decimal`, in text and binary alike; text holding NUL is stored and returned exactly.
+- Values (`strata.memory.engines.pg.values`): besides the pgvector columns the schema has one
+  binary column (`recall_tables.body`, written from a `memoryview`), so a `bytes` parameter (a
+  little-endian float32 blob, as stored in SQLite) is sent as a `vector`, and a `vector` column
+  reads back as such a blob. A read naming the `embedding` column or `recall_tables` fetches
+  binary results, so vectors and the stored tables are copied rather than parsed from text.
+  `numeric` (what `sum()` of integers returns) reads as an int or a float, never a `Decimal`, in
+  text and binary alike; text holding NUL is stored and returned exactly.
 
 Imports `strata.core.errors`, `strata.memory.engines.db`, `strata.memory.engines.pg` and psycopg.
 """
@@ -53,14 +54,16 @@ _LOCK = "SELECT pg_advisory_xact_lock(%s)"
 _LOCK_LAZY = "SELECT pg_advisory_xact_lock(%s), set_config('synchronous_commit', 'off', true)"
 _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
 _RETURNING = re.compile(r"\bRETURNING\b", re.IGNORECASE)
-# A read naming the vector column: its results come in binary (see `_binary`).
-_READS_VECTORS = re.compile(r"\bembedding\b", re.IGNORECASE)
+# A read naming the vector column or recall's stored tables: its results come in binary
+# (see `_binary`).
+_READS_VECTORS = re.compile(r"\b(embedding|recall_tables)\b", re.IGNORECASE)
 
 
 def _binary(sql: str) -> bool:
-    """Whether a read's results are fetched in binary: those naming `embedding`. pgvector's
-    text output costs about 0.7 ms per 384-d vector to parse (recall's first search of a
-    person loads all their row vectors: seconds at 10k rows); its binary output is copied."""
+    """Whether a read's results are fetched in binary: those naming `embedding` or
+    `recall_tables`. pgvector's text output costs about 0.7 ms per 384-d vector to parse
+    (recall's first search of a person loads all their row vectors: seconds at 10k rows), and
+    a stored recall table in text is hex, twice its size; binary output is copied."""
     return _READS_VECTORS.search(sql) is not None
 
 
