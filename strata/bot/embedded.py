@@ -50,10 +50,10 @@ EMBEDDED_DIM = 384
 # turns reuse the server's cache of the unchanged prompt prefix and take seconds.
 EMBEDDED_DEADLINE = 300.0
 # The recall block's budget for the embedded chat model unless `[recall] budget_tokens` is set:
-# a 0.5B reader answers better from the best few spans than from many. On LoCoMo tuning
-# questions (conversations 0-2) the embedded Qwen2.5-Coder-0.5B's answer F1 was 0.371 from the
-# first 250 tokens of a 500-token block and 0.272 from the whole block, the answers shorter and
-# the gold words as often in the notes (bench.model_quality, docs/benchmarks.md).
+# a 0.5B reader answers better from the best few spans than from many. On 24 LoCoMo tuning
+# questions (conversations 0-2) the embedded Qwen2.5-Coder-0.5B's answer F1 was 0.272 from a
+# 500-token block, 0.289 from a 250-token one and 0.361 from the 500-token block's first spans
+# up to 250 tokens; replies shorter and four times faster (docs/benchmarks.md, answers).
 EMBEDDED_RECALL_TOKENS = 250
 # Small models loop on open questions; a mild repetition penalty stops most loops.
 REPEAT_PENALTY = 1.1
