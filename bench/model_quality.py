@@ -178,7 +178,7 @@ async def part_lived(settings: Settings, folder: Path, budget: int,
             "llm_vs_extractive": compare(answers["extractive"], answers["llm"], None)}
 
 
-async def run(parts: list[str], budget: int, answer_budget: int, limit: int | None,
+async def run(parts: list[str], budget: int, answer_budget: int | None, limit: int | None,
               lived_sessions: int, from_end: bool, command: str, facts_every: int = 1,
               positions: tuple[int, ...] = HELD_OUT) -> str:
     """Run `parts` with the configured or embedded model; the model's name."""
@@ -191,8 +191,11 @@ async def run(parts: list[str], budget: int, answer_budget: int, limit: int | No
         for part in parts:
             started = time.monotonic()
             if part == "answers":
-                result = await part_answers(effective, folder, answer_budget, limit, from_end,
-                                            positions)
+                # The block the bot's recall gives this chat model: 250 tokens for the
+                # embedded default (strata.bot.embedded), [recall] budget_tokens otherwise.
+                result = await part_answers(effective, folder,
+                                            answer_budget or effective.recall.budget_tokens,
+                                            limit, from_end, positions)
             elif part == "facts":
                 result = await part_facts(effective, facts_every)
             elif part == "summaries":
@@ -288,8 +291,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="which parts to run (default: all): " + ", ".join(PARTS))
     parser.add_argument("--budget", type=int, default=1000,
                         help="recall budget of the lived replay (1000, as strata eval)")
-    parser.add_argument("--answer-budget", type=int, default=500,
-                        help="recall budget of the answer test's memory block (500)")
+    parser.add_argument("--answer-budget", type=int, default=None,
+                        help="recall budget of the answer test's memory block (default: the "
+                             "bot's for this chat model, 250 for the embedded default)")
     parser.add_argument("--model", default=load_settings(None).llm.embedded_model,
                         help="with --parts '': only rebuild the results file and table of "
                              "this model from its parts' files")

@@ -49,6 +49,12 @@ EMBEDDED_DIM = 384
 # second. Unless configured, the embedded model gets this long for a turn and a call; later
 # turns reuse the server's cache of the unchanged prompt prefix and take seconds.
 EMBEDDED_DEADLINE = 300.0
+# The recall block's budget for the embedded chat model unless `[recall] budget_tokens` is set:
+# a 0.5B reader answers better from the best few spans than from many. On 24 LoCoMo tuning
+# questions (conversations 0-2) the embedded Qwen2.5-Coder-0.5B's answer F1 was 0.272 from a
+# 500-token block, 0.289 from a 250-token one and 0.361 from the 500-token block's first spans
+# up to 250 tokens; replies shorter and four times faster (docs/benchmarks.md, answers).
+EMBEDDED_RECALL_TOKENS = 250
 # Small models loop on open questions; a mild repetition penalty stops most loops.
 REPEAT_PENALTY = 1.1
 
@@ -183,7 +189,10 @@ def _chat_settings(settings: Settings, spec: WeightSpec, base_url: str) -> Setti
         # read by code (`ToolRegistry.read`), and a reply claiming what no tool did is
         # corrected (`strata.bot.reply_checks`); bot.max_tool_rounds turns tools on.
         bot = bot.model_copy(update={"max_tool_rounds": 0})
-    return settings.model_copy(update={"llm": llm, "bot": bot})
+    recall = settings.recall
+    if "budget_tokens" not in recall.model_fields_set:
+        recall = recall.model_copy(update={"budget_tokens": EMBEDDED_RECALL_TOKENS})
+    return settings.model_copy(update={"llm": llm, "bot": bot, "recall": recall})
 
 
 def _chat_starter(models: EmbeddedModels, spec: WeightSpec, cache_dir: Path, n_ctx: int,

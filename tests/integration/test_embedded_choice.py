@@ -63,8 +63,9 @@ async def test_turned_off_it_never_starts(tmp_path: Path) -> None:
     assert probed == []
 
 
-def test_the_embedded_model_gets_no_tools_and_a_long_deadline_unless_configured() -> None:
-    from strata.bot.embedded import EMBEDDED_DEADLINE, _chat_settings
+def test_the_embedded_model_gets_no_tools_a_long_deadline_and_a_short_block_unless_configured(
+) -> None:
+    from strata.bot.embedded import EMBEDDED_DEADLINE, EMBEDDED_RECALL_TOKENS, _chat_settings
     from strata.bot.weights import SMOLLM2_135M
 
     plain = load_settings(None, env={"STRATA_DB": "s.db"})
@@ -72,10 +73,14 @@ def test_the_embedded_model_gets_no_tools_and_a_long_deadline_unless_configured(
     assert done.bot.max_tool_rounds == 0
     assert done.llm.turn_deadline_seconds == EMBEDDED_DEADLINE
     assert done.llm.base_url == "http://127.0.0.1:1/v1" and done.llm.context_tokens == 4096
+    assert plain.recall.budget_tokens == 1000
+    assert done.recall.budget_tokens == EMBEDDED_RECALL_TOKENS < 1000
     chosen = load_settings(None, env={"STRATA_DB": "s.db", "STRATA_BOT_MAX_TOOL_ROUNDS": "3",
-                                      "STRATA_LLM_TURN_DEADLINE_SECONDS": "30"})
+                                      "STRATA_LLM_TURN_DEADLINE_SECONDS": "30",
+                                      "STRATA_RECALL_BUDGET_TOKENS": "1000"})
     kept = _chat_settings(chosen, SMOLLM2_135M, "http://127.0.0.1:1/v1")
     assert kept.bot.max_tool_rounds == 3 and kept.llm.turn_deadline_seconds == 30
+    assert kept.recall.budget_tokens == 1000
 
 
 async def test_doctor_says_the_embedded_model_will_start(tmp_path: Path) -> None:
