@@ -46,7 +46,8 @@ from strata.core.config import Settings, load_settings
 from strata.core.errors import StrataError
 
 # What the issue asks of each figure (docs/benchmarks.md, "Performance figures").
-RECALL_WARM_FACTOR = 2.0  # × the numpy floor
+RECALL_WARM_FACTOR = 3.0  # × the numpy floor (#37's line)
+KNN_FACTOR = 2.0  # × the numpy floor
 RECALL_FIRST_MS = 50.0
 INGEST_TARGET = {"sqlite": 1000.0, "postgres": 600.0}
 OWN_OVERHEAD_MS = 50.0
@@ -94,7 +95,7 @@ def engine_figures(rep: dict[str, Any]) -> list[Figure]:
                               floor, "ms", None))
         out += [
             Figure(f"vector_knn_p95_ms_{engine}", k["p95_ms"], floor, "ms",
-                   round(RECALL_WARM_FACTOR * floor, 3)),
+                   round(KNN_FACTOR * floor, 3)),
             Figure(f"ingest_turns_per_s_{engine}", i["turns_per_second"],
                    i["floor_turns_per_second"], "turns/s", INGEST_TARGET.get(engine),
                    higher=True),
