@@ -6,7 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from strata.memory.recall.bridge import BRIDGES, bridged_stems, bridges_for
+from strata.memory.recall.bridge import (
+    BRIDGES,
+    Whose,
+    bridged_coverage,
+    bridged_stems,
+    bridges_for,
+    whose,
+)
 from strata.memory.recall.hint import (
     clean_hints,
     gate_words,
@@ -14,6 +21,7 @@ from strata.memory.recall.hint import (
     mean_vector,
 )
 from strata.memory.recall.kind_words import KINDS
+from strata.memory.recall.profiles import speaker_of
 from strata.memory.rules.text import query_stems, tokens
 from tests.unit.test_recall_rank import table_of
 
@@ -129,3 +137,43 @@ def test_the_mean_vector_counts_each_text_once() -> None:
     m = mean_vector([a, b])
     assert np.allclose(m, [2 ** -0.5, 2 ** -0.5]) and m.dtype == np.float32
     assert np.allclose(mean_vector([a, a]), a)
+
+
+WHOSE_ROWS = ["Sofia: I've been practising the cello every evening.",
+              "Ines: That sounds lovely, I have been busy at work.",
+              "Ines: Went for a long walk by the river today."]
+
+
+def _instrument_found(question: str, owner: Whose | None) -> float:
+    table = table_of(WHOSE_ROWS)
+    stems = query_stems(question)
+    bridges = bridges_for(stems)
+    weights = {s: 1.0 for s in stems if s in bridges}  # the kind's word alone
+    return bridged_coverage(table, [0, 1, 2], weights, bridges, owner)
+
+
+def test_a_question_naming_a_speaker_finds_the_kind_only_in_their_rows() -> None:
+    """"Which instrument is Ines learning?" is not answered by Sofia's cello: the kind counts
+    only in a row of the speaker the question names; naming Sofia, or nobody, finds it."""
+    who = [speaker_of(t, False) for t in WHOSE_ROWS]
+    speakers = frozenset(who)
+    ines = "Which instrument is Ines learning?"
+    assert _instrument_found(ines, None) == 1.0  # without whose: anyone's cello
+    assert _instrument_found(ines, whose(ines, who, speakers)) == 0.0
+    sofia = "Which instrument is Sofia learning?"
+    assert _instrument_found(sofia, whose(sofia, who, speakers)) == 1.0
+    mine = "Which instrument am I learning?"
+    assert whose(mine, who, speakers) is None
+    assert _instrument_found(mine, whose(mine, who, speakers)) == 1.0
+
+
+def test_a_person_who_never_speaks_here_restricts_nothing() -> None:
+    """"Lena's son" of a memory where Lena is only spoken of: anyone's row may state it, and
+    the question's own word counts in any row whoever the question names."""
+    who = [speaker_of(t, False) for t in WHOSE_ROWS]
+    assert whose("Which instrument does Lena's son play?", who, frozenset(who)) is None
+    table = table_of(WHOSE_ROWS)
+    owner = whose("Where did Ines see Sofia's cello?", who, frozenset(who))
+    assert owner is not None and owner.named == {"ines", "sofia"}
+    ines_only = whose("Which cello is Ines learning?", who, frozenset(who))
+    assert bridged_coverage(table, [0], {"cello": 1.0}, {}, ines_only) == 1.0
