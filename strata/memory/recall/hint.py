@@ -79,12 +79,19 @@ def own_coverage(table: RowTable, words: GateWords, query: str,
     """The gate's coverage of the question's own words, over the best window by those words
     (and their bridges) alone: what the gate reads when a hint widened the ranking, so that
     the hint's words, which the model made up, never count as the question found. `owner`:
-    the rows a bridged kind counts in (`strata.memory.recall.bridge.whose`)."""
+    the rows a bridged kind counts in (`strata.memory.recall.bridge.whose`). A bridge only
+    adds: never less than the question's words alone reach, since the best window by a
+    bridge's words may be another speaker's ("Which cities has Yara been to?" of a chat where
+    the other person names more cities)."""
     stems = list(words.stems)
-    own = window_scores(table, bridged_stems(stems, words.bridges), None, mask, recency,
-                        rank, None, scored)
-    if own.bm25_best <= 0:
-        return 0.0
-    best = int(np.argmax(own.keyword))
-    rows = [int(m) for m in own.members[best] if m >= 0 and own.counts(int(m))]
-    return bridged_coverage(table, rows, gate_idf(table, stems), words.bridges, owner)
+
+    def reach(bridges: Mapping[str, Bridge]) -> float:
+        own = window_scores(table, bridged_stems(stems, bridges), None, mask, recency,
+                            rank, None, scored)
+        if own.bm25_best <= 0:
+            return 0.0
+        best = int(np.argmax(own.keyword))
+        rows = [int(m) for m in own.members[best] if m >= 0 and own.counts(int(m))]
+        return bridged_coverage(table, rows, gate_idf(table, stems), bridges, owner)
+
+    return max(reach(words.bridges), reach({})) if words.bridges else reach({})
