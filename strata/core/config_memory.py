@@ -93,6 +93,9 @@ class RecallSettings(Section):
     # is searched with the words that name one ("pharmacist", "harp"), and the gate counts them
     # (strata.memory.recall.kind_words).
     fact_bridges: bool = True
+    # A question naming a speaker of the memory finds a kind only in that speaker's own rows
+    # ("Which instrument is Ines learning?" is not answered by the other speaker's cello).
+    bridge_whose: bool = True
 
     @model_validator(mode="before")
     @classmethod

@@ -6,14 +6,26 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from strata.memory.recall.bridge import BRIDGES, bridged_stems, bridges_for
+from strata.memory.recall.bridge import (
+    BRIDGES,
+    Whose,
+    bridged_coverage,
+    bridged_stems,
+    bridges_for,
+    whose,
+)
+from strata.memory.recall.gate import gate_idf
 from strata.memory.recall.hint import (
+    GateWords,
     clean_hints,
     gate_words,
     hinted_stems,
     mean_vector,
+    own_coverage,
 )
 from strata.memory.recall.kind_words import KINDS
+from strata.memory.recall.profiles import speaker_of
+from strata.memory.recall.rank import RankTuning
 from strata.memory.rules.text import query_stems, tokens
 from tests.unit.test_recall_rank import table_of
 
@@ -25,6 +37,8 @@ from tests.unit.test_recall_rank import table_of
     ("What is the name of Yara's dog?", "dog"), ("What pets does Melanie have?", "pet"),
     ("What sports does John like?", "sport"), ("Which language is Tim learning?", "language"),
     ("What car does she drive?", "car"), ("What's my cat called?", "cat"),
+    ("Which cities has Ines been to?", "city"), ("What town did I move to?", "city"),
+    ("What European countries has Maria been to?", "country"),
 ])
 def test_a_question_naming_a_kind_gets_its_bridge(question: str, kind: str) -> None:
     bridges = bridges_for(query_stems(question))
@@ -67,6 +81,8 @@ def test_a_thing_said_by_name_states_its_kind() -> None:
         "sport": ["Tennis on Saturday?", "We played squash after work"],
         "language": ["I'm learning Spanish on Duolingo", "She speaks fluent Japanese"],
         "car": ["Finally sold the old Toyota"],
+        "city": ["Back from Lisbon, what a trip", "We spent a week in New York"],
+        "country": ["Our trip to Spain was lovely", "She grew up in Vietnam"],
     }
     stated = _stated([t for texts in said.values() for t in texts])
     for kind, texts in said.items():
@@ -93,6 +109,9 @@ def test_an_everyday_word_states_no_kind() -> None:
         "I'm researching policies to create positive change, an instructor said so",
         "Climbed onto the train after bowling", "Of course, French fries with everything",
         "Started a report on animal shelters, then peach cobbler at work",
+        # Places that are also everyday words or first names.
+        "A nice split of the bill, reading by the window, my mobile died",
+        "Sofia, Sydney and Jordan came over for turkey and chile",
     ]
     assert all(not texts for texts in _stated(everyday).values()), _stated(everyday)
 
@@ -129,3 +148,66 @@ def test_the_mean_vector_counts_each_text_once() -> None:
     m = mean_vector([a, b])
     assert np.allclose(m, [2 ** -0.5, 2 ** -0.5]) and m.dtype == np.float32
     assert np.allclose(mean_vector([a, a]), a)
+
+
+WHOSE_ROWS = ["Sofia: I've been practising the cello every evening.",
+              "Ines: That sounds lovely, I have been busy at work.",
+              "Ines: Went for a long walk by the river today."]
+
+
+def _instrument_found(question: str, owner: Whose | None) -> float:
+    table = table_of(WHOSE_ROWS)
+    stems = query_stems(question)
+    bridges = bridges_for(stems)
+    weights = {s: 1.0 for s in stems if s in bridges}  # the kind's word alone
+    return bridged_coverage(table, [0, 1, 2], weights, bridges, owner)
+
+
+def test_a_question_naming_a_speaker_finds_the_kind_only_in_their_rows() -> None:
+    """"Which instrument is Ines learning?" is not answered by Sofia's cello: the kind counts
+    only in a row of the speaker the question names; naming Sofia, or nobody, finds it."""
+    who = [speaker_of(t, False) for t in WHOSE_ROWS]
+    speakers = frozenset(who)
+    ines = "Which instrument is Ines learning?"
+    assert _instrument_found(ines, None) == 1.0  # without whose: anyone's cello
+    assert _instrument_found(ines, whose(ines, who, speakers)) == 0.0
+    sofia = "Which instrument is Sofia learning?"
+    assert _instrument_found(sofia, whose(sofia, who, speakers)) == 1.0
+    mine = "Which instrument am I learning?"
+    assert whose(mine, who, speakers) is None
+    assert _instrument_found(mine, whose(mine, who, speakers)) == 1.0
+
+
+def test_a_person_who_never_speaks_here_restricts_nothing() -> None:
+    """"Lena's son" of a memory where Lena is only spoken of: anyone's row may state it, and
+    the question's own word counts in any row whoever the question names."""
+    who = [speaker_of(t, False) for t in WHOSE_ROWS]
+    assert whose("Which instrument does Lena's son play?", who, frozenset(who)) is None
+    table = table_of(WHOSE_ROWS)
+    owner = whose("Where did Ines see Sofia's cello?", who, frozenset(who))
+    assert owner is not None and owner.named == {"ines", "sofia"}
+    ines_only = whose("Which cello is Ines learning?", who, frozenset(who))
+    assert bridged_coverage(table, [0], {"cello": 1.0}, {}, ines_only) == 1.0
+
+
+def test_a_bridge_never_lowers_the_gates_coverage() -> None:
+    """"Which cities has Yara been to?" of a chat where Ines names more cities: the best window
+    by the cities' words is Ines's, where no city is Yara's; the question's words alone still
+    reach Yara's own row, and the gate reads the better of the two."""
+    rows = ["Ines: Back from Lisbon, Osaka and Krakow, what a month",
+            "Yara: Wow, jealous!",
+            "Ines: Next year Nairobi and Tbilisi",
+            "Yara: I have been to Reykjavik once, long ago"]
+    table = table_of(rows, minutes=[0.0, 1.0, 2.0, 900.0])  # the last row: a session alone
+    question = "Which cities has Yara been to?"
+    stems = query_stems(question)
+    bridges = bridges_for(stems)
+    who = [speaker_of(t, False) for t in rows]
+    owner = whose(question, who, frozenset(who))
+    args = (question, np.ones(table.n, bool), np.zeros(table.n), RankTuning(), None)
+    alone = own_coverage(table, GateWords(tuple(stems)), *args)
+    bridged = bridged_coverage(table, [0, 1, 2], gate_idf(table, stems), bridges, owner)
+    assert bridged < alone
+    assert own_coverage(table, GateWords(tuple(stems), bridges), *args, owner) >= alone
+    # Yara's own row names a city: with the bridge her window holds every word asked.
+    assert bridged_coverage(table, [3], gate_idf(table, stems), bridges, owner) == 1.0

@@ -107,3 +107,16 @@ def test_the_gate_subtracts_the_unowned_penalty() -> None:
         gate_logit(1.0, 0.5, known, tuning) - 2.0)
     # A penalty, not a veto: a passage holding the whole question still opens the gate.
     assert gate_logit(2.0, 1.0, known, tuning, unowned=2.0) > 0
+
+
+def test_the_cache_keeps_each_rows_speaker_per_table() -> None:
+    t = table_of(ROWS)
+    cache = ProfileCache(owners=2)
+    who, names = cache.speakers(1, t, ROWS)
+    assert who == ["john", "maria", "john", "maria", "maria"]
+    assert names == {"john", "maria"}
+    assert cache.speakers(1, t, ROWS)[0] is who  # the same table: not read again
+    profiles = cache.get(1, t, ROWS)  # profiles built beside the speakers, once
+    assert cache.get(1, t, ROWS) is profiles and "team" in profiles["john"]
+    grown = table_of([*ROWS, "Tim: hi"])
+    assert cache.speakers(1, grown, [*ROWS, "Tim: hi"])[1] == {"john", "maria", "tim"}

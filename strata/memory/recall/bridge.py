@@ -12,7 +12,10 @@ transcript lines a fact was, or was not yet, read from.
 
 Narrow on purpose: each bridge is a closed list of words, never a guess, so a question whose
 kind the memory never names stays silent, and the gate still weighs every other word of the
-question (a name this memory never mentions among them). Pure (no SQL, no I/O).
+question (a name this memory never mentions among them). And whose: a question that names a
+speaker of this memory ("Which instrument is Ines learning?") finds its kind only in that
+speaker's own rows (`Whose`), not in the cello the other speaker of the chat plays. Pure (no
+SQL, no I/O).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from strata.memory.recall.kind_words import KINDS, Kind
+from strata.memory.rules.names import names_in
 from strata.memory.rules.row_table import RowTable
 from strata.memory.rules.text import coverage, tokens
 
@@ -75,14 +79,38 @@ def bridged_stems(stems: Sequence[str], bridges: Mapping[str, Bridge]) -> list[s
     return list(dict.fromkeys([*stems, *extra]))
 
 
+@dataclass(frozen=True, slots=True)
+class Whose:
+    """The rows whose statement of a kind answers a question: those of the speakers it names.
+    `who[i]`: row i's speaker, lower-cased ("" for none, `strata.memory.recall.profiles`)."""
+
+    who: Sequence[str]
+    named: frozenset[str]
+
+    def __contains__(self, row: object) -> bool:
+        return isinstance(row, int) and self.who[row] in self.named
+
+
+def whose(query: str, who: Sequence[str], speakers: frozenset[str]) -> Whose | None:
+    """The speakers of this memory (`speakers`; `who`: each row's) that the query names, or
+    None when it names none: "What is my job?", or a question about someone who never speaks
+    here ("Lena's son"), may find the kind in anyone's row."""
+    named = frozenset(names_in(query)) & speakers
+    return Whose(who, named) if named else None
+
+
 def bridged_coverage(table: RowTable, rows: Sequence[int], weights: Mapping[str, float],
-                     bridges: Mapping[str, Bridge]) -> float:
+                     bridges: Mapping[str, Bridge], owner: Whose | None = None) -> float:
     """The gate's coverage of `weights` (the question's stems) by `rows`, a bridged stem
-    counting as found in a row that states a fact of its kind."""
+    counting as found in a row that states a fact of its kind: with `owner`, only in a row of
+    a speaker the question names (the question's own word counts in any row, as always)."""
+
+    def stated(bridge: Bridge | None, r: int) -> bool:
+        return (bridge is not None and (owner is None or r in owner)
+                and bridge.stated_in(table, r))
 
     def found(term: str) -> bool:
         bridge = bridges.get(term)
-        return any(r in table.postings.get(term, ())
-                   or (bridge is not None and bridge.stated_in(table, r)) for r in rows)
+        return any(r in table.postings.get(term, ()) or stated(bridge, r) for r in rows)
 
     return coverage(weights, found)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from strata.memory.recall.bridge import Bridge, bridged_coverage, bridged_stems
+from strata.memory.recall.bridge import Bridge, Whose, bridged_coverage, bridged_stems
 from strata.memory.recall.gate import gate_idf
 from strata.memory.recall.rank import RankTuning, window_scores
 from strata.memory.rules.row_table import F64, RowTable
@@ -75,15 +75,23 @@ def gate_words(asked: Sequence[str], also: Sequence[str], bridges: Mapping[str, 
 
 def own_coverage(table: RowTable, words: GateWords, query: str,
                  mask: npt.NDArray[np.bool_], recency: F64, rank: RankTuning,
-                 scored: npt.NDArray[np.bool_] | None) -> float:
+                 scored: npt.NDArray[np.bool_] | None, owner: Whose | None = None) -> float:
     """The gate's coverage of the question's own words, over the best window by those words
     (and their bridges) alone: what the gate reads when a hint widened the ranking, so that
-    the hint's words, which the model made up, never count as the question found."""
+    the hint's words, which the model made up, never count as the question found. `owner`:
+    the rows a bridged kind counts in (`strata.memory.recall.bridge.whose`). A bridge only
+    adds: never less than the question's words alone reach, since the best window by a
+    bridge's words may be another speaker's ("Which cities has Yara been to?" of a chat where
+    the other person names more cities)."""
     stems = list(words.stems)
-    own = window_scores(table, bridged_stems(stems, words.bridges), None, mask, recency,
-                        rank, None, scored)
-    if own.bm25_best <= 0:
-        return 0.0
-    best = int(np.argmax(own.keyword))
-    rows = [int(m) for m in own.members[best] if m >= 0 and own.counts(int(m))]
-    return bridged_coverage(table, rows, gate_idf(table, stems), words.bridges)
+
+    def reach(bridges: Mapping[str, Bridge]) -> float:
+        own = window_scores(table, bridged_stems(stems, bridges), None, mask, recency,
+                            rank, None, scored)
+        if own.bm25_best <= 0:
+            return 0.0
+        best = int(np.argmax(own.keyword))
+        rows = [int(m) for m in own.members[best] if m >= 0 and own.counts(int(m))]
+        return bridged_coverage(table, rows, gate_idf(table, stems), bridges, owner)
+
+    return max(reach(words.bridges), reach({})) if words.bridges else reach({})

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from strata.memory.recall.place_words import CITIES, COUNTRIES
 from strata.memory.rules.fact_words import PROFESSIONS
 
 
@@ -109,4 +110,6 @@ KINDS: tuple[Kind, ...] = (
          alone=("toyota honda bmw audi volkswagen tesla mercedes volvo subaru mazda nissan "
                 "hyundai kia jeep porsche ferrari lamborghini fiat peugeot renault skoda "
                 "prius hatchback convertible minivan suv")),
+    Kind("city", asks="city cities town towns", alone=CITIES),
+    Kind("country", asks="country countries", alone=COUNTRIES),
 )

@@ -137,22 +137,37 @@ def unowned(query: str, table: RowTable, profiles: Profiles) -> bool:
 
 
 class ProfileCache:
-    """Each owner's profiles for the table they were built from: rebuilt only when the owner's
-    table is (a new row or a reload makes a new table), for at most `owners` owners."""
+    """Each owner's row speakers and profiles for the table they were built from: rebuilt
+    only when the owner's table is (a new row or a reload makes a new table), for at most
+    `owners` owners."""
 
     def __init__(self, owners: int) -> None:
         self._owners = owners
-        self._kept: dict[int, tuple[RowTable, Profiles]] = {}
+        self._kept: dict[int, _Kept] = {}
 
-    def get(self, owner_id: int, table: RowTable, texts: Sequence[str]) -> Profiles:
-        """`texts`: the table's rows' searchable texts, in table order."""
+    def _of(self, owner_id: int, table: RowTable, texts: Sequence[str]) -> _Kept:
         kept = self._kept.pop(owner_id, None)
-        if kept is None or kept[0] is not table:
-            kept = (table, build_profiles(texts[: table.n], _bot(table), table.prev.tolist()))
+        if kept is None or kept.table is not table:
+            bot = _bot(table)
+            who = [speaker_of(t, b) for t, b in zip(texts[: table.n], bot, strict=True)]
+            kept = _Kept(table, who, frozenset(who) - {""})
         self._kept[owner_id] = kept  # the most recently used last
         while len(self._kept) > self._owners:
             self._kept.pop(next(iter(self._kept)))
-        return kept[1]
+        return kept
+
+    def get(self, owner_id: int, table: RowTable, texts: Sequence[str]) -> Profiles:
+        """`texts`: the table's rows' searchable texts, in table order."""
+        kept = self._of(owner_id, table, texts)
+        if kept.profiles is None:
+            kept.profiles = build_profiles(texts[: table.n], _bot(table), table.prev.tolist())
+        return kept.profiles
+
+    def speakers(self, owner_id: int, table: RowTable,
+                 texts: Sequence[str]) -> tuple[list[str], frozenset[str]]:
+        """Each row's speaker (`speaker_of`) and the set of them."""
+        kept = self._of(owner_id, table, texts)
+        return kept.who, kept.names
 
     def penalty(self, owner_id: int, table: RowTable, texts: Sequence[str], query: str,
                 notes: Sequence[str], weight: float) -> float:
@@ -163,6 +178,16 @@ class ProfileCache:
             return 0.0
         profiles = add_notes(self.get(owner_id, table, texts), notes)
         return weight if unowned(query, table, profiles) else 0.0
+
+
+@dataclass(slots=True)
+class _Kept:
+    """One owner's cached speakers and (built on first use) profiles for one table."""
+
+    table: RowTable
+    who: list[str]
+    names: frozenset[str]
+    profiles: Profiles | None = None
 
 
 def _bot(table: RowTable) -> list[bool]:

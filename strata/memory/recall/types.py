@@ -65,6 +65,9 @@ class RecallTuning:
     # the words that name one ("pharmacist", "harp"), which count as its word for the gate
     # (`strata.memory.recall.bridge`).
     fact_bridges: bool = True
+    # A question naming a speaker of the memory finds a kind only in that speaker's own rows
+    # ("Which instrument is Ines learning?" is not answered by the other speaker's cello).
+    bridge_whose: bool = True
     # Display: the best `trim_after` windows are shown whole; any other shows only its rows
     # within `trim_margin` of its best row's own score (strata.memory.recall.pack; inf:
     # whole).

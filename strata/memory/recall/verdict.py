@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from strata.memory.recall.bridge import whose
 from strata.memory.recall.gate import gate_features, gate_idf, gate_logit
 from strata.memory.recall.hint import GateWords, own_coverage
 from strata.memory.recall.index import OwnerRows
@@ -40,8 +41,10 @@ def gate_opens(q: RecallQuery, stems: list[str], rows: OwnerRows, table: RowTabl
     z, cover = gate_features(table, ws, q.text, stems)
     gate = scope.gate
     if gate is not None:  # a hint or a bridge widened the ranking: the question's words
+        owner = whose(q.text, *profiles.speakers(q.owner_id, table, rows.texts)
+                      ) if gate.bridges and tuning.bridge_whose else None
         cover = own_coverage(table, gate, q.text, scope.mask, scope.recency,
-                             tuning.rank, ws.counted)
+                             tuning.rank, ws.counted, owner)
     if extras:
         weights = gate_idf(table, stems if gate is None else gate.stems)
         cover = max(cover, *(text_coverage(c.text, weights) for c in extras))
