@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import engines  # noqa: E402
+from bench import engines, stores  # noqa: E402
 from bench.recall_statements import Statements  # noqa: E402
 from strata.memory.engines.db import Database  # noqa: E402
 from strata.memory.recall import search as recall_search  # noqa: E402
@@ -185,22 +185,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                            "memories": args.memories, "searches_per_person": args.searches,
                            "engines": {}}
     for engine in args.engines:
-        if engine == "sqlite":
-            async with engines.sqlite_store(args.persons, args.memories, args.searches) as (
-                    store, queries, dim):
-                out["engines"][engine] = await measure(store, queries, dim)
-            continue
-        eargs = engines.parse_args(["--persons", str(args.persons), "--memories",
-                                    str(args.memories), "--queries", str(args.searches),
-                                    "--engines", "postgres"])
-        with engines.postgres(None, eargs.dim) as url:
-            db = await Database.open(url, eargs.dim)
-            try:
-                store = engines.Store("postgres", db)
-                queries, _ = await engines.populate([store], eargs, engines.Loads())
-                out["engines"][engine] = await measure(store, queries, eargs.dim)
-            finally:
-                await db.close()
+        async with stores.engine_store(engine, args.persons, args.memories,
+                                        args.searches) as (store, queries, dim):
+            out["engines"][engine] = await measure(store, queries, dim)
     return out
 
 

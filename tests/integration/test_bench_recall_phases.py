@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).parents[2]
+from tests.bench_smoke import run_bench
 
 
 def test_bench_recall_phases_smoke(tmp_path: Path) -> None:
-    out = tmp_path / "phases.json"
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "recall_phases.py"), "--persons", "2",
-         "--memories", "300", "--searches", "3", "--engines", "sqlite", "--out", str(out)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    rep = json.loads(out.read_text())["engines"]["sqlite"]
+    rep = run_bench("recall_phases.py", ["--persons", "2", "--memories", "300", "--searches",
+                                         "3", "--engines", "sqlite"], tmp_path)["engines"]["sqlite"]
     first, warm = rep["first"], rep["warm"]
     assert (first["searches"], warm["searches"]) == (2, 6)
     # A first search loads the person's rows; a warm one only checks they are fresh.

@@ -165,6 +165,36 @@ async def test_search_reports_raw_signals_for_recall(app: App, clock: ManualCloc
     assert len(hits) == 1
 
 
+async def test_a_keyword_hit_outside_the_knn_gets_its_stored_vectors_cosine(
+        app: App, clock: ManualClock) -> None:
+    """One statement finds both (`strata.memory.store.fact_search`): the kNN's nearest with
+    the engine's distance, a keyword hit it did not reach with the cosine of its stored
+    vector; a retracted fact and another person's never come back from either search."""
+    alice, bob = await person(app, "alice", clock), await person(app, "bob", clock)
+    s = store(app)
+    lake = await s.add(NewFact(alice.id, "place", "Rows on the lake every morning", "user"),
+                       clock.now())
+    oboe = await s.add(NewFact(alice.id, "user_specific", "Plays oboe", "user",
+                               attribute="instrument"), clock.now())
+    gone = await s.add(NewFact(alice.id, "user_specific", "Sold the old oboe", "user"),
+                       clock.now())
+    await s.add(NewFact(bob.id, "user_specific", "Plays oboe", "user", attribute="instrument"),
+                clock.now())
+    await s.retract(alice.id, [gone.fact_id or 0], clock.now())
+    vec = (await app.embedder.embed(["Rows on the lake every morning"]))[0]
+    hits = await s.repo.search(alice.id, "oboe", vec, limit=1)
+    by_id = {h.fact.id: h for h in hits}
+    assert set(by_id) <= {lake.fact_id, oboe.fact_id} and oboe.fact_id in by_id
+    found = await s.repo.search(alice.id, "oboe", vec, limit=2)
+    assert {h.fact.id for h in found} == {lake.fact_id, oboe.fact_id}
+    knn = {h.fact.id: h for h in found}[lake.fact_id]
+    assert knn.bm25 is None and knn.cosine == pytest.approx(1.0, abs=1e-5)
+    keyword = by_id[oboe.fact_id]
+    expected = float(np.dot((await app.embedder.embed(["Plays oboe (instrument)"]))[0], vec))
+    assert keyword.bm25 is not None and keyword.cosine == pytest.approx(expected, abs=1e-6)
+    assert all(h.fact.owner_id == alice.id for h in [*hits, *found])
+
+
 async def test_recall_names_where_a_fact_came_from_in_plain_words(app: App,
                                                                  clock: ManualClock) -> None:
     alice = await person(app, "alice", clock)

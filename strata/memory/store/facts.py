@@ -17,7 +17,6 @@ scores in [0, 1]. Imports `bot` leaf modules and `memory` modules only.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
@@ -42,7 +41,8 @@ from strata.memory.rules.fact_types import (
     normalise_key,
     scored_hits,
 )
-from strata.memory.store.episodes import as_blob, cosines
+from strata.memory.store.episodes import as_blob
+from strata.memory.store.fact_search import found_facts
 
 log = logging.getLogger(__name__)
 
@@ -289,52 +289,15 @@ class FactRepo:
         match: str | None = None,
     ) -> list[FactHit]:
         """Live facts of `owner_id` for a query: vector kNN (only the owner's partition is
-        scanned) and FTS5 side by side, merged, best first by calibrated relevance.
+        scanned) and FTS5 side by side in one statement (`strata.memory.store.fact_search`),
+        merged, best first by calibrated relevance.
 
         Every hit carries its raw signals too: `cosine` (keyword hits are compared with the
         query through their stored vector) and `bm25` (None when FTS did not find it).
         `match` overrides the FTS expression built from `text`."""
-        cosine, bm25 = await self._signals(owner_id, text, embedding, limit, match)
-        ids = list(cosine.keys() | bm25.keys())
-        if not ids:
-            return []
-        facts = await self.db.fetchall(
-            f"SELECT * FROM facts WHERE id IN ({placeholders(ids)}) AND owner_id = ?"
-            " AND status = 'live'",
-            [*ids, owner_id],
-        )
-        hits = scored_hits([fact_from_db(row) for row in facts], text, cosine, bm25)
+        query = match if match is not None else self.db.dialect.keyword_query(text)
+        found = await found_facts(self.db, self.db.dialect, owner_id, embedding, query, limit)
+        hits = scored_hits([fact_from_db(row) for row in found.rows], text, found.cosine,
+                           found.bm25)
         return hits[:limit]
-
-    async def _signals(
-        self,
-        owner_id: int,
-        text: str,
-        embedding: npt.NDArray[np.floating] | None,
-        limit: int,
-        match: str | None,
-    ) -> tuple[dict[int, float], dict[int, float]]:
-        """Each found fact's cosine to the query and its BM25 score: kNN, FTS5, and the stored
-        vectors of the keyword hits the kNN did not reach."""
-        cosine: dict[int, float] = {}
-        if embedding is not None:
-            rows = await self.db.fetchall(self.db.dialect.knn_sql("fact_vec", "fact_id"),
-                                          (as_blob(embedding), owner_id, limit))
-            cosine = cosines(rows)
-        bm25: dict[int, float] = {}
-        dialect = self.db.dialect
-        query = match if match is not None else dialect.keyword_query(text)
-        if query is not None:
-            rows = await self.db.fetchall(dialect.fact_search, (
-                dialect.scoped(query, owner_id, ("text", "attribute")), owner_id, limit))
-            bm25 = {r[0]: float(r[1]) for r in rows}
-        missing = [i for i in bm25 if i not in cosine]
-        if missing and embedding is not None:
-            query_vec = np.asarray(embedding, dtype=np.float32)
-            for r in await self.db.fetchall(
-                *self.db.dialect.vectors_query("fact_vec", "fact_id", missing)):
-                sim = float(np.dot(np.frombuffer(r[1], dtype="<f4"), query_vec))
-                if math.isfinite(sim):  # a vector stored before they were checked: no cosine
-                    cosine[r[0]] = sim
-        return cosine, bm25
 
