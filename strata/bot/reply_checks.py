@@ -21,6 +21,7 @@ metrics). While a reply streams, only its finished sentences are shown, checked 
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections import Counter
@@ -127,6 +128,12 @@ def _grams(text: str) -> set[tuple[str, ...]]:
     return runs
 
 
+@functools.cache
+def _framing_grams() -> frozenset[tuple[str, ...]]:
+    """The fixed framing's runs, made once (a streamed reply is checked stretch by stretch)."""
+    return frozenset(g for part in FRAMING for g in _grams(part))
+
+
 @dataclass(frozen=True, slots=True)
 class Checked:
     text: str
@@ -143,9 +150,7 @@ def check_reply(text: str, performed: Collection[str], framing: Iterable[str], *
     `voice` (the message asks about the person), the person's words told as the bot's are
     told to the person (`strata.bot.reply_voice`). With an `identity`, the bot naming itself
     as the person is told as the bot (`strata.bot.reply_identity`)."""
-    fixed: set[tuple[str, ...]] = set()
-    for part in FRAMING:
-        fixed |= _grams(part)
+    fixed = _framing_grams()
     given: set[tuple[str, ...]] = set()
     for part in framing:
         given |= _grams(part)
