@@ -176,6 +176,9 @@ def test_a_capital_at_a_sentences_start_is_no_one_else() -> None:
     "Strata: Eve works at the bakery.",
     # the same label after a sentence's end, as extractive summaries write it
     "Eve works at the bakery. Eve: I just finished work, long shift at the bakery.",
+    # the quick start's DMN (embedded 0.5B, `strata jobs run --job all`): the excerpt's line,
+    # quote marker and all, stored as a finding
+    "> eve: I just finished work, long shift at the bakery.",
 ])
 def test_a_transcript_line_is_no_finding(finding: str) -> None:
     ground = ["I just finished work, long shift at the bakery.", "Works at the bakery"]
