@@ -12,9 +12,9 @@ from strata.core.words import SURFACE_WORD
 from strata.memory.rules.names import calendar_stems
 from strata.memory.rules.text import stem, tokens
 
-# A speaker's label ("Eve: …", a dangling "Strata:", a quoted "> eve: …") opening a line or
-# following a sentence's end: the form excerpts and extractive summaries are written in. In a finding it is the
-# transcript copied; in a summary it says whose the next words are.
+# A speaker's label ("Eve: …", a dangling "Strata:", a quoted "> eve: …") opening a line
+# or following a sentence's end: the form excerpts and extractive summaries are written in.
+# In a finding it is the transcript copied; in a summary it says whose the next words are.
 SPEAKER_LABEL = re.compile(r"(?m)(?:^|[.!?]\s+)[\s>]*([^\W\d_][\w'-]{0,30})\s*:(?=\s|$)")
 
 # Words that frame a claim rather than carry it ("the person usually mentions ...").
